@@ -1,0 +1,66 @@
+# tourpack: `make tour` builds the demo packages, `make test` runs the tests.
+# Both start from `make setup`, which installs only the Debian packages that
+# are missing (with sudo when not root), so a fresh Debian machine with Swift
+# needs nothing else.
+
+SHELL := /bin/bash
+SWIFT ?= swift
+CONFIG ?= release
+BIN_RELEASE := .build/release/tourpack
+BIN_DEBUG := .build/debug/tourpack
+TTS_PORT_FILE := build/.serve-tts.port
+
+APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
+	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
+	espeak-ng libsqlite3-dev ffmpeg opus-tools mp3val
+PIP_PACKAGES := junitparser
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all setup setup-test build build-release test tour bench clean help
+
+all: build
+
+help:
+	@echo "make tour   set up, build, start the local voice, build the demo packages"
+	@echo "make test   set up and run every test"
+	@echo "make bench  speed and memory figures"
+	@echo "make clean  remove build products and the demo output"
+
+setup:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "setup: installing$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+		echo "setup: Debian packages present"; \
+	fi
+
+# Python tools the tests use to check output as real consumers do (JUnit XML).
+setup-test: setup
+	@for p in $(PIP_PACKAGES); do \
+		python3 -c "import $$p" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $$p; \
+	done
+
+build: setup
+	$(SWIFT) build
+
+build-release: setup
+	$(SWIFT) build -c release
+
+test: setup-test
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+tour: build-release
+	$(BIN_RELEASE) plan pipelines/demo.yaml
+
+bench: build-release
+	@echo "benchmarks arrive with the issues that set speed targets"
+
+clean:
+	rm -rf .build build

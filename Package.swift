@@ -1,0 +1,108 @@
+// swift-tools-version: 6.0
+//
+// tourpack: the batch pipeline that builds the touring app's offline audio
+// packages. One library (`TourpackKit`) holds the pipeline; `TourpackServer`
+// is the embedded espeak-ng TTS endpoint; `tourpack` is the thin CLI.
+//
+// Every C library sits behind a `C<Name>` system-library target plus, where
+// Swift cannot reach on its own, a `C<Name>Shims` target.
+import PackageDescription
+
+let package = Package(
+    name: "tourpack",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tourpack", targets: ["tourpack"]),
+        .library(name: "TourpackKit", targets: ["TourpackKit"]),
+    ],
+    dependencies: [
+        // CLI parsing for the thin executable.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Pipeline and voice presets are YAML.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // SHA-256 of audio files and content hashes; SHA-1 for UUIDv5 package IDs.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // The embedded TTS endpoint (`serve-tts`).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // NIOThreadPool keeps blocking C work (curl, FFmpeg, espeak) off the cooperative pool.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // MARK: C walls
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(name: "CCurlShims", dependencies: ["CCurl"], linkerSettings: [.linkedLibrary("curl")]),
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]
+        ),
+        .target(
+            name: "CFFmpegShims",
+            dependencies: ["CFFmpeg"],
+            linkerSettings: [.linkedLibrary("avutil")]
+        ),
+        .systemLibrary(
+            name: "CEspeakNG",
+            pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]
+        ),
+
+        // MARK: Swift
+        .target(
+            name: "TourpackKit",
+            dependencies: [
+                "CCurl", "CCurlShims", "CFFmpeg", "CFFmpegShims",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "TourpackServer",
+            dependencies: [
+                "TourpackKit", "CEspeakNG",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "tourpack",
+            dependencies: [
+                "TourpackKit", "TourpackServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "TourpackKitTests",
+            dependencies: ["TourpackKit"],
+            resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "TourpackServerTests",
+            dependencies: ["TourpackKit", "TourpackServer"]
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["TourpackKit"]
+        ),
+    ]
+)
+
+// Strict Swift 6 everywhere, as Hummingbird does: existentials spelled out,
+// imports internal unless a public API needs them.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,35 @@
+/// How the endpoint measures a request: Google counts UTF-8 bytes of the
+/// (SSML-escaped) input, OpenAI counts characters.
+public enum ChunkLimit: Sendable, Hashable {
+    case utf8BytesAfterEscaping(Int)
+    case characters(Int)
+
+    /// The limit with `headroom` units kept free, never below 1.
+    public func reduced(by headroom: Int) -> ChunkLimit {
+        switch self {
+        case .utf8BytesAfterEscaping(let n): return .utf8BytesAfterEscaping(Swift.max(1, n - headroom))
+        case .characters(let n): return .characters(Swift.max(1, n - headroom))
+        }
+    }
+
+    public var value: Int {
+        switch self {
+        case .utf8BytesAfterEscaping(let n), .characters(let n): return n
+        }
+    }
+}
+
+/// One request's worth of narration. `text` is what is sent: plain text, or
+/// a complete `<speak>…</speak>` document when `isSSML`.
+public struct Chunk: Sendable, Hashable, Codable {
+    public var text: String
+    public var isSSML: Bool
+
+    public init(text: String, isSSML: Bool) {
+        self.text = text
+        self.isSSML = isSSML
+    }
+
+    /// Characters as billed: Unicode scalars of the text sent.
+    public var characters: Int { text.unicodeScalars.count }
+}

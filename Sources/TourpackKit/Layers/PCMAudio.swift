@@ -1,0 +1,18 @@
+/// Uncompressed mono audio: signed 16-bit samples at `sampleRate`.
+///
+/// This is what the TTS endpoint returns (LINEAR16) and what the encoder
+/// takes. Chunks are joined as PCM and encoded once; encoded files are never
+/// concatenated.
+public struct PCMAudio: Sendable, Hashable {
+    public var samples: [Int16]
+    public var sampleRate: Int
+
+    public init(samples: [Int16], sampleRate: Int) {
+        self.samples = samples
+        self.sampleRate = sampleRate
+    }
+
+    public var durationSeconds: Double {
+        sampleRate > 0 ? Double(samples.count) / Double(sampleRate) : 0
+    }
+}

@@ -1,0 +1,141 @@
+public import Foundation
+
+/// A pipeline, fully resolved: every default applied, every path absolute,
+/// every value range-checked. Produced by `PipelineLoader` from
+/// `pipelines/*.yaml`, the voice preset it names, and the command-line overrides.
+public struct PipelineConfig: Sendable, Hashable {
+    /// The YAML file this came from; relative paths were resolved against its folder.
+    public var sourceFile: URL
+    public var version: Int
+    /// The tour globs, absolute.
+    public var tourGlobs: [String]
+    public var voiceFile: URL?
+    public var voice: VoicePreset
+    public var formats: [AudioFormat]
+    public var tts: TTSSettings
+    /// The app's Documents root. Holds only what ships.
+    public var output: URL
+    /// Cache index, quota ledger, build records. Never under `output`.
+    public var state: URL
+    public var budgets: Budgets
+    public var maps: MapSettings
+    public var chunking: ChunkingSettings
+    public var audio: AudioSettings
+
+    public init(
+        sourceFile: URL, version: Int, tourGlobs: [String], voiceFile: URL?, voice: VoicePreset,
+        formats: [AudioFormat], tts: TTSSettings, output: URL, state: URL, budgets: Budgets,
+        maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings
+    ) {
+        self.sourceFile = sourceFile
+        self.version = version
+        self.tourGlobs = tourGlobs
+        self.voiceFile = voiceFile
+        self.voice = voice
+        self.formats = formats
+        self.tts = tts
+        self.output = output
+        self.state = state
+        self.budgets = budgets
+        self.maps = maps
+        self.chunking = chunking
+        self.audio = audio
+    }
+}
+
+/// How to reach the TTS endpoint. The key itself is never stored here, only
+/// the name of the environment variable that holds it.
+public struct TTSSettings: Sendable, Hashable {
+    public var api: TTSAPI
+    /// Base URL; Google: `POST {endpoint}/v1/text:synthesize`.
+    public var endpoint: String
+    public var apiKeyEnv: String?
+    /// Requests in flight at most.
+    public var concurrency: Int
+    /// Requests started per minute at most, across all concurrent work.
+    public var requestsPerMinute: Int
+    /// Total time for one HTTP request.
+    public var timeoutSeconds: Double
+    /// Tries per chunk, the first included.
+    public var maxAttempts: Int
+    /// The first backoff; each retry doubles it, with full jitter.
+    public var initialBackoffSeconds: Double
+    public var maxBackoffSeconds: Double
+    /// The sample rate requested from the endpoint (LINEAR16).
+    public var sampleRateHz: Int
+    /// OpenAI dialect only: the `model` field.
+    public var model: String?
+
+    public init(
+        api: TTSAPI = .google, endpoint: String = "http://127.0.0.1:8787", apiKeyEnv: String? = nil,
+        concurrency: Int = 8, requestsPerMinute: Int = 1000, timeoutSeconds: Double = 30,
+        maxAttempts: Int = 5, initialBackoffSeconds: Double = 0.5, maxBackoffSeconds: Double = 30,
+        sampleRateHz: Int = 24_000, model: String? = nil
+    ) {
+        self.api = api
+        self.endpoint = endpoint
+        self.apiKeyEnv = apiKeyEnv
+        self.concurrency = concurrency
+        self.requestsPerMinute = requestsPerMinute
+        self.timeoutSeconds = timeoutSeconds
+        self.maxAttempts = maxAttempts
+        self.initialBackoffSeconds = initialBackoffSeconds
+        self.maxBackoffSeconds = maxBackoffSeconds
+        self.sampleRateHz = sampleRateHz
+        self.model = model
+    }
+}
+
+public struct Budgets: Sendable, Hashable {
+    public var cacheMaxMB: Int
+    public var synthesisCacheMaxMB: Int
+    public var audioMaxAgeDays: Int
+    public var packageMaxAgeDays: Int
+    /// Monthly characters per tier; a tier not listed here (and `local`) is unlimited.
+    public var monthlyCharacters: [PricingTier: Int]
+
+    public static let defaultMonthlyCharacters: [PricingTier: Int] = [
+        .standard: 4_000_000, .wavenet: 1_000_000, .neural2: 1_000_000,
+    ]
+
+    public init(
+        cacheMaxMB: Int = 500, synthesisCacheMaxMB: Int = 2000, audioMaxAgeDays: Int = 30,
+        packageMaxAgeDays: Int = 90, monthlyCharacters: [PricingTier: Int] = Budgets.defaultMonthlyCharacters
+    ) {
+        self.cacheMaxMB = cacheMaxMB
+        self.synthesisCacheMaxMB = synthesisCacheMaxMB
+        self.audioMaxAgeDays = audioMaxAgeDays
+        self.packageMaxAgeDays = packageMaxAgeDays
+        self.monthlyCharacters = monthlyCharacters
+    }
+
+    /// The monthly quota of a tier, or nil when it is unlimited.
+    public func monthlyQuota(for tier: PricingTier) -> Int? {
+        tier == .local ? nil : monthlyCharacters[tier]
+    }
+}
+
+public struct MapSettings: Sendable, Hashable {
+    public var minZoom: Int
+    public var maxZoom: Int
+    public var bufferMiles: Double
+    public var tileKB: Int
+    public init(minZoom: Int = 12, maxZoom: Int = 16, bufferMiles: Double = 5, tileKB: Int = 15) {
+        self.minZoom = minZoom
+        self.maxZoom = maxZoom
+        self.bufferMiles = bufferMiles
+        self.tileKB = tileKB
+    }
+}
+
+public struct ChunkingSettings: Sendable, Hashable {
+    /// Bytes (Google) or characters (OpenAI) kept free under the endpoint's limit.
+    public var headroom: Int
+    public init(headroom: Int = 100) { self.headroom = headroom }
+}
+
+public struct AudioSettings: Sendable, Hashable {
+    /// The pause put between a phase's chunks when they are joined.
+    public var pauseMilliseconds: Int
+    public init(pauseMilliseconds: Int = 350) { self.pauseMilliseconds = pauseMilliseconds }
+}

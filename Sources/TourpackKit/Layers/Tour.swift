@@ -1,0 +1,147 @@
+/// A tour as loaded and validated from tour JSON (SPEC.md "Input 1").
+///
+/// Every value here has passed validation: IDs are lowercase UUIDs, so they
+/// are safe to use in paths; coordinates are in range; every POI has at
+/// least one non-empty narration.
+public struct Tour: Sendable, Hashable {
+    public var id: SafeID
+    public var name: String
+    public var language: String
+    public var version: Int
+    public var route: Route
+    public var pois: [POI]
+    /// The file the tour came from, as the user named it; for messages.
+    public var sourceFile: String
+
+    public init(id: SafeID, name: String, language: String, version: Int, route: Route, pois: [POI], sourceFile: String) {
+        self.id = id
+        self.name = name
+        self.language = language
+        self.version = version
+        self.route = route
+        self.pois = pois
+        self.sourceFile = sourceFile
+    }
+}
+
+/// A UUID that passed validation, kept in lowercase: the only kind of ID that
+/// may ever become part of a path.
+public struct SafeID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let value: String
+
+    /// Accepts only the canonical 8-4-4-4-12 hex form; returns nil otherwise.
+    public init?(validating raw: String) {
+        let lower = raw.lowercased()
+        let utf8 = Array(lower.utf8)
+        guard utf8.count == 36 else { return nil }
+        for (index, byte) in utf8.enumerated() {
+            switch index {
+            case 8, 13, 18, 23:
+                guard byte == UInt8(ascii: "-") else { return nil }
+            default:
+                let isHex = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
+                guard isHex else { return nil }
+            }
+        }
+        self.value = lower
+    }
+
+    public var description: String { value }
+    public static func < (lhs: SafeID, rhs: SafeID) -> Bool { lhs.value < rhs.value }
+}
+
+public struct Coordinate: Sendable, Hashable, Codable {
+    public var latitude: Double
+    public var longitude: Double
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+}
+
+public struct Route: Sendable, Hashable {
+    public struct Waypoint: Sendable, Hashable {
+        public var coordinate: Coordinate
+        public var name: String?
+        public init(coordinate: Coordinate, name: String?) {
+            self.coordinate = coordinate
+            self.name = name
+        }
+    }
+
+    public struct Segment: Sendable, Hashable {
+        public var from: Int
+        public var to: Int
+        public var distanceMeters: Double
+        public var durationSeconds: Double
+        public init(from: Int, to: Int, distanceMeters: Double, durationSeconds: Double) {
+            self.from = from
+            self.to = to
+            self.distanceMeters = distanceMeters
+            self.durationSeconds = durationSeconds
+        }
+    }
+
+    public var waypoints: [Waypoint]
+    public var segments: [Segment]
+    public init(waypoints: [Waypoint], segments: [Segment]) {
+        self.waypoints = waypoints
+        self.segments = segments
+    }
+}
+
+/// A point of interest with narration for one to three phases.
+public struct POI: Sendable, Hashable {
+    public var id: SafeID
+    public var name: String
+    public var location: Coordinate
+    public var triggerRadiusMeters: Double
+    /// Narration per phase, in phase order; only the phases the tour gives.
+    public var narrations: [Phase: Narration]
+
+    public init(id: SafeID, name: String, location: Coordinate, triggerRadiusMeters: Double, narrations: [Phase: Narration]) {
+        self.id = id
+        self.name = name
+        self.location = location
+        self.triggerRadiusMeters = triggerRadiusMeters
+        self.narrations = narrations
+    }
+
+    /// The phases present, in the app's order.
+    public var phases: [Phase] { Phase.allCases.filter { narrations[$0] != nil } }
+}
+
+/// The narration of one phase: plain text, or SSML when it begins with `<speak>`.
+public struct Narration: Sendable, Hashable {
+    public var text: String
+    public var isSSML: Bool
+    public init(text: String) {
+        self.text = text
+        self.isSSML = Narration.looksLikeSSML(text)
+    }
+
+    public static func looksLikeSSML(_ text: String) -> Bool {
+        text.drop { $0.isWhitespace }.hasPrefix("<speak")
+    }
+}
+
+/// The three narration phases. The raw value is the JSON key; `fileLabel` is
+/// the exact spelling the app expects in file names.
+public enum Phase: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
+    case approaching
+    case detailed
+    case guidedTour
+
+    /// `Approaching`, `Detailed` or `Guided Tour` (with the space), as in `<poiId>_<Phase>.<ext>`.
+    public var fileLabel: String {
+        switch self {
+        case .approaching: return "Approaching"
+        case .detailed: return "Detailed"
+        case .guidedTour: return "Guided Tour"
+        }
+    }
+
+    public static func < (lhs: Phase, rhs: Phase) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}

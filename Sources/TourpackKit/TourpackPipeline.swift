@@ -1,0 +1,23 @@
+/// # How tourpack is put together
+///
+/// tourpack is a batch pipeline. Each stage lives in a folder of its own and
+/// hands plain values (in `Layers/`) to the next:
+///
+///     Load/        tour JSON, pipeline and voice YAML  ->  Tour, PipelineConfig
+///     Plan/        tours + config                      ->  BuildPlan (chunks, cost, map tiles)
+///     Chunk/       narration text                      ->  [Chunk] under the endpoint's limit
+///     Synthesize/  Chunk + VoicePreset over libcurl    ->  PCMAudio (s16 mono)
+///     Encode/      [PCMAudio] joined once, FFmpeg      ->  EncodedAudio (.m4a/.mp3/.opus)
+///     Store/       EncodedAudio + Tour                 ->  AudioCache files, package.json
+///     Validate/    a Documents root                    ->  [Diagnostic]
+///
+/// Problems with input are collected as `Diagnostic`s, never thrown one at a
+/// time, so one run reports everything (`DiagnosticCollector`). Failures of
+/// the work itself are `TourpackError`s, which carry the context a person
+/// needs (file, JSON path, POI and phase, HTTP status) and map onto the exit
+/// codes of SPEC.md. C libraries (libcurl, FFmpeg, espeak-ng) sit behind the
+/// `C*` targets; one Swift type owns each C resource.
+public enum TourpackPipeline {
+    /// The version written into generated files and the encoder cache key.
+    public static let version = "0.1.0"
+}

@@ -88,6 +88,10 @@ let package = Package(
             resources: [.copy("Resources")]
         ),
         .testTarget(
+            name: "AudioTests",
+            dependencies: ["TourpackKit", "CFFmpeg", "CFFmpegShims"]
+        ),
+        .testTarget(
             name: "TourpackServerTests",
             dependencies: ["TourpackKit", "TourpackServer"]
         ),

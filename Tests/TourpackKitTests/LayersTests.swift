@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 @testable import TourpackKit
 
 @Suite struct LayersTests {
@@ -11,5 +12,19 @@ import Testing
 
     @Test func phaseFileLabelsAreTheAppsSpelling() {
         #expect(Phase.allCases.map(\.fileLabel) == ["Approaching", "Detailed", "Guided Tour"])
+    }
+}
+
+@Suite struct PCMResamplerTests {
+    @Test func resamplingKeepsDurationAndTone() throws {
+        // One second of a 440 Hz tone at 22050 Hz, as espeak-ng produces.
+        let input = (0..<22_050).map { Int16(10_000 * sin(2 * Double.pi * 440 * Double($0) / 22_050)) }
+        let pcm = PCMAudio(samples: input, sampleRate: 22_050)
+        let out = try pcm.resampled(to: 48_000)
+        #expect(out.sampleRate == 48_000)
+        #expect(abs(out.durationSeconds - 1.0) < 0.002)
+        // The peak survives resampling (no silence, no clipping).
+        let peak = out.samples.map { abs(Int($0)) }.max() ?? 0
+        #expect(peak > 9_000 && peak < 11_000)
     }
 }

@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tourpack", targets: ["tourpack"]),
+        .executable(name: "tourpack-bench", targets: ["TourpackBench"]),
         .library(name: "TourpackKit", targets: ["TourpackKit"]),
     ],
     dependencies: [
@@ -79,6 +80,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // `make bench`: speed and memory figures, never timed tests.
+        .executableTarget(
+            name: "TourpackBench",
+            dependencies: ["TourpackKit", "TourpackServer"]
         ),
 
         // MARK: Tests

@@ -28,3 +28,23 @@ import Foundation
         #expect(peak > 9_000 && peak < 11_000)
     }
 }
+
+@Suite struct WAVTests {
+    @Test func roundTrips() throws {
+        let pcm = PCMAudio(samples: [0, 1, -1, .max, .min, 1234], sampleRate: 24_000)
+        let bytes = WAV.encode(pcm)
+        #expect(bytes.count == 44 + 12)
+        #expect(try WAV.decode(bytes) == pcm)
+    }
+
+    @Test func truncatedBodyIsReported() {
+        let bytes = WAV.encode(PCMAudio(samples: Array(repeating: 7, count: 100), sampleRate: 24_000))
+        #expect(throws: WAV.DecodeError.truncated(expectedBytes: 200, actualBytes: 150)) {
+            try WAV.decode(Array(bytes.dropLast(50)))
+        }
+    }
+
+    @Test func garbageIsNotRIFF() {
+        #expect(throws: WAV.DecodeError.notRIFF) { try WAV.decode(Array("<html>oops</html>".utf8)) }
+    }
+}

@@ -1,0 +1,14 @@
+// `make bench` runs this. Each benchmark lives in its own file and is named
+// on the command line: `tourpack-bench <name> [options]`.
+import Foundation
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let name = arguments.first else {
+    print("usage: tourpack-bench <benchmark> [options]")
+    exit(2)
+}
+switch name {
+default:
+    print("unknown benchmark \(name)")
+    exit(2)
+}

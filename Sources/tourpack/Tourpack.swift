@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TourpackKit
 
 @main
@@ -6,7 +7,51 @@ struct Tourpack: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tourpack",
         abstract: "Build the touring app's offline audio packages.",
+        discussion: """
+            tourpack reads tour JSON, chunks each narration, synthesizes it over a \
+            TTS HTTP endpoint, encodes AAC, MP3 or Opus, and writes the app's \
+            Documents layout, within cache, expiry and monthly-character budgets.
+
+            Exit codes: 0 ok · 1 build or validation failure · 2 bad input, \
+            config or usage · 3 a budget refused the work · 130 cancelled.
+            """,
         version: TourpackPipeline.version,
-        subcommands: []
+        subcommands: [Plan.self]
     )
+
+    /// Runs the command and maps every failure onto SPEC.md's exit codes:
+    /// argument-parser's usage errors become 2 (its default is 64).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as DiagnosticsError {
+            Console.error(error.description)
+            Foundation.exit(ExitStatus.badInput)
+        } catch let error as TourpackError {
+            Console.error("error: \(error)")
+            Foundation.exit(error.exitCode)
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                print(fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            Console.error(fullMessage(for: error))
+            Foundation.exit(code == .validationFailure ? ExitStatus.badInput : code.rawValue == 64 ? ExitStatus.badInput : code.rawValue)
+        }
+    }
+}
+
+/// Where human-facing messages go: stderr, so stdout stays machine-readable.
+enum Console {
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
 }

@@ -1,0 +1,271 @@
+public import Foundation
+import Yams
+
+/// Values given on the command line; each one beats the pipeline file,
+/// which beats the defaults.
+public struct PipelineOverrides: Sendable, Hashable {
+    public var formats: [AudioFormat]?
+    public var voiceFile: String?
+    public var endpoint: String?
+    public var api: TTSAPI?
+    public var concurrency: Int?
+    public var requestsPerMinute: Int?
+    public var output: String?
+    public var state: String?
+    public var speakingRate: Double?
+    public var pitch: Double?
+
+    public init(
+        formats: [AudioFormat]? = nil, voiceFile: String? = nil, endpoint: String? = nil, api: TTSAPI? = nil,
+        concurrency: Int? = nil, requestsPerMinute: Int? = nil, output: String? = nil, state: String? = nil,
+        speakingRate: Double? = nil, pitch: Double? = nil
+    ) {
+        self.formats = formats
+        self.voiceFile = voiceFile
+        self.endpoint = endpoint
+        self.api = api
+        self.concurrency = concurrency
+        self.requestsPerMinute = requestsPerMinute
+        self.output = output
+        self.state = state
+        self.speakingRate = speakingRate
+        self.pitch = pitch
+    }
+}
+
+/// Loads `pipelines/*.yaml` into a complete `PipelineConfig`.
+///
+/// Unknown keys are errors, named by their path. Relative paths resolve
+/// against the pipeline file's own folder; paths given as flags resolve
+/// against the working directory, as a shell user expects.
+public enum PipelineLoader {
+    public static let currentVersion = 1
+
+    static let topKeys = ["version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio"]
+    static let ttsKeys = [
+        "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
+        "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model",
+    ]
+    static let budgetKeys = ["cacheMaxMB", "synthesisCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters"]
+    static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB"]
+
+    public static func load(
+        _ url: URL, overrides: PipelineOverrides = .init(), workingDirectory: URL? = nil
+    ) throws(DiagnosticsError) -> PipelineConfig {
+        let cwd = workingDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        let file = url.isFileURL && url.path.hasPrefix("/") ? url : URL(fileURLWithPath: url.path, relativeTo: cwd)
+        let displayName = TourLoader.relativePath(of: file, to: cwd)
+        var diagnostics = DiagnosticCollector()
+        guard let text = ConfigFile.read(file, displayName: displayName, into: &diagnostics) else {
+            throw DiagnosticsError(diagnostics: diagnostics.diagnostics)
+        }
+        let base = file.deletingLastPathComponent()
+        var reader = YAMLReader(file: displayName)
+        guard let root = reader.root(text), let map = reader.mapping(root, at: "", allowed: topKeys) else {
+            diagnostics.append(contentsOf: reader.diagnostics.diagnostics)
+            throw DiagnosticsError(diagnostics: diagnostics.diagnostics)
+        }
+
+        // version
+        if let node = map["version"] {
+            if let version = reader.integer(node, at: "version", range: 1...Int.max), version != currentVersion {
+                reader.error("version", "unsupported version \(version); this tourpack reads version \(currentVersion)")
+            }
+        } else {
+            reader.error("version", "missing required field (use version: \(currentVersion))")
+        }
+
+        // tours
+        var tourGlobs: [String] = []
+        if let patterns = reader.strings(map["tours"], at: "tours") {
+            if patterns.isEmpty { reader.error("tours", "list at least one tour file or glob") }
+            tourGlobs = patterns.map { resolve($0, against: base).path }
+        } else if map["tours"] == nil {
+            reader.error("tours", "missing required field")
+        }
+
+        // formats
+        var formats: [AudioFormat] = [.aac]
+        if let names = reader.strings(map["formats"], at: "formats") {
+            formats = parseFormats(names, at: "formats", reader: &reader) ?? formats
+        }
+        if let override = overrides.formats {
+            formats = override.reduce(into: []) { list, format in if !list.contains(format) { list.append(format) } }
+        }
+
+        // tts
+        var tts = TTSSettings()
+        if let node = map["tts"], let ttsMap = reader.mapping(node, at: "tts", allowed: ttsKeys) {
+            readTTS(ttsMap, into: &tts, reader: &reader)
+        }
+        applyTTSOverrides(overrides, to: &tts, diagnostics: &diagnostics)
+
+        // output and state
+        let output = overrides.output.map { resolve($0, against: cwd) }
+            ?? reader.string(map["output"], at: "output").map { resolve($0, against: base) }
+            ?? resolve("../build/Documents", against: base)
+        let state = overrides.state.map { resolve($0, against: cwd) }
+            ?? reader.string(map["state"], at: "state").map { resolve($0, against: base) }
+            ?? resolve("../build/state", against: base)
+        if isInside(state, output) {
+            reader.error("state", "the state folder (\(state.path)) must lie outside the output root (\(output.path)), which holds only what ships")
+        }
+
+        var budgets = Budgets()
+        if let node = map["budgets"], let budgetMap = reader.mapping(node, at: "budgets", allowed: budgetKeys) {
+            readBudgets(budgetMap, into: &budgets, reader: &reader)
+        }
+        var maps = MapSettings()
+        if let node = map["maps"], let mapMap = reader.mapping(node, at: "maps", allowed: mapKeys) {
+            maps.minZoom = reader.integer(mapMap["minZoom"], at: "maps.minZoom", range: 0...20) ?? maps.minZoom
+            maps.maxZoom = reader.integer(mapMap["maxZoom"], at: "maps.maxZoom", range: 0...20) ?? maps.maxZoom
+            maps.bufferMiles = reader.number(mapMap["bufferMiles"], at: "maps.bufferMiles", range: 0...100) ?? maps.bufferMiles
+            maps.tileKB = reader.integer(mapMap["tileKB"], at: "maps.tileKB", range: 1...10_000) ?? maps.tileKB
+            if maps.minZoom > maps.maxZoom { reader.error("maps.minZoom", "minZoom \(maps.minZoom) is above maxZoom \(maps.maxZoom)") }
+        }
+        var chunking = ChunkingSettings()
+        if let node = map["chunking"], let chunkMap = reader.mapping(node, at: "chunking", allowed: ["headroom"]) {
+            chunking.headroom = reader.integer(chunkMap["headroom"], at: "chunking.headroom", range: 0...2000) ?? chunking.headroom
+        }
+        var audio = AudioSettings()
+        if let node = map["audio"], let audioMap = reader.mapping(node, at: "audio", allowed: ["pauseMs"]) {
+            audio.pauseMilliseconds = reader.integer(audioMap["pauseMs"], at: "audio.pauseMs", range: 0...5000) ?? audio.pauseMilliseconds
+        }
+
+        // voice, last: its file has its own diagnostics
+        var voice = VoiceLoader.defaultVoice
+        var voiceFile: URL?
+        if let override = overrides.voiceFile {
+            voiceFile = resolve(override, against: cwd)
+        } else if let path = reader.string(map["voice"], at: "voice") {
+            voiceFile = resolve(path, against: base)
+        }
+        diagnostics.append(contentsOf: reader.diagnostics.diagnostics)
+        if let voiceFile {
+            let shown = TourLoader.relativePath(of: voiceFile, to: cwd)
+            if let loaded = VoiceLoader.load(voiceFile, displayName: shown, into: &diagnostics) { voice = loaded }
+        }
+        if let rate = overrides.speakingRate {
+            if VoiceLoader.speakingRateRange.contains(rate) { voice.speakingRate = rate } else {
+                diagnostics.error("--speaking-rate", "", "\(rate) is out of range 0.25...4")
+            }
+        }
+        if let pitch = overrides.pitch {
+            if VoiceLoader.pitchRange.contains(pitch) { voice.pitch = pitch } else {
+                diagnostics.error("--pitch", "", "\(pitch) is out of range -20...20")
+            }
+        }
+
+        try diagnostics.throwIfErrors()
+        return PipelineConfig(
+            sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
+            voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,
+            chunking: chunking, audio: audio
+        )
+    }
+
+    // MARK: Sections
+
+    static func parseFormats(_ names: [String], at path: String, reader: inout YAMLReader) -> [AudioFormat]? {
+        var formats: [AudioFormat] = []
+        for (index, name) in names.enumerated() {
+            guard let format = AudioFormat(rawValue: name.lowercased()) else {
+                reader.error("\(path)[\(index)]", "'\(name)' is not one of aac, mp3, opus")
+                continue
+            }
+            if formats.contains(format) {
+                reader.error("\(path)[\(index)]", "'\(name)' is listed twice")
+                continue
+            }
+            formats.append(format)
+        }
+        if names.isEmpty { reader.error(path, "list at least one format") }
+        return formats.isEmpty ? nil : formats
+    }
+
+    static func readTTS(_ map: [String: Node], into tts: inout TTSSettings, reader: inout YAMLReader) {
+        tts.api = reader.choice(map["api"], at: "tts.api", as: TTSAPI.self) ?? tts.api
+        if let endpoint = reader.string(map["endpoint"], at: "tts.endpoint") {
+            if let problem = endpointProblem(endpoint) { reader.error("tts.endpoint", problem) } else { tts.endpoint = endpoint }
+        }
+        if let name = reader.string(map["apiKeyEnv"], at: "tts.apiKeyEnv") {
+            if isEnvironmentName(name) { tts.apiKeyEnv = name } else {
+                reader.error("tts.apiKeyEnv", "'\(name)' is not an environment variable name; give the variable's name, not the key")
+            }
+        }
+        tts.concurrency = reader.integer(map["concurrency"], at: "tts.concurrency", range: 1...256) ?? tts.concurrency
+        tts.requestsPerMinute = reader.integer(map["requestsPerMinute"], at: "tts.requestsPerMinute", range: 1...1_000_000) ?? tts.requestsPerMinute
+        tts.timeoutSeconds = reader.number(map["timeoutSeconds"], at: "tts.timeoutSeconds", range: 1...600) ?? tts.timeoutSeconds
+        tts.maxAttempts = reader.integer(map["maxAttempts"], at: "tts.maxAttempts", range: 1...20) ?? tts.maxAttempts
+        if let ms = reader.integer(map["initialBackoffMs"], at: "tts.initialBackoffMs", range: 1...60_000) { tts.initialBackoffSeconds = Double(ms) / 1000 }
+        if let ms = reader.integer(map["maxBackoffMs"], at: "tts.maxBackoffMs", range: 1...600_000) { tts.maxBackoffSeconds = Double(ms) / 1000 }
+        tts.sampleRateHz = reader.integer(map["sampleRateHertz"], at: "tts.sampleRateHertz", range: 8000...48_000) ?? tts.sampleRateHz
+        tts.model = reader.string(map["model"], at: "tts.model") ?? tts.model
+    }
+
+    static func applyTTSOverrides(_ overrides: PipelineOverrides, to tts: inout TTSSettings, diagnostics: inout DiagnosticCollector) {
+        if let api = overrides.api { tts.api = api }
+        if let endpoint = overrides.endpoint {
+            if let problem = endpointProblem(endpoint) { diagnostics.error("--endpoint", "", problem) } else { tts.endpoint = endpoint }
+        }
+        if let concurrency = overrides.concurrency {
+            if (1...256).contains(concurrency) { tts.concurrency = concurrency } else {
+                diagnostics.error("--concurrency", "", "\(concurrency) is out of range 1...256")
+            }
+        }
+        if let rpm = overrides.requestsPerMinute {
+            if (1...1_000_000).contains(rpm) { tts.requestsPerMinute = rpm } else {
+                diagnostics.error("--requests-per-minute", "", "\(rpm) is out of range 1...1000000")
+            }
+        }
+    }
+
+    static func readBudgets(_ map: [String: Node], into budgets: inout Budgets, reader: inout YAMLReader) {
+        budgets.cacheMaxMB = reader.integer(map["cacheMaxMB"], at: "budgets.cacheMaxMB", range: 50...100_000) ?? budgets.cacheMaxMB
+        budgets.synthesisCacheMaxMB = reader.integer(map["synthesisCacheMaxMB"], at: "budgets.synthesisCacheMaxMB", range: 50...1_000_000) ?? budgets.synthesisCacheMaxMB
+        budgets.audioMaxAgeDays = reader.integer(map["audioMaxAgeDays"], at: "budgets.audioMaxAgeDays", range: 1...3650) ?? budgets.audioMaxAgeDays
+        budgets.packageMaxAgeDays = reader.integer(map["packageMaxAgeDays"], at: "budgets.packageMaxAgeDays", range: 1...3650) ?? budgets.packageMaxAgeDays
+        if let node = map["monthlyCharacters"],
+           let quotas = reader.mapping(node, at: "budgets.monthlyCharacters", allowed: PricingTier.allCases.filter { $0 != .local }.map(\.rawValue)) {
+            for (name, value) in quotas {
+                guard let tier = PricingTier(rawValue: name),
+                      let limit = reader.integer(value, at: "budgets.monthlyCharacters.\(name)", range: 0...1_000_000_000_000) else { continue }
+                budgets.monthlyCharacters[tier] = limit
+            }
+        }
+    }
+
+    // MARK: Checks
+
+    /// Why an endpoint is unusable, or nil. Credentials in the URL are refused
+    /// because URLs end up in logs; keys belong in the environment.
+    static func endpointProblem(_ endpoint: String) -> String? {
+        guard let components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            return "'\(endpoint)' is not an http(s) base URL like http://127.0.0.1:8787"
+        }
+        if components.user != nil || components.password != nil {
+            return "credentials in the endpoint URL are not allowed; put the key in the variable named by apiKeyEnv"
+        }
+        if components.query != nil || components.fragment != nil {
+            return "the endpoint is a base URL and takes no query or fragment (an API key never goes in a URL)"
+        }
+        return nil
+    }
+
+    static func isEnvironmentName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else { return false }
+        return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+    }
+
+    static func resolve(_ path: String, against base: URL) -> URL {
+        let expanded = path.hasPrefix("~/") ? FileManager.default.homeDirectoryForCurrentUser.path + path.dropFirst(1) : path
+        if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL }
+        return URL(fileURLWithPath: expanded, relativeTo: base).standardizedFileURL
+    }
+
+    static func isInside(_ child: URL, _ parent: URL) -> Bool {
+        let c = child.standardizedFileURL.path, p = parent.standardizedFileURL.path
+        return c == p || c.hasPrefix(p.hasSuffix("/") ? p : p + "/")
+    }
+}

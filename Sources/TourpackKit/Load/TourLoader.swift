@@ -1,0 +1,105 @@
+public import Foundation
+
+/// Loads tour JSON files, refusing hostile input before parsing it, and
+/// reports every problem of every file in one `DiagnosticsError`.
+public struct TourLoader: Sendable {
+    /// Files over this are refused unread.
+    public var maxFileBytes: Int
+    public var maxDepth: Int
+
+    public init(maxFileBytes: Int = 8 * 1024 * 1024, maxDepth: Int = 64) {
+        self.maxFileBytes = maxFileBytes
+        self.maxDepth = maxDepth
+    }
+
+    /// Loads one file. `displayName` is how messages name it (the path as the user wrote it).
+    public func load(_ url: URL, displayName: String? = nil, into diagnostics: inout DiagnosticCollector) -> Tour? {
+        let name = displayName ?? url.path
+        let bytes: [UInt8]
+        do {
+            guard let size = try FileReading.size(of: url) else {
+                diagnostics.error(name, "", "not a regular file")
+                return nil
+            }
+            guard size <= maxFileBytes else {
+                diagnostics.error(name, "", "file is \(size) bytes, more than the \(maxFileBytes) allowed")
+                return nil
+            }
+            bytes = try FileReading.bytes(of: url, limit: maxFileBytes)
+        } catch {
+            diagnostics.error(name, "", "cannot read: \(error)")
+            return nil
+        }
+        return parse(bytes, displayName: name, into: &diagnostics)
+    }
+
+    public func parse(_ bytes: [UInt8], displayName: String, into diagnostics: inout DiagnosticCollector) -> Tour? {
+        guard bytes.count <= maxFileBytes else {
+            diagnostics.error(displayName, "", "file is \(bytes.count) bytes, more than the \(maxFileBytes) allowed")
+            return nil
+        }
+        let root: JSONValue
+        do {
+            root = try StrictJSONReader(maxDepth: maxDepth).read(bytes)
+        } catch {
+            diagnostics.error(displayName, "", "invalid JSON: \(error)")
+            return nil
+        }
+        var validator = TourValidator(file: displayName)
+        let tour = validator.validate(root)
+        diagnostics.append(contentsOf: validator.diagnostics.diagnostics)
+        return tour
+    }
+
+    /// Loads every tour the globs match, in sorted path order, and checks
+    /// that tour IDs are unique across files. Throws all problems at once.
+    public func loadAll(globs: [String], relativeTo base: URL? = nil) throws(DiagnosticsError) -> [Tour] {
+        var diagnostics = DiagnosticCollector()
+        var tours: [Tour] = []
+        var firstFile: [SafeID: String] = [:]
+        for (index, pattern) in globs.enumerated() {
+            let matches = Glob.expand(pattern)
+            if matches.isEmpty {
+                diagnostics.error(pattern, "", "no tour file matches this pattern (tours[\(index)])")
+            }
+            for path in matches {
+                let url = URL(fileURLWithPath: path)
+                let shown = base.map { Self.relativePath(of: url, to: $0) } ?? path
+                guard let tour = load(url, displayName: shown, into: &diagnostics) else { continue }
+                if let other = firstFile[tour.id] {
+                    diagnostics.error(shown, "id", "duplicate tour id \(tour.id), also used by \(other)")
+                    continue
+                }
+                firstFile[tour.id] = shown
+                tours.append(tour)
+            }
+        }
+        try diagnostics.throwIfErrors()
+        return tours
+    }
+
+    /// `path` relative to `base` when it lies inside it, else absolute.
+    static func relativePath(of url: URL, to base: URL) -> String {
+        let path = url.standardizedFileURL.path
+        let root = base.standardizedFileURL.path
+        let prefix = root.hasSuffix("/") ? root : root + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+}
+
+/// Reading files with limits, so a huge or special file can't exhaust memory.
+enum FileReading {
+    /// The size of a regular file, or nil when it is not one (a FIFO, a device, a folder).
+    static func size(of url: URL) throws -> Int? {
+        let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+        guard (attributes[.type] as? FileAttributeType) == .typeRegular else { return nil }
+        return (attributes[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    static func bytes(of url: URL, limit: Int) throws -> [UInt8] {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        let data = try handle.read(upToCount: limit + 1) ?? Data()
+        return [UInt8](data.prefix(limit + 1))
+    }
+}

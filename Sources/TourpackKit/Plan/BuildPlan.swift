@@ -1,0 +1,61 @@
+/// One unit of work: a POI's phase, chunked for the endpoint.
+public struct PlanItem: Sendable, Hashable {
+    public var tourID: SafeID
+    public var poiID: SafeID
+    public var poiName: String
+    /// The POI's position in the tour's `pois` array, for messages.
+    public var poiIndex: Int
+    public var phase: Phase
+    public var chunks: [Chunk]
+
+    public var characters: Int { chunks.reduce(0) { $0 + $1.characters } }
+    /// `tour/poi/phase` by name, for messages a person reads.
+    public func label(tourName: String) -> String { "\(tourName) / \(poiName) / \(phase.fileLabel)" }
+}
+
+/// What building one tour costs and makes, worked out before anything is spent.
+public struct TourPlan: Sendable, Hashable {
+    public var tour: Tour
+    public var items: [PlanItem]
+    /// Chunks already in the synthesis cache: free. Zero until the cache exists.
+    public var cacheHits: Int
+    public var estimatedDurationSeconds: Double
+    public var estimatedBytes: [AudioFormat: Int]
+    public var mapCoverage: MapCoverage?
+
+    public var phases: Int { items.count }
+    public var chunks: Int { items.reduce(0) { $0 + $1.chunks.count } }
+    public var requests: Int { chunks - cacheHits }
+    public var characters: Int { items.reduce(0) { $0 + $1.characters } }
+    /// Characters that will be billed: those of chunks not in the cache.
+    public var billableCharacters: Int
+}
+
+/// The whole plan: per tour, totals, and what it does to the month's quota.
+public struct BuildPlan: Sendable, Hashable {
+    public var tours: [TourPlan]
+    public var voice: VoicePreset
+    public var formats: [AudioFormat]
+    /// The tier's monthly quota, or nil when unlimited (`local`).
+    public var monthlyQuota: Int?
+    /// Characters already used this month in this tier (from the ledger; 0 without one).
+    public var quotaUsedBefore: Int
+
+    public var pois: Int { tours.reduce(0) { $0 + $1.tour.pois.count } }
+    public var phases: Int { tours.reduce(0) { $0 + $1.phases } }
+    public var chunks: Int { tours.reduce(0) { $0 + $1.chunks } }
+    public var requests: Int { tours.reduce(0) { $0 + $1.requests } }
+    public var characters: Int { tours.reduce(0) { $0 + $1.characters } }
+    public var billableCharacters: Int { tours.reduce(0) { $0 + $1.billableCharacters } }
+    public var cacheHits: Int { tours.reduce(0) { $0 + $1.cacheHits } }
+    public var estimatedDurationSeconds: Double { tours.reduce(0) { $0 + $1.estimatedDurationSeconds } }
+    public var tileCount: Int { tours.reduce(0) { $0 + ($1.mapCoverage?.tileCount ?? 0) } }
+    public var mapBytes: Int { tours.reduce(0) { $0 + ($1.mapCoverage?.estimatedBytes ?? 0) } }
+
+    public func estimatedBytes(_ format: AudioFormat) -> Int {
+        tours.reduce(0) { $0 + ($1.estimatedBytes[format] ?? 0) }
+    }
+
+    /// What is left of the quota after this build; nil when unlimited.
+    public var quotaLeftAfter: Int? { monthlyQuota.map { $0 - quotaUsedBefore - billableCharacters } }
+}

@@ -1,0 +1,189 @@
+public import Foundation
+
+/// Renders a `BuildPlan` for a person (a table) or for a job (stable JSON).
+public struct PlanReport: Sendable {
+    public var plan: BuildPlan
+    public var config: PipelineConfig
+
+    public init(plan: BuildPlan, config: PipelineConfig) {
+        self.plan = plan
+        self.config = config
+    }
+
+    // MARK: Text
+
+    public func text() -> String {
+        var lines: [String] = []
+        let formatHeaders = plan.formats.map { "est. \($0.fileExtension)" }
+        var rows: [[String]] = [["tour", "POIs", "phases", "chunks", "requests", "characters", "cache hits", "audio"] + formatHeaders + ["map tiles", "map size"]]
+        for tourPlan in plan.tours {
+            rows.append(
+                [Self.truncate(tourPlan.tour.name, 34), "\(tourPlan.tour.pois.count)", "\(tourPlan.phases)", "\(tourPlan.chunks)",
+                 "\(tourPlan.requests)", Self.grouped(tourPlan.characters), "\(tourPlan.cacheHits)", Self.duration(tourPlan.estimatedDurationSeconds)]
+                    + plan.formats.map { Self.bytes(tourPlan.estimatedBytes[$0] ?? 0) }
+                    + [Self.grouped(tourPlan.mapCoverage?.tileCount ?? 0), Self.bytes(tourPlan.mapCoverage?.estimatedBytes ?? 0)]
+            )
+        }
+        rows.append(
+            ["total (\(plan.tours.count) tour\(plan.tours.count == 1 ? "" : "s"))", "\(plan.pois)", "\(plan.phases)", "\(plan.chunks)",
+             "\(plan.requests)", Self.grouped(plan.characters), "\(plan.cacheHits)", Self.duration(plan.estimatedDurationSeconds)]
+                + plan.formats.map { Self.bytes(plan.estimatedBytes($0)) }
+                + [Self.grouped(plan.tileCount), Self.bytes(plan.mapBytes)]
+        )
+        lines.append(contentsOf: Self.table(rows, footerFromRow: rows.count - 1))
+        lines.append("")
+        lines.append(quotaLine())
+        for tourPlan in plan.tours {
+            guard let coverage = tourPlan.mapCoverage else { continue }
+            let b = coverage.bounds
+            lines.append(
+                "map \(Self.truncate(tourPlan.tour.name, 34)): zoom \(coverage.minZoom)–\(coverage.maxZoom), "
+                    + "bounds S \(Self.degrees(b.south)) W \(Self.degrees(b.west)) N \(Self.degrees(b.north)) E \(Self.degrees(b.east)) "
+                    + "(+\(Self.plain(coverage.bufferMiles)) mi)"
+            )
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func quotaLine() -> String {
+        let tier = plan.voice.tier.rawValue
+        guard let quota = plan.monthlyQuota, let left = plan.quotaLeftAfter else {
+            return "quota: tier \(tier) has no monthly limit; this build sends \(Self.grouped(plan.billableCharacters)) characters"
+        }
+        let verdict = left < 0 ? "OVER by \(Self.grouped(-left)): the build would be refused" : "\(Self.grouped(left)) left after this build"
+        return "quota: tier \(tier), \(Self.grouped(quota)) characters a month; used \(Self.grouped(plan.quotaUsedBefore)), "
+            + "this build \(Self.grouped(plan.billableCharacters)); \(verdict)"
+    }
+
+    // MARK: JSON
+
+    public func json() throws -> String {
+        let document = PlanDocument(
+            version: 1,
+            pipeline: config.sourceFile.path,
+            voice: plan.voice,
+            formats: plan.formats.map(\.rawValue),
+            tours: plan.tours.map { tourPlan in
+                PlanDocument.TourEntry(
+                    id: tourPlan.tour.id.value, name: tourPlan.tour.name, file: tourPlan.tour.sourceFile,
+                    pois: tourPlan.tour.pois.count, phases: tourPlan.phases, chunks: tourPlan.chunks, requests: tourPlan.requests,
+                    characters: tourPlan.characters, billableCharacters: tourPlan.billableCharacters, cacheHits: tourPlan.cacheHits,
+                    estimatedDurationSeconds: Self.rounded(tourPlan.estimatedDurationSeconds),
+                    estimatedBytes: Dictionary(uniqueKeysWithValues: tourPlan.estimatedBytes.map { ($0.key.rawValue, $0.value) }),
+                    mapTiles: tourPlan.mapCoverage
+                )
+            },
+            totals: PlanDocument.Totals(
+                tours: plan.tours.count, pois: plan.pois, phases: plan.phases, chunks: plan.chunks, requests: plan.requests,
+                characters: plan.characters, billableCharacters: plan.billableCharacters, cacheHits: plan.cacheHits,
+                estimatedDurationSeconds: Self.rounded(plan.estimatedDurationSeconds),
+                estimatedBytes: Dictionary(uniqueKeysWithValues: plan.formats.map { ($0.rawValue, plan.estimatedBytes($0)) }),
+                tileCount: plan.tileCount, mapEstimatedBytes: plan.mapBytes
+            ),
+            quota: PlanDocument.Quota(
+                tier: plan.voice.tier.rawValue, monthlyLimit: plan.monthlyQuota, usedBefore: plan.quotaUsedBefore,
+                thisBuild: plan.billableCharacters, leftAfter: plan.quotaLeftAfter,
+                fits: plan.quotaLeftAfter.map { $0 >= 0 } ?? true
+            )
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(document), as: UTF8.self)
+    }
+
+    struct PlanDocument: Encodable {
+        struct TourEntry: Encodable {
+            var id, name, file: String
+            var pois, phases, chunks, requests, characters, billableCharacters, cacheHits: Int
+            var estimatedDurationSeconds: Double
+            var estimatedBytes: [String: Int]
+            var mapTiles: MapCoverage?
+        }
+        struct Totals: Encodable {
+            var tours, pois, phases, chunks, requests, characters, billableCharacters, cacheHits: Int
+            var estimatedDurationSeconds: Double
+            var estimatedBytes: [String: Int]
+            var tileCount, mapEstimatedBytes: Int
+        }
+        struct Quota: Encodable {
+            var tier: String
+            var monthlyLimit: Int?
+            var usedBefore, thisBuild: Int
+            var leftAfter: Int?
+            var fits: Bool
+
+            func encode(to encoder: any Encoder) throws {
+                // Nulls are written out, so "unlimited" is explicit for a job reading the JSON.
+                var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(tier, forKey: .tier)
+                try c.encode(monthlyLimit, forKey: .monthlyLimit)
+                try c.encode(usedBefore, forKey: .usedBefore)
+                try c.encode(thisBuild, forKey: .thisBuild)
+                try c.encode(leftAfter, forKey: .leftAfter)
+                try c.encode(fits, forKey: .fits)
+            }
+            enum CodingKeys: String, CodingKey { case tier, monthlyLimit, usedBefore, thisBuild, leftAfter, fits }
+        }
+        var version: Int
+        var pipeline: String
+        var voice: VoicePreset
+        var formats: [String]
+        var tours: [TourEntry]
+        var totals: Totals
+        var quota: Quota
+    }
+
+    // MARK: Formatting
+
+    static func table(_ rows: [[String]], footerFromRow footer: Int) -> [String] {
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var lines: [String] = []
+        for (index, row) in rows.enumerated() {
+            if index == footer || index == 1 {
+                lines.append(widths.map { String(repeating: "─", count: $0) }.joined(separator: "  "))
+            }
+            let cells = row.enumerated().map { column, cell in
+                let pad = String(repeating: " ", count: widths[column] - cell.count)
+                return column == 0 ? cell + pad : pad + cell
+            }
+            lines.append(cells.joined(separator: "  "))
+        }
+        return lines
+    }
+
+    static func truncate(_ text: String, _ length: Int) -> String {
+        text.count <= length ? text : String(text.prefix(length - 1)) + "…"
+    }
+
+    static func grouped(_ value: Int) -> String {
+        let digits = String(abs(value))
+        var out = ""
+        for (index, character) in digits.enumerated() {
+            if index > 0, (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(character)
+        }
+        return value < 0 ? "-" + out : out
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded())
+        return total >= 3600
+            ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
+            : String(format: "%d:%02d", total / 60, total % 60)
+    }
+
+    public static func bytes(_ count: Int) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func degrees(_ value: Double) -> String { String(format: "%.4f", value) }
+    static func plain(_ value: Double) -> String { value.rounded() == value ? String(Int(value)) : String(value) }
+    static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
+}

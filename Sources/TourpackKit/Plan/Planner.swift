@@ -1,0 +1,89 @@
+/// Works out a `BuildPlan`: chunks every narration for the configured
+/// endpoint and estimates characters, requests, duration, bytes and map tiles.
+///
+/// Planning spends nothing and touches no network, so `plan` and
+/// `build --dry-run` can show the cost before any request.
+public struct Planner: Sendable {
+    public var config: PipelineConfig
+    /// Speech rate assumed for estimates: 14 characters a second at speakingRate 1.0.
+    public static let charactersPerSecond = 14.0
+
+    public init(config: PipelineConfig) {
+        self.config = config
+    }
+
+    public var chunker: Chunker {
+        Chunker(limit: config.tts.api.requestLimit.reduced(by: config.chunking.headroom))
+    }
+
+    /// Plans every tour; a narration that cannot be chunked is reported with its file and path.
+    public func plan(_ tours: [Tour], quotaUsedBefore: Int = 0) throws(DiagnosticsError) -> BuildPlan {
+        var diagnostics = DiagnosticCollector()
+        var plans: [TourPlan] = []
+        for tour in tours {
+            if let plan = self.plan(tour, diagnostics: &diagnostics) { plans.append(plan) }
+        }
+        try diagnostics.throwIfErrors()
+        return BuildPlan(
+            tours: plans, voice: config.voice, formats: config.formats,
+            monthlyQuota: config.budgets.monthlyQuota(for: config.voice.tier), quotaUsedBefore: quotaUsedBefore
+        )
+    }
+
+    func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {
+        let chunker = self.chunker
+        var items: [PlanItem] = []
+        var failed = false
+        for (index, poi) in tour.pois.enumerated() {
+            for phase in poi.phases {
+                guard let narration = poi.narrations[phase] else { continue }
+                do {
+                    let chunks = try chunker.chunks(for: narration)
+                    items.append(PlanItem(tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks))
+                } catch {
+                    diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", error.message)
+                    failed = true
+                }
+            }
+        }
+        guard !failed else { return nil }
+
+        let speechSeconds = items.map { estimatedSeconds(for: $0) }
+        let duration = speechSeconds.reduce(0, +)
+        var bytes: [AudioFormat: Int] = [:]
+        for format in config.formats {
+            bytes[format] = speechSeconds.reduce(0) { $0 + Self.estimatedFileBytes(seconds: $1, format: format) }
+        }
+        let coordinates = tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location)
+        let characters = items.reduce(0) { $0 + $1.characters }
+        return TourPlan(
+            tour: tour, items: items, cacheHits: 0, estimatedDurationSeconds: duration, estimatedBytes: bytes,
+            mapCoverage: TileMath.coverage(of: coordinates, settings: config.maps), billableCharacters: characters
+        )
+    }
+
+    /// Spoken seconds of an item: its text at 14 characters a second, scaled
+    /// by speakingRate, plus the pauses between chunks.
+    func estimatedSeconds(for item: PlanItem) -> Double {
+        let spokenCharacters = item.chunks.reduce(0) { $0 + Self.spokenCharacters($1) }
+        let speech = Double(spokenCharacters) / (Self.charactersPerSecond * config.voice.speakingRate)
+        let pauses = Double(max(0, item.chunks.count - 1)) * Double(config.audio.pauseMilliseconds) / 1000
+        return speech + pauses
+    }
+
+    /// Characters a listener hears: SSML tags are not spoken.
+    static func spokenCharacters(_ chunk: Chunk) -> Int {
+        guard chunk.isSSML else { return chunk.characters }
+        var count = 0
+        var inTag = false
+        for scalar in chunk.text.unicodeScalars {
+            if scalar == "<" { inTag = true } else if scalar == ">" { inTag = false } else if !inTag { count += 1 }
+        }
+        return count
+    }
+
+    /// Constant bitrate times duration, plus a small allowance for headers and tags.
+    public static func estimatedFileBytes(seconds: Double, format: AudioFormat) -> Int {
+        Int((seconds * Double(format.bitrateKbps) * 1000 / 8).rounded(.up)) + 2048
+    }
+}

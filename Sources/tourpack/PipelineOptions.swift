@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import TourpackKit
+
+/// The pipeline file and the flags that override it (flags beat the file,
+/// which beats the defaults).
+struct PipelineOptions: ParsableArguments {
+    @Argument(help: "The pipeline file (pipelines/*.yaml).", completion: .file(extensions: ["yaml", "yml"]))
+    var pipeline: String
+
+    @Option(name: .customLong("format"), parsing: .upToNextOption, help: "Override the formats: aac, mp3, opus (repeatable).")
+    var formats: [String] = []
+
+    @Option(help: "Override the voice preset file.")
+    var voice: String?
+
+    @Option(help: "Override the TTS endpoint base URL.")
+    var endpoint: String?
+
+    @Option(help: "Override the TTS API dialect: google or openai.")
+    var api: String?
+
+    @Option(help: "Override the requests in flight at most.")
+    var concurrency: Int?
+
+    @Option(help: "Override the requests per minute at most.")
+    var requestsPerMinute: Int?
+
+    @Option(help: "Override the output root (the app's Documents folder).")
+    var output: String?
+
+    @Option(help: "Override the state folder.")
+    var state: String?
+
+    @Option(help: "Override the voice's speaking rate (0.25–4).")
+    var speakingRate: Double?
+
+    @Option(help: "Override the voice's pitch (-20…20).")
+    var pitch: Double?
+
+    func load() throws -> PipelineConfig {
+        var overrides = PipelineOverrides()
+        if !formats.isEmpty {
+            var parsed: [AudioFormat] = []
+            for name in formats.flatMap({ $0.split(separator: ",").map(String.init) }) {
+                guard let format = AudioFormat(rawValue: name.lowercased()) else {
+                    throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
+                }
+                parsed.append(format)
+            }
+            overrides.formats = parsed
+        }
+        if let api {
+            guard let parsed = TTSAPI(rawValue: api) else { throw ValidationError("--api: '\(api)' is not one of google, openai") }
+            overrides.api = parsed
+        }
+        overrides.voiceFile = voice
+        overrides.endpoint = endpoint
+        overrides.concurrency = concurrency
+        overrides.requestsPerMinute = requestsPerMinute
+        overrides.output = output
+        overrides.state = state
+        overrides.speakingRate = speakingRate
+        overrides.pitch = pitch
+        return try PipelineLoader.load(URL(fileURLWithPath: pipeline), overrides: overrides)
+    }
+}

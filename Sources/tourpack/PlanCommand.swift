@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import TourpackKit
+
+struct Plan: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what a build would cost and make, before anything is spent.",
+        discussion: """
+            For each tour and in total: POIs, phases, chunks, requests and characters; \
+            cache hits; the tier's monthly quota and what is left after the build; the \
+            estimated audio duration and size per format; and the map tiles the app \
+            must download. Nothing is synthesized and nothing is written.
+            """
+    )
+
+    @OptionGroup var options: PipelineOptions
+
+    @Flag(help: "Print the plan as JSON on stdout (the configuration is not printed).")
+    var json = false
+
+    func run() async throws {
+        let config = try options.load()
+        let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let plan = try Planner(config: config).plan(tours)
+        let report = PlanReport(plan: plan, config: config)
+        if json {
+            print(try report.json())
+        } else {
+            print(config.settledDescription())
+            print()
+            print(report.text())
+        }
+    }
+}

@@ -261,7 +261,8 @@ public enum PipelineLoader {
     static func resolve(_ path: String, against base: URL) -> URL {
         let expanded = path.hasPrefix("~/") ? FileManager.default.homeDirectoryForCurrentUser.path + path.dropFirst(1) : path
         if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL }
-        return URL(fileURLWithPath: expanded, relativeTo: base).standardizedFileURL
+        let folder = URL(fileURLWithPath: base.path, isDirectory: true)
+        return URL(fileURLWithPath: expanded, relativeTo: folder).standardizedFileURL
     }
 
     static func isInside(_ child: URL, _ parent: URL) -> Bool {

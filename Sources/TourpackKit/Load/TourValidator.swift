@@ -39,9 +39,11 @@ struct TourValidator {
         warnUnknownKeys(route, allowed: ["waypoints", "segments"], at: path)
 
         var waypoints: [Route.Waypoint] = []
+        var waypointCount = 0
         var waypointsValid = true
         let waypointsPath = path.appending("waypoints")
         if let list = require(route, "waypoints", at: path).flatMap({ array($0, at: waypointsPath) }) {
+            waypointCount = list.count
             if list.count < 2 {
                 error(waypointsPath, "a route needs at least 2 waypoints, found \(list.count)")
                 waypointsValid = false
@@ -66,7 +68,7 @@ struct TourValidator {
                 let itemPath = segmentsPath.appending(index)
                 guard let segment = object(item, at: itemPath) else { continue }
                 warnUnknownKeys(segment, allowed: ["from", "to", "distanceMeters", "durationSeconds"], at: itemPath)
-                let upper = max(0, waypoints.count - 1)
+                let upper = max(0, waypointCount - 1)
                 let from = integer(segment, "from", at: itemPath, range: 0...upper, rangeMessage: "waypoint index out of range (0...\(upper))")
                 let to = integer(segment, "to", at: itemPath, range: 0...upper, rangeMessage: "waypoint index out of range (0...\(upper))")
                 let distance = number(segment, "distanceMeters", at: itemPath, range: 0...50_000_000)

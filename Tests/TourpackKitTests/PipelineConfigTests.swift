@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+/// A scratch folder with `pipelines/`, `voices/` and `tours/`, like a real project.
+struct ConfigFixture {
+    let root: URL
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-config-\(UUID().uuidString)")
+        for folder in ["pipelines", "voices", "tours"] {
+            try FileManager.default.createDirectory(at: root.appendingPathComponent(folder), withIntermediateDirectories: true)
+        }
+        try write("voices/v.yaml", "version: 1\nprovider: google\nlanguageCode: en-US\nname: en-US-Neural2-F\ntier: neural2\nspeakingRate: 1.25\npitch: -2\n")
+    }
+
+    @discardableResult
+    func write(_ path: String, _ text: String) throws -> URL {
+        let url = root.appendingPathComponent(path)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        return url
+    }
+
+    func load(_ yaml: String, overrides: PipelineOverrides = .init()) throws -> PipelineConfig {
+        let url = try write("pipelines/p.yaml", yaml)
+        return try PipelineLoader.load(url, overrides: overrides, workingDirectory: root)
+    }
+
+    func errors(_ yaml: String, overrides: PipelineOverrides = .init()) -> [String] {
+        do {
+            _ = try load(yaml, overrides: overrides)
+            return []
+        } catch let error as DiagnosticsError {
+            return error.errors.map(\.description)
+        } catch {
+            return ["unexpected: \(error)"]
+        }
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: root) }
+}
+
+@Suite struct PipelineConfigTests {
+    static let minimal = "version: 1\ntours: [\"../tours/*.json\"]\nvoice: ../voices/v.yaml\n"
+
+    @Test func relativePathsResolveAgainstThePipelineFolder() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let config = try fixture.load(Self.minimal + "output: ../out/Documents\nstate: ../out/state\n")
+        let root = fixture.root.standardizedFileURL.path
+        #expect(config.tourGlobs == [root + "/tours/*.json"])
+        #expect(config.output.path == root + "/out/Documents")
+        #expect(config.state.path == root + "/out/state")
+        #expect(config.voice == VoicePreset(provider: "google", languageCode: "en-US", name: "en-US-Neural2-F", tier: .neural2, speakingRate: 1.25, pitch: -2))
+        // Defaults where the file is silent.
+        #expect(config.formats == [.aac])
+        #expect(config.tts.concurrency == 8)
+        #expect(config.budgets.cacheMaxMB == 500)
+        #expect(config.budgets.monthlyQuota(for: .neural2) == 1_000_000)
+        #expect(config.budgets.monthlyQuota(for: .local) == nil)
+    }
+
+    @Test func unknownKeysAreRejectedWithTheirPath() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let errors = fixture.errors(Self.minimal + "colour: blue\ntts:\n  api: google\n  retries: 3\nbudgets:\n  monthlyCharacters: {gold: 5}\n")
+        #expect(errors.count == 3)
+        #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: colour: unknown key; expected one of version, tours") })
+        #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: tts.retries: unknown key; expected one of api, endpoint") })
+        #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: budgets.monthlyCharacters.gold: unknown key") })
+    }
+
+    @Test func rangesAreChecked() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let errors = fixture.errors(
+            Self.minimal + "tts: {concurrency: 0}\nbudgets: {cacheMaxMB: 10, audioMaxAgeDays: 4000, packageMaxAgeDays: 0}\nformats: [aac, wav]\n"
+        )
+        #expect(errors == [
+            "pipelines/p.yaml: formats[1]: 'wav' is not one of aac, mp3, opus",
+            "pipelines/p.yaml: tts.concurrency: 0 is out of range 1...256",
+            "pipelines/p.yaml: budgets.cacheMaxMB: 10 is out of range 50...100000",
+            "pipelines/p.yaml: budgets.audioMaxAgeDays: 4000 is out of range 1...3650",
+            "pipelines/p.yaml: budgets.packageMaxAgeDays: 0 is out of range 1...3650",
+        ])
+    }
+
+    @Test func voiceRangesAndKeysAreChecked() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        try fixture.write("voices/v.yaml", "provider: google\nlanguageCode: en-US\nname: x\ntier: platinum\nspeakingRate: 5\npitch: 21\nvolume: 3\n")
+        #expect(fixture.errors(Self.minimal) == [
+            "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch",
+            "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, local",
+            "voices/v.yaml: speakingRate: 5 is out of range 0.25...4",
+            "voices/v.yaml: pitch: 21 is out of range -20...20",
+        ])
+    }
+
+    @Test func versionIsRequiredAndChecked() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        #expect(fixture.errors("tours: [a]\n") == ["pipelines/p.yaml: version: missing required field (use version: 1)"])
+        #expect(fixture.errors("version: 2\ntours: [a]\n") == ["pipelines/p.yaml: version: unsupported version 2; this tourpack reads version 1"])
+    }
+
+    @Test func stateMustLieOutsideOutput() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let errors = fixture.errors(Self.minimal + "output: ../build/Documents\nstate: ../build/Documents/.state\n")
+        #expect(errors.count == 1)
+        #expect(errors.first?.contains("state: the state folder") == true)
+    }
+
+    @Test func keysNeverGoInURLsOrConfig() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let errors = fixture.errors(Self.minimal + "tts:\n  endpoint: https://example.com/v1?key=abc\n  apiKeyEnv: sk-live-123\n")
+        #expect(errors == [
+            "pipelines/p.yaml: tts.endpoint: the endpoint is a base URL and takes no query or fragment (an API key never goes in a URL)",
+            "pipelines/p.yaml: tts.apiKeyEnv: 'sk-live-123' is not an environment variable name; give the variable's name, not the key",
+        ])
+    }
+
+    @Test func flagsOverrideTheFileWhichOverridesDefaults() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let yaml = Self.minimal + "formats: [mp3]\ntts: {concurrency: 3, endpoint: 'http://127.0.0.1:9'}\n"
+        let fromFile = try fixture.load(yaml)
+        #expect(fromFile.formats == [.mp3])
+        #expect(fromFile.tts.concurrency == 3)
+        let overridden = try fixture.load(
+            yaml, overrides: PipelineOverrides(formats: [.opus, .aac, .opus], endpoint: "http://127.0.0.1:4242", concurrency: 5, output: "elsewhere", speakingRate: 0.5)
+        )
+        #expect(overridden.formats == [.opus, .aac])
+        #expect(overridden.tts.concurrency == 5)
+        #expect(overridden.tts.endpoint == "http://127.0.0.1:4242")
+        #expect(overridden.output.path == fixture.root.standardizedFileURL.path + "/elsewhere")
+        #expect(overridden.voice.speakingRate == 0.5)
+        #expect(overridden.voice.pitch == -2)
+        #expect(fixture.errors(yaml, overrides: PipelineOverrides(concurrency: 0)) == ["--concurrency: 0 is out of range 1...256"])
+    }
+
+    @Test func settledConfigurationNamesTheKeyVariableButNeverItsValue() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let config = try fixture.load(Self.minimal + "tts: {apiKeyEnv: MY_TTS_KEY}\n")
+        let text = config.settledDescription(environment: ["MY_TTS_KEY": "sk-secret-sentinel-42"])
+        #expect(text.contains("key from $MY_TTS_KEY (set)"))
+        #expect(!text.contains("sk-secret-sentinel-42"))
+    }
+
+    @Test func yamlSyntaxErrorIsReported() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let errors = fixture.errors("version: 1\ntours: [unclosed\n")
+        #expect(errors.count == 1)
+        #expect(errors.first?.hasPrefix("pipelines/p.yaml: invalid YAML:") == true)
+    }
+
+    @Test func repositoryPipelinesAndVoicesLoad() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        for name in ["demo", "google"] {
+            let config = try PipelineLoader.load(root.appendingPathComponent("pipelines/\(name).yaml"), workingDirectory: root)
+            #expect(config.tourGlobs == [root.standardizedFileURL.path + "/tours/*.json"])
+        }
+        let google = try PipelineLoader.load(root.appendingPathComponent("pipelines/google.yaml"), workingDirectory: root)
+        #expect(google.voice.name == "en-US-Neural2-F")
+        #expect(google.tts.apiKeyEnv == "GOOGLE_TTS_API_KEY")
+        let voices = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("voices").path).sorted()
+        #expect(voices == ["en-US-female.yaml", "en-US-male.yaml", "en-US-neutral.yaml", "en-US-standard.yaml", "local-en-us.yaml"])
+        let tiers = try voices.map { try VoiceLoader.load(root.appendingPathComponent("voices/\($0)"), displayName: $0).tier }
+        #expect(Set(tiers) == [.neural2, .wavenet, .standard, .local])
+    }
+}

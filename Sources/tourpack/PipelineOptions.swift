@@ -38,6 +38,16 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Override the voice's pitch (-20…20).")
     var pitch: Double?
 
+    /// Flag values are checked while parsing, so a mistake shows this command's usage.
+    func validate() throws {
+        for name in formats.flatMap({ $0.split(separator: ",").map(String.init) }) where AudioFormat(rawValue: name.lowercased()) == nil {
+            throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
+        }
+        if let api, TTSAPI(rawValue: api) == nil {
+            throw ValidationError("--api: '\(api)' is not one of google, openai")
+        }
+    }
+
     func load() throws -> PipelineConfig {
         var overrides = PipelineOverrides()
         if !formats.isEmpty {

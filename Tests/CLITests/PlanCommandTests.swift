@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@Suite struct PlanCommandTests {
+    @Test func planPrintsConfigurationTableAndQuota() throws {
+        let result = try Executable.run(["plan", "pipelines/demo.yaml"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("configuration:\n  pipeline  pipelines/demo.yaml (version 1)"))
+        for expected in ["Grossglockner High Alpine Road", "Furka and Grimsel Passes", "total (3 tours)", "quota: tier local has no monthly limit", "map tiles"] {
+            #expect(result.stdout.contains(expected), "missing \(expected)")
+        }
+    }
+
+    @Test func planJSONIsStableAndMachineReadable() throws {
+        let result = try Executable.run(["plan", "pipelines/demo.yaml", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(object["version"] as? Int == 1)
+        let totals = try #require(object["totals"] as? [String: Any])
+        #expect(totals["tours"] as? Int == 3)
+        #expect(totals["pois"] as? Int == 13)
+        #expect((totals["chunks"] as? Int ?? 0) >= totals["phases"] as? Int ?? 0)
+        let tours = try #require(object["tours"] as? [[String: Any]])
+        let glockner = try #require(tours.first { $0["name"] as? String == "Grossglockner High Alpine Road" })
+        let tiles = try #require(glockner["mapTiles"] as? [String: Any])
+        #expect(tiles["minZoom"] as? Int == 12 && tiles["maxZoom"] as? Int == 16)
+        let ranges = try #require(tiles["ranges"] as? [[String: Any]])
+        #expect(ranges.count == 5)
+        let quota = try #require(object["quota"] as? [String: Any])
+        #expect(quota["tier"] as? String == "local")
+        #expect(quota["monthlyLimit"] is NSNull)
+        #expect(quota["fits"] as? Bool == true)
+    }
+
+    @Test func badTourExitsTwoWithEveryMessage() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("tours"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let corpus = Executable.packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/bad-tours/26-five-mistakes.json")
+        try FileManager.default.copyItem(at: corpus, to: dir.appendingPathComponent("tours/alps.json"))
+        try "version: 1\ntours: [\"tours/*.json\"]\n".write(to: dir.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let result = try Executable.run(["plan", "p.yaml"], in: dir)
+        #expect(result.status == 2)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("tours/alps.json: ") }.count == 5)
+        #expect(lines.contains("tours/alps.json: pois[0].narrations.detaild: unknown phase (did you mean 'detailed'?); phases are approaching, detailed, guidedTour"))
+        #expect(lines.last == "5 errors found")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func usageErrorsExitTwo() throws {
+        #expect(try Executable.run(["plan"]).status == 2)
+        #expect(try Executable.run(["plan", "pipelines/demo.yaml", "--format", "wav"]).status == 2)
+        #expect(try Executable.run(["frobnicate"]).status == 2)
+        let missing = try Executable.run(["plan", "pipelines/nope.yaml"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("pipelines/nope.yaml: cannot read: no such file"))
+    }
+
+    @Test func helpReadsWell() throws {
+        let root = try Executable.run(["--help"])
+        #expect(root.status == 0)
+        #expect(root.stdout.contains("Build the touring app's offline audio packages."))
+        #expect(root.stdout.contains("Exit codes:"))
+        let plan = try Executable.run(["plan", "--help"])
+        #expect(plan.status == 0)
+        #expect(plan.stdout.contains("--json"))
+        #expect(plan.stdout.contains("before anything is spent"))
+    }
+}

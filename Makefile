@@ -13,11 +13,10 @@ TTS_PORT_FILE := build/.serve-tts.port
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
 	espeak-ng libsqlite3-dev ffmpeg opus-tools mp3val
-PIP_PACKAGES := junitparser
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test build build-release test tour bench clean help
+.PHONY: all setup build build-release test tour bench clean help
 
 all: build
 
@@ -40,19 +39,13 @@ setup:
 		echo "setup: Debian packages present"; \
 	fi
 
-# Python tools the tests use to check output as real consumers do (JUnit XML).
-setup-test: setup
-	@for p in $(PIP_PACKAGES); do \
-		python3 -c "import $$p" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $$p; \
-	done
-
 build: setup
 	$(SWIFT) build
 
 build-release: setup
 	$(SWIFT) build -c release
 
-test: setup-test
+test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

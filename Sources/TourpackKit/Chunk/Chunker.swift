@@ -140,7 +140,9 @@ private struct Packer {
                 if cost(piece) <= budget {
                     open = piece
                 } else if let next {
+                    // The tail of a cut-up piece may still share a chunk with what follows.
                     out += try pack(piece, from: next)
+                    open = out.popLast()
                 } else {
                     throw tooBig(piece)
                 }

@@ -56,7 +56,9 @@ struct SegmentedNarration {
         let structure = SSMLStructure(scanner: scanner)
         let problems = SSML.sorted(scanner.problems + structure.problems)
         guard problems.isEmpty, let root = structure.rootTag, let content = structure.content else {
-            throw ChunkingError(message: problems.map(\.message).joined(separator: "; "))
+            let prefix = "malformed SSML: "
+            let reasons = problems.map { $0.message.hasPrefix(prefix) ? String($0.message.dropFirst(prefix.count)) : $0.message }
+            throw ChunkingError(message: prefix + reasons.joined(separator: "; "))
         }
         prefix = scanner.string(scanner.tokens[root].range)
         suffix = "</speak>"

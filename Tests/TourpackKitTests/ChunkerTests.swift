@@ -87,6 +87,24 @@ private func sentences(_ text: String) -> [String] {
         #expect(chunks.allSatisfy { $0.isSSML && SSML.validate($0.text).isEmpty && $0.text.utf8.count <= 70 })
     }
 
+    @Test func ssmlTextIsCutAtClausesAndCommentsStayPut() throws {
+        let ssml = #"<speak><!-- draft -->Up the pass, past the lake, over the old stone bridge, <break time="200ms"/> down to the valley.</speak>"#
+        // 15 bytes of wrapper leave 45; the first sentence alone needs 68.
+        let chunks = try Chunker(limit: .utf8BytesAfterEscaping(60)).chunks(for: Narration(text: ssml))
+        #expect(chunks.map(\.text) == [
+            "<speak><!-- draft -->Up the pass, past the lake,</speak>",
+            "<speak>over the old stone bridge,</speak>",
+            #"<speak><break time="200ms"/> down to the valley.</speak>"#,
+        ])
+    }
+
+    @Test func anInlineElementIsNeverCutInside() {
+        let ssml = #"<speak><prosody rate="slow">one two three four five six seven</prosody> eight.</speak>"#
+        #expect(throws: ChunkingError(message: "the SSML element <prosody> at character 8 needs 79 characters, more than the 50 one request may carry; it cannot be cut without re-opening it, so make it shorter")) {
+            try Chunker(limit: .characters(50)).chunks(for: Narration(text: ssml))
+        }
+    }
+
     @Test func anElementTooBigForOneRequestIsAnError() {
         let ssml = "<speak>Short. <p>" + String(repeating: "Long sentence. ", count: 10) + "</p></speak>"
         #expect(throws: ChunkingError(message: "the SSML element <p> at character 15 needs 172 bytes, more than the 100 one request may carry; it cannot be cut without re-opening it, so break it into smaller <p> or <s> elements")) {

@@ -31,6 +31,8 @@ struct SSMLScanner {
     private(set) var problems: [SSMLProblem] = []
     /// The 1-based character (grapheme) position of every scalar.
     private let characterPositions: [Int]
+    /// Where the document proper starts; only there may an `<?xml …?>` declaration stand.
+    private let firstNonSpace: Int
 
     init(_ text: String) {
         scalars = Array(text.unicodeScalars)
@@ -42,6 +44,7 @@ struct SSMLScanner {
             for _ in character.unicodeScalars { positions.append(position) }
         }
         characterPositions = positions
+        firstNonSpace = scalars.firstIndex { !Self.isSpace($0) } ?? scalars.count
         scan()
     }
 
@@ -129,7 +132,7 @@ struct SSMLScanner {
                 tokens.append(SSMLToken(kind: .refused, range: i..<scalars.count))
                 return scalars.count
             }
-            let atStart = scalars[..<i].allSatisfy(Self.isSpace)
+            let atStart = i == firstNonSpace
             if target == "xml" && atStart {
                 tokens.append(SSMLToken(kind: .declaration, range: i..<end + 2))
             } else {

@@ -8,7 +8,8 @@
 ///
 /// For SSML, only the content of the root `<speak …>` is laid out; every
 /// chunk is wrapped again in the writer's own opening tag and `</speak>`,
-/// whose size is `overhead`.
+/// whose size is `overhead`. What stands outside the root (an `<?xml …?>`
+/// declaration, comments) is not spoken and is left out of the chunks.
 struct SegmentedNarration {
     struct Unit {
         enum Kind: Equatable {
@@ -62,9 +63,6 @@ struct SegmentedNarration {
         }
         prefix = scanner.string(scanner.tokens[root].range)
         suffix = "</speak>"
-        if case .startTag(_, true) = scanner.tokens[root].kind {
-            prefix = String(prefix.dropLast(2)).trimmingSpaces + ">"
-        }
 
         var depth = 0
         var elementStart = 0
@@ -157,11 +155,5 @@ struct SegmentedNarration {
 
     private mutating func dropTrailingSpace() {
         while let last = units.last, CutRules.isSpace(last.display) { units.removeLast() }
-    }
-}
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        String(reversed().drop { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }.reversed())
     }
 }

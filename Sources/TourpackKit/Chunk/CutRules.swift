@@ -1,0 +1,176 @@
+/// How good a place to cut narration is; lower is better.
+///
+/// The chunker packs whole sentences; only a sentence too long for one
+/// request is cut at a clause, then at a space, and as a last resort (a run
+/// with no spaces, such as CJK text without punctuation) between two
+/// grapheme clusters.
+enum CutLevel: Int, Comparable, CaseIterable, Sendable {
+    case sentence
+    case clause
+    case space
+    case grapheme
+
+    static func < (lhs: CutLevel, rhs: CutLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Finds where narration may be cut, and how good each place is.
+///
+/// Works on one `Character` per unit: the text as a listener hears it, with
+/// every SSML element shown as U+FFFC so sentence rules read past it.
+/// Sentence ends are `.`, `!`, `?` (and `‼ ⁇ ⁈ ⁉`) followed by a space, and
+/// the CJK marks `。 ！ ？ ． ｡`, which need no space. Closing quotes and
+/// brackets right after the mark stay with their sentence (`"Stop." She` is
+/// cut after `."`), and so does a French ` »`. A period is not an end when
+/// it belongs to an abbreviation or initial (`Abbreviations`), when the
+/// next word starts in lowercase, or inside a number (`3.5`, `1.000,5`;
+/// no space follows). Ellipses (`…`, `...`) never end a sentence; they are
+/// clause-level places instead.
+enum CutRules {
+    static let placeholder: Character = "\u{FFFC}"
+
+    static let terminators: Set<Character> = [".", "!", "?", "‼", "⁇", "⁈", "⁉", "…", "。", "！", "？", "．", "｡"]
+    static let cjkTerminators: Set<Character> = ["。", "！", "？", "．", "｡"]
+    static let exclamations: Set<Character> = ["!", "?", "‼", "⁇", "⁈", "⁉"]
+    static let closers: Set<Character> = [
+        "\"", "'", "”", "’", "“", "‘", "»", "«", "›", "‹", ")", "]", "}",
+        "」", "』", "）", "】", "〕", "〉", "》",
+    ]
+    static let openers: Set<Character> = ["\"", "'", "“", "‘", "„", "‚", "«", "»", "‹", "›", "(", "[", "{", "¿", "¡"]
+    /// Clause marks that need a space after them (so `1,000` and `10:30` stay whole).
+    static let spacedClauseMarks: Set<Character> = [",", ";", ":"]
+    /// Clause marks that end a clause wherever they stand.
+    static let clauseMarks: Set<Character> = ["—", "、", "，", "；", "："]
+
+    /// The best cut before each unit: `levels[i]` is the level of a cut
+    /// between unit `i - 1` and unit `i`, or nil where no cut is allowed.
+    static func levels(_ text: [Character], blocks: [Bool]) -> [CutLevel?] {
+        let n = text.count
+        var levels = [CutLevel?](repeating: nil, count: n + 1)
+        func mark(_ i: Int, _ level: CutLevel) {
+            guard i > 0 && i < n else { return }
+            if let existing = levels[i], existing <= level { return }
+            levels[i] = level
+        }
+
+        for i in 1..<max(n, 1) where !continuesCluster(text[i]) && !endsWithJoiner(text[i - 1]) {
+            mark(i, .grapheme)
+        }
+        for i in 0..<n where isSpace(text[i]) { mark(i, .space) }
+        for i in 0..<n {
+            let c = text[i]
+            let spacedDash = c == "–" && i > 0 && isSpace(text[i - 1])
+            guard spacedClauseMarks.contains(c) || clauseMarks.contains(c) || spacedDash else { continue }
+            let k = skipClosers(text, from: i + 1)
+            if clauseMarks.contains(c) || k == n || isSpace(text[k]) { mark(k, .clause) }
+        }
+        for i in 0..<n where blocks[i] {
+            mark(i, .sentence)
+            mark(i + 1, .sentence)
+        }
+
+        var i = 0
+        while i < n {
+            guard terminators.contains(text[i]) else {
+                i += 1
+                continue
+            }
+            var j = i
+            while j < n, terminators.contains(text[j]) { j += 1 }
+            let k = skipClosers(text, from: j)
+            switch sentenceEnd(text, run: i..<j, after: k) {
+            case .sentence?: mark(k, .sentence)
+            case .clause?: mark(k, .clause)
+            default: break
+            }
+            i = k
+        }
+        return levels
+    }
+
+    /// Whether the terminator run `run`, followed by closers up to `k`, ends
+    /// a sentence (`.sentence`), is only a pause (`.clause`), or neither.
+    private static func sentenceEnd(_ text: [Character], run: Range<Int>, after k: Int) -> CutLevel? {
+        let marks = text[run]
+        if marks.contains(where: cjkTerminators.contains) { return .sentence }
+        let spaceAfter = k == text.count || isSpace(text[k])
+        let isExclamation = marks.contains(where: exclamations.contains)
+        if !isExclamation && (marks.count > 1 || marks.contains("…")) {
+            return spaceAfter ? .clause : nil
+        }
+        guard spaceAfter else {
+            // "你好!我": a Latin mark right before CJK text still ends the sentence.
+            return isExclamation && isCJK(text[k]) ? .sentence : nil
+        }
+        var start = k
+        while start < text.count, isSpace(text[start]) { start += 1 }
+        let nextWord = start < text.count ? word(in: text, from: start) : nil
+        if let first = nextWord?.first(where: { !openers.contains($0) }), first.isLowercase { return nil }
+        if isExclamation { return .sentence }
+
+        var wordStart = run.lowerBound
+        while wordStart > 0, !isSpace(text[wordStart - 1]), text[wordStart - 1] != placeholder { wordStart -= 1 }
+        var before = text[wordStart..<run.lowerBound]
+        while let first = before.first, openers.contains(first) { before = before.dropFirst() }
+        while let last = before.last, closers.contains(last) { before = before.dropLast() }
+        var previousEnd = wordStart
+        while previousEnd > 0, isSpace(text[previousEnd - 1]) { previousEnd -= 1 }
+        var previousStart = previousEnd
+        while previousStart > 0, !isSpace(text[previousStart - 1]) { previousStart -= 1 }
+        let previousWord = previousStart < previousEnd ? String(text[previousStart..<previousEnd]) : nil
+        if !before.isEmpty && Abbreviations.keepsPeriod(word: String(before), nextWord: nextWord, previousWord: previousWord) {
+            return nil
+        }
+        return .sentence
+    }
+
+    private static func word(in text: [Character], from start: Int) -> String {
+        var end = start
+        while end < text.count, !isSpace(text[end]) { end += 1 }
+        return String(text[start..<end])
+    }
+
+    /// Past closing quotes and brackets that belong to the sentence before,
+    /// including a French ` »` (a space, then `»` followed by a space or the end).
+    private static func skipClosers(_ text: [Character], from start: Int) -> Int {
+        var k = start
+        while k < text.count, closers.contains(text[k]) { k += 1 }
+        if k == start, k + 1 < text.count, isSpace(text[k]), text[k + 1] == "»" || text[k + 1] == "›",
+           k + 2 == text.count || isSpace(text[k + 2]) {
+            k += 2
+        }
+        return k
+    }
+
+    /// Whitespace that may be collapsed and cut at. No-break spaces (as in
+    /// French `« Bonjour »` or `10 km`) are glue and are kept as they are.
+    static func isSpace(_ c: Character) -> Bool {
+        c.unicodeScalars.allSatisfy { $0.properties.isWhitespace && !noBreakSpaces.contains($0) }
+    }
+
+    static let noBreakSpaces: Set<Unicode.Scalar> = ["\u{00A0}", "\u{2007}", "\u{202F}", "\u{2060}", "\u{FEFF}"]
+
+    /// A unit that would attach to the one before it if the text were one
+    /// string (a combining mark or a joiner that came from an SSML
+    /// character reference), so a cut before it would split a cluster.
+    private static func continuesCluster(_ c: Character) -> Bool {
+        guard let first = c.unicodeScalars.first else { return false }
+        switch first.properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: return true
+        default: return first.value == 0x200D || first.properties.isVariationSelector || first.properties.isEmojiModifier
+        }
+    }
+
+    private static func endsWithJoiner(_ c: Character) -> Bool {
+        c.unicodeScalars.last?.value == 0x200D
+    }
+
+    static func isCJK(_ c: Character) -> Bool {
+        guard let scalar = c.unicodeScalars.first else { return false }
+        switch scalar.value {
+        case 0x3040...0x30FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xAC00...0xD7AF, 0xF900...0xFAFF, 0x20000...0x2FFFF:
+            return true
+        default:
+            return false
+        }
+    }
+}

@@ -161,7 +161,7 @@ struct TourValidator {
         let narration = Narration(text: raw)
         if narration.isSSML {
             let problems = SSML.validate(raw)
-            for problem in problems { error(path, "malformed SSML: \(problem.message)") }
+            for problem in problems { error(path, problem.message) }
             if !problems.isEmpty { return nil }
         }
         return narration

@@ -48,3 +48,12 @@ import Foundation
         #expect(throws: WAV.DecodeError.notRIFF) { try WAV.decode(Array("<html>oops</html>".utf8)) }
     }
 }
+
+@Suite struct NarrationTests {
+    @Test func ssmlIsRecognisedWithOrWithoutAnXMLDeclaration() {
+        #expect(Narration(text: "  <speak>Hi</speak>").isSSML)
+        #expect(Narration(text: "<?xml version=\"1.0\"?>\n<speak>Hi</speak>").isSSML)
+        #expect(!Narration(text: "Use <speak> tags, she said.").isSSML)
+        #expect(!Narration(text: "<?xml version=\"1.0\"?> plain").isSSML)
+    }
+}

@@ -120,8 +120,14 @@ public struct Narration: Sendable, Hashable {
         self.isSSML = Narration.looksLikeSSML(text)
     }
 
+    /// SSML begins with `<speak`, optionally after an XML declaration
+    /// (`<?xml version="1.0"?><speak>`), which must not be read aloud as text.
     public static func looksLikeSSML(_ text: String) -> Bool {
-        text.drop { $0.isWhitespace }.hasPrefix("<speak")
+        var rest = text.drop { $0.isWhitespace }
+        if rest.hasPrefix("<?xml"), let end = rest.range(of: "?>") {
+            rest = rest[end.upperBound...].drop { $0.isWhitespace }
+        }
+        return rest.hasPrefix("<speak")
     }
 }
 

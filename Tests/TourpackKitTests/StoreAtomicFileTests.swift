@@ -180,7 +180,8 @@ func runOnThreads(_ bodies: [@Sendable () -> Void]) async {
         }
         await runOnThreads([{ writer(0) }, { writer(1) }, reader])
         #expect(box.writeErrors.isEmpty)
-        #expect(box.bad.isEmpty, "partial or mixed reads: \(box.bad.prefix(5))")
+        let badReads = box.bad.count
+        #expect(badReads == 0, "partial or mixed reads, e.g. \(box.bad.prefix(3))")
         #expect(box.reads > 0)
         #expect(scratch.names(in: scratch.root) == ["shared.bin"])
     }

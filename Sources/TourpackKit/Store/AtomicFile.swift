@@ -1,0 +1,200 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Puts files at their final paths only when they are complete.
+///
+/// SPEC.md promises that a run killed at any instant leaves a root `validate`
+/// accepts. So nothing is ever written in place: bytes go to a temp file in
+/// the same folder (same file system, so `rename` is atomic), the temp is
+/// fsynced, renamed over the final path, and then the folder is fsynced so
+/// the rename itself survives a crash. A reader opening the final path sees
+/// either the old file or the new one, never a mix.
+///
+/// Temps are named `.<final name>.tmp-<16 hex>`: hidden from the app, next to
+/// the file they will become, and recognisable by `isTemporaryName(_:)` so
+/// `validate` and `removeStaleTemporaries(in:)` can find leftovers of a
+/// killed run. Every failure is `TourpackError.storageFailed` with the path,
+/// the errno and the operation.
+public enum AtomicFile {
+    /// The marker between the final name and the random suffix of a temp.
+    public static let temporaryMarker = ".tmp-"
+
+    /// Writes `bytes` to `url` atomically, creating missing folders.
+    public static func write(_ bytes: some ContiguousBytes, to url: URL) throws {
+        let temp = try temporaryURL(for: url)
+        do {
+            let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_CLOEXEC, operation: "open temp")
+            defer { _ = close(fd) }
+            try bytes.withUnsafeBytes { buffer in try writeAll(buffer, to: fd, path: temp.path) }
+            // fsync here, before commit's own pass, so a failed write is reported as such.
+            guard fsync(fd) == 0 else { throw failure(temp, "fsync") }
+        } catch {
+            discard(temp: temp)
+            throw error
+        }
+        try commit(temp: temp, to: url)
+    }
+
+    /// Reserves a fresh, empty temp file next to `finalURL` and returns its URL.
+    ///
+    /// The encoder writes its output here; `commit(temp:to:)` then moves it
+    /// into place. The file is created with `O_EXCL`, so two callers never
+    /// share a temp. Missing folders on the way are created (and their
+    /// parents fsynced). Call `discard(temp:)` if the work is abandoned.
+    public static func temporaryURL(for finalURL: URL) throws -> URL {
+        let folder = finalURL.deletingLastPathComponent()
+        try createFolder(folder)
+        for _ in 0..<8 {
+            let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
+            let padded = String(repeating: "0", count: 16 - suffix.count) + suffix
+            let temp = folder.appendingPathComponent(".\(finalURL.lastPathComponent)\(temporaryMarker)\(padded)")
+            let fd = posixOpen(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 {
+                _ = close(fd)
+                return temp
+            }
+            if errno != EEXIST { throw failure(temp, "create temp") }
+        }
+        throw TourpackError.storageFailed(path: folder.path, errno: EEXIST, operation: "create temp")
+    }
+
+    /// Moves a finished temp file to `finalURL`: fsync the temp, rename it
+    /// over the final path, fsync the folder.
+    ///
+    /// Adopts files written by someone else (the encoder). On failure the temp
+    /// is removed, so a failed commit leaves the final path as it was and no
+    /// leftover behind.
+    public static func commit(temp: URL, to finalURL: URL) throws {
+        do {
+            let fd = try openFile(temp, flags: O_RDONLY | O_CLOEXEC, operation: "open temp")
+            let synced = fsync(fd) == 0
+            let syncErrno = errno
+            _ = close(fd)
+            guard synced else { throw TourpackError.storageFailed(path: temp.path, errno: syncErrno, operation: "fsync") }
+            guard rename(temp.path, finalURL.path) == 0 else { throw failure(finalURL, "rename") }
+        } catch {
+            discard(temp: temp)
+            throw error
+        }
+        try syncFolder(finalURL.deletingLastPathComponent())
+    }
+
+    /// Removes an abandoned temp file; a temp that is already gone is fine.
+    public static func discard(temp: URL) {
+        _ = unlink(temp.path)
+    }
+
+    /// Whether a file name is one of our temps (`.<name>.tmp-<16 hex>`).
+    public static func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix("."), let marker = name.range(of: temporaryMarker, options: .backwards) else { return false }
+        let suffix = name[marker.upperBound...]
+        return marker.lowerBound > name.index(after: name.startIndex)
+            && suffix.utf8.count == 16
+            && suffix.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+    }
+
+    /// Deletes the temps a killed run left in `folder` (not recursive) and
+    /// returns what it removed, sorted. A missing folder has none.
+    ///
+    /// Only call this while holding the `BuildLock`: another build's temps
+    /// look exactly like leftovers.
+    @discardableResult
+    public static func removeStaleTemporaries(in folder: URL) throws -> [URL] {
+        guard isDirectory(folder) else { return [] }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else {
+            throw TourpackError.storageFailed(path: folder.path, errno: EACCES, operation: "list folder")
+        }
+        var removed: [URL] = []
+        for name in names.sorted() where isTemporaryName(name) {
+            let url = folder.appendingPathComponent(name)
+            guard unlink(url.path) == 0 || errno == ENOENT else { throw failure(url, "unlink") }
+            removed.append(url)
+        }
+        if !removed.isEmpty { try syncFolder(folder) }
+        return removed
+    }
+
+    /// Creates `folder` and any missing parents, fsyncing each new folder's
+    /// parent so the new entries survive a crash. An existing folder is fine;
+    /// an existing file in the way is `ENOTDIR`.
+    public static func createFolder(_ folder: URL) throws {
+        let target = folder.standardizedFileURL
+        var missing: [URL] = []
+        var cursor = target
+        while !isDirectory(cursor) {
+            if exists(cursor) { throw TourpackError.storageFailed(path: cursor.path, errno: ENOTDIR, operation: "mkdir") }
+            missing.append(cursor)
+            let parent = cursor.deletingLastPathComponent()
+            if parent.path == cursor.path { break }
+            cursor = parent
+        }
+        for url in missing.reversed() {
+            if mkdir(url.path, 0o755) != 0 {
+                let code = errno
+                // Another writer may have made it a moment ago.
+                guard code == EEXIST, isDirectory(url) else {
+                    throw TourpackError.storageFailed(path: url.path, errno: code == EEXIST ? ENOTDIR : code, operation: "mkdir")
+                }
+                continue
+            }
+            try syncFolder(url.deletingLastPathComponent())
+        }
+    }
+
+    /// fsyncs a folder, which makes the names created or renamed in it durable.
+    public static func syncFolder(_ folder: URL) throws {
+        let fd = try openFile(folder, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC, operation: "open folder")
+        defer { _ = close(fd) }
+        guard fsync(fd) == 0 else { throw failure(folder, "fsync folder") }
+    }
+
+    // MARK: POSIX plumbing
+
+    private static func openFile(_ url: URL, flags: Int32, operation: String) throws -> Int32 {
+        let fd = posixOpen(url.path, flags, 0o644)
+        guard fd >= 0 else { throw failure(url, operation) }
+        return fd
+    }
+
+    private static func writeAll(_ buffer: UnsafeRawBufferPointer, to fd: Int32, path: String) throws {
+        var offset = 0
+        while offset < buffer.count {
+            let written = posixWrite(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw TourpackError.storageFailed(path: path, errno: errno, operation: "write")
+            }
+            offset += written
+        }
+    }
+
+    private static func failure(_ url: URL, _ operation: String) -> TourpackError {
+        .storageFailed(path: url.path, errno: errno, operation: operation)
+    }
+
+    private static func exists(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0
+    }
+
+    private static func isDirectory(_ url: URL) -> Bool {
+        var info = stat()
+        return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+// `open(2)` and `write(2)` under names that `AtomicFile`'s own members cannot shadow.
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    open(path, flags, mode)
+}
+
+private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}

@@ -1,0 +1,107 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One build per output root: an exclusive `flock` on `build.lock` in the
+/// state folder.
+///
+/// `flock` belongs to the open file, so the kernel drops it when the process
+/// dies, however it dies: a `kill -9` never leaves a stale lock behind, and
+/// there is no PID check to get wrong. The PID written into the file is only
+/// for a person asking "who holds this?". The lock file is never deleted:
+/// unlinking a lock file lets a waiter lock an orphaned inode while a newcomer
+/// locks a fresh one. The descriptor is opened `O_CLOEXEC`, so child
+/// processes (such as `serve-tts`) never inherit the lock.
+///
+/// Unchecked `Sendable`: the only mutable state, the descriptor, is guarded
+/// by `state`.
+public final class BuildLock: @unchecked Sendable {
+    /// The lock file's name inside the state folder.
+    public static let fileName = "build.lock"
+
+    /// The lock file, for messages.
+    public let lockURL: URL
+    private let state = NSLock()
+    private var descriptor: Int32?
+
+    private init(lockURL: URL, descriptor: Int32) {
+        self.lockURL = lockURL
+        self.descriptor = descriptor
+    }
+
+    deinit { release() }
+
+    /// Takes the lock of the build state in `stateFolder` (created if missing).
+    ///
+    /// With `wait`, this suspends until the holder lets go, polling with
+    /// `LOCK_NB` and `Task.sleep`, so no thread of the cooperative pool is
+    /// blocked and cancelling the task stops the wait (`CancellationError`).
+    /// Without `wait`, a held lock is `TourpackError.alreadyBuilding` at once.
+    public static func acquire(stateFolder: URL, wait: Bool) async throws -> BuildLock {
+        try AtomicFile.createFolder(stateFolder)
+        let url = stateFolder.appendingPathComponent(fileName)
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open lock") }
+        var pause: UInt64 = 20_000_000
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EWOULDBLOCK else {
+                _ = close(fd)
+                throw TourpackError.storageFailed(path: url.path, errno: code, operation: "flock")
+            }
+            guard wait else {
+                _ = close(fd)
+                throw TourpackError.alreadyBuilding(lockPath: url.path)
+            }
+            do {
+                try await Task.sleep(nanoseconds: pause)
+            } catch {
+                _ = close(fd)
+                throw error
+            }
+            pause = min(pause * 2, 250_000_000)
+        }
+        recordHolder(fd)
+        return BuildLock(lockURL: url, descriptor: fd)
+    }
+
+    /// Lets go of the lock; calling it again does nothing. `deinit` calls it too.
+    public func release() {
+        state.lock()
+        defer { state.unlock() }
+        guard let fd = descriptor else { return }
+        descriptor = nil
+        _ = flock(fd, LOCK_UN)
+        _ = close(fd)
+    }
+
+    /// Whether this object still holds the lock.
+    public var isHeld: Bool {
+        state.lock()
+        defer { state.unlock() }
+        return descriptor != nil
+    }
+
+    /// The PID the last holder wrote, if the file has one. Informational:
+    /// the holder may have exited since.
+    public static func recordedHolder(stateFolder: URL) -> Int32? {
+        let url = stateFolder.appendingPathComponent(fileName)
+        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Int32(text)
+    }
+
+    /// Writes our PID into the lock file. Best effort: the lock is what counts.
+    private static func recordHolder(_ fd: Int32) {
+        let line = Array("\(getpid())\n".utf8)
+        guard ftruncate(fd, 0) == 0 else { return }
+        _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+}

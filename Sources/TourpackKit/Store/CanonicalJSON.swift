@@ -1,0 +1,95 @@
+/// Deterministic JSON text: the same value always gives the same bytes.
+///
+/// package.json must be byte-identical across rebuilds of the same inputs,
+/// and `contentHash` and `PackageID` hash JSON text, so nothing here may
+/// depend on Foundation's encoder version. Rules:
+/// - object keys sorted by their UTF-8 bytes (duplicates keep their order);
+/// - numbers: an integral value within ±2^53 is written as an integer
+///   (`14200`, not `14200.0`), any other finite value as the shortest text
+///   that reads back to the same `Double` (Swift's `description`, e.g.
+///   `47.0417`, `1e-05`); a non-finite value, which JSON cannot hold, as
+///   `null`, which the schema then refuses;
+/// - strings escape `"`, `\` and control characters only; other text,
+///   `/` included, is written as UTF-8;
+/// - `pretty`: two-space indent, `"key": value`, a final newline;
+///   otherwise no whitespace at all.
+extension JSONValue {
+    /// The canonical text of this value.
+    public func canonicalBytes(pretty: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        write(into: &out, pretty: pretty, indent: 0)
+        if pretty { out.append(0x0A) }
+        return out
+    }
+
+    /// The canonical text of a number, as `canonicalBytes` writes it.
+    public static func canonicalNumber(_ value: Double) -> String {
+        guard value.isFinite else { return "null" }
+        if value == value.rounded(), abs(value) <= 9_007_199_254_740_992 {
+            return String(Int64(value))
+        }
+        return value.description
+    }
+
+    private func write(into out: inout [UInt8], pretty: Bool, indent: Int) {
+        switch self {
+        case .null: out.append(contentsOf: Array("null".utf8))
+        case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
+        case .number(let n): out.append(contentsOf: Array(JSONValue.canonicalNumber(n).utf8))
+        case .string(let s): JSONValue.writeString(s, into: &out)
+        case .array(let values):
+            guard !values.isEmpty else { out.append(contentsOf: [0x5B, 0x5D]); return }
+            out.append(0x5B)
+            for (i, value) in values.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                JSONValue.newline(&out, pretty: pretty, indent: indent + 1)
+                value.write(into: &out, pretty: pretty, indent: indent + 1)
+            }
+            JSONValue.newline(&out, pretty: pretty, indent: indent)
+            out.append(0x5D)
+        case .object(let members):
+            guard !members.isEmpty else { out.append(contentsOf: [0x7B, 0x7D]); return }
+            let sorted = members.enumerated().sorted { a, b in
+                let (ka, kb) = (Array(a.element.key.utf8), Array(b.element.key.utf8))
+                return ka == kb ? a.offset < b.offset : ka.lexicographicallyPrecedes(kb)
+            }
+            out.append(0x7B)
+            for (i, member) in sorted.enumerated() {
+                if i > 0 { out.append(0x2C) }
+                JSONValue.newline(&out, pretty: pretty, indent: indent + 1)
+                JSONValue.writeString(member.element.key, into: &out)
+                out.append(0x3A)
+                if pretty { out.append(0x20) }
+                member.element.value.write(into: &out, pretty: pretty, indent: indent + 1)
+            }
+            JSONValue.newline(&out, pretty: pretty, indent: indent)
+            out.append(0x7D)
+        }
+    }
+
+    private static func newline(_ out: inout [UInt8], pretty: Bool, indent: Int) {
+        guard pretty else { return }
+        out.append(0x0A)
+        out.append(contentsOf: repeatElement(0x20, count: indent * 2))
+    }
+
+    private static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(0x22)
+        for byte in s.utf8 {
+            switch byte {
+            case 0x22: out.append(contentsOf: [0x5C, 0x22])
+            case 0x5C: out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, 0x6E])
+            case 0x0D: out.append(contentsOf: [0x5C, 0x72])
+            case 0x09: out.append(contentsOf: [0x5C, 0x74])
+            case 0x08: out.append(contentsOf: [0x5C, 0x62])
+            case 0x0C: out.append(contentsOf: [0x5C, 0x66])
+            case 0x00..<0x20, 0x7F:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(0x22)
+    }
+}

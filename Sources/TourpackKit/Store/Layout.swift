@@ -1,0 +1,135 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file's place in the output root: the absolute URL to write, and the
+/// path relative to the root that package.json records.
+public struct StoredPath: Sendable, Hashable, CustomStringConvertible {
+    public let url: URL
+    /// Slash-separated, relative to the output root, e.g. `AudioCache/<tour>/<poi>_Detailed.m4a`.
+    public let relativePath: String
+
+    public var description: String { relativePath }
+}
+
+/// The app's `Documents` layout, exactly as SPEC.md fixes it:
+///
+///     <output>/AudioCache/<tourId>/<poiId>_<Phase>.<ext>
+///     <output>/OfflineTours/<packageId>/package.json
+///
+/// The app finds files by these names, so they are built in one place, and
+/// only from `SafeID`s (lowercase UUIDs) and the closed `Phase` and
+/// `AudioFormat` enums: no tour text can ever become part of a path.
+public struct Layout: Sendable, Hashable {
+    public static let audioCacheFolder = "AudioCache"
+    public static let offlineToursFolder = "OfflineTours"
+    public static let manifestFileName = "package.json"
+
+    /// The output root (the app's Documents folder), absolute and standardized.
+    public let root: URL
+
+    public init(root: URL) {
+        self.root = root.standardizedFileURL
+    }
+
+    /// `AudioCache/<tourId>`: every audio file of one tour, all voices and formats.
+    public func audioFolder(tourID: SafeID) -> StoredPath {
+        path("\(Layout.audioCacheFolder)/\(tourID.value)")
+    }
+
+    /// `AudioCache/<tourId>/<poiId>_<Phase>.<ext>`, with `Guided Tour` spelled with its space.
+    public func audioFile(tourID: SafeID, poiID: SafeID, phase: Phase, format: AudioFormat) -> StoredPath {
+        path(Layout.audioRelativePath(tourID: tourID, poiID: poiID, phase: phase, format: format))
+    }
+
+    /// The root-relative audio path on its own, as package.json records it.
+    public static func audioRelativePath(tourID: SafeID, poiID: SafeID, phase: Phase, format: AudioFormat) -> String {
+        "\(audioCacheFolder)/\(tourID.value)/\(poiID.value)_\(phase.fileLabel).\(format.fileExtension)"
+    }
+
+    /// `OfflineTours/<packageId>`.
+    public func packageFolder(packageID: SafeID) -> StoredPath {
+        path("\(Layout.offlineToursFolder)/\(packageID.value)")
+    }
+
+    /// `OfflineTours/<packageId>/package.json`.
+    public func manifest(packageID: SafeID) -> StoredPath {
+        path("\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.manifestFileName)")
+    }
+
+    /// What an `AudioCache` path names, or nil when it is not one of ours.
+    /// `validate` uses it to tell audio files from stray ones.
+    public static func parseAudioPath(_ relativePath: String) -> (tourID: SafeID, poiID: SafeID, phase: Phase, format: AudioFormat)? {
+        let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == audioCacheFolder, let tourID = SafeID(validating: String(parts[1])),
+              tourID.value == parts[1]
+        else { return nil }
+        let name = parts[2]
+        guard let dot = name.lastIndex(of: "."), let underscore = name.firstIndex(of: "_"), underscore < dot else { return nil }
+        let ext = name[name.index(after: dot)...]
+        let label = name[name.index(after: underscore)..<dot]
+        guard let poiID = SafeID(validating: String(name[..<underscore])), poiID.value == name[..<underscore],
+              let phase = Phase.allCases.first(where: { $0.fileLabel == label }),
+              let format = AudioFormat.allCases.first(where: { $0.fileExtension == ext })
+        else { return nil }
+        return (tourID, poiID, phase, format)
+    }
+
+    /// Resolves a path read from a package.json against the root, refusing
+    /// anything that could leave it: absolute paths, `.`/`..` or empty
+    /// components, backslashes, NUL, and symlinks that point outside.
+    public func resolve(relativePath: String) throws -> URL {
+        func refuse(_ why: String) -> TourpackError {
+            .invalidInput("\(relativePath): \(why)")
+        }
+        guard !relativePath.isEmpty else { throw refuse("empty path") }
+        guard !relativePath.hasPrefix("/") else { throw refuse("absolute path, expected one relative to the output root") }
+        guard !relativePath.contains("\\"), !relativePath.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "\u{7F}" }) else {
+            throw refuse("backslash or control character in path")
+        }
+        for component in relativePath.split(separator: "/", omittingEmptySubsequences: false) {
+            guard !component.isEmpty, component != ".", component != ".." else {
+                throw refuse("'.', '..' or empty component in path")
+            }
+        }
+        let url = root.appendingPathComponent(relativePath)
+        guard contains(url) else { throw refuse("resolves outside the output root") }
+        return url
+    }
+
+    /// Whether `url`, with symlinks resolved as far as the path exists, lies
+    /// strictly inside the root.
+    public func contains(_ url: URL) -> Bool {
+        let rootComponents = Layout.resolvedComponents(root)
+        let components = Layout.resolvedComponents(url)
+        return components.count > rootComponents.count && Array(components.prefix(rootComponents.count)) == rootComponents
+    }
+
+    /// `realpath(3)` of the longest existing prefix, then the rest as written.
+    /// (Foundation's `resolvingSymlinksInPath` gives up on paths that do not
+    /// exist yet, which is exactly the case a symlink escape hides in.)
+    private static func resolvedComponents(_ url: URL) -> [String] {
+        var existing = url.standardizedFileURL
+        var rest: [String] = []
+        while true {
+            if let resolved = realpath(existing.path, nil) {
+                defer { free(resolved) }
+                return URL(fileURLWithPath: String(cString: resolved)).standardizedFileURL.pathComponents + rest.reversed()
+            }
+            let parent = existing.deletingLastPathComponent()
+            if parent.path == existing.path { return url.standardizedFileURL.pathComponents }
+            rest.append(existing.lastPathComponent)
+            existing = parent
+        }
+    }
+
+    private func path(_ relative: String) -> StoredPath {
+        StoredPath(url: root.appendingPathComponent(relative), relativePath: relative)
+    }
+}

@@ -1,0 +1,58 @@
+import Crypto
+
+/// The package's UUID: RFC 4122 version 5 (SHA-1, name-based) of the tour,
+/// the voice and the format, so a rebuild of the same tour in the same voice
+/// and format lands in the same `OfflineTours/<packageId>` folder and
+/// replaces its own package, while another voice or format gets its own.
+///
+/// The name hashed is `PackageID.name(...)`: the compact canonical JSON
+/// array `["tourpack-package/1", tourId, provider, name, languageCode,
+/// speakingRate, pitch, format]`. JSON keeps the fields apart whatever they
+/// contain. The voice's pricing tier is left out: it changes the bill, not
+/// the audio.
+public enum PackageID {
+    /// tourpack's namespace: uuid5(NAMESPACE_URL, "https://tourpack.invalid/package").
+    /// Changing it would move every package, so it is fixed forever.
+    public static let namespace = "9a98a9ef-eacf-5747-868b-849443fa4c40"
+
+    /// The lowercase v5 UUID of this tour, voice and format.
+    public static func make(tourID: SafeID, voice: VoicePreset, format: AudioFormat) -> SafeID {
+        uuid5(namespace: namespace, name: name(tourID: tourID, voice: voice, format: format))
+    }
+
+    /// The exact name string hashed, documented so it can be checked by hand.
+    public static func name(tourID: SafeID, voice: VoicePreset, format: AudioFormat) -> String {
+        let fields: [JSONValue] = [
+            .string("tourpack-package/1"), .string(tourID.value), .string(voice.provider), .string(voice.name),
+            .string(voice.languageCode), .number(voice.speakingRate), .number(voice.pitch), .string(format.rawValue),
+        ]
+        return String(decoding: JSONValue.array(fields).canonicalBytes(pretty: false), as: UTF8.self)
+    }
+
+    /// RFC 4122 §4.3: SHA-1 over the namespace's 16 bytes then the name's
+    /// UTF-8, first 16 bytes kept, version nibble 5, variant bits 10.
+    public static func uuid5(namespace: String, name: String) -> SafeID {
+        var input = hexBytes(namespace.filter { $0 != "-" })
+        input.append(contentsOf: Array(name.utf8))
+        var bytes = Array(Insecure.SHA1.hash(data: input).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x50
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        // A well-formed UUID by construction.
+        return SafeID(validating: parts.joined(separator: "-"))!
+    }
+
+    private static func hexBytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count - 1, by: 2).map { i in
+            UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16)!
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

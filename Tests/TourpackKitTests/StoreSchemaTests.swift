@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+/// package.json against `schemas/package.schema.json` (checked by Python's
+/// `jsonschema`, Draft 2020-12) and against the committed golden file.
+///
+/// `TOURPACK_UPDATE_GOLDENS=1 swift test --filter StoreSchema` rewrites
+/// `Resources/store/package.golden.json` in the source tree; review the diff
+/// by eye, because the app reads exactly these bytes.
+@Suite struct StoreSchemaTests {
+    static let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let schema = testsFolder.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("schemas/package.schema.json")
+
+    /// Runs the validator; returns its error lines (empty when the document is valid).
+    static func schemaErrors(_ document: [UInt8]) throws -> [String] {
+        let scratch = try StoreScratch()
+        defer { scratch.remove() }
+        let file = scratch.root.appendingPathComponent("package.json")
+        try Data(document).write(to: file)
+        let script = """
+        import json, sys
+        try:
+            import jsonschema
+        except ImportError:
+            print("MISSING: python3 cannot import jsonschema; install it (pip install jsonschema, or make setup)")
+            sys.exit(3)
+        schema = json.load(open(sys.argv[1]))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        validator = jsonschema.Draft202012Validator(schema)
+        errors = sorted(validator.iter_errors(json.load(open(sys.argv[2]))), key=lambda e: list(e.absolute_path))
+        for e in errors:
+            print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
+        sys.exit(1 if errors else 0)
+        """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, schema.path, file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 || process.terminationStatus == 1 else {
+            throw ValidatorUnavailable(message: "the schema check could not run (exit \(process.terminationStatus)): \(text)")
+        }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    struct ValidatorUnavailable: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    @Test func generatedManifestsAreValid() throws {
+        let m = try StoreManifestFixture.manifest()
+        let errors = try Self.schemaErrors(m.encoded())
+        #expect(errors.isEmpty, "\(errors)")
+
+        // Every format's facts satisfy the per-format rules too.
+        for format in [AudioFormat.mp3, .opus] {
+            let audio = StoreManifestFixture.audio.map { item -> PackageAudio in
+                var item = item
+                item.encoded.format = format
+                item.encoded.codec = format.codecName
+                item.encoded.bitrateKbps = format.bitrateKbps
+                item.encoded.sampleRateHz = format.sampleRateHz
+                return item
+            }
+            let other = try PackageManifest(
+                tour: StoreManifestFixture.tour, voice: StoreManifestFixture.voice, format: format, audio: audio,
+                mapTiles: StoreManifestFixture.coverage, createdAt: StoreManifestFixture.createdAt, maxAgeDays: 30
+            )
+            let errors = try Self.schemaErrors(other.encoded())
+            #expect(errors.isEmpty, "\(format): \(errors)")
+        }
+    }
+
+    /// The schema is strict: each of these edits must be caught.
+    @Test(arguments: [
+        ("unknown key", "\"tourVersion\": 3,", "\"tourVersion\": 3, \"extra\": 1,"),
+        ("phase label instead of key", "\"phase\": \"guidedTour\"", "\"phase\": \"Guided Tour\""),
+        ("uppercase UUID", "\"tourId\": \"0b7c2f0e", "\"tourId\": \"0B7C2F0E"),
+        ("fractional seconds", "\"createdAt\": \"2025-01-15T10:20:30Z\"", "\"createdAt\": \"2025-01-15T10:20:30.000Z\""),
+        ("wrong bitrate for aac", "\"bitrateKbps\": 128", "\"bitrateKbps\": 96"),
+        ("unknown format", "\"format\": \"aac\"", "\"format\": \"wav\""),
+        ("path escaping the layout", "\"path\": \"AudioCache/", "\"path\": \"../AudioCache/"),
+        ("missing field", "\"contentHash\": ", "\"contentHashX\": "),
+        ("sizeBytes as text", "\"sizeBytes\": 51110", "\"sizeBytes\": \"51110\""),
+    ])
+    func editsAreRefused(what: String, find: String, replace: String) throws {
+        let original = String(decoding: try StoreManifestFixture.manifest().encoded(), as: UTF8.self)
+        try #require(original.contains(find), "fixture text lacks \(find)")
+        let edited = original.replacingOccurrences(of: find, with: replace)
+        let errors = try Self.schemaErrors(Array(edited.utf8))
+        #expect(!errors.isEmpty, "the schema accepted: \(what)")
+    }
+
+    @Test func goldenFileMatchesByteForByte() throws {
+        let bytes = try StoreManifestFixture.manifest().encoded()
+        if ProcessInfo.processInfo.environment["TOURPACK_UPDATE_GOLDENS"] == "1" {
+            let target = Self.testsFolder.appendingPathComponent("Resources/store/package.golden.json")
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: target)
+            return
+        }
+        let resources = Bundle.module.url(forResource: "Resources", withExtension: nil)!
+        let golden = try Data(contentsOf: resources.appendingPathComponent("store/package.golden.json"))
+        #expect(Array(golden) == bytes, "package.json bytes changed; see the doc comment to regenerate")
+    }
+}

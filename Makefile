@@ -16,7 +16,7 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup build build-release test tour bench clean help
+.PHONY: all setup setup-test build build-release test tour bench clean help
 
 all: build
 
@@ -39,13 +39,21 @@ setup:
 		echo "setup: Debian packages present"; \
 	fi
 
+# Python modules the tests use to check output as its consumers would
+# (package.json against its JSON Schema).
+PY_MODULES := jsonschema
+setup-test: setup
+	@for m in $(PY_MODULES); do \
+		python3 -c "import $$m" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $$m; \
+	done
+
 build: setup
 	$(SWIFT) build
 
 build-release: setup
 	$(SWIFT) build -c release
 
-test: setup
+test: setup-test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 

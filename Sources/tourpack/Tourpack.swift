@@ -7,6 +7,6 @@ struct Tourpack: AsyncParsableCommand {
         commandName: "tourpack",
         abstract: "Build the touring app's offline audio packages.",
         version: TourpackPipeline.version,
-        subcommands: []
+        subcommands: [ServeTTS.self]
     )
 }

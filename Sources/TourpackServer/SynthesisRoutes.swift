@@ -12,8 +12,9 @@ struct SynthesisRoutes: Sendable {
     let dice: FaultDice
     let voice = LocalVoice()
     let defaultSampleRate: Int
-    /// Google's per-request limit on input.text or input.ssml, in UTF-8 bytes.
-    static let googleInputLimitBytes = 5000
+    /// Google's per-request limit on input.text or input.ssml, in UTF-8 bytes (5000).
+    let googleInputLimitBytes: Int
+    let requiredAPIKey: String?
     /// OpenAI's limit on `input`, in characters.
     static let openAIInputLimitCharacters = 4096
     static let maxBodyBytes = 1 << 20
@@ -40,6 +41,12 @@ struct SynthesisRoutes: Sendable {
         stats.synthesizeBegan()
         defer { stats.synthesizeEnded() }
         await sleepLatency()
+        if let requiredAPIKey {
+            guard let key = request.headers[HTTPField.Name("x-goog-api-key")!] else {
+                return ErrorBody.google(403, "Method doesn't allow unregistered callers. Please use an API key in the x-goog-api-key header.")
+            }
+            guard key == requiredAPIKey else { return ErrorBody.google(400, "API key not valid. Please pass a valid API key.") }
+        }
         let body = try await request.body.collect(upTo: Self.maxBodyBytes)
         guard let parsed = try? JSONDecoder().decode(GoogleRequest.self, from: Data(body.readableBytesView)) else {
             return ErrorBody.google(400, "Invalid JSON payload received.")
@@ -49,8 +56,8 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Exactly one of `input.text` or `input.ssml` must be set.")
         }
         let input = text ?? ssml ?? ""
-        guard input.utf8.count <= Self.googleInputLimitBytes else {
-            return ErrorBody.google(400, "Either `input.text` or `input.ssml` is longer than the limit of 5000 bytes. This limit is different from quotas. To fix, reduce the byte length of the characters in this request, or consider using the Long Audio API: https://cloud.google.com/text-to-speech/docs/create-audio-text-long-audio-synthesis.")
+        guard input.utf8.count <= googleInputLimitBytes else {
+            return ErrorBody.google(400, "Either `input.text` or `input.ssml` is longer than the limit of \(googleInputLimitBytes) bytes. This limit is different from quotas. To fix, reduce the byte length of the characters in this request, or consider using the Long Audio API: https://cloud.google.com/text-to-speech/docs/create-audio-text-long-audio-synthesis.")
         }
         guard !input.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return ErrorBody.google(400, "`input.text` or `input.ssml` is empty.")
@@ -118,6 +125,9 @@ struct SynthesisRoutes: Sendable {
         stats.synthesizeBegan()
         defer { stats.synthesizeEnded() }
         await sleepLatency()
+        if let requiredAPIKey, request.headers[.authorization] != "Bearer \(requiredAPIKey)" {
+            return ErrorBody.openAI(401, "Incorrect API key provided.")
+        }
         let body = try await request.body.collect(upTo: Self.maxBodyBytes)
         guard let parsed = try? JSONDecoder().decode(OpenAIRequest.self, from: Data(body.readableBytesView)) else {
             return ErrorBody.openAI(400, "We could not parse the JSON body of your request.")
@@ -215,6 +225,7 @@ enum ErrorBody {
     static func google(_ status: Int, _ message: String) -> Response {
         let statusName = switch status {
         case 400: "INVALID_ARGUMENT"
+        case 403: "PERMISSION_DENIED"
         case 404: "NOT_FOUND"
         case 429: "RESOURCE_EXHAUSTED"
         case 503: "UNAVAILABLE"

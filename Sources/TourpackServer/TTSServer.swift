@@ -12,6 +12,11 @@ public struct TTSServerConfiguration: Sendable {
     public var faults = FaultInjection()
     /// `sampleRateHertz` when a Google request leaves it out.
     public var defaultSampleRateHz = 24_000
+    /// Google's limit on `input.text`/`input.ssml`; tests lower it to exercise splitting cheaply.
+    public var googleInputLimitBytes = 5000
+    /// When set, requests must carry this key the way each API expects it
+    /// (`x-goog-api-key`, `Authorization: Bearer`); a key in the query string is not accepted.
+    public var requiredAPIKey: String?
     /// The access log: one line per request (method, path, status, time,
     /// size, fault); never a body, a header, or a query string.
     public var logger = Logger(label: "tourpack.serve-tts", factory: { StreamLogHandler.standardError(label: $0) })
@@ -91,7 +96,9 @@ public struct TTSServer: Sendable {
 
     private func application(onReady: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
         let logger = configuration.logger
-        let routes = SynthesisRoutes(stats: stats, dice: dice, defaultSampleRate: configuration.defaultSampleRateHz)
+        let routes = SynthesisRoutes(
+            stats: stats, dice: dice, defaultSampleRate: configuration.defaultSampleRateHz,
+            googleInputLimitBytes: configuration.googleInputLimitBytes, requiredAPIKey: configuration.requiredAPIKey)
         let stats = self.stats
         let router = Router()
         router.add(middleware: AccessLog(logger: logger, stats: stats))

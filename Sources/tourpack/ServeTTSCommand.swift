@@ -17,6 +17,9 @@ struct ServeTTS: AsyncParsableCommand {
     @Option(help: "Address to bind.") var host = TTSServerInfo.defaultHost
     @Option(help: "Port to bind; 0 picks a free one.") var port = TTSServerInfo.defaultPort
 
+    @Option(help: "Require the API key held in this environment variable (x-goog-api-key or Authorization: Bearer).")
+    var apiKeyEnv: String?
+
     @Option(name: .customLong("latency-ms"), help: "Fault: delay every synthesize answer by this many milliseconds.")
     var latencyMilliseconds = 0
     @Option(help: "Fault: share (0-1) of requests answered 500, 503 or 504.") var failureRate = 0.0
@@ -41,7 +44,14 @@ struct ServeTTS: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let server = try TTSServer(TTSServerConfiguration(host: host, port: port, faults: faults))
+        var configuration = TTSServerConfiguration(host: host, port: port, faults: faults)
+        if let apiKeyEnv {
+            guard let key = ProcessInfo.processInfo.environment[apiKeyEnv], !key.isEmpty else {
+                throw ValidationError("--api-key-env \(apiKeyEnv): the variable is not set")
+            }
+            configuration.requiredAPIKey = key
+        }
+        let server = try TTSServer(configuration)
         try await server.runUntilSignalled { port in
             // Exactly the port, alone on the first line, unbuffered: scripts read it.
             FileHandle.standardOutput.write(Data("\(port)\n".utf8))

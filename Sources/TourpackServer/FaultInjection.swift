@@ -7,7 +7,7 @@ import Foundation
 /// bodies, and stalls longer than the client's timeout. Draws come from a
 /// seeded generator in arrival order, so a sequential run is reproducible.
 public struct FaultInjection: Sendable, Hashable {
-    /// Added before every synthesize answer.
+    /// Every synthesize answer (errors included) takes at least this long from arrival.
     public var latencyMilliseconds: Int = 0
     /// Share of requests answered 500, 503 or 504.
     public var failureRate: Double = 0

@@ -10,7 +10,7 @@ public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
     public var totalRequests = 0
     /// Requests to `text:synthesize` and `audio/speech`.
     public var synthesizeRequests = 0
-    /// Characters in synthesize requests that were answered with audio.
+    /// Characters in synthesize requests answered 200 (injected truncation and garbage included).
     public var characters = 0
     /// Synthesize requests being handled right now.
     public var inFlight = 0

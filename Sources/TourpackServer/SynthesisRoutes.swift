@@ -38,9 +38,10 @@ struct SynthesisRoutes: Sendable {
     }
 
     func googleSynthesize(_ request: Request) async throws -> Response {
-        stats.synthesizeBegan()
-        defer { stats.synthesizeEnded() }
-        await sleepLatency()
+        try await paced { try await googleAnswer(request) }
+    }
+
+    private func googleAnswer(_ request: Request) async throws -> Response {
         if let requiredAPIKey {
             guard let key = request.headers[HTTPField.Name("x-goog-api-key")!] else {
                 return ErrorBody.google(403, "Method doesn't allow unregistered callers. Please use an API key in the x-goog-api-key header.")
@@ -122,9 +123,10 @@ struct SynthesisRoutes: Sendable {
     }
 
     func openAISpeech(_ request: Request) async throws -> Response {
-        stats.synthesizeBegan()
-        defer { stats.synthesizeEnded() }
-        await sleepLatency()
+        try await paced { try await openAIAnswer(request) }
+    }
+
+    private func openAIAnswer(_ request: Request) async throws -> Response {
         if let requiredAPIKey, request.headers[.authorization] != "Bearer \(requiredAPIKey)" {
             return ErrorBody.openAI(401, "Incorrect API key provided.")
         }
@@ -158,9 +160,17 @@ struct SynthesisRoutes: Sendable {
 
     // MARK: Faults and answers
 
-    private func sleepLatency() async {
-        let latency = dice.plan.latencyMilliseconds
-        if latency > 0 { try? await Task.sleep(for: .milliseconds(latency)) }
+    /// Counts the request in flight and, with a latency fault, holds the
+    /// answer until `latencyMilliseconds` after arrival. Speaking happens
+    /// inside that time, as it does at a real endpoint whose response time
+    /// includes synthesis.
+    private func paced(_ work: () async throws -> Response) async throws -> Response {
+        stats.synthesizeBegan()
+        defer { stats.synthesizeEnded() }
+        let due = ContinuousClock.now.advanced(by: .milliseconds(dice.plan.latencyMilliseconds))
+        let response = try await work()
+        try? await Task.sleep(until: due, clock: .continuous)
+        return response
     }
 
     /// Draws a fault, speaks unless the fault is an error status, and

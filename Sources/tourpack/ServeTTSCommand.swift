@@ -20,7 +20,7 @@ struct ServeTTS: AsyncParsableCommand {
     @Option(help: "Require the API key held in this environment variable (x-goog-api-key or Authorization: Bearer).")
     var apiKeyEnv: String?
 
-    @Option(name: .customLong("latency-ms"), help: "Fault: delay every synthesize answer by this many milliseconds.")
+    @Option(name: .customLong("latency-ms"), help: "Fault: every synthesize answer takes at least this many milliseconds.")
     var latencyMilliseconds = 0
     @Option(help: "Fault: share (0-1) of requests answered 500, 503 or 504.") var failureRate = 0.0
     @Option(name: .customLong("rate-limit-rate"), help: "Fault: share of requests answered 429.") var rateLimitRate = 0.0

@@ -129,6 +129,50 @@ import TourpackServer
         #expect(synthesizer.stats.requests == 2)
     }
 
+    @Test func oversizedResponseIsRefusedNotRetried() async throws {
+        try await withServer { port, server in
+            var options = HTTPSpeechSynthesizer.Options()
+            options.maxResponseBytes = 10_000  // a second of 24 kHz audio is ~64 kB in base64
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil, options: options)
+            do {
+                _ = try await synthesizer.synthesize(speechRequest("A sentence that makes more than ten kilobytes of audio."))
+                Issue.record("expected the cap to refuse the body")
+            } catch TourpackError.audioGenerationFailed(_, let status, let message) {
+                #expect(status == nil)
+                #expect(message.contains("response larger than"))
+            }
+            #expect(server.stats.snapshot.synthesizeRequests == 1)
+        }
+    }
+
+    @Test func cancellingAbandonsTheTransferPromptly() async throws {
+        try await withServer(faults: FaultInjection(latencyMilliseconds: 3000)) { port, server in
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil)
+            let speech = Task { try await synthesizer.synthesize(speechRequest("Never mind.")) }
+            while server.stats.snapshot.inFlight == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let cancelled = ContinuousClock.now
+            speech.cancel()
+            await #expect(throws: TourpackError.cancelled) { try await speech.value }
+            #expect(cancelled.duration(to: .now) < .seconds(1), "did not wait for the 3 s answer")
+            #expect(synthesizer.stats.retries == 0)
+        }
+    }
+
+    @Test func keyComesFromTheNamedEnvironmentVariable() async throws {
+        try await withServer(configure: { $0.requiredAPIKey = sentinelKey }) { port, _ in
+            var settings = fastSettings(port: port)
+            settings.apiKeyEnv = "TOURPACK_TEST_TTS_KEY"
+            let synthesizer = try HTTPSpeechSynthesizer(settings: settings, environment: ["TOURPACK_TEST_TTS_KEY": sentinelKey])
+            #expect(try await synthesizer.synthesize(speechRequest("Authorized.")).durationSeconds > 0.3)
+            do {
+                _ = try HTTPSpeechSynthesizer(settings: settings, environment: [:])
+                Issue.record("an unset key variable must be refused")
+            } catch TourpackError.invalidInput(let message) {
+                #expect(message.contains("TOURPACK_TEST_TTS_KEY"))
+            }
+        }
+    }
+
     @Test func connectionsAreReused() async throws {
         try await withServer { port, _ in
             let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil)

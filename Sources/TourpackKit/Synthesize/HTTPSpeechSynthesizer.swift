@@ -19,6 +19,8 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         public var connectTimeoutSeconds: Double = 10
         /// Abort a request when no byte arrived for this long.
         public var stallTimeoutSeconds: Double = 20
+        /// A larger response is refused, not buffered: 64 MB is ~23 minutes of 24 kHz LINEAR16 in base64.
+        public var maxResponseBytes = 64 * 1024 * 1024
         /// Waits between tries; injectable so a test can record them.
         public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
         /// Retries and failures are logged at `notice`, each request at `debug`. Never bodies or headers.
@@ -49,6 +51,20 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
             settings: settings, key: APIKey(apiKey), dialect: dialect, transport: transport, options: options,
             retry: options.retry ?? RetryPolicy(settings: settings))
         self.splitter = splitter
+    }
+
+    /// Reads the key from the environment variable `settings.apiKeyEnv` names
+    /// (no key when it names none). A named variable that is unset or empty
+    /// is a configuration error (exit 2) that names the variable, never a value.
+    public init(settings: TTSSettings, environment: [String: String], splitter: Splitter? = nil, options: Options = Options()) throws {
+        var key: String?
+        if let variable = settings.apiKeyEnv, !variable.isEmpty {
+            guard let value = environment[variable], !value.isEmpty else {
+                throw TourpackError.invalidInput("tts.apiKeyEnv: the environment variable \(variable) is not set")
+            }
+            key = value
+        }
+        try self.init(settings: settings, apiKey: key, splitter: splitter, options: options)
     }
 
     /// Counters since this synthesizer was made, shared by all its copies.

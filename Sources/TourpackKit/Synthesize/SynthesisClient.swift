@@ -111,7 +111,8 @@ final class SynthesisClient: Sendable {
     private func attemptOnce(_ request: SynthesisRequest, body: [UInt8], attempt: Int, timeout: Double) async -> Outcome {
         let spec = HTTPRequestSpec(
             url: url, headers: dialect.headers(apiKey: key), body: body, totalTimeoutSeconds: timeout,
-            connectTimeoutSeconds: options.connectTimeoutSeconds, stallTimeoutSeconds: min(options.stallTimeoutSeconds, timeout))
+            connectTimeoutSeconds: options.connectTimeoutSeconds, stallTimeoutSeconds: min(options.stallTimeoutSeconds, timeout),
+            maxResponseBytes: options.maxResponseBytes)
         counters.update {
             $0.requests += 1
             $0.charactersSent += request.chunk.characters

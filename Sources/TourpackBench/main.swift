@@ -8,6 +8,7 @@ guard let name = arguments.first else {
     exit(2)
 }
 switch name {
+case "tts": exit(await TTSBench.run(Array(arguments.dropFirst())))
 default:
     print("unknown benchmark \(name)")
     exit(2)

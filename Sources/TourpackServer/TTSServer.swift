@@ -1,7 +1,165 @@
+public import Logging
+import Foundation
+import Hummingbird
 import TourpackKit
 
-/// The embedded TTS endpoint (`tourpack serve-tts`), backed by libespeak-ng.
-/// Built out in the TTS issue.
+/// How `serve-tts` listens and misbehaves.
+public struct TTSServerConfiguration: Sendable {
+    /// Loopback by default: a local voice for builds and tests, not a public service.
+    public var host: String = TTSServerInfo.defaultHost
+    /// 0 picks a free port; `onReady` learns which.
+    public var port: Int = TTSServerInfo.defaultPort
+    public var faults = FaultInjection()
+    /// `sampleRateHertz` when a Google request leaves it out.
+    public var defaultSampleRateHz = 24_000
+    /// Google's limit on `input.text`/`input.ssml`; tests lower it to exercise splitting cheaply.
+    public var googleInputLimitBytes = 5000
+    /// When set, requests must carry this key the way each API expects it
+    /// (`x-goog-api-key`, `Authorization: Bearer`); a key in the query string is not accepted.
+    public var requiredAPIKey: String?
+    /// The access log: one line per request (method, path, status, time,
+    /// size, fault); never a body, a header, or a query string.
+    public var logger = Logger(label: "tourpack.serve-tts", factory: { StreamLogHandler.standardError(label: $0) })
+
+    public init(host: String = TTSServerInfo.defaultHost, port: Int = TTSServerInfo.defaultPort, faults: FaultInjection = FaultInjection()) {
+        self.host = host
+        self.port = port
+        self.faults = faults
+    }
+}
+
+/// Defaults shared by the CLI and the pipeline's `make tour` voice.
 public enum TTSServerInfo {
     public static let defaultHost = "127.0.0.1"
+    public static let defaultPort = 8787
+}
+
+/// The embedded TTS endpoint (`tourpack serve-tts`): Google v1 and
+/// OpenAI-style speech from libespeak-ng, on Hummingbird.
+///
+/// It lets the content team's draft builds and every test run with no API
+/// key and no quota. Start it in-process with `withRunning { port in … }`
+/// (tests, benchmarks), or `run(onReady:)` under your own cancellation;
+/// the CLI uses `runUntilSignalled`, which shuts down cleanly on SIGINT/SIGTERM.
+///
+/// Routes: `POST /v1/text:synthesize`, `GET /v1/voices`,
+/// `POST /v1/audio/speech`, `GET /debug/stats`, `POST /debug/stats/reset`,
+/// `GET /health`.
+public struct TTSServer: Sendable {
+    public let configuration: TTSServerConfiguration
+    /// Live counters, the same ones `GET /debug/stats` shows.
+    public let stats = ServerStats()
+    private let dice: FaultDice
+
+    /// Throws `FaultConfigurationError` when fault rates are out of range.
+    public init(_ configuration: TTSServerConfiguration = TTSServerConfiguration()) throws {
+        self.configuration = configuration
+        dice = FaultDice(try configuration.faults.validated())
+    }
+
+    /// Serves until the calling task is cancelled. `onReady` gets the bound
+    /// port once the socket listens.
+    public func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onReady: onReady).run()
+    }
+
+    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and returns.
+    public func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onReady: onReady).runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+
+    /// Starts the server, runs `body` with its port, then shuts it down.
+    public func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { portSink.finish() }
+                try await run { port in portSink.yield(port) }
+            }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else {
+                try await group.next()  // surfaces the reason it stopped (e.g. the port is taken)
+                throw ServerStartError(message: "serve-tts stopped before it was listening")
+            }
+            do {
+                let result = try await body(port)
+                group.cancelAll()
+                try? await group.waitForAll()
+                return result
+            } catch {
+                group.cancelAll()
+                try? await group.waitForAll()
+                throw error
+            }
+        }
+    }
+
+    private func application(onReady: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+        let logger = configuration.logger
+        let routes = SynthesisRoutes(
+            stats: stats, dice: dice, defaultSampleRate: configuration.defaultSampleRateHz,
+            googleInputLimitBytes: configuration.googleInputLimitBytes, requiredAPIKey: configuration.requiredAPIKey)
+        let stats = self.stats
+        let router = Router()
+        router.add(middleware: AccessLog(logger: logger, stats: stats))
+        router.post("v1/text:synthesize") { request, _ in try await routes.googleSynthesize(request) }
+        router.get("v1/voices") { request, _ in try await routes.listVoices(request) }
+        router.post("v1/audio/speech") { request, _ in try await routes.openAISpeech(request) }
+        router.get("debug/stats") { _, _ in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return ErrorBody.json(.ok, Array(try encoder.encode(stats.snapshot)))
+        }
+        router.post("debug/stats/reset") { _, _ in
+            stats.reset()
+            return Response(status: .noContent)
+        }
+        router.get("health") { _, _ in "ok" }
+        let port = configuration.port
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: port), serverName: "tourpack-serve-tts"),
+            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+}
+
+public struct ServerStartError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// One structured line per request: method, path, status, milliseconds,
+/// response bytes and the injected fault, if any. No bodies, headers or
+/// query strings, so neither narration nor a key ever lands in the log.
+struct AccessLog<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+    let stats: ServerStats
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        stats.update { $0.totalRequests += 1 }
+        do {
+            let response = try await next(request, context)
+            record(request, status: response.status.code, bytes: response.body.contentLength, fault: response.headers[ErrorBody.faultHeader], started: started)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            record(request, status: status, bytes: nil, fault: nil, started: started)
+            throw error
+        }
+    }
+
+    private func record(_ request: Request, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
+        stats.update { $0.responsesByStatus[String(status), default: 0] += 1 }
+        let elapsed = started.duration(to: .now)
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
+            "ms": "\(String(format: "%.1f", milliseconds))",
+        ]
+        if let bytes { metadata["bytes"] = "\(bytes)" }
+        if let fault { metadata["fault"] = "\(fault)" }
+        logger.info("request", metadata: metadata)
+    }
 }

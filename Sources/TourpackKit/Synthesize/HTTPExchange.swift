@@ -1,0 +1,72 @@
+/// One HTTP POST as the transport sends it.
+///
+/// Header values may hold the API key, so `description` lists header names
+/// only: this value can be logged or printed without leaking anything.
+struct HTTPRequestSpec: Sendable, CustomStringConvertible {
+    var url: String
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+    /// The whole exchange, connect included.
+    var totalTimeoutSeconds: Double
+    var connectTimeoutSeconds: Double
+    /// Abort when no byte arrives for this long (a stalled server).
+    var stallTimeoutSeconds: Double
+    /// Bodies larger than this are refused (64 MB by default).
+    var maxResponseBytes: Int = HTTPRequestSpec.defaultMaxResponseBytes
+
+    static let defaultMaxResponseBytes = 64 * 1024 * 1024
+
+    var description: String {
+        "POST \(HTTPRequestSpec.redactedURL(url)) headers=[\(headers.map(\.name).joined(separator: ","))] body=\(body.count)B"
+    }
+
+    /// The URL without user info or query, for messages: neither may carry secrets into a log.
+    static func redactedURL(_ url: String) -> String {
+        var text = url
+        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
+           !text[scheme.upperBound..<at].contains("/") {
+            text.replaceSubrange(scheme.upperBound...at, with: "")
+        }
+        return text
+    }
+}
+
+/// What came back: the final status, headers (names lowercased) and body.
+struct HTTPResponse: Sendable {
+    var status: Int
+    var headers: [String: String]
+    var body: [UInt8]
+    /// New connections this exchange opened (0 when one was reused).
+    var newConnections: Int
+}
+
+/// Why an exchange produced no HTTP response.
+enum TransportFailure: Error, Sendable, Equatable {
+    /// Connect, total or stall timeout.
+    case timedOut(String)
+    /// Refused, reset, DNS, TLS, or a body cut short: worth another try.
+    case connection(String)
+    /// The body passed the 64 MB cap.
+    case responseTooLarge(limit: Int)
+    /// The request could not be set up (bad URL, unsupported protocol).
+    case unusable(String)
+    case cancelled
+
+    var isRetryable: Bool {
+        switch self {
+        case .timedOut, .connection: return true
+        case .responseTooLarge, .unusable, .cancelled: return false
+        }
+    }
+
+    var reason: String {
+        switch self {
+        case .timedOut(let m): return "timed out: \(m)"
+        case .connection(let m): return m
+        case .responseTooLarge(let limit): return "response larger than \(limit / (1024 * 1024)) MB"
+        case .unusable(let m): return m
+        case .cancelled: return "cancelled"
+        }
+    }
+}

@@ -1,0 +1,119 @@
+public import Logging
+
+/// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
+///
+/// Speaks Google v1 or the OpenAI-compatible API (`TTSSettings.api`). It
+/// retries what SPEC.md calls retryable (429, 500, 503, 504, connection
+/// errors, timeouts, truncated or undecodable bodies) with full-jitter
+/// backoff and `Retry-After`, keeps `concurrency` requests in flight at most
+/// and starts no more than `requestsPerMinute`. A 400 "longer than the
+/// limit" hands the chunk to `splitter` and speaks the parts once more.
+///
+/// The API key goes into one header and nowhere else: not the URL, a log
+/// line, an error, or this value's description, debug description or mirror.
+/// Copies share one connection pool, one set of limits and one set of counters.
+public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Knobs that `TTSSettings` does not carry; tests shrink them to milliseconds.
+    public struct Options: Sendable {
+        public var retry: RetryPolicy?
+        public var connectTimeoutSeconds: Double = 10
+        /// Abort a request when no byte arrived for this long.
+        public var stallTimeoutSeconds: Double = 20
+        /// A larger response is refused, not buffered: 64 MB is ~23 minutes of 24 kHz LINEAR16 in base64.
+        public var maxResponseBytes = 64 * 1024 * 1024
+        /// Waits between tries; injectable so a test can record them.
+        public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        /// Retries and failures are logged at `notice`, each request at `debug`. Never bodies or headers.
+        public var logger = Logger(label: "tourpack.tts", factory: { _ in SwiftLogNoOpLogHandler() })
+
+        /// - Parameter retry: nil takes the policy from `TTSSettings`.
+        public init(retry: RetryPolicy? = nil) { self.retry = retry }
+    }
+
+    /// Splits a chunk the server refused as too long; nil when it cannot be split.
+    public typealias Splitter = @Sendable (Chunk) -> [Chunk]?
+
+    private let core: SynthesisClient
+    private let splitter: Splitter?
+
+    /// - Parameters:
+    ///   - apiKey: read by the caller from the variable `settings.apiKeyEnv` names; nil sends no key.
+    ///   - splitter: the chunker's re-split, used on "longer than the limit".
+    public init(settings: TTSSettings, apiKey: String?, splitter: Splitter? = nil, options: Options = Options()) throws {
+        let dialect: any TTSDialect = settings.api == .google ? GoogleDialect() : OpenAIDialect()
+        let transport: HTTPTransport
+        do {
+            transport = try HTTPTransport(maxConnections: settings.concurrency)
+        } catch {
+            throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(settings.endpoint), reason: error.reason)
+        }
+        core = SynthesisClient(
+            settings: settings, key: APIKey(apiKey), dialect: dialect, transport: transport, options: options,
+            retry: options.retry ?? RetryPolicy(settings: settings))
+        self.splitter = splitter
+    }
+
+    /// Reads the key from the environment variable `settings.apiKeyEnv` names
+    /// (no key when it names none). A named variable that is unset or empty
+    /// is a configuration error (exit 2) that names the variable, never a value.
+    public init(settings: TTSSettings, environment: [String: String], splitter: Splitter? = nil, options: Options = Options()) throws {
+        var key: String?
+        if let variable = settings.apiKeyEnv, !variable.isEmpty {
+            guard let value = environment[variable], !value.isEmpty else {
+                throw TourpackError.invalidInput("tts.apiKeyEnv: the environment variable \(variable) is not set")
+            }
+            key = value
+        }
+        try self.init(settings: settings, apiKey: key, splitter: splitter, options: options)
+    }
+
+    /// Counters since this synthesizer was made, shared by all its copies.
+    public var stats: SynthesisStats { core.counters.snapshot }
+
+    public func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio {
+        do {
+            return try await core.synthesize(request)
+        } catch let refusal as InputTooLong {
+            guard let splitter, let parts = splitter(request.chunk), parts.count > 1 else {
+                core.counters.update { $0.failures += 1 }
+                throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: refusal.status, message: refusal.message)
+            }
+            core.counters.update { $0.splits += 1 }
+            core.options.logger.notice("tts chunk split", metadata: [
+                "item": "\(request.itemLabel)", "parts": "\(parts.count)", "characters": "\(request.chunk.characters)",
+            ])
+            var joined = PCMAudio(samples: [], sampleRate: request.sampleRateHz)
+            for part in parts {
+                var partRequest = request
+                partRequest.chunk = part
+                do {
+                    joined.samples += try await core.synthesize(partRequest).samples
+                } catch let again as InputTooLong {
+                    core.counters.update { $0.failures += 1 }
+                    throw TourpackError.audioGenerationFailed(
+                        item: request.itemLabel, status: again.status, message: "\(again.message) (even after splitting)")
+                }
+            }
+            return joined
+        }
+    }
+
+    public var description: String {
+        let settings = core.settings
+        return "HTTPSpeechSynthesizer(api: \(settings.api.rawValue), endpoint: \(HTTPRequestSpec.redactedURL(settings.endpoint)), "
+            + "key: \(core.key == nil ? "none" : "<redacted>"), concurrency: \(settings.concurrency), "
+            + "requestsPerMinute: \(settings.requestsPerMinute))"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["description": description], displayStyle: .struct)
+    }
+}
+
+/// The 400 that asks for a split; never leaves `HTTPSpeechSynthesizer`.
+struct InputTooLong: Error {
+    var status: Int
+    var message: String
+}

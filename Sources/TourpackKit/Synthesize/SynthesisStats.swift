@@ -1,0 +1,63 @@
+import Foundation
+
+/// What a synthesizer has done so far, for the build's summary and `--json`.
+public struct SynthesisStats: Sendable, Hashable, Codable {
+    /// HTTP requests sent, retries included.
+    public var requests = 0
+    /// Requests that were tries after a failure.
+    public var retries = 0
+    /// Characters in every request sent, retries included.
+    public var charactersSent = 0
+    /// Characters of chunks that came back as audio (what a provider bills).
+    public var charactersSynthesized = 0
+    /// Chunks the server called too long, split and sent again.
+    public var splits = 0
+    /// Chunks that failed for good.
+    public var failures = 0
+    /// New TCP connections; low when connections are reused.
+    public var connectionsOpened = 0
+    /// Response bytes received.
+    public var bytesReceived = 0
+
+    public init() {}
+}
+
+/// The live counters behind `SynthesisStats`, shared by all copies of a synthesizer.
+final class SynthesisCounters: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stats = SynthesisStats()
+
+    var snapshot: SynthesisStats {
+        lock.lock()
+        defer { lock.unlock() }
+        return stats
+    }
+
+    func update(_ change: (inout SynthesisStats) -> Void) {
+        lock.lock()
+        change(&stats)
+        lock.unlock()
+    }
+}
+
+/// An API key that never prints, dumps or reflects itself.
+///
+/// Only the dialect's header builder reads `value`; every message that came
+/// from elsewhere goes through `scrub` before it reaches a log or an error.
+struct APIKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    let value: String
+
+    init?(_ value: String?) {
+        guard let value, !value.isEmpty else { return nil }
+        self.value = value
+    }
+
+    var description: String { "<redacted>" }
+    var debugDescription: String { "<redacted>" }
+    var customMirror: Mirror { Mirror(self, children: []) }
+
+    /// `text` with every occurrence of the key replaced, in case a server echoes it.
+    func scrub(_ text: String) -> String {
+        text.replacingOccurrences(of: value, with: "<redacted>")
+    }
+}

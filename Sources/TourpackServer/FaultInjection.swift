@@ -1,0 +1,122 @@
+import Foundation
+
+/// Faults `serve-tts` can inject, all off by default.
+///
+/// Tests and `tourpack-bench` use them to prove the client survives a bad
+/// day: slow answers, 5xx, 429 with `Retry-After`, truncated and garbled
+/// bodies, and stalls longer than the client's timeout. Draws come from a
+/// seeded generator in arrival order, so a sequential run is reproducible.
+public struct FaultInjection: Sendable, Hashable {
+    /// Every synthesize answer (errors included) takes at least this long from arrival.
+    public var latencyMilliseconds: Int = 0
+    /// Share of requests answered 500, 503 or 504.
+    public var failureRate: Double = 0
+    /// Share of requests answered 429 with `Retry-After`.
+    public var rateLimitRate: Double = 0
+    public var retryAfterSeconds: Int = 1
+    /// Share of 200 answers whose body is cut short.
+    public var truncateRate: Double = 0
+    /// Share of 200 answers whose audio is garbage (not base64, or not WAV).
+    public var garbageRate: Double = 0
+    /// Share of requests held for `stallMilliseconds` before an answer.
+    public var stallRate: Double = 0
+    public var stallMilliseconds: Int = 5000
+    public var seed: UInt64 = 0x7075_7270_6c65
+
+    public init(
+        latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
+        truncateRate: Double = 0, garbageRate: Double = 0, stallRate: Double = 0, stallMilliseconds: Int = 5000,
+        seed: UInt64 = 0x7075_7270_6c65
+    ) {
+        self.latencyMilliseconds = latencyMilliseconds
+        self.failureRate = failureRate
+        self.rateLimitRate = rateLimitRate
+        self.retryAfterSeconds = retryAfterSeconds
+        self.truncateRate = truncateRate
+        self.garbageRate = garbageRate
+        self.stallRate = stallRate
+        self.stallMilliseconds = stallMilliseconds
+        self.seed = seed
+    }
+
+    /// Rates must lie in 0...1 and add up to 1 at most.
+    public func validated() throws -> FaultInjection {
+        let rates = [failureRate, rateLimitRate, truncateRate, garbageRate, stallRate]
+        guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1.000_001 else {
+            throw FaultConfigurationError(message: "fault rates must each be within 0...1 and add up to 1 at most")
+        }
+        guard latencyMilliseconds >= 0, stallMilliseconds >= 0, retryAfterSeconds >= 0 else {
+            throw FaultConfigurationError(message: "latency, stall and Retry-After must not be negative")
+        }
+        return self
+    }
+
+    public var isActive: Bool {
+        latencyMilliseconds > 0 || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
+    }
+}
+
+public struct FaultConfigurationError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// The fault one request gets.
+enum Fault: String, Sendable, CaseIterable {
+    case failure
+    case rateLimited
+    case truncated
+    case garbage
+    case stalled
+}
+
+/// Draws faults for requests in arrival order from a seeded SplitMix64.
+final class FaultDice: @unchecked Sendable {
+    let plan: FaultInjection
+    private let lock = NSLock()
+    private var state: UInt64
+
+    init(_ plan: FaultInjection) {
+        self.plan = plan
+        self.state = plan.seed
+    }
+
+    /// The next 64 random bits.
+    func next() -> UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A value in [0, 1).
+    func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+
+    /// The fault for the next request, or nil for an honest answer.
+    func draw() -> Fault? {
+        guard plan.failureRate + plan.rateLimitRate + plan.truncateRate + plan.garbageRate + plan.stallRate > 0 else { return nil }
+        var roll = unit()
+        let table: [(Fault, Double)] = [
+            (.failure, plan.failureRate), (.rateLimited, plan.rateLimitRate), (.truncated, plan.truncateRate),
+            (.garbage, plan.garbageRate), (.stalled, plan.stallRate),
+        ]
+        for (fault, rate) in table {
+            if roll < rate { return fault }
+            roll -= rate
+        }
+        return nil
+    }
+
+    /// `count` bytes of noise.
+    func noise(_ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 8)
+        while bytes.count < count {
+            withUnsafeBytes(of: next()) { bytes.append(contentsOf: $0) }
+        }
+        return Array(bytes.prefix(count))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import NIOPosix
+import TourpackKit
+
+/// Turns an API request's voice and prosody into espeak terms, speaks, and
+/// resamples to the rate asked for. Shared by the Google and OpenAI routes.
+struct LocalVoice: Sendable {
+    let engine = EspeakEngine.shared
+
+    /// The voice for `name` (an espeak identifier like `gmw/en-US`, its last
+    /// part `en-US`, or an espeak voice name) or else for `languageCode`
+    /// (`en-US`, then just `en`). Nil when espeak speaks neither.
+    func resolve(name: String?, languageCode: String?) async throws -> EspeakVoice? {
+        let voices = try await engine.listVoices()
+        if let name = name?.lowercased(), !name.isEmpty {
+            let byName = voices.first {
+                $0.identifier.lowercased() == name || $0.name.lowercased() == name
+                    || $0.identifier.split(separator: "/").last.map { $0.lowercased() == name } == true
+            }
+            if let byName { return byName }
+        }
+        guard let code = languageCode?.lowercased().replacingOccurrences(of: "_", with: "-"), !code.isEmpty else { return nil }
+        if let exact = voices.first(where: { $0.languages.first == code }) ?? voices.first(where: { $0.languages.contains(code) }) {
+            return exact
+        }
+        let base = String(code.split(separator: "-").first ?? "")
+        return voices.first(where: { $0.languages.first == base }) ?? voices.first(where: { $0.languages.contains(base) })
+    }
+
+    /// Speaks `text` at `speakingRate` (1 = normal) and `pitchSemitones`
+    /// (-20...20), returning mono s16 PCM at `sampleRate`.
+    func speak(text: String, isSSML: Bool, voice: EspeakVoice, speakingRate: Double, pitchSemitones: Double, sampleRate: Int) async throws -> PCMAudio {
+        let utterance = EspeakUtterance(
+            text: text, isSSML: isSSML, voice: voice,
+            wordsPerMinute: Int((175 * speakingRate).rounded()),
+            pitch: Int((50 + pitchSemitones * 2.5).rounded()))
+        let native = try await engine.speak(utterance)
+        if native.sampleRate == sampleRate { return native }
+        // libswresample is C work: keep it off the event loops and the cooperative pool.
+        return try await NIOThreadPool.singleton.runIfActive { try native.resampled(to: sampleRate) }
+    }
+
+    /// Google spells language codes `en-US`; espeak spells them `en-us`.
+    static func googleLanguageCode(_ espeak: String) -> String {
+        let parts = espeak.split(separator: "-")
+        guard parts.count >= 2 else { return espeak }
+        return parts.enumerated().map { index, part in
+            index > 0 && part.count == 2 ? part.uppercased() : String(part)
+        }.joined(separator: "-")
+    }
+}
+
+/// A light well-formedness check for SSML, as Google refuses broken markup
+/// before speaking it: a `<speak>` root and balanced, properly nested tags.
+enum SSMLCheck {
+    /// Nil when `ssml` looks well formed, otherwise what is wrong.
+    static func problem(in ssml: String) -> String? {
+        var stack: [Substring] = []
+        var sawRoot = false
+        var rest = Substring(ssml.trimmingCharacters(in: .whitespacesAndNewlines))
+        while let open = rest.firstIndex(of: "<") {
+            let text = rest[..<open]
+            if stack.isEmpty, !text.allSatisfy(\.isWhitespace) { return "text outside <speak>" }
+            guard let close = rest[open...].firstIndex(of: ">") else { return "unterminated tag" }
+            let tag = rest[rest.index(after: open)..<close]
+            rest = rest[rest.index(after: close)...]
+            if tag.hasPrefix("?") || tag.hasPrefix("!") { continue }  // XML declaration, comment
+            if tag.hasPrefix("/") {
+                let name = tag.dropFirst().trimmingCharacters(in: .whitespaces)
+                guard let top = stack.popLast(), top == name else { return "unexpected </\(name)>" }
+                continue
+            }
+            let selfClosing = tag.hasSuffix("/")
+            let name = tag.prefix { !$0.isWhitespace && $0 != "/" }
+            guard !name.isEmpty else { return "empty tag" }
+            if stack.isEmpty {
+                guard !sawRoot, name == "speak" else { return "the root element must be a single <speak>" }
+                sawRoot = true
+            }
+            if !selfClosing { stack.append(name) }
+        }
+        if !rest.allSatisfy(\.isWhitespace) { return "text outside <speak>" }
+        if let open = stack.last { return "<\(open)> is not closed" }
+        return sawRoot ? nil : "the root element must be <speak>"
+    }
+}

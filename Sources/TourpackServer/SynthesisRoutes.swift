@@ -1,0 +1,264 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import TourpackKit
+
+/// The two synthesize endpoints and the voice list, with faults on top.
+///
+/// `POST /v1/text:synthesize` validates as Google does and answers Google's
+/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint.
+struct SynthesisRoutes: Sendable {
+    let stats: ServerStats
+    let dice: FaultDice
+    let voice = LocalVoice()
+    let defaultSampleRate: Int
+    /// Google's per-request limit on input.text or input.ssml, in UTF-8 bytes (5000).
+    let googleInputLimitBytes: Int
+    let requiredAPIKey: String?
+    /// OpenAI's limit on `input`, in characters.
+    static let openAIInputLimitCharacters = 4096
+    static let maxBodyBytes = 1 << 20
+
+    enum Dialect { case google, openai }
+
+    // MARK: Google v1
+
+    struct GoogleRequest: Decodable {
+        struct Input: Decodable { var text: String?; var ssml: String? }
+        struct Voice: Decodable { var languageCode: String?; var name: String? }
+        struct AudioConfig: Decodable {
+            var audioEncoding: String?
+            var speakingRate: Double?
+            var pitch: Double?
+            var sampleRateHertz: Int?
+        }
+        var input: Input?
+        var voice: Voice?
+        var audioConfig: AudioConfig?
+    }
+
+    func googleSynthesize(_ request: Request) async throws -> Response {
+        try await paced { try await googleAnswer(request) }
+    }
+
+    private func googleAnswer(_ request: Request) async throws -> Response {
+        if let requiredAPIKey {
+            guard let key = request.headers[HTTPField.Name("x-goog-api-key")!] else {
+                return ErrorBody.google(403, "Method doesn't allow unregistered callers. Please use an API key in the x-goog-api-key header.")
+            }
+            guard key == requiredAPIKey else { return ErrorBody.google(400, "API key not valid. Please pass a valid API key.") }
+        }
+        let body = try await request.body.collect(upTo: Self.maxBodyBytes)
+        guard let parsed = try? JSONDecoder().decode(GoogleRequest.self, from: Data(body.readableBytesView)) else {
+            return ErrorBody.google(400, "Invalid JSON payload received.")
+        }
+        let text = parsed.input?.text, ssml = parsed.input?.ssml
+        guard (text == nil) != (ssml == nil) else {
+            return ErrorBody.google(400, "Exactly one of `input.text` or `input.ssml` must be set.")
+        }
+        let input = text ?? ssml ?? ""
+        guard input.utf8.count <= googleInputLimitBytes else {
+            return ErrorBody.google(400, "Either `input.text` or `input.ssml` is longer than the limit of \(googleInputLimitBytes) bytes. This limit is different from quotas. To fix, reduce the byte length of the characters in this request, or consider using the Long Audio API: https://cloud.google.com/text-to-speech/docs/create-audio-text-long-audio-synthesis.")
+        }
+        guard !input.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            return ErrorBody.google(400, "`input.text` or `input.ssml` is empty.")
+        }
+        if let ssml, let problem = SSMLCheck.problem(in: ssml) {
+            return ErrorBody.google(400, "Invalid SSML: \(problem).")
+        }
+        guard let languageCode = parsed.voice?.languageCode, !languageCode.isEmpty else {
+            return ErrorBody.google(400, "Invalid language code: `voice.languageCode` is required.")
+        }
+        let config = parsed.audioConfig
+        let encoding = config?.audioEncoding ?? "LINEAR16"
+        guard encoding == "LINEAR16" else {
+            return ErrorBody.google(400, "audioEncoding \(encoding) is not offered by the local voice; ask for LINEAR16.")
+        }
+        let rate = (config?.speakingRate).flatMap { $0 == 0 ? nil : $0 } ?? 1
+        guard (0.25...4).contains(rate) else {
+            return ErrorBody.google(400, "speakingRate \(rate) is out of range; it must be between 0.25 and 4.0.")
+        }
+        let pitch = config?.pitch ?? 0
+        guard (-20...20).contains(pitch) else {
+            return ErrorBody.google(400, "pitch \(pitch) is out of range; it must be between -20.0 and 20.0 semitones.")
+        }
+        let sampleRate = (config?.sampleRateHertz).flatMap { $0 == 0 ? nil : $0 } ?? defaultSampleRate
+        guard (8000...48000).contains(sampleRate) else {
+            return ErrorBody.google(400, "sampleRateHertz \(sampleRate) is out of range; it must be between 8000 and 48000.")
+        }
+        guard let speaker = try await voice.resolve(name: parsed.voice?.name, languageCode: languageCode) else {
+            return ErrorBody.google(400, "Voice '\(parsed.voice?.name ?? languageCode)' does not exist. Is it misspelled? See GET /v1/voices.")
+        }
+        return try await answer(.google, characters: input.unicodeScalars.count) {
+            try await voice.speak(text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
+        }
+    }
+
+    func listVoices(_ request: Request) async throws -> Response {
+        let filter = request.uri.queryParameters.get("languageCode")?.lowercased()
+        let voices = try await voice.engine.listVoices().filter { voice in
+            guard let filter, !filter.isEmpty else { return true }
+            return voice.languages.contains { $0 == filter || $0.hasPrefix(filter + "-") || filter.hasPrefix($0 + "-") }
+        }
+        let listed: [[String: Any]] = voices.map { voice in
+            [
+                "name": voice.identifier,
+                "languageCodes": voice.languages.map(LocalVoice.googleLanguageCode),
+                "ssmlGender": voice.gender == 1 ? "MALE" : voice.gender == 2 ? "FEMALE" : "SSML_VOICE_GENDER_UNSPECIFIED",
+                "naturalSampleRateHertz": 22050,
+            ]
+        }
+        let data = try JSONSerialization.data(withJSONObject: ["voices": listed], options: [.sortedKeys])
+        return ErrorBody.json(.ok, Array(data))
+    }
+
+    // MARK: OpenAI-compatible
+
+    struct OpenAIRequest: Decodable {
+        var model: String?
+        var input: String?
+        var voice: String?
+        var response_format: String?
+        var speed: Double?
+    }
+
+    func openAISpeech(_ request: Request) async throws -> Response {
+        try await paced { try await openAIAnswer(request) }
+    }
+
+    private func openAIAnswer(_ request: Request) async throws -> Response {
+        if let requiredAPIKey, request.headers[.authorization] != "Bearer \(requiredAPIKey)" {
+            return ErrorBody.openAI(401, "Incorrect API key provided.")
+        }
+        let body = try await request.body.collect(upTo: Self.maxBodyBytes)
+        guard let parsed = try? JSONDecoder().decode(OpenAIRequest.self, from: Data(body.readableBytesView)) else {
+            return ErrorBody.openAI(400, "We could not parse the JSON body of your request.")
+        }
+        guard let input = parsed.input, !input.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            return ErrorBody.openAI(400, "'input' is required and must not be empty.")
+        }
+        guard input.count <= Self.openAIInputLimitCharacters else {
+            return ErrorBody.openAI(400, "'input' is too long: \(input.count) characters, at most \(Self.openAIInputLimitCharacters) allowed.")
+        }
+        let format = parsed.response_format ?? "wav"
+        guard format == "wav" || format == "pcm" else {
+            return ErrorBody.openAI(400, "response_format '\(format)' is not offered by the local voice; use wav or pcm.")
+        }
+        let speed = parsed.speed ?? 1
+        guard (0.25...4).contains(speed) else {
+            return ErrorBody.openAI(400, "speed \(speed) is out of range; it must be between 0.25 and 4.0.")
+        }
+        // OpenAI's voice names (alloy, nova…) mean nothing to espeak: those get US English.
+        guard let speaker = try await voice.resolve(name: parsed.voice, languageCode: "en-us") else {
+            return ErrorBody.openAI(500, "espeak-ng has no English voice installed.")
+        }
+        let sampleRate = 24_000  // what OpenAI's pcm format is
+        return try await answer(format == "wav" ? .openai : nil, characters: input.unicodeScalars.count) {
+            try await voice.speak(text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
+        }
+    }
+
+    // MARK: Faults and answers
+
+    /// Counts the request in flight and, with a latency fault, holds the
+    /// answer until `latencyMilliseconds` after arrival. Speaking happens
+    /// inside that time, as it does at a real endpoint whose response time
+    /// includes synthesis.
+    private func paced(_ work: () async throws -> Response) async throws -> Response {
+        stats.synthesizeBegan()
+        defer { stats.synthesizeEnded() }
+        let due = ContinuousClock.now.advanced(by: .milliseconds(dice.plan.latencyMilliseconds))
+        let response = try await work()
+        try? await Task.sleep(until: due, clock: .continuous)
+        return response
+    }
+
+    /// Draws a fault, speaks unless the fault is an error status, and
+    /// shapes the answer. `wav` nil means raw PCM (OpenAI's `pcm`).
+    private func answer(_ wav: Dialect?, characters: Int, speak: () async throws -> PCMAudio) async throws -> Response {
+        let fault = dice.draw()
+        if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
+        let openAI = wav != .google
+        switch fault {
+        case .failure:
+            let status = [500, 503, 504][Int(dice.next() % 3)]
+            return ErrorBody.tagged(openAI ? ErrorBody.openAI(status, "injected failure") : ErrorBody.google(status, "Injected failure."), fault)
+        case .rateLimited:
+            var response = openAI ? ErrorBody.openAI(429, "Rate limit reached (injected).")
+                                  : ErrorBody.google(429, "Quota exceeded (injected).")
+            response.headers[.retryAfter] = String(dice.plan.retryAfterSeconds)
+            return ErrorBody.tagged(response, fault)
+        case .stalled:
+            try? await Task.sleep(for: .milliseconds(dice.plan.stallMilliseconds))
+        case .truncated, .garbage, nil:
+            break
+        }
+        let pcm: PCMAudio
+        do { pcm = try await speak() } catch {
+            return openAI ? ErrorBody.openAI(500, "synthesis failed: \(error)") : ErrorBody.google(500, "Synthesis failed: \(error)")
+        }
+        var audio = wav == nil ? pcm.samples.withUnsafeBytes { Array($0) } : WAV.encode(pcm)
+        var body: [UInt8]
+        switch (fault, wav) {
+        case (.garbage, .google):
+            body = dice.next() % 2 == 0
+                ? Array(#"{"audioContent":"%%% not base64 %%%"}"#.utf8)
+                : Array("{\"audioContent\":\"\(Data(dice.noise(audio.count / 2)).base64EncodedString())\"}".utf8)
+        case (.garbage, _):
+            body = dice.noise(max(64, audio.count / 2))
+        case (.truncated, .google):
+            if dice.next() % 2 == 0 {  // the WAV inside is cut short
+                audio = Array(audio.prefix(max(48, audio.count / 2)))
+                body = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
+            } else {  // the JSON itself is cut short
+                let full = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
+                body = Array(full.prefix(full.count * 3 / 5))
+            }
+        case (.truncated, _):
+            body = Array(audio.prefix(max(48, audio.count / 2)))
+        default:
+            body = wav == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+        }
+        stats.update { $0.characters += characters }
+        let contentType = wav == .google ? "application/json; charset=utf-8" : wav == .openai ? "audio/wav" : "audio/pcm"
+        var response = Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        if let fault { response.headers[ErrorBody.faultHeader] = fault.rawValue }
+        return response
+    }
+}
+
+/// Error answers in each API's shape.
+enum ErrorBody {
+    /// Names the injected fault on a response, for the access log (never set without faults).
+    static let faultHeader = HTTPField.Name("x-tourpack-fault")!
+
+    static func google(_ status: Int, _ message: String) -> Response {
+        let statusName = switch status {
+        case 400: "INVALID_ARGUMENT"
+        case 403: "PERMISSION_DENIED"
+        case 404: "NOT_FOUND"
+        case 429: "RESOURCE_EXHAUSTED"
+        case 503: "UNAVAILABLE"
+        case 504: "DEADLINE_EXCEEDED"
+        default: "INTERNAL"
+        }
+        let object: [String: Any] = ["error": ["code": status, "message": message, "status": statusName]]
+        return json(.init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+    }
+
+    static func openAI(_ status: Int, _ message: String) -> Response {
+        let type = status == 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error"
+        let object: [String: Any] = ["error": ["message": message, "type": type, "param": NSNull(), "code": NSNull()]]
+        return json(.init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
+        Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func tagged(_ response: Response, _ fault: Fault?) -> Response {
+        var response = response
+        if let fault { response.headers[faultHeader] = fault.rawValue }
+        return response
+    }
+}

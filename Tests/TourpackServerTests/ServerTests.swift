@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import Testing
+import TourpackKit
+import TourpackServer
+
+/// serve-tts validates and answers as the real APIs do.
+@Suite struct ServerTests {
+    private func googleError(_ data: Data) throws -> (code: Int, message: String, status: String) {
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let error = try #require(object["error"] as? [String: Any])
+        return (error["code"] as? Int ?? 0, error["message"] as? String ?? "", error["status"] as? String ?? "")
+    }
+
+    @Test func googleValidation() async throws {
+        try await withServer { port, server in
+            let both = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"text":"a","ssml":"<speak>a</speak>"},"voice":{"languageCode":"en-US"}}"#)
+            #expect(both.status == 400)
+            #expect(try googleError(both.body).message.contains("Exactly one of"))
+
+            let long = String(repeating: "é", count: 2501)  // 5002 bytes, 2501 characters
+            let tooLong = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"text":"\#(long)"},"voice":{"languageCode":"en-US"}}"#)
+            let tooLongError = try googleError(tooLong.body)
+            #expect(tooLong.status == 400)
+            #expect(tooLongError.status == "INVALID_ARGUMENT")
+            #expect(tooLongError.message.hasPrefix("Either `input.text` or `input.ssml` is longer than the limit of 5000 bytes."))
+
+            let noLanguage = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize", json: #"{"input":{"text":"a"}}"#)
+            #expect(noLanguage.status == 400)
+            #expect(try googleError(noLanguage.body).message.contains("languageCode"))
+
+            let slow = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","speakingRate":0.1}}"#)
+            #expect(slow.status == 400)
+            #expect(try googleError(slow.body).message.contains("speakingRate"))
+
+            let brokenSSML = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"ssml":"<speak>Hello <break time=\"1s\"></speak>"},"voice":{"languageCode":"en-US"}}"#)
+            #expect(brokenSSML.status == 400)
+            #expect(try googleError(brokenSSML.body).message.contains("Invalid SSML"))
+
+            let mp3 = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"MP3"}}"#)
+            #expect(mp3.status == 400)
+
+            let ok = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"text":"Hello there."},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","sampleRateHertz":16000}}"#)
+            #expect(ok.status == 200)
+            let object = try #require(try JSONSerialization.jsonObject(with: ok.body) as? [String: Any])
+            let content = try #require(object["audioContent"] as? String)
+            let wav = try #require(Data(base64Encoded: content))
+            let pcm = try WAV.decode(Array(wav))
+            #expect(pcm.sampleRate == 16_000)
+            #expect(pcm.durationSeconds > 0.4)
+            #expect(server.stats.snapshot.responsesByStatus["400"] == 6)
+        }
+    }
+
+    @Test func voicesAreListedGoogleStyle() async throws {
+        try await withServer { port, _ in
+            let answer = try await rawHTTP("GET", port: port, path: "/v1/voices?languageCode=en-US")
+            #expect(answer.status == 200)
+            let object = try #require(try JSONSerialization.jsonObject(with: answer.body) as? [String: Any])
+            let voices = try #require(object["voices"] as? [[String: Any]])
+            #expect(!voices.isEmpty)
+            #expect(voices.contains { ($0["languageCodes"] as? [String])?.contains("en-US") == true })
+            #expect(voices.allSatisfy { $0["name"] is String && $0["naturalSampleRateHertz"] as? Int == 22050 })
+            let all = try await rawHTTP("GET", port: port, path: "/v1/voices")
+            let allObject = try JSONSerialization.jsonObject(with: all.body) as? [String: Any]
+            let allVoices = try #require(allObject?["voices"] as? [Any])
+            #expect(allVoices.count > voices.count)
+        }
+    }
+
+    @Test func statsEndpointCountsAndResets() async throws {
+        try await withServer { port, _ in
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil)
+            _ = try await synthesizer.synthesize(speechRequest("Count me."))
+            let before = try JSONDecoder().decode(ServerStatsSnapshot.self, from: try await rawHTTP("GET", port: port, path: "/debug/stats").body)
+            #expect(before.synthesizeRequests == 1)
+            #expect(before.characters == "Count me.".count)
+            #expect(before.maxInFlight == 1)
+            let reset = try await rawHTTP("POST", port: port, path: "/debug/stats/reset")
+            #expect(reset.status == 204)
+            let after = try JSONDecoder().decode(ServerStatsSnapshot.self, from: try await rawHTTP("GET", port: port, path: "/debug/stats").body)
+            #expect(after.synthesizeRequests == 0)
+            #expect(after.characters == 0)
+        }
+    }
+
+    @Test func apiKeyTravelsOnlyInItsHeaderAndIsNeverPrinted() async throws {
+        let serverLog = LogCapture()
+        let clientLog = LogCapture()
+        let faults = FaultInjection(failureRate: 0.3, rateLimitRate: 0.2, retryAfterSeconds: 0, seed: 3)
+        try await withServer(faults: faults, configure: {
+            $0.requiredAPIKey = sentinelKey
+            $0.logger = serverLog.logger("serve-tts")
+        }) { port, _ in
+            var texts: [String] = []
+            for api in TTSAPI.allCases {
+                var options = HTTPSpeechSynthesizer.Options()
+                options.logger = clientLog.logger("client")
+                let right = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey, options: options)
+                let wrong = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey + "-wrong", options: options)
+                // The right key works: it did reach the server, in the header that API reads.
+                let pcm = try await right.synthesize(speechRequest("Secret handshake."))
+                #expect(pcm.durationSeconds > 0.3)
+                // The wrong key is refused for good, and the error does not repeat it.
+                do {
+                    _ = try await wrong.synthesize(speechRequest("Let me in."))
+                    Issue.record("a wrong key was accepted")
+                } catch {
+                    texts.append("\(error)")
+                    texts.append(String(reflecting: error))
+                    #expect(wrong.stats.retries == 0 || wrong.stats.requests > 1)
+                }
+                // A final error with the right key (pitch out of range) carries no key either.
+                var shrill = englishVoice
+                shrill.pitch = 40
+                do { _ = try await right.synthesize(speechRequest("x", voice: shrill)) } catch { texts.append("\(error)") }
+                var dumped = ""
+                dump(right, to: &dumped)
+                texts += ["\(right)", String(reflecting: right), dumped, "\(right.stats)"]
+            }
+            texts += serverLog.lines + clientLog.lines
+            #expect(!serverLog.lines.isEmpty && !clientLog.lines.isEmpty, "the logs were captured")
+            #expect(clientLog.lines.contains { $0.contains("tts retry") }, "faults made the client log retries")
+            for text in texts {
+                #expect(!text.contains(sentinelKey), "the key leaked: \(text.prefix(200))")
+                #expect(!text.contains("kq7Zp4Wx"), "part of the key leaked: \(text.prefix(200))")
+            }
+        }
+    }
+}

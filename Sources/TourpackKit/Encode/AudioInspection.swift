@@ -21,6 +21,9 @@ public struct AudioInspection: Sendable, Hashable {
     /// container declares (mp4 edit list, LAME tag, Ogg pre-skip and end
     /// granule) are already removed.
     public var sampleCount: Int64
+    /// What the decoder put out, before the container's end trimming (which
+    /// libavcodec 59 applies for mp3 and Ogg but not for an mp4 edit list); 0 when not decoded.
+    public var decodedSamples: Int64
     /// Samples the container asks the player to drop at the start (encoder priming).
     public var primingSamples: Int64
     /// Samples the container asks the player to drop at the end (padding of the last frame).
@@ -62,22 +65,9 @@ public struct AudioFileInspector: Sendable {
     }
 
     private func run(_ url: URL, decode: Bool) throws -> AudioInspection {
-        tp_log_capture_begin()
-        var result: AudioInspection
-        do {
-            result = try demux(url, decode: decode)
-        } catch {
-            _ = tp_log_capture_end()
-            throw error
-        }
-        let logged = Int(tp_log_capture_end())
-        result.errorCount += logged
-        for index in 0..<min(logged, 8) {
-            var buffer = [CChar](repeating: 0, count: 256)
-            if tp_log_captured_message(Int32(index), &buffer, buffer.count) != 0 {
-                result.errors.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            }
-        }
+        var (result, messages, count) = try FFmpegLogCapture.run { try demux(url, decode: decode) }
+        result.errorCount += count
+        result.errors += messages
         return result
     }
 
@@ -88,7 +78,7 @@ public struct AudioFileInspector: Sendable {
         let rate = Int(parameters.pointee.sample_rate)
         var result = AudioInspection(
             containerName: input.formatName, codecName: String(cString: avcodec_get_name(parameters.pointee.codec_id)),
-            sampleRateHz: rate, channels: Int(parameters.pointee.ch_layout.nb_channels), bitRate: 0, sampleCount: 0,
+            sampleRateHz: rate, channels: Int(parameters.pointee.ch_layout.nb_channels), bitRate: 0, sampleCount: 0, decodedSamples: 0,
             primingSamples: 0, paddingSamples: 0, containerDurationSeconds: input.durationSeconds, packetCount: 0,
             decoded: decode, errorCount: 0, errors: [])
         func record(_ operation: String, _ code: Int32) {
@@ -118,7 +108,12 @@ public struct AudioFileInspector: Sendable {
                 let (pull, error) = decoder.receive(into: frame)
                 if error < 0 { record("avcodec_receive_frame", error); return }
                 guard pull == .got else { return }
-                result.sampleCount += Int64(frame.sampleCount)
+                // A frame plays at most its packet's duration: the mp4 demuxer
+                // shortens the last packet instead of flagging end padding.
+                let samples = Int64(frame.sampleCount)
+                let packetSamples = av_rescale_q(frame.pointer.pointee.pkt_duration, stream.pointee.time_base, samplesTimeBase)
+                result.decodedSamples += samples
+                result.sampleCount += packetSamples > 0 ? min(samples, packetSamples) : samples
                 av_frame_unref(frame.pointer)
             }
         }
@@ -141,7 +136,13 @@ public struct AudioFileInspector: Sendable {
                 if sent < 0 && sent != tp_averror_eagain() { record("avcodec_send_packet", sent) }
                 receiveFrames()
             } else {
-                result.sampleCount += max(0, duration - skipStart - discardEnd)
+                // Demuxers differ: Ogg shortens the last packet *and* flags the
+                // padding, mp3 only flags it, mp4 only shortens. The packet's
+                // nominal length tells which: what plays is the shorter of its
+                // duration and its nominal length less the flagged padding.
+                let nominal = nominalSamples(of: packet, parameters: parameters)
+                let playable = nominal > 0 ? min(duration, nominal - discardEnd) : duration - discardEnd
+                result.sampleCount += max(0, playable - skipStart)
             }
         }
         if let decoder {
@@ -152,6 +153,31 @@ public struct AudioFileInspector: Sendable {
             result.bitRate = Int((Double(payloadBytes * 8) * Double(rate) / Double(encodedSamples)).rounded())
         }
         return result
+    }
+
+    /// The samples a packet decodes to before any trimming; 0 when unknown.
+    /// libavcodec knows fixed frame sizes (AAC, MP3) but not Opus's, which
+    /// each packet declares in its TOC byte (RFC 6716, section 3.1).
+    private func nominalSamples(of packet: Packet, parameters: UnsafeMutablePointer<AVCodecParameters>) -> Int64 {
+        let size = Int(packet.pointer.pointee.size)
+        guard parameters.pointee.codec_id == AV_CODEC_ID_OPUS else {
+            return Int64(av_get_audio_frame_duration2(parameters, Int32(size)))
+        }
+        guard size >= 1, let data = packet.pointer.pointee.data else { return 0 }
+        let config = Int(data[0] >> 3)
+        let frameAt48k: Int
+        switch config {
+        case 0..<12: frameAt48k = [480, 960, 1920, 2880][config % 4]  // SILK
+        case 12..<16: frameAt48k = [480, 960][config % 2]  // hybrid
+        default: frameAt48k = [120, 240, 480, 960][config % 4]  // CELT
+        }
+        let frames: Int
+        switch data[0] & 3 {
+        case 0: frames = 1
+        case 1, 2: frames = 2
+        default: frames = size >= 2 ? Int(data[1] & 0x3F) : 0
+        }
+        return Int64(frameAt48k * frames) * Int64(parameters.pointee.sample_rate) / 48_000
     }
 
     /// The AV_PKT_DATA_SKIP_SAMPLES side data: samples to drop at the start and at the end.

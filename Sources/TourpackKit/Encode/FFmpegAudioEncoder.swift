@@ -33,7 +33,7 @@ public struct FFmpegAudioEncoder: AudioEncoding {
         guard !pcm.samples.isEmpty, pcm.sampleRate > 0 else { throw PCMJoiner.JoinError.empty }
         try? FileManager.default.removeItem(at: temporaryURL)
         do {
-            try write(pcm, as: format, metadata: metadata, to: temporaryURL)
+            try FFmpegLogCapture.explaining { try write(pcm, as: format, metadata: metadata, to: temporaryURL) }
             return try EncodedAudio(measuring: temporaryURL, as: format)
         } catch {
             try? FileManager.default.removeItem(at: temporaryURL)

@@ -111,8 +111,13 @@ public struct PCMJoiner: Sendable {
         return PCMAudio(samples: output, sampleRate: rate)
     }
 
-    /// The range from the first to one past the last sample above `threshold`; nil for silence.
-    func audibleSpan(of samples: [Int16], threshold: Int) -> Range<Int>? {
+    /// The samples from the first to the last above the silence threshold:
+    /// what the join keeps of a chunk at an interior edge. Nil for silence.
+    public func audibleRange(of samples: [Int16]) -> Range<Int>? {
+        audibleSpan(of: samples, threshold: silenceThreshold)
+    }
+
+    private func audibleSpan(of samples: [Int16], threshold: Int) -> Range<Int>? {
         guard let first = samples.firstIndex(where: { abs(Int($0)) > threshold }),
               let last = samples.lastIndex(where: { abs(Int($0)) > threshold })
         else { return nil }

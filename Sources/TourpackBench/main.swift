@@ -8,6 +8,7 @@ guard let name = arguments.first else {
     exit(2)
 }
 switch name {
+case "encode": do { try EncodeBench.run(Array(arguments.dropFirst())) } catch { print("encode: \(error)"); exit(1) }
 default:
     print("unknown benchmark \(name)")
     exit(2)

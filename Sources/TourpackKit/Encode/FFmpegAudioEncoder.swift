@@ -54,7 +54,7 @@ public struct FFmpegAudioEncoder: AudioEncoding {
         context.pointee.sample_fmt = sampleFormat
         context.pointee.sample_rate = rate
         tp_channel_layout_mono(&context.pointee.ch_layout)
-        context.pointee.bit_rate = Int64(format.bitrateKbps * 1000)
+        context.pointee.bit_rate = Int64(recipe.requestedBitRate)
         context.pointee.time_base = AVRational(num: 1, den: rate)
         if container.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try encoder.open(options: recipe.codecOptions)

@@ -52,14 +52,13 @@ import TourpackKit
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
-        let launched = ContinuousClock.now
         try process.run()
         defer { if process.isRunning { process.interrupt() } }
 
         let line = await Self.firstLine(of: stdout.fileHandleForReading)
         let port = try #require(line.flatMap { Int($0) }, "first stdout line should be the port, got \(line ?? "nothing")")
         #expect(port > 0)
-        #expect(launched.duration(to: .now) < .seconds(5), "listening quickly")
+        // Start-up time is a speed target: measured by `make bench`, not asserted here.
 
         let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil)
         let pcm = try await synthesizer.synthesize(speechRequest("Served by a separate process."))

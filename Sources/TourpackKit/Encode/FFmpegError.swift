@@ -26,3 +26,49 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
         return code
     }
 }
+
+/// Runs FFmpeg work with its log captured on this thread: error messages are
+/// collected (decoders conceal damage and only log it; encoders explain a
+/// failure only in the log), and nothing reaches stderr, where it would break
+/// the build's progress display.
+enum FFmpegLogCapture {
+    /// The result of `body` and the error messages FFmpeg logged meanwhile
+    /// (the first eight, with the total count).
+    static func run<T>(_ body: () throws -> T) rethrows -> (T, messages: [String], count: Int) {
+        tp_log_capture_begin()
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            _ = tp_log_capture_end()
+            throw error
+        }
+        let count = Int(tp_log_capture_end())
+        return (value, captured(count), count)
+    }
+
+    /// Like `run`, but a thrown `FFmpegError` carries the logged messages in its operation.
+    static func explaining<T>(_ body: () throws -> T) throws -> T {
+        tp_log_capture_begin()
+        do {
+            let value = try body()
+            _ = tp_log_capture_end()
+            return value
+        } catch var error as FFmpegError {
+            let messages = captured(Int(tp_log_capture_end()))
+            if !messages.isEmpty { error.operation += " (FFmpeg: \(messages.joined(separator: "; ")))" }
+            throw error
+        } catch {
+            _ = tp_log_capture_end()
+            throw error
+        }
+    }
+
+    private static func captured(_ count: Int) -> [String] {
+        (0..<min(count, 8)).compactMap { index in
+            var buffer = [CChar](repeating: 0, count: 256)
+            guard tp_log_captured_message(Int32(index), &buffer, buffer.count) != 0 else { return nil }
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Crypto
+public import Foundation
+
+extension EncodedAudio {
+    /// Measures a written file: codec, rate, channels, duration and bit rate
+    /// from its packets (`AudioFileInspector.measure`), size and SHA-256 from
+    /// its bytes. What package.json records is what the app will get.
+    public init(measuring url: URL, as format: AudioFormat) throws {
+        let inspection = try AudioFileInspector().measure(url)
+        let (size, digest) = try FileDigest.sha256(of: url)
+        self.init(
+            format: format, codec: inspection.codecName, sampleRateHz: inspection.sampleRateHz,
+            channels: inspection.channels, bitrateKbps: inspection.bitRateKbps,
+            durationSeconds: inspection.durationSeconds, sizeBytes: size, sha256: digest)
+    }
+}
+
+/// SHA-256 of a file, read in 1 MiB blocks so a large file is never held whole.
+public enum FileDigest {
+    /// The file's size in bytes and its lowercase hex SHA-256.
+    public static func sha256(of url: URL) throws -> (size: Int64, hex: String) {
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        var size: Int64 = 0
+        while let block = try handle.read(upToCount: 1 << 20), !block.isEmpty {
+            hasher.update(data: block)
+            size += Int64(block.count)
+        }
+        let hex = hasher.finalize().map { byte in
+            let text = String(byte, radix: 16)
+            return byte < 16 ? "0" + text : text
+        }.joined()
+        return (size, hex)
+    }
+}

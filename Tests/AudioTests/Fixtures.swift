@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TourpackKit
+
+/// Real speech and real tools for the audio tests: espeak-ng's CLI makes the
+/// speech, ffprobe/ffmpeg/mp3val/opusinfo check what the encoder wrote.
+enum Fixtures {
+    static let sentences = [
+        "The Grossglockner High Alpine Road climbs to two thousand five hundred and four meters.",
+        "Built between 1930 and 1935, it connects Salzburg with Carinthia.",
+        "On a clear day you can see more than thirty peaks above three thousand meters.",
+    ]
+
+    /// A fresh folder, removed by the caller's `defer`.
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-audio-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// espeak-ng's speech for `text`, at its native 22050 Hz.
+    static func speech(_ text: String, in directory: URL) throws -> PCMAudio {
+        let wav = directory.appendingPathComponent("espeak-\(UUID().uuidString).wav")
+        let result = try run("espeak-ng", ["-w", wav.path, text])
+        #expect(result.status == 0, "espeak-ng failed: \(result.stderr)")
+        return try WAV.decode(Array(try Data(contentsOf: wav)))
+    }
+
+    /// The three sentences as chunks, at `rate` (22050 is espeak's own, 24000 the TTS endpoint's).
+    static func chunks(rate: Int, in directory: URL) throws -> [PCMAudio] {
+        try sentences.map { try speech($0, in: directory).resampled(to: rate) }
+    }
+
+    struct ToolResult {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs a tool found on PATH and waits for it.
+    static func run(_ tool: String, _ arguments: [String]) throws -> ToolResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read before waiting so a chatty tool cannot fill the pipe and stall.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return ToolResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// ffprobe's JSON for the file's streams and format.
+    static func probe(_ url: URL) throws -> [String: Any] {
+        let result = try run("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
+        #expect(result.status == 0, "ffprobe failed: \(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
+    }
+
+    /// The top-level box types of an ISO BMFF (mp4) file, in file order.
+    static func topLevelBoxes(_ url: URL) throws -> [String] {
+        let bytes = [UInt8](try Data(contentsOf: url))
+        var boxes: [String] = []
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            var size = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
+            if size == 1, offset + 16 <= bytes.count {
+                size = bytes[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
+            } else if size == 0 {
+                size = bytes.count - offset
+            }
+            guard size >= 8 else { break }
+            boxes.append(type)
+            offset += size
+        }
+        return boxes
+    }
+
+    static let metadata = AudioMetadata(title: "Kaiser-Franz-Josefs-Höhe – Detailed", album: "Grossglockner High Alpine Road", language: "en-US")
+}

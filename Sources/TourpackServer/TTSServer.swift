@@ -124,6 +124,7 @@ public struct TTSServer: Sendable {
     }
 }
 
+/// The server stopped before it listened (for instance, the port was taken).
 public struct ServerStartError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }

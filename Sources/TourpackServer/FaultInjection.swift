@@ -23,6 +23,7 @@ public struct FaultInjection: Sendable, Hashable {
     public var stallMilliseconds: Int = 5000
     public var seed: UInt64 = 0x7075_7270_6c65
 
+    /// Every fault off unless named.
     public init(
         latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
         truncateRate: Double = 0, garbageRate: Double = 0, stallRate: Double = 0, stallMilliseconds: Int = 5000,
@@ -51,11 +52,13 @@ public struct FaultInjection: Sendable, Hashable {
         return self
     }
 
+    /// True when any fault can fire; `serve-tts` is honest otherwise.
     public var isActive: Bool {
         latencyMilliseconds > 0 || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
     }
 }
 
+/// Fault flags out of range: `serve-tts` refuses to start with them.
 public struct FaultConfigurationError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }

@@ -34,6 +34,7 @@ public final class ServerStats: @unchecked Sendable {
 
     public init() {}
 
+    /// The counters now, consistent with each other.
     public var snapshot: ServerStatsSnapshot {
         lock.lock()
         defer { lock.unlock() }

@@ -101,7 +101,7 @@ public struct TTSServer: Sendable {
             googleInputLimitBytes: configuration.googleInputLimitBytes, requiredAPIKey: configuration.requiredAPIKey)
         let stats = self.stats
         let router = Router()
-        router.add(middleware: AccessLog(logger: logger, stats: stats))
+        router.add(middleware: AccessLog(stats: stats))
         router.post("v1/text:synthesize") { request, _ in try await routes.googleSynthesize(request) }
         router.get("v1/voices") { request, _ in try await routes.listVoices(request) }
         router.post("v1/audio/speech") { request, _ in try await routes.openAISpeech(request) }
@@ -124,16 +124,17 @@ public struct TTSServer: Sendable {
     }
 }
 
+/// The server stopped before it listened (for instance, the port was taken).
 public struct ServerStartError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
 }
 
 /// One structured line per request: method, path, status, milliseconds,
-/// response bytes and the injected fault, if any. No bodies, headers or
-/// query strings, so neither narration nor a key ever lands in the log.
+/// response bytes, the injected fault if any, and Hummingbird's request id.
+/// No bodies, headers or query strings, so neither narration nor a key
+/// ever lands in the log.
 struct AccessLog<Context: RequestContext>: RouterMiddleware {
-    let logger: Logger
     let stats: ServerStats
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -141,16 +142,17 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         stats.update { $0.totalRequests += 1 }
         do {
             let response = try await next(request, context)
-            record(request, status: response.status.code, bytes: response.body.contentLength, fault: response.headers[ErrorBody.faultHeader], started: started)
+            record(request, context.logger, status: response.status.code, bytes: response.body.contentLength,
+                   fault: response.headers[ErrorBody.faultHeader], started: started)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            record(request, status: status, bytes: nil, fault: nil, started: started)
+            record(request, context.logger, status: status, bytes: nil, fault: nil, started: started)
             throw error
         }
     }
 
-    private func record(_ request: Request, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
+    private func record(_ request: Request, _ logger: Logger, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
         stats.update { $0.responsesByStatus[String(status), default: 0] += 1 }
         let elapsed = started.duration(to: .now)
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15

@@ -16,7 +16,7 @@ import TourpackServer
             #expect(low.sampleRate == 16_000)
             // Ten words at espeak's 175 words per minute, plus pauses: about 3.5 s.
             #expect((2.0...6.0).contains(normal.durationSeconds), "duration \(normal.durationSeconds)")
-            #expect(abs(low.durationSeconds - normal.durationSeconds) < 0.05)
+            #expect(abs(low.durationSeconds - normal.durationSeconds) < 0.15, "same speech, another rate")
             #expect(rms(normal) > 300, "speech, not silence")
             #expect(server.stats.snapshot.synthesizeRequests == 2)
             #expect(server.stats.snapshot.characters == 2 * words.count)

@@ -55,7 +55,7 @@ import TourpackServer
             #expect(synthesizer.stats.splits == 1)
             var parts = 0.0
             for sentence in sentences { parts += try await synthesizer.synthesize(speechRequest(sentence)).durationSeconds }
-            #expect(abs(whole.durationSeconds - parts) < 0.05, "the parts' PCM, concatenated")
+            #expect(abs(whole.durationSeconds - parts) < 0.15, "the parts' PCM, concatenated")
         }
     }
 

@@ -15,6 +15,7 @@ public import Logging
 public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Knobs that `TTSSettings` does not carry; tests shrink them to milliseconds.
     public struct Options: Sendable {
+        /// Overrides the attempts and backoff of `TTSSettings`, adds a deadline and a random source.
         public var retry: RetryPolicy?
         public var connectTimeoutSeconds: Double = 10
         /// Abort a request when no byte arrived for this long.

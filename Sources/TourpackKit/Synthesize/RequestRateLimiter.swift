@@ -7,7 +7,9 @@
 /// reserves the next token and sleeps until it is due, so waiters are served
 /// in arrival order. The clock is injected: tests drive it by hand.
 public actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
+    /// The most starts in any 60-second window.
     public let requestsPerMinute: Int
+    /// Starts allowed back to back after a quiet spell.
     public let burst: Int
     private let clock: C
     private let tokensPerSecond: Double

@@ -28,6 +28,8 @@ let package = Package(
         // NIOThreadPool keeps blocking C work (curl, FFmpeg, espeak) off the cooperative pool.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // HTTP field names for serve-tts's headers; already a dependency of Hummingbird.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // MARK: C walls
@@ -69,6 +71,7 @@ let package = Package(
             dependencies: [
                 "TourpackKit", "CEspeakNG",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -84,7 +87,10 @@ let package = Package(
         // `make bench`: speed and memory figures, never timed tests.
         .executableTarget(
             name: "TourpackBench",
-            dependencies: ["TourpackKit", "TourpackServer"]
+            dependencies: [
+                "TourpackKit", "TourpackServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
 
         // MARK: Tests
@@ -99,7 +105,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TourpackServerTests",
-            dependencies: ["TourpackKit", "TourpackServer"]
+            dependencies: [
+                "TourpackKit", "TourpackServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CLITests",

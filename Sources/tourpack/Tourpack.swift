@@ -44,7 +44,8 @@ struct Tourpack: AsyncParsableCommand {
                 Foundation.exit(0)
             }
             Console.error(fullMessage(for: error))
-            Foundation.exit(code == .validationFailure ? ExitStatus.badInput : code.rawValue == 64 ? ExitStatus.badInput : code.rawValue)
+            // argument-parser's usage failures are 64 (EX_USAGE); SPEC.md says 2.
+            Foundation.exit(code == .validationFailure ? ExitStatus.badInput : code.rawValue)
         }
     }
 }

@@ -108,7 +108,7 @@ struct TourValidator {
                 warnUnknownKeys(members, allowed: ["latitude", "longitude"], at: locationPath)
                 return coordinate(members, at: locationPath)
             }
-            let radius = number(poi, "triggerRadiusMeters", at: itemPath, range: 1...100_000, exclusiveLowerMessage: nil)
+            let radius = number(poi, "triggerRadiusMeters", at: itemPath, range: 1...100_000)
             let narrations = self.narrations(poi, at: itemPath)
             if let id, let name, let location, let radius, let narrations {
                 pois.append(POI(id: id, name: name, location: location, triggerRadiusMeters: radius, narrations: narrations))
@@ -265,7 +265,7 @@ extension TourValidator {
     }
 
     mutating func number(
-        _ members: Members, _ key: String, at path: JSONPath, range: ClosedRange<Double>, exclusiveLowerMessage: String? = nil
+        _ members: Members, _ key: String, at path: JSONPath, range: ClosedRange<Double>
     ) -> Double? {
         guard let value = require(members, key, at: path) else { return nil }
         guard case .number(let n) = value else {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Renders a `BuildPlan` for a person (a table) or for a job (stable JSON).
 public struct PlanReport: Sendable {

@@ -101,7 +101,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioTests",
-            dependencies: ["TourpackKit", "CFFmpeg", "CFFmpegShims"]
+            dependencies: [
+                "TourpackKit", "CFFmpeg", "CFFmpegShims",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "TourpackServerTests",

@@ -1,0 +1,39 @@
+import Foundation
+import NIOPosix
+import Testing
+import TourpackKit
+
+/// The build encodes on a `NIOThreadPool`, so FFmpeg's blocking work stays
+/// off Swift's cooperative pool. This runs that path for real.
+@Suite struct ThreadPoolEncodeTests {
+    @Test func encodesEveryFormatOnTheThreadPool() async throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pcm = try PCMJoiner().join(Fixtures.chunks(rate: 24_000, in: directory))
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+
+        var urls: [AudioFormat: URL] = [:]
+        for format in AudioFormat.allCases { urls[format] = directory.appendingPathComponent("pool.\(format.fileExtension)") }
+        let metadata = AudioMetadata(title: "Pool – Detailed", album: "Test Road", language: "en-US")
+        let results: [AudioFormat: EncodedAudio]
+        do {
+            results = try await FFmpegAudioEncoder().encode(pcm, into: urls, metadata: metadata, on: pool)
+            try await pool.shutdownGracefully()
+        } catch {
+            try? await pool.shutdownGracefully()
+            throw error
+        }
+
+        #expect(Set(results.keys) == Set(AudioFormat.allCases))
+        for (format, encoded) in results {
+            let url = try #require(urls[format])
+            #expect(encoded.codec == format.codecName)
+            #expect(encoded.sampleRateHz == format.sampleRateHz)
+            #expect(encoded.sizeBytes == (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value)
+            #expect(abs(encoded.durationSeconds - pcm.durationSeconds) < 0.1, "\(format): \(encoded.durationSeconds) vs \(pcm.durationSeconds)")
+            let inspection = try AudioFileInspector().inspect(url)
+            #expect(inspection.isClean)
+        }
+    }
+}

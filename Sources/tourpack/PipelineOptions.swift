@@ -40,30 +40,31 @@ struct PipelineOptions: ParsableArguments {
 
     /// Flag values are checked while parsing, so a mistake shows this command's usage.
     func validate() throws {
-        for name in formats.flatMap({ $0.split(separator: ",").map(String.init) }) where AudioFormat(rawValue: name.lowercased()) == nil {
-            throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
+        _ = try parsedFormats()
+        _ = try parsedAPI()
+    }
+
+    /// `--format` values, repeated or comma-separated; nil when none was given.
+    private func parsedFormats() throws -> [AudioFormat]? {
+        guard !formats.isEmpty else { return nil }
+        return try formats.flatMap { $0.split(separator: ",").map(String.init) }.map { name in
+            guard let format = AudioFormat(rawValue: name.lowercased()) else {
+                throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
+            }
+            return format
         }
-        if let api, TTSAPI(rawValue: api) == nil {
-            throw ValidationError("--api: '\(api)' is not one of google, openai")
-        }
+    }
+
+    private func parsedAPI() throws -> TTSAPI? {
+        guard let api else { return nil }
+        guard let parsed = TTSAPI(rawValue: api) else { throw ValidationError("--api: '\(api)' is not one of google, openai") }
+        return parsed
     }
 
     func load() throws -> PipelineConfig {
         var overrides = PipelineOverrides()
-        if !formats.isEmpty {
-            var parsed: [AudioFormat] = []
-            for name in formats.flatMap({ $0.split(separator: ",").map(String.init) }) {
-                guard let format = AudioFormat(rawValue: name.lowercased()) else {
-                    throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
-                }
-                parsed.append(format)
-            }
-            overrides.formats = parsed
-        }
-        if let api {
-            guard let parsed = TTSAPI(rawValue: api) else { throw ValidationError("--api: '\(api)' is not one of google, openai") }
-            overrides.api = parsed
-        }
+        overrides.formats = try parsedFormats()
+        overrides.api = try parsedAPI()
         overrides.voiceFile = voice
         overrides.endpoint = endpoint
         overrides.concurrency = concurrency

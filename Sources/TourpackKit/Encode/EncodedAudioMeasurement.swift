@@ -27,10 +27,6 @@ public enum FileDigest {
             hasher.update(data: block)
             size += Int64(block.count)
         }
-        let hex = hasher.finalize().map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
-        return (size, hex)
+        return (size, hasher.finalize().lowercaseHex)
     }
 }

@@ -21,11 +21,11 @@ extension PipelineConfig {
             "voice     \(voice.name) · \(voice.languageCode) · \(voice.provider) · tier \(voice.tier.rawValue) · rate \(voice.speakingRate) · pitch \(voice.pitch)"
                 + (voiceFile.map { " (\(shown($0)))" } ?? " (default)"),
             "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \($0.bitrateKbps) kbps \($0.sampleRateHz) Hz mono)" }.joined(separator: ", "))",
-            "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(PlanReport.plain(tts.timeoutSeconds)) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
+            "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
             "output    \(shown(output))",
             "state     \(shown(state))",
             "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
-            "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(PlanReport.plain(maps.bufferMiles)) mi · \(maps.tileKB) KB/tile",
+            "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.tileKB) KB/tile",
             "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
         ]
         lines = lines.map { "  " + $0 }

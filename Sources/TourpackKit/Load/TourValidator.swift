@@ -273,7 +273,7 @@ extension TourValidator {
             return nil
         }
         guard range.contains(n) else {
-            error(path.appending(key), "\(Self.format(n)) is out of range \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))")
+            error(path.appending(key), "\(n.compactText) is out of range \(range.lowerBound.compactText)...\(range.upperBound.compactText)")
             return nil
         }
         return n
@@ -314,10 +314,6 @@ extension TourValidator {
     static func hex(_ scalar: Unicode.Scalar) -> String {
         let digits = String(scalar.value, radix: 16, uppercase: true)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-    }
-
-    static func format(_ value: Double) -> String {
-        value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 }
 

@@ -93,7 +93,7 @@ struct YAMLReader {
             return nil
         }
         guard range.contains(value) else {
-            error(path, "\(Self.format(value)) is out of range \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))")
+            error(path, "\(value.compactText) is out of range \(range.lowerBound.compactText)...\(range.upperBound.compactText)")
             return nil
         }
         return value
@@ -133,9 +133,5 @@ struct YAMLReader {
         case .sequence: return "a list"
         case .alias: return "an alias"
         }
-    }
-
-    static func format(_ value: Double) -> String {
-        value.rounded() == value && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 }

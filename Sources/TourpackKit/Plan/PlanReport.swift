@@ -39,7 +39,7 @@ public struct PlanReport: Sendable {
             lines.append(
                 "map \(Self.truncate(tourPlan.tour.name, 34)): zoom \(coverage.minZoom)–\(coverage.maxZoom), "
                     + "bounds S \(Self.degrees(b.south)) W \(Self.degrees(b.west)) N \(Self.degrees(b.north)) E \(Self.degrees(b.east)) "
-                    + "(+\(Self.plain(coverage.bufferMiles)) mi)"
+                    + "(+\(coverage.bufferMiles.compactText) mi)"
             )
         }
         return lines.joined(separator: "\n")
@@ -184,6 +184,5 @@ public struct PlanReport: Sendable {
     }
 
     static func degrees(_ value: Double) -> String { String(format: "%.4f", value) }
-    static func plain(_ value: Double) -> String { value.rounded() == value ? String(Int(value)) : String(value) }
     static func rounded(_ value: Double) -> Double { (value * 10).rounded() / 10 }
 }

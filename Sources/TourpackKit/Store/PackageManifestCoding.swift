@@ -74,8 +74,7 @@ extension PackageManifest {
             ("language", .string(language)), ("voice", voiceValue), ("route", routeValue), ("pois", poisValue),
             ("audio", .array(audio.map { $0.jsonValue(includingCharacters: false) })), ("mapTiles", mapTilesValue),
         ])
-        let digest = SHA256.hash(data: content.canonicalBytes(pretty: false))
-        return digest.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+        return SHA256.hash(data: content.canonicalBytes(pretty: false)).lowercaseHex
     }
 
     /// The whole manifest as a JSON value, in its fixed array order.

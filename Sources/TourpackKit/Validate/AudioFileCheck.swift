@@ -1,0 +1,154 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The checks of one audio file against its package.json entry: present,
+/// the right bytes, decodes cleanly, the format's codec facts, the right
+/// length, and the container details a phone depends on.
+///
+/// All of it is blocking work (reading, hashing, FFmpeg decoding), so
+/// `BundleValidator` runs each file's check on its thread pool. Every
+/// problem becomes a finding; nothing here throws, so one bad file never
+/// hides another's problems.
+struct AudioFileCheck: Sendable {
+    var package: String
+    var entry: PackageManifest.AudioEntry
+    /// The entry's path resolved inside the root (already checked by `Layout.resolve`).
+    var url: URL
+
+    func run() -> [CheckOutcome] {
+        var record = OutcomeRecorder(package: package, subject: entry.path)
+        checkFile(&record)
+        return record.outcomes
+    }
+
+    private func checkFile(_ record: inout OutcomeRecorder) {
+        record.ran(.exists)
+        var status = stat()
+        guard stat(url.path, &status) == 0 else {
+            let code = errno
+            record.error(.exists, code == ENOENT ? "missing: package.json lists this file but it is not there" : "cannot be read: \(errnoDescription(code))")
+            return
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            record.error(.exists, "not a regular file")
+            return
+        }
+
+        record.ran(.size)
+        record.ran(.sha256)
+        do {
+            let (size, digest) = try FileDigest.sha256(of: url)
+            if size != entry.sizeBytes {
+                record.error(.size, "\(size) bytes, package.json says \(entry.sizeBytes)\(size < entry.sizeBytes ? " (truncated?)" : "")")
+            }
+            if digest != entry.sha256 {
+                record.error(.sha256, "sha256 is \(digest), package.json says \(entry.sha256)")
+            }
+        } catch {
+            record.error(.sha256, "cannot be read: \(error)")
+            return
+        }
+
+        checkAudio(&record)
+        checkContainer(&record)
+    }
+
+    /// A full in-process decode, then the format table and the duration.
+    private func checkAudio(_ record: inout OutcomeRecorder) {
+        let format = entry.format
+        record.ran(.decode)
+        let inspection: AudioInspection
+        do {
+            inspection = try AudioFileInspector().inspect(url)
+        } catch {
+            record.error(.decode, "FFmpeg cannot open it as audio: \(error)")
+            return
+        }
+        if !inspection.isClean {
+            let shown = inspection.errors.prefix(3).joined(separator: "; ")
+            record.error(.decode, "\(inspection.errorCount) decode error\(inspection.errorCount == 1 ? "" : "s"): \(shown)")
+        }
+
+        record.ran(.format)
+        let container = ValidationTolerance.containerName(for: format)
+        if inspection.containerName != container {
+            record.error(.format, "container is \(inspection.containerName), expected \(container) for .\(format.fileExtension)")
+        }
+        if inspection.codecName != format.codecName {
+            record.error(.format, "codec is \(inspection.codecName), expected \(format.codecName)")
+        }
+        if inspection.sampleRateHz != format.sampleRateHz {
+            record.error(.format, "sample rate is \(inspection.sampleRateHz) Hz, expected \(format.sampleRateHz) Hz")
+        }
+        if inspection.channels != format.channels {
+            record.error(.format, "\(inspection.channels) channels, expected \(format.channels) (mono)")
+        }
+        let nominal = Double(format.bitrateKbps)
+        let measured = Double(inspection.bitRate) / 1000
+        if inspection.durationSeconds >= ValidationTolerance.minimumSecondsForBitRate, abs(measured - nominal) > nominal * ValidationTolerance.bitRateFraction {
+            record.error(.format, "bit rate is \(inspection.bitRateKbps) kbps, expected \(format.bitrateKbps) kbps ±\(Int(ValidationTolerance.bitRateFraction * 100))%")
+        }
+
+        record.ran(.duration)
+        let tolerance = ValidationTolerance.durationSeconds(for: format)
+        if abs(inspection.durationSeconds - entry.durationSeconds) > tolerance {
+            record.error(.duration, "decodes to \(Self.seconds(inspection.durationSeconds)) s, package.json says \(Self.seconds(entry.durationSeconds)) s (tolerance \(Self.seconds(tolerance)) s)")
+        }
+    }
+
+    /// The container facts FFmpeg forgives but a phone may not.
+    private func checkContainer(_ record: inout OutcomeRecorder) {
+        switch entry.format {
+        case .aac:
+            record.ran(.faststart)
+            do {
+                for problem in try MP4Boxes(contentsOf: url).faststartProblems() { record.error(.faststart, problem) }
+            } catch {
+                record.error(.faststart, "cannot read the boxes: \(error)")
+            }
+        case .mp3:
+            record.ran(.mp3Header)
+            do {
+                for problem in try MP3FirstFrame(contentsOf: url).problems() { record.error(.mp3Header, problem) }
+            } catch {
+                record.error(.mp3Header, "\(error)")
+            }
+        case .opus:
+            record.ran(.oggOpus)
+            do {
+                checkOpus(try OggOpusPages(contentsOf: url), &record)
+            } catch {
+                record.error(.oggOpus, "cannot read the Ogg pages: \(error)")
+            }
+        }
+    }
+
+    private func checkOpus(_ pages: OggOpusPages, _ record: inout OutcomeRecorder) {
+        for problem in pages.problems { record.error(.oggOpus, problem) }
+        if let preSkip = pages.preSkip {
+            if preSkip == 0 {
+                record.error(.oggOpus, "pre-skip is 0: the encoder's priming would be played as a click at the start")
+            } else if preSkip > ValidationTolerance.maximumOpusPreSkip {
+                record.error(.oggOpus, "pre-skip is \(preSkip) samples, more than \(ValidationTolerance.maximumOpusPreSkip) (80 ms); audio would be cut at the start")
+            }
+        }
+        guard let granule = pages.endGranule, let preSkip = pages.preSkip, let playable = pages.playableSeconds else { return }
+        let tolerance = ValidationTolerance.durationSeconds(for: .opus)
+        if playable < 0 {
+            record.error(.oggOpus, "end granule \(granule) is less than the pre-skip \(preSkip)")
+        } else if abs(playable - entry.durationSeconds) > tolerance {
+            record.error(.oggOpus, "end granule \(granule) less pre-skip \(preSkip) plays \(Self.seconds(playable)) s, package.json says \(Self.seconds(entry.durationSeconds)) s")
+        }
+    }
+
+    static func seconds(_ value: Double) -> String {
+        String(format: "%.3f", value)
+    }
+}

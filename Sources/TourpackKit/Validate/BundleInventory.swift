@@ -1,0 +1,119 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Everything under a Documents root, listed once: the package folders to
+/// check, every file under `AudioCache` with its size, and what does not
+/// belong (temps of an interrupted write, entries outside the layout).
+///
+/// The walk never follows a symlink: a link is listed as the entry it is,
+/// so a link to a folder outside the root can neither be walked into nor
+/// make the walk loop. Sizes are `lstat` sizes, what the files take on the
+/// phone before block rounding.
+struct BundleInventory: Sendable {
+    struct Entry: Sendable, Hashable {
+        /// Relative to the root, slash-separated.
+        var path: String
+        var size: Int64
+        var isSymlink: Bool
+    }
+
+    /// `OfflineTours/<name>` folders, sorted by name.
+    var packageFolders: [String] = []
+    /// Package folders that hold no package.json.
+    var foldersWithoutManifest: [String] = []
+    /// Every non-folder entry under `AudioCache`, sorted by path (temps excluded).
+    var audioCacheFiles: [Entry] = []
+    /// The sum of `audioCacheFiles` and the temps under `AudioCache`.
+    var audioCacheBytes: Int64 = 0
+    /// Temp files (`AtomicFile.isTemporaryName`) anywhere in the layout.
+    var temporaries: [String] = []
+    /// Entries in places where the layout has none (`OfflineTours/x.txt`, `OfflineTours/<id>/notes`, `Documents/junk`).
+    var misplaced: [String] = []
+
+    init(root: URL) throws {
+        let top = try Self.list(root)
+        for name in top {
+            let info = Self.info(root, name)
+            if AtomicFile.isTemporaryName(name) {
+                temporaries.append(name)
+            } else if name == Layout.audioCacheFolder, info.isFolder {
+                walkAudioCache(root.appendingPathComponent(name), relative: name)
+            } else if name == Layout.offlineToursFolder, info.isFolder {
+                try walkOfflineTours(root.appendingPathComponent(name))
+            } else {
+                misplaced.append(name)
+            }
+        }
+        audioCacheFiles.sort { $0.path < $1.path }
+        temporaries.sort()
+        misplaced.sort()
+    }
+
+    private mutating func walkOfflineTours(_ folder: URL) throws {
+        for name in try Self.list(folder) {
+            let relative = "\(Layout.offlineToursFolder)/\(name)"
+            let info = Self.info(folder, name)
+            if AtomicFile.isTemporaryName(name) {
+                temporaries.append(relative)
+                continue
+            }
+            guard info.isFolder else {
+                misplaced.append(relative)
+                continue
+            }
+            let packageFolder = folder.appendingPathComponent(name)
+            var hasManifest = false
+            for inner in (try? Self.list(packageFolder)) ?? [] {
+                if inner == Layout.manifestFileName {
+                    hasManifest = true
+                } else if AtomicFile.isTemporaryName(inner) {
+                    temporaries.append("\(relative)/\(inner)")
+                } else {
+                    misplaced.append("\(relative)/\(inner)")
+                }
+            }
+            if hasManifest { packageFolders.append(name) } else { foldersWithoutManifest.append(relative) }
+        }
+    }
+
+    private mutating func walkAudioCache(_ folder: URL, relative: String) {
+        for name in (try? Self.list(folder)) ?? [] {
+            let path = "\(relative)/\(name)"
+            let info = Self.info(folder, name)
+            if info.isFolder {
+                walkAudioCache(folder.appendingPathComponent(name), relative: path)
+                continue
+            }
+            audioCacheBytes += info.size
+            if AtomicFile.isTemporaryName(name) {
+                temporaries.append(path)
+            } else {
+                audioCacheFiles.append(Entry(path: path, size: info.size, isSymlink: info.isSymlink))
+            }
+        }
+    }
+
+    /// The names in a folder, sorted; hidden names included (temps are hidden).
+    private static func list(_ folder: URL) throws -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        } catch {
+            throw TourpackError.storageFailed(path: folder.path, errno: EACCES, operation: "list folder")
+        }
+    }
+
+    /// `lstat` facts: a real folder (not a link to one), the size, whether it is a link.
+    private static func info(_ folder: URL, _ name: String) -> (isFolder: Bool, size: Int64, isSymlink: Bool) {
+        var status = stat()
+        guard lstat(folder.appendingPathComponent(name).path, &status) == 0 else { return (false, 0, false) }
+        let kind = status.st_mode & S_IFMT
+        return (kind == S_IFDIR, kind == S_IFREG ? Int64(status.st_size) : 0, kind == S_IFLNK)
+    }
+}

@@ -1,0 +1,155 @@
+public import Foundation
+public import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The validate stage: a Documents root in, every problem in it out.
+///
+/// CI gates each bundle with this before it ships to phones, where a defect
+/// cannot be fixed. So, like `swift-format lint --strict`, it never stops at
+/// the first problem: each check records what it finds and the run fails
+/// once, at the end, with all of it (`ValidationReport`).
+///
+/// The work has three parts:
+/// 1. `BundleInventory` lists the root once: package folders, every file
+///    under AudioCache, temps, entries outside the layout.
+/// 2. `PackageCheck` reads each package.json: JSON, schema, IDs, the audio
+///    list, expiry, map tiles, content hash, sizes, and each path's safety.
+/// 3. `AudioFileCheck` checks each listed file: size, sha256, a full FFmpeg
+///    decode, the format table, duration, and the container details. This
+///    is the expensive part, so it runs on a `NIOThreadPool`, one thread per
+///    core, with at most two files per thread in flight; FFmpeg never
+///    blocks Swift's cooperative pool.
+/// Then the bundle as a whole: stray files, temps, the cache budget.
+public struct BundleValidator: Sendable {
+    public var options: ValidationOptions
+
+    public init(options: ValidationOptions = .init()) {
+        self.options = options
+    }
+
+    /// Validates the bundle at `root` on a thread pool of its own.
+    /// - Throws: `TourpackError.invalidInput` when `root` is not a folder (exit 2);
+    ///   problems in the bundle are findings in the report, never thrown.
+    public func validate(root: URL) async throws -> ValidationReport {
+        let pool = NIOThreadPool(numberOfThreads: options.threads)
+        pool.start()
+        do {
+            let report = try await validate(root: root, on: pool)
+            try await pool.shutdownGracefully()
+            return report
+        } catch {
+            try? await pool.shutdownGracefully()
+            throw error
+        }
+    }
+
+    /// Validates the bundle at `root`, doing all blocking work on `pool`.
+    public func validate(root: URL, on pool: NIOThreadPool) async throws -> ValidationReport {
+        var status = stat()
+        guard stat(root.path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw TourpackError.invalidInput("\(root.path): no such folder; validate takes the Documents root (the one holding AudioCache and OfflineTours)")
+        }
+        let layout = Layout(root: root)
+        let options = self.options
+        let inventory = try await pool.runIfActive { try BundleInventory(root: layout.root) }
+        let packages = try await pool.runIfActive {
+            inventory.packageFolders.map { PackageCheck(layout: layout, name: $0, options: options).run() }
+        }
+        let audioChecks = packages.flatMap(\.audioChecks)
+        let audioOutcomes = try await run(audioChecks, on: pool)
+
+        var outcomes: [CheckOutcome] = []
+        var checkIndex = 0
+        for package in packages {
+            outcomes += package.outcomes
+            for _ in package.audioChecks {
+                outcomes += audioOutcomes[checkIndex]
+                checkIndex += 1
+            }
+        }
+        let listed = packages.reduce(into: Set<String>()) { $0.formUnion($1.listedPaths) }
+        outcomes += bundleOutcomes(inventory, listed: listed)
+        outcomes = Self.ordered(outcomes, packages: packages.map(\.summary.name))
+        if options.strict {
+            outcomes = outcomes.map { outcome in
+                var outcome = outcome
+                outcome.findings = outcome.findings.map { var f = $0; f.severity = .error; return f }
+                return outcome
+            }
+        }
+        return ValidationReport(root: layout.root.path, strict: options.strict, packages: packages.map(\.summary), outcomes: outcomes)
+    }
+
+    /// Each file's checks on the pool, at most `2 × threads` at a time, results in input order.
+    private func run(_ checks: [AudioFileCheck], on pool: NIOThreadPool) async throws -> [[CheckOutcome]] {
+        var results = [[CheckOutcome]](repeating: [], count: checks.count)
+        let width = options.threads * 2
+        try await withThrowingTaskGroup(of: (Int, [CheckOutcome]).self) { group in
+            var next = 0
+            func start() {
+                let index = next
+                let check = checks[index]
+                group.addTask { (index, try await pool.runIfActive { check.run() }) }
+                next += 1
+            }
+            while next < min(width, checks.count) { start() }
+            for try await (index, outcomes) in group {
+                results[index] = outcomes
+                if next < checks.count { start() }
+            }
+        }
+        return results
+    }
+
+    /// Temps, strays, package folders without package.json, and the cache budget.
+    private func bundleOutcomes(_ inventory: BundleInventory, listed: Set<String>) -> [CheckOutcome] {
+        var bundle = OutcomeRecorder(package: nil, subject: ".")
+        bundle.ran(.packages)
+        if inventory.packageFolders.isEmpty {
+            bundle.warning(.packages, "no package.json under \(Layout.offlineToursFolder); nothing to ship", path: Layout.offlineToursFolder)
+        }
+        for folder in inventory.foldersWithoutManifest {
+            bundle.warning(.packages, "package folder without package.json (left by an interrupted build?)", path: folder)
+        }
+        bundle.ran(.temporary)
+        for temp in inventory.temporaries {
+            bundle.error(.temporary, "leftover temp file of an interrupted write; the next build removes it, or delete it", path: temp)
+        }
+        bundle.ran(.stray)
+        for file in inventory.audioCacheFiles where !listed.contains(file.path) {
+            let kind = file.isSymlink ? "symlink" : "file"
+            bundle.warning(.stray, "stray \(kind): no package lists it (\(PlanReport.bytes(Int(file.size))))", path: file.path)
+        }
+        for path in inventory.misplaced {
+            bundle.warning(.stray, "not part of the layout (AudioCache/<tourId>/..., OfflineTours/<packageId>/package.json)", path: path)
+        }
+        if let limits = options.limits {
+            bundle.ran(.cacheBudget)
+            if inventory.audioCacheBytes > limits.cacheMaxBytes {
+                bundle.error(
+                    .cacheBudget,
+                    "AudioCache holds \(PlanReport.bytes(Int(inventory.audioCacheBytes))), over the budget of \(PlanReport.bytes(Int(limits.cacheMaxBytes))) (budgets.cacheMaxMB)",
+                    path: Layout.audioCacheFolder)
+            }
+        }
+        return bundle.outcomes
+    }
+
+    /// Packages in name order, each with its package.json checks first and
+    /// then its files in list order; the bundle's own checks last.
+    private static func ordered(_ outcomes: [CheckOutcome], packages: [String]) -> [CheckOutcome] {
+        let rank = Dictionary(uniqueKeysWithValues: packages.enumerated().map { ($1, $0) })
+        return outcomes.enumerated().sorted { a, b in
+            let ra = a.element.package.flatMap { rank[$0] } ?? Int.max
+            let rb = b.element.package.flatMap { rank[$0] } ?? Int.max
+            return ra != rb ? ra < rb : a.offset < b.offset
+        }.map(\.element)
+    }
+}

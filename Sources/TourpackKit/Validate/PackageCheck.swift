@@ -1,0 +1,271 @@
+import Foundation
+
+/// The checks of one `OfflineTours/<name>/package.json` that need no audio
+/// decoding: readable JSON, the schema, the package ID, the audio list, the
+/// dates, the map tiles and the two derived fields. It also turns each audio
+/// entry into an `AudioFileCheck` for the thread pool, after making sure its
+/// path cannot leave the root.
+///
+/// A package.json that is not JSON, or that cannot be read as a package,
+/// stops here; anything less keeps going, so one run reports every problem.
+struct PackageCheck {
+    /// The largest package.json read, as for tour files: a hostile file is refused unread.
+    static let maxManifestBytes = 8 * 1024 * 1024
+
+    let layout: Layout
+    /// The package folder's name under OfflineTours.
+    let name: String
+    let options: ValidationOptions
+
+    struct Result: Sendable {
+        var summary: ValidationReport.PackageSummary
+        var outcomes: [CheckOutcome]
+        var audioChecks: [AudioFileCheck]
+        /// Every audio path the package.json names, as written, even when it could not be decoded as a package.
+        var listedPaths: Set<String>
+    }
+
+    var manifestPath: String { "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)" }
+
+    func run() -> Result {
+        var record = OutcomeRecorder(package: name, subject: manifestPath)
+        var result = Result(summary: .init(name: name, manifest: manifestPath), outcomes: [], audioChecks: [], listedPaths: [])
+        check(&record, &result)
+        // The package.json's own checks come first, then its audio files in list order.
+        result.outcomes = record.outcomes + result.outcomes
+        return result
+    }
+
+    private func check(_ record: inout OutcomeRecorder, _ result: inout Result) {
+        record.ran(.json)
+        guard let bytes = read(&record) else { return }
+        let document: JSONValue
+        do {
+            document = try StrictJSONReader().read(bytes)
+        } catch {
+            record.error(.json, "not valid JSON: \(error)")
+            return
+        }
+        result.listedPaths = Self.listedPaths(in: document)
+
+        record.ran(.schema)
+        let schemaProblems = PackageSchema.problems(in: document)
+        for problem in schemaProblems { record.error(.schema, problem) }
+        let manifest: PackageManifest
+        do {
+            manifest = try PackageManifest.decode(bytes)
+        } catch {
+            if schemaProblems.isEmpty { record.error(.schema, "cannot be read as a package: \(error)") }
+            return
+        }
+        result.summary.tourId = manifest.tourId
+        result.summary.tourName = manifest.tourName
+        result.summary.format = manifest.audio.first?.format.rawValue
+        result.summary.audioFiles = Set(manifest.audio.map(\.path)).count
+        if schemaProblems.isEmpty {
+            record.ran(.canonical)
+            if !manifest.isCanonical(bytes) {
+                record.warning(.canonical, "not in the canonical form the store writes (sorted keys, two-space indent); edited by hand?")
+            }
+        }
+
+        checkIdentity(manifest, &record)
+        checkAudioList(manifest, &record)
+        checkDates(manifest, &record)
+        checkMapTiles(manifest, &record)
+        record.ran(.contentHash)
+        let hash = manifest.computeContentHash()
+        if hash != manifest.contentHash {
+            record.error(.contentHash, "contentHash is \(manifest.contentHash), but the content hashes to \(hash); the app would miss (or invent) an update")
+        }
+        record.ran(.sizeBytes)
+        let sum = manifest.audio.reduce(Int64(0)) { $0 + $1.sizeBytes }
+        if sum != manifest.sizeBytes {
+            record.error(.sizeBytes, "sizeBytes is \(manifest.sizeBytes), the audio entries add up to \(sum)")
+        }
+
+        (result.outcomes, result.audioChecks) = audioChecks(manifest)
+    }
+
+    private func read(_ record: inout OutcomeRecorder) -> [UInt8]? {
+        do {
+            let url = try layout.resolve(relativePath: manifestPath)
+            guard let size = try FileReading.size(of: url) else {
+                record.error(.json, "not a regular file")
+                return nil
+            }
+            guard size <= Self.maxManifestBytes else {
+                record.error(.json, "\(size) bytes, more than the \(Self.maxManifestBytes) a package.json may have")
+                return nil
+            }
+            return try FileReading.bytes(of: url, limit: Self.maxManifestBytes)
+        } catch {
+            record.error(.json, "cannot be read: \(error)")
+            return nil
+        }
+    }
+
+    /// The folder is named by the package ID, and the ID is the one its tour, voice and format give.
+    private func checkIdentity(_ manifest: PackageManifest, _ record: inout OutcomeRecorder) {
+        record.ran(.packageId)
+        if name != manifest.packageId {
+            record.error(.packageId, "folder is named \(name) but packageId is \(manifest.packageId)")
+        }
+        let formats = Set(manifest.audio.map(\.format))
+        guard let tourID = SafeID(validating: manifest.tourId), tourID.value == manifest.tourId,
+              formats.count == 1, let format = formats.first
+        else { return }
+        let voice = VoicePreset(
+            provider: manifest.voice.provider, languageCode: manifest.voice.languageCode, name: manifest.voice.name,
+            tier: manifest.voice.tier, speakingRate: manifest.voice.speakingRate, pitch: manifest.voice.pitch)
+        let expected = PackageID.make(tourID: tourID, voice: voice, format: format)
+        if expected.value != manifest.packageId {
+            record.error(.packageId, "packageId \(manifest.packageId) is not the one tour \(manifest.tourId), this voice and \(format.rawValue) give (\(expected))")
+        }
+    }
+
+    /// One format, each POI heard, no entry twice, no entry for a POI the package does not have.
+    private func checkAudioList(_ manifest: PackageManifest, _ record: inout OutcomeRecorder) {
+        record.ran(.audioList)
+        let formats = Set(manifest.audio.map(\.format)).sorted()
+        if formats.count > 1 {
+            record.error(.audioList, "audio mixes formats \(formats.map(\.rawValue).joined(separator: ", ")); a package holds one format")
+        }
+        var poiIndex: [String: Int] = [:]
+        for (index, poi) in manifest.pois.enumerated() {
+            if let first = poiIndex[poi.id] {
+                record.error(.audioList, "pois[\(index)]: POI \(poi.id) appears twice (also pois[\(first)])")
+            } else {
+                poiIndex[poi.id] = index
+            }
+        }
+        var byItem: [String: Int] = [:]
+        var byPath: [String: Int] = [:]
+        for (index, entry) in manifest.audio.enumerated() {
+            if let first = byItem["\(entry.poiId) \(entry.phase.rawValue)"] {
+                record.error(.audioList, "audio[\(index)]: duplicate entry for POI \(entry.poiId) \(entry.phase.rawValue) (also audio[\(first)]): \(entry.path)")
+            } else {
+                byItem["\(entry.poiId) \(entry.phase.rawValue)"] = index
+            }
+            if let first = byPath[entry.path] {
+                if manifest.audio[first].poiId != entry.poiId || manifest.audio[first].phase != entry.phase {
+                    record.error(.audioList, "audio[\(index)]: path \(entry.path) is also listed by audio[\(first)]")
+                }
+            } else {
+                byPath[entry.path] = index
+            }
+            if poiIndex[entry.poiId] == nil {
+                record.error(.audioList, "audio[\(index)]: POI \(entry.poiId) is not one of the package's pois")
+            }
+        }
+        let heard = Set(manifest.audio.map(\.poiId))
+        for (index, poi) in manifest.pois.enumerated() where !heard.contains(poi.id) {
+            record.error(.audioList, "pois[\(index)]: POI \(poi.id) (\(poi.name)) has no audio; every POI has at least one narration")
+        }
+    }
+
+    /// Not expired, and `expiresAt` a whole, sane number of days after `createdAt`.
+    private func checkDates(_ manifest: PackageManifest, _ record: inout OutcomeRecorder) {
+        record.ran(.expiry)
+        let created = PackageManifest.timestamp(manifest.createdAt)
+        let expires = PackageManifest.timestamp(manifest.expiresAt)
+        if manifest.isExpired(at: options.now) {
+            record.error(.expiry, "expired at \(expires) (now \(PackageManifest.timestamp(options.now))); rebuild it, e.g. build --refresh-expiring")
+        }
+        if manifest.createdAt.timeIntervalSince(options.now) > ValidationTolerance.clockSkewSeconds {
+            record.warning(.expiry, "createdAt \(created) is in the future (now \(PackageManifest.timestamp(options.now)))")
+        }
+        let age = manifest.expiresAt.timeIntervalSince(manifest.createdAt)
+        let days = Int((age / 86_400).rounded(.down))
+        guard age > 0, age == Double(days) * 86_400, (1...3650).contains(days) else {
+            record.error(.expiry, "expiresAt \(expires) is not a whole number of days (1 to 3650) after createdAt \(created)")
+            return
+        }
+        if let limits = options.limits, days != limits.packageMaxAgeDays {
+            record.warning(.expiry, "expires \(days) days after it was made; the pipeline's budgets.packageMaxAgeDays is \(limits.packageMaxAgeDays)")
+        }
+    }
+
+    /// The map coverage recomputed from the route and POIs with the package's own settings.
+    private func checkMapTiles(_ manifest: PackageManifest, _ record: inout OutcomeRecorder) {
+        record.ran(.mapTiles)
+        let tiles = manifest.mapTiles
+        guard tiles.minZoom <= tiles.maxZoom else {
+            record.error(.mapTiles, "minZoom \(tiles.minZoom) is above maxZoom \(tiles.maxZoom)")
+            return
+        }
+        let points = manifest.route.waypoints.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) } + manifest.pois.map(\.location)
+        let settings = MapSettings(minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, tileKB: options.limits?.tileKB ?? 15)
+        guard let expected = TileMath.coverage(of: points, settings: settings) else { return }
+        let (b, e) = (tiles.bounds, expected.bounds)
+        let boundsMatch = [(b.south, e.south), (b.west, e.west), (b.north, e.north), (b.east, e.east)].allSatisfy { abs($0 - $1) <= 1e-9 }
+        if !boundsMatch {
+            record.error(.mapTiles, "bounds \(Self.box(b)) are not the route and POIs grown by \(tiles.bufferMiles.compactText) miles: \(Self.box(e))")
+        }
+        for range in expected.ranges where !tiles.ranges.contains(range) {
+            let found = tiles.ranges.first { $0.zoom == range.zoom }
+            record.error(.mapTiles, "zoom \(range.zoom): tiles \(found.map(Self.range) ?? "missing"), expected \(Self.range(range))")
+        }
+        for range in tiles.ranges where !(tiles.minZoom...tiles.maxZoom).contains(range.zoom) || tiles.ranges.filter({ $0.zoom == range.zoom }).count > 1 {
+            record.error(.mapTiles, "zoom \(range.zoom): a range outside minZoom...maxZoom or listed twice")
+        }
+        if tiles.tileCount != expected.tileCount {
+            record.error(.mapTiles, "tileCount is \(tiles.tileCount), the ranges cover \(expected.tileCount) tiles")
+        }
+        if let limits = options.limits {
+            if tiles.estimatedBytes != tiles.tileCount * limits.tileKB * 1024 {
+                record.error(.mapTiles, "estimatedBytes is \(tiles.estimatedBytes), expected tileCount × \(limits.tileKB) KiB = \(tiles.tileCount * limits.tileKB * 1024)")
+            }
+        } else if tiles.tileCount > 0, tiles.estimatedBytes % (tiles.tileCount * 1024) != 0 || tiles.estimatedBytes == 0 {
+            record.error(.mapTiles, "estimatedBytes \(tiles.estimatedBytes) is not tileCount \(tiles.tileCount) × a whole number of KiB")
+        }
+    }
+
+    /// The path checks of each entry, and the file checks for the pool. Each path is checked once.
+    private func audioChecks(_ manifest: PackageManifest) -> ([CheckOutcome], [AudioFileCheck]) {
+        var outcomes: [CheckOutcome] = []
+        var checks: [AudioFileCheck] = []
+        var seen = Set<String>()
+        for (index, entry) in manifest.audio.enumerated() where seen.insert(entry.path).inserted {
+            var record = OutcomeRecorder(package: name, subject: entry.path)
+            record.ran(.path)
+            do {
+                let url = try layout.resolve(relativePath: entry.path)
+                if let tourID = SafeID(validating: manifest.tourId), let poiID = SafeID(validating: entry.poiId) {
+                    let expected = Layout.audioRelativePath(tourID: tourID, poiID: poiID, phase: entry.phase, format: entry.format)
+                    if entry.path != expected {
+                        record.error(.path, "audio[\(index)]: expected \(expected) for POI \(entry.poiId) \(entry.phase.rawValue) in \(entry.format.rawValue)")
+                    }
+                }
+                checks.append(AudioFileCheck(package: name, entry: entry, url: url))
+            } catch {
+                record.error(.path, "audio[\(index)].path is refused: \(Self.reason(error, path: entry.path)); a path must stay inside the root")
+            }
+            outcomes += record.outcomes
+        }
+        return (outcomes, checks)
+    }
+
+    /// The `path` strings of the audio entries of a document that may be no package at all.
+    static func listedPaths(in document: JSONValue) -> Set<String> {
+        guard case .object(let members) = document, case .array(let audio)? = members.first(where: { $0.key == "audio" })?.value else { return [] }
+        var paths = Set<String>()
+        for case .object(let entry) in audio {
+            if case .string(let path)? = entry.first(where: { $0.key == "path" })?.value { paths.insert(path) }
+        }
+        return paths
+    }
+
+    private static func reason(_ error: any Error, path: String) -> String {
+        let text = "\(error)"
+        return text.hasPrefix("\(path): ") ? String(text.dropFirst(path.count + 2)) : text
+    }
+
+    private static func box(_ b: MapBounds) -> String {
+        "(S \(b.south), W \(b.west), N \(b.north), E \(b.east))"
+    }
+
+    private static func range(_ r: TileRange) -> String {
+        "x \(r.minX)...\(r.maxX), y \(r.minY)...\(r.maxY)"
+    }
+}

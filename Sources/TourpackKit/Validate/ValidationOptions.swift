@@ -1,0 +1,95 @@
+public import Foundation
+
+/// How `BundleValidator` judges a bundle: the clock, strictness, and what a
+/// pipeline file adds.
+public struct ValidationOptions: Sendable {
+    /// The time expiry is judged at; tests inject a fixed one.
+    public var now: Date
+    /// `--strict`: every warning (a stray file, a package folder without
+    /// package.json, a non-canonical package.json) counts as an error, as in
+    /// `swift-format lint --strict`.
+    public var strict: Bool
+    /// The pipeline's budgets and map settings, when `--pipeline` names one.
+    public var limits: ValidationLimits?
+    /// How many files are checked at once; each check is one blocking thread.
+    public var threads: Int
+
+    /// One thread per core the process may use (affinity and cgroup quota
+    /// included): decoding is CPU work. This is what NIO's `System.coreCount`
+    /// reports too; Foundation's spelling avoids importing NIOCore, which
+    /// TourpackKit does not declare.
+    public static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    public init(now: Date = Date(), strict: Bool = false, limits: ValidationLimits? = nil, threads: Int = ValidationOptions.defaultThreads) {
+        self.now = now
+        self.strict = strict
+        self.limits = limits
+        self.threads = max(1, threads)
+    }
+}
+
+/// The facts of a pipeline file that a bundle can be held to. Without a
+/// pipeline, validate checks only what the bundle says about itself.
+public struct ValidationLimits: Sendable, Hashable {
+    /// `budgets.cacheMaxMB` in bytes (MB are MiB, as everywhere in tourpack).
+    public var cacheMaxBytes: Int64
+    /// `budgets.packageMaxAgeDays`: `expiresAt - createdAt` should be this many days.
+    public var packageMaxAgeDays: Int
+    /// `maps.tileKB`: `mapTiles.estimatedBytes` is `tileCount × tileKB × 1024`.
+    public var tileKB: Int
+
+    public init(cacheMaxMB: Int, packageMaxAgeDays: Int, tileKB: Int) {
+        self.cacheMaxBytes = Int64(cacheMaxMB) * 1024 * 1024
+        self.packageMaxAgeDays = packageMaxAgeDays
+        self.tileKB = tileKB
+    }
+
+    public init(pipeline: PipelineConfig) {
+        self.init(cacheMaxMB: pipeline.budgets.cacheMaxMB, packageMaxAgeDays: pipeline.budgets.packageMaxAgeDays, tileKB: pipeline.maps.tileKB)
+    }
+}
+
+/// The tolerances of the audio checks, in one place so the README can quote them.
+///
+/// Durations: SPEC.md allows a file to differ from its PCM by one codec
+/// frame plus the encoder delay, so that is what a measured duration may
+/// differ from package.json by (plus 1 ms for the millisecond rounding of
+/// `durationSeconds`). Bit rates: FFmpeg's AAC and Opus encoders are not CBR;
+/// on espeak speech they land 2–4% from the table (README, "Audio
+/// choices") and on a synthetic sweep up to 8% under it, so ±15% catches a
+/// wrong setting (a 64k or 256k file) without failing honest rate control.
+/// Files shorter than `minimumSecondsForBitRate` skip the bit-rate check:
+/// over a few frames the rate control has not settled and container-level
+/// priming dominates.
+public enum ValidationTolerance {
+    /// The measured bit rate may differ from the table's by this fraction.
+    public static let bitRateFraction = 0.15
+    /// Shorter files are not held to a bit rate.
+    public static let minimumSecondsForBitRate = 1.0
+    /// The largest sane Opus pre-skip: 80 ms at 48 kHz (libopus writes 312, 6.5 ms).
+    public static let maximumOpusPreSkip = 3_840
+    /// A `createdAt` further in the future than this is a warning (clock skew between machines).
+    public static let clockSkewSeconds: TimeInterval = 300
+
+    /// One frame plus the encoder delay, in seconds, plus 1 ms of rounding:
+    /// AAC 1024 + 1024 at 44.1 kHz (47.4 ms), MP3 1152 + 1105 (LAME's 576
+    /// plus the decoder's 529) at 44.1 kHz (52.2 ms), Opus 960 + 312 at 48 kHz (27.5 ms).
+    public static func durationSeconds(for format: AudioFormat) -> Double {
+        let samples: Int
+        switch format {
+        case .aac: samples = 1024 + 1024
+        case .mp3: samples = 1152 + 1105
+        case .opus: samples = 960 + 312
+        }
+        return Double(samples) / Double(format.sampleRateHz) + 0.001
+    }
+
+    /// The demuxer FFmpeg names for each format's container.
+    public static func containerName(for format: AudioFormat) -> String {
+        switch format {
+        case .aac: return "mov,mp4,m4a,3gp,3g2,mj2"
+        case .mp3: return "mp3"
+        case .opus: return "ogg"
+        }
+    }
+}

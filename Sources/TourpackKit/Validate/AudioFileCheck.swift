@@ -139,7 +139,8 @@ struct AudioFileCheck: Sendable {
                 record.error(.oggOpus, "pre-skip is \(preSkip) samples, more than \(ValidationTolerance.maximumOpusPreSkip) (80 ms); audio would be cut at the start")
             }
         }
-        guard let granule = pages.endGranule, let preSkip = pages.preSkip, let playable = pages.playableSeconds else { return }
+        // Without the end-of-stream page the last granule is not the end; that is reported above.
+        guard pages.endsWithEOS, let granule = pages.endGranule, let preSkip = pages.preSkip, let playable = pages.playableSeconds else { return }
         let tolerance = ValidationTolerance.durationSeconds(for: .opus)
         if playable < 0 {
             record.error(.oggOpus, "end granule \(granule) is less than the pre-skip \(preSkip)")

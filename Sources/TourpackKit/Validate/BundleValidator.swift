@@ -75,7 +75,8 @@ public struct BundleValidator: Sendable {
             }
         }
         let listed = packages.reduce(into: Set<String>()) { $0.formUnion($1.listedPaths) }
-        outcomes += bundleOutcomes(inventory, listed: listed)
+        let unreadable = packages.filter { $0.summary.tourId == nil }.count
+        outcomes += bundleOutcomes(inventory, listed: listed, unreadablePackages: unreadable)
         outcomes = Self.ordered(outcomes, packages: packages.map(\.summary.name))
         if options.strict {
             outcomes = outcomes.map { outcome in
@@ -109,7 +110,9 @@ public struct BundleValidator: Sendable {
     }
 
     /// Temps, strays, package folders without package.json, and the cache budget.
-    private func bundleOutcomes(_ inventory: BundleInventory, listed: Set<String>) -> [CheckOutcome] {
+    /// A file of a package whose package.json cannot be read looks stray; the
+    /// message says so, since the fix is then the package.json, not the file.
+    private func bundleOutcomes(_ inventory: BundleInventory, listed: Set<String>, unreadablePackages: Int) -> [CheckOutcome] {
         var bundle = OutcomeRecorder(package: nil, subject: ".")
         bundle.ran(.packages)
         if inventory.packageFolders.isEmpty {
@@ -123,9 +126,10 @@ public struct BundleValidator: Sendable {
             bundle.error(.temporary, "leftover temp file of an interrupted write; the next build removes it, or delete it", path: temp)
         }
         bundle.ran(.stray)
+        let caveat = unreadablePackages == 0 ? "" : "; \(unreadablePackages == 1 ? "a package.json" : "\(unreadablePackages) package.json files") could not be read and may list it"
         for file in inventory.audioCacheFiles where !listed.contains(file.path) {
             let kind = file.isSymlink ? "symlink" : "file"
-            bundle.warning(.stray, "stray \(kind): no package lists it (\(PlanReport.bytes(Int(file.size))))", path: file.path)
+            bundle.warning(.stray, "stray \(kind): no package lists it (\(PlanReport.bytes(Int(file.size))))\(caveat)", path: file.path)
         }
         for path in inventory.misplaced {
             bundle.warning(.stray, "not part of the layout (AudioCache/<tourId>/..., OfflineTours/<packageId>/package.json)", path: path)

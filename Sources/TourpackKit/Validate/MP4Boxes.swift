@@ -72,10 +72,12 @@ public struct MP4Boxes: Sendable, Hashable {
     /// What is wrong with the layout for a phone that streams the file, or
     /// an empty list when `ftyp` comes first and `moov` precedes `mdat`.
     public func faststartProblems() -> [String] {
+        // Anything but `ftyp` first is not an MP4 file at all; its "boxes" would be noise.
+        guard let first = boxes.first, first.type == "ftyp" else {
+            return ["does not start with an 'ftyp' box; not an MP4 file"]
+        }
         var problems: [String] = []
         if let damage { problems.append(damage) }
-        guard let first = boxes.first else { return problems + ["no MP4 box found; not an MP4 file"] }
-        if first.type != "ftyp" { problems.append("first box is '\(first.type)', expected 'ftyp'; not an MP4 file") }
         let moov = boxes.firstIndex { $0.type == "moov" }
         let mdat = boxes.firstIndex { $0.type == "mdat" }
         switch (moov, mdat) {

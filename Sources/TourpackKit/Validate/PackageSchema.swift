@@ -150,7 +150,7 @@ public enum PackageSchema {
             case .string(let minLength, let pattern):
                 guard case .string(let text) = value else { return problem("expected a string, found \(value.kindName)") }
                 if text.unicodeScalars.count < minLength { problem("must not be empty") }
-                if let pattern, !pattern.matches(text) { problem("\"\(JSONPath.displayKey(text))\" is not \(pattern.name)") }
+                if let pattern, !pattern.matches(text) { problem("\(Rule.shown(value)) is not \(pattern.name)") }
             case .integer(let minimum, let exclusiveMinimum, let maximum):
                 guard case .number(let n) = value, n.rounded() == n else {
                     return problem("expected an integer, found \(value.kindName == "a number" ? "a fraction" : value.kindName)")
@@ -166,6 +166,21 @@ public enum PackageSchema {
             }
         }
 
+        /// Values come from an untrusted file: control and format characters
+        /// are escaped, and anything longer than a long path is cut.
+        static func shownText(_ text: String) -> String {
+            var shown = ""
+            for scalar in text.unicodeScalars.prefix(200) {
+                let category = scalar.properties.generalCategory
+                if category == .control || category == .format {
+                    shown += "\\u{\(String(scalar.value, radix: 16))}"
+                } else {
+                    shown.unicodeScalars.append(scalar)
+                }
+            }
+            return text.unicodeScalars.count > 200 ? shown + "…" : shown
+        }
+
         static func checkRange(_ n: Double, minimum: Double?, exclusiveMinimum: Double?, maximum: Double?, problem: (String) -> Void) {
             if let minimum, n < minimum { problem("\(n.compactText) is less than the minimum \(minimum.compactText)") }
             if let exclusiveMinimum, n <= exclusiveMinimum { problem("\(n.compactText) must be greater than \(exclusiveMinimum.compactText)") }
@@ -174,7 +189,7 @@ public enum PackageSchema {
 
         static func shown(_ value: JSONValue) -> String {
             switch value {
-            case .string(let s): return "\"\(JSONPath.displayKey(s))\""
+            case .string(let s): return "\"\(shownText(s))\""
             case .number(let n): return n.compactText
             default: return value.kindName
             }

@@ -1,0 +1,280 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The corrupted-bundle corpus of issue 7: each defect is made from a copy
+/// of the good bundle, and validate must report it, at its exact path and
+/// under its check, and fail (exit code 1). Derived fields (sizes, hashes)
+/// are brought back in line where the defect does not concern them, so
+/// each case proves its own check finds it, not a neighbour.
+@Suite("validate: the corrupted-bundle corpus")
+struct ValidateCorpusTests {
+    /// What a defect must produce: an error with this path and check.
+    struct Expectation {
+        var path: String
+        var check: ValidationCheck
+        /// Words the message must contain, so the finding says what is wrong.
+        var words: [String] = []
+        /// The package every error must belong to (nil: the bundle's own checks).
+        var package: String?
+        /// Run with `--strict` (for defects that are warnings otherwise).
+        var strict = false
+        var limits: ValidationLimits?
+    }
+
+    enum Defect: String, CaseIterable, CustomTestStringConvertible {
+        case truncatedFile, flippedByte, missingFile, wrongCodec, wrongSampleRate, mdatBeforeMoov, expiredPackage
+        case strayFile, leftoverTemp, dotDotInPath, symlinkOutOfRoot, malformedJSON, schemaViolation, duplicateEntry
+        case mismatchedDuration, staleContentHash, wrongSizeBytes, wrongMapTiles, folderNotPackageId, opusPreSkipZero
+        case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test("each defect is reported with its path, and validate fails", arguments: Defect.allCases)
+    func defectIsFound(_ defect: Defect) async throws {
+        var bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let expected = try defect.apply(to: &bundle)
+        let report = try await bundle.validate(strict: expected.strict, limits: expected.limits)
+
+        if ProcessInfo.processInfo.environment["TOURPACK_PRINT_REPORTS"] != nil { print("=== \(defect)\n\(report.text())") }
+        let errors = report.findings.filter { $0.severity == .error }
+        let match = errors.first { finding in
+            finding.path == expected.path && finding.check == expected.check && expected.words.allSatisfy(finding.message.contains)
+        }
+        #expect(match != nil, "no \(expected.check) error at \(expected.path) saying \(expected.words); found:\n\(report.findings.map(\.description).joined(separator: "\n"))")
+        #expect(report.exitCode == 1)
+        #expect(!report.passed)
+        // Nothing outside the damaged package (or the bundle's own checks) is blamed.
+        let elsewhere = errors.filter { $0.package != expected.package }
+        #expect(elsewhere.isEmpty, "errors elsewhere: \(elsewhere.map(\.description))")
+    }
+
+    @Test("the good bundle passes every check, with nothing to report")
+    func goodBundlePasses() async throws {
+        let bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let report = try await bundle.validate(strict: true, limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15))
+        #expect(report.findings.isEmpty, "\(report.findings.map(\.description).joined(separator: "\n"))")
+        #expect(report.passed && report.exitCode == 0)
+        #expect(report.packages.count == 3 && report.audioFileCount == 9)
+        // Every audio file went through every check of its format.
+        for format in AudioFormat.allCases {
+            let container: ValidationCheck = [.aac: .faststart, .mp3: .mp3Header, .opus: .oggOpus][format]!
+            for entry in bundle.manifest(format).audio {
+                let ran = Set(report.outcomes.filter { $0.subject == entry.path }.map(\.check))
+                #expect(ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, container], "\(entry.path): \(ran)")
+            }
+            let manifestChecks = Set(report.outcomes.filter { $0.subject == bundle.manifestPath(format) }.map(\.check))
+            #expect(manifestChecks == [.json, .schema, .canonical, .packageId, .audioList, .expiry, .mapTiles, .contentHash, .sizeBytes])
+        }
+        #expect(report.text().hasSuffix("validate passed: 3 packages, 9 audio files, \(report.outcomes.count) checks; 0 errors, 0 warnings (strict)"))
+    }
+
+    @Test("a stray file is a warning without --strict, and the run passes")
+    func strayIsAWarning() async throws {
+        var bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let expected = try Defect.strayFile.apply(to: &bundle)
+        let report = try await bundle.validate()
+        #expect(report.passed && report.exitCode == 0)
+        #expect(report.findings.map(\.severity) == [.warning])
+        #expect(report.findings.first?.path == expected.path && report.findings.first?.check == .stray)
+    }
+
+    @Test("every problem is reported, not just the first")
+    func everyProblemIsReported() async throws {
+        var bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        var expectations: [Expectation] = []
+        for defect in [Defect.missingFile, .flippedByte, .leftoverTemp, .malformedJSON, .mismatchedDuration] {
+            expectations.append(try defect.apply(to: &bundle))
+        }
+        let report = try await bundle.validate()
+        for expected in expectations {
+            #expect(report.findings.contains { $0.path == expected.path && $0.check == expected.check && $0.severity == .error }, "\(expected.check) at \(expected.path)")
+        }
+        #expect(report.exitCode == 1)
+    }
+
+    @Test("a root that is no folder is a usage error (exit 2), not a finding")
+    func missingRoot() async throws {
+        let nowhere = URL(fileURLWithPath: "/nonexistent/tourpack-\(UUID().uuidString)")
+        await #expect(throws: TourpackError.self) { try await BundleValidator().validate(root: nowhere) }
+        do {
+            _ = try await BundleValidator().validate(root: nowhere)
+        } catch let error as TourpackError {
+            #expect(error.exitCode == 2)
+        }
+    }
+}
+
+extension ValidateCorpusTests.Defect {
+    typealias Expectation = ValidateCorpusTests.Expectation
+
+    /// Damages `bundle` and says what validate must report.
+    func apply(to bundle: inout ValidateBundle) throws -> Expectation {
+        let fm = FileManager.default
+        func package(_ format: AudioFormat) -> String { bundle.manifest(format).packageId }
+        switch self {
+        case .truncatedFile:
+            let path = bundle.audioPath(.opus, 1)
+            let data = try Data(contentsOf: bundle.url(path))
+            try data.prefix(data.count / 2).write(to: bundle.url(path))
+            return Expectation(path: path, check: .size, words: ["truncated"], package: package(.opus))
+        case .flippedByte:
+            let path = bundle.audioPath(.mp3, 0)
+            var data = try Data(contentsOf: bundle.url(path))
+            data[data.count / 2] ^= 0x40
+            try data.write(to: bundle.url(path))
+            return Expectation(path: path, check: .sha256, package: package(.mp3))
+        case .missingFile:
+            let path = bundle.audioPath(.aac, 2)
+            try fm.removeItem(at: bundle.url(path))
+            return Expectation(path: path, check: .exists, words: ["missing"], package: package(.aac))
+        case .wrongCodec:
+            // An MP3 written at the .m4a path, recorded with its own size and sha256.
+            let path = bundle.audioPath(.aac, 1)
+            try fm.removeItem(at: bundle.url(path))
+            try fm.copyItem(at: bundle.url(bundle.audioPath(.mp3, 1)), to: bundle.url(path))
+            try bundle.adopt(.aac, 1)
+            return Expectation(path: path, check: .format, words: ["codec is mp3"], package: package(.aac))
+        case .wrongSampleRate:
+            let path = bundle.audioPath(.aac, 0)
+            try reencode(bundle.url(path), ["-ar", "22050", "-c:a", "aac", "-b:a", "128k", "-movflags", "+faststart", "-f", "ipod"])
+            try bundle.adopt(.aac, 0)
+            return Expectation(path: path, check: .format, words: ["22050 Hz"], package: package(.aac))
+        case .mdatBeforeMoov:
+            // The same AAC stream remuxed without faststart: moov goes after mdat.
+            let path = bundle.audioPath(.aac, 1)
+            try reencode(bundle.url(path), ["-c", "copy", "-f", "ipod"])
+            try bundle.adopt(.aac, 1)
+            return Expectation(path: path, check: .faststart, words: ["before 'moov'"], package: package(.aac))
+        case .expiredPackage:
+            try bundle.rewrite(.mp3) { manifest in
+                manifest.createdAt = ValidateFixture.now.addingTimeInterval(-91 * 86_400)
+                manifest.expiresAt = ValidateFixture.now.addingTimeInterval(-86_400)
+            }
+            return Expectation(path: bundle.manifestPath(.mp3), check: .expiry, words: ["expired"], package: package(.mp3))
+        case .strayFile:
+            let path = "AudioCache/\(bundle.manifest(.aac).tourId)/11111111-2222-4333-8444-555555555555_Detailed.m4a"
+            try fm.copyItem(at: bundle.url(bundle.audioPath(.aac, 0)), to: bundle.url(path))
+            return Expectation(path: path, check: .stray, words: ["no package lists it"], strict: true)
+        case .leftoverTemp:
+            let final = bundle.audioPath(.opus, 0)
+            let name = (final as NSString).lastPathComponent
+            let path = (final as NSString).deletingLastPathComponent + "/.\(name).tmp-0123456789abcdef"
+            try Data([0x4F, 0x67, 0x67]).write(to: bundle.url(path))
+            return Expectation(path: path, check: .temporary, words: ["temp"])
+        case .dotDotInPath:
+            let escaped = "../" + bundle.audioPath(.aac, 0)
+            try bundle.rewrite(.aac) { $0.audio[0].path = escaped }
+            return Expectation(path: escaped, check: .path, words: ["'..'"], package: package(.aac))
+        case .symlinkOutOfRoot:
+            let path = bundle.audioPath(.mp3, 2)
+            let outside = bundle.folder.appendingPathComponent("elsewhere.mp3")
+            try fm.moveItem(at: bundle.url(path), to: outside)
+            try fm.createSymbolicLink(at: bundle.url(path), withDestinationURL: outside)
+            return Expectation(path: path, check: .path, words: ["outside the output root"], package: package(.mp3))
+        case .malformedJSON:
+            try bundle.editText(.opus) { String($0.prefix($0.count / 2)) }
+            return Expectation(path: bundle.manifestPath(.opus), check: .json, words: ["not valid JSON", "line"], package: package(.opus))
+        case .schemaViolation:
+            try bundle.editText(.mp3) { $0.replacingOccurrences(of: "\"channels\": 1", with: "\"channels\": 2") }
+            return Expectation(path: bundle.manifestPath(.mp3), check: .schema, words: ["audio[0].channels", "expected 1"], package: package(.mp3))
+        case .duplicateEntry:
+            try bundle.rewrite(.aac) { $0.audio.append($0.audio[1]) }
+            return Expectation(path: bundle.manifestPath(.aac), check: .audioList, words: ["duplicate entry", "audio[3]"], package: package(.aac))
+        case .mismatchedDuration:
+            let path = bundle.audioPath(.aac, 1)
+            try bundle.rewrite(.aac) { $0.audio[1].durationSeconds += 1.5 }
+            return Expectation(path: path, check: .duration, words: ["package.json says 3.0"], package: package(.aac))
+        case .staleContentHash:
+            try bundle.rewrite(.opus, rehash: false) { $0.tourName = "Renamed Road" }
+            return Expectation(path: bundle.manifestPath(.opus), check: .contentHash, package: package(.opus))
+        case .wrongSizeBytes:
+            try bundle.rewrite(.mp3, rehash: false) { $0.sizeBytes += 1 }
+            return Expectation(path: bundle.manifestPath(.mp3), check: .sizeBytes, package: package(.mp3))
+        case .wrongMapTiles:
+            try bundle.rewrite(.aac) { $0.mapTiles.ranges[2].maxX += 1 }
+            return Expectation(path: bundle.manifestPath(.aac), check: .mapTiles, words: ["zoom 14"], package: package(.aac))
+        case .folderNotPackageId:
+            let original = package(.opus)
+            let other = "aaaaaaaa-bbbb-5ccc-8ddd-eeeeeeeeeeee"
+            try fm.moveItem(at: bundle.url("OfflineTours/\(original)"), to: bundle.url("OfflineTours/\(other)"))
+            return Expectation(path: "OfflineTours/\(other)/package.json", check: .packageId, words: ["folder is named"], package: other)
+        case .opusPreSkipZero:
+            let path = bundle.audioPath(.opus, 2)
+            var bytes = [UInt8](try Data(contentsOf: bundle.url(path)))
+            bytes[28 + 10] = 0  // OpusHead starts after the 27-byte header and a 1-entry segment table.
+            bytes[28 + 11] = 0
+            Self.resealOggPage(&bytes, at: 0)
+            try Data(bytes).write(to: bundle.url(path))
+            try bundle.adopt(.opus, 2)
+            return Expectation(path: path, check: .oggOpus, words: ["pre-skip is 0"], package: package(.opus))
+        case .opusWithoutEndOfStream:
+            let path = bundle.audioPath(.opus, 0)
+            var bytes = [UInt8](try Data(contentsOf: bundle.url(path)))
+            let last = try #require(Self.oggPageOffsets(bytes).last)
+            bytes[last + 5] &= ~0x04
+            Self.resealOggPage(&bytes, at: last)
+            try Data(bytes).write(to: bundle.url(path))
+            try bundle.adopt(.opus, 0)
+            return Expectation(path: path, check: .oggOpus, words: ["end-of-stream"], package: package(.opus))
+        case .mp3WithoutInfoHeader:
+            let path = bundle.audioPath(.mp3, 1)
+            try reencode(bundle.url(path), ["-c", "copy", "-write_xing", "0", "-f", "mp3"])
+            try bundle.adopt(.mp3, 1)
+            return Expectation(path: path, check: .mp3Header, words: ["no Xing/Info header"], package: package(.mp3))
+        case .overCacheBudget:
+            // A sparse 51 MiB file: over the smallest budget a pipeline may set, without writing 51 MiB.
+            let path = "AudioCache/\(bundle.manifest(.aac).tourId)/big.bin"
+            let fd = open(bundle.url(path).path, O_WRONLY | O_CREAT, 0o644)
+            #expect(fd >= 0 && ftruncate(fd, 51 * 1024 * 1024) == 0)
+            close(fd)
+            return Expectation(path: "AudioCache", check: .cacheBudget, words: ["over the budget"], limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15))
+        case .mixedFormats:
+            // An Opus entry smuggled into the AAC package.
+            var entry = bundle.manifest(.opus).audio[2]
+            try bundle.rewrite(.aac) { manifest in
+                entry.path = Layout.audioRelativePath(tourID: SafeID(validating: manifest.tourId)!, poiID: SafeID(validating: entry.poiId)!, phase: entry.phase, format: .opus)
+                manifest.audio[2] = entry
+            }
+            return Expectation(path: bundle.manifestPath(.aac), check: .audioList, words: ["mixes formats"], package: package(.aac))
+        }
+    }
+
+    /// Replaces `url` with ffmpeg's rewrite of it (`-map_metadata 0` keeps the tags).
+    private func reencode(_ url: URL, _ arguments: [String]) throws {
+        let output = url.deletingLastPathComponent().appendingPathComponent("reencoded-\(UUID().uuidString)")
+        let result = try Fixtures.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", url.path] + arguments + [output.path])
+        try #require(result.status == 0, "ffmpeg: \(result.stderr)")
+        try FileManager.default.removeItem(at: url)
+        try FileManager.default.moveItem(at: output, to: url)
+    }
+
+    /// Where each Ogg page starts.
+    static func oggPageOffsets(_ bytes: [UInt8]) -> [Int] {
+        var offsets: [Int] = []
+        var offset = 0
+        while offset + 27 <= bytes.count {
+            offsets.append(offset)
+            let segments = Int(bytes[offset + 26])
+            offset += 27 + segments + bytes[offset + 27..<offset + 27 + segments].reduce(0) { $0 + Int($1) }
+        }
+        return offsets
+    }
+
+    /// Recomputes a page's CRC after an edit, so only the edited fact is wrong.
+    static func resealOggPage(_ bytes: inout [UInt8], at offset: Int) {
+        let segments = Int(bytes[offset + 26])
+        let length = 27 + segments + bytes[offset + 27..<offset + 27 + segments].reduce(0) { $0 + Int($1) }
+        let crc = OggCRC.checksum(of: bytes[offset..<offset + length], crcOffset: 22)
+        for index in 0..<4 { bytes[offset + 22 + index] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(index))) }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+/// A good bundle, made the way the store makes one: a short synthetic
+/// sweep per phase, encoded by the real FFmpeg encoder into the layout's
+/// paths (temp file, then `AtomicFile.commit`), one package.json per format.
+///
+/// It is built once per test process and copied for each test, so every
+/// corruption starts from the same good bytes.
+enum ValidateFixture {
+    /// 2030-01-01T00:00:00Z; packages expire 90 days later.
+    static let createdAt = Date(timeIntervalSince1970: 1_893_456_000)
+    /// The clock the validator is run at: one day after the build.
+    static let now = createdAt.addingTimeInterval(86_400)
+    static let voice = VoicePreset(provider: "local", languageCode: "en-US", name: "en-us", tier: .local)
+
+    static let tourJSON = """
+        {
+          "id": "0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42",
+          "name": "Validate Road",
+          "language": "en-US",
+          "version": 2,
+          "route": {
+            "waypoints": [{"latitude": 47.0417, "longitude": 12.8427, "name": "Heiligenblut"}, {"latitude": 47.0746, "longitude": 12.7504}],
+            "segments": [{"from": 0, "to": 1, "distanceMeters": 14200, "durationSeconds": 1500}]
+          },
+          "pois": [
+            {"id": "5f1e0c1a-8a7b-4c1e-9b55-7c0d3e2a9f10", "name": "Kaiser-Franz-Josefs-Höhe", "location": {"latitude": 47.0746, "longitude": 12.7504},
+             "triggerRadiusMeters": 800, "narrations": {"approaching": "Coming up.", "detailed": "The glacier below."}},
+            {"id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", "name": "Fuscher Törl", "location": {"latitude": 47.125, "longitude": 12.811},
+             "triggerRadiusMeters": 450, "narrations": {"guidedTour": "The pass."}}
+          ]
+        }
+        """
+
+    static func tour() throws -> Tour {
+        var diagnostics = DiagnosticCollector()
+        let tour = TourLoader().parse(Array(tourJSON.utf8), displayName: "validate-road.json", into: &diagnostics)
+        return try #require(tour, "\(diagnostics.diagnostics)")
+    }
+
+    /// A rising sweep with a little noise, at 24 kHz like the TTS endpoint's
+    /// PCM. Noise keeps the AAC and Opus rate control near the table's bit
+    /// rate (a pure tone would code at a third of it). Deterministic.
+    static func sweep(seconds: Double) -> PCMAudio {
+        let rate = 24_000
+        var seed: UInt32 = 0x2545_F491
+        let samples = (0..<Int(seconds * Double(rate))).map { index -> Int16 in
+            let t = Double(index) / Double(rate)
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            let noise = Double(seed >> 8) / Double(1 << 24) - 0.5
+            let value = 0.3 * sin(2 * .pi * (200 + 1500 * t) * t) + 0.05 * noise
+            return Int16(value * 32_000)
+        }
+        return PCMAudio(samples: samples, sampleRate: rate)
+    }
+
+    /// The seconds of audio per phase: different, so a swapped or shortened file shows.
+    static let seconds: [Phase: Double] = [.approaching: 1.2, .detailed: 1.5, .guidedTour: 1.8]
+
+    /// Writes a good bundle at `root` and returns its manifests by format.
+    static func build(at root: URL) throws -> [AudioFormat: PackageManifest] {
+        let tour = try tour()
+        let layout = Layout(root: root)
+        let coverage = try #require(TileMath.coverage(of: tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location), settings: MapSettings()))
+        var manifests: [AudioFormat: PackageManifest] = [:]
+        for format in AudioFormat.allCases {
+            var audio: [PackageAudio] = []
+            for poi in tour.pois {
+                for phase in poi.phases {
+                    let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
+                    let temp = try AtomicFile.temporaryURL(for: target.url)
+                    let metadata = AudioMetadata(title: "\(poi.name) – \(phase.fileLabel)", album: tour.name, language: tour.language)
+                    var encoded = try FFmpegAudioEncoder().encode(sweep(seconds: seconds[phase]!), as: format, metadata: metadata, to: temp)
+                    try AtomicFile.commit(temp: temp, to: target.url)
+                    // The schema pins the table's bit rate; the measured one is validate's business.
+                    encoded.bitrateKbps = format.bitrateKbps
+                    audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: poi.narrations[phase]!.text.count))
+                }
+            }
+            let manifest = try PackageManifest(
+                tour: tour, voice: voice, format: format, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90)
+            try manifest.write(into: layout)
+            manifests[format] = manifest
+        }
+        return manifests
+    }
+
+    /// The one good bundle of this process, built on first use.
+    private static let template: Result<(root: URL, manifests: [AudioFormat: PackageManifest]), any Error> = Result {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-validate-template-\(UUID().uuidString)/Documents")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        return (root, try build(at: root))
+    }
+
+    /// A fresh copy of the good bundle in a folder of its own; `remove()` it when done.
+    static func copy() throws -> ValidateBundle {
+        let (template, manifests) = try template.get()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-validate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let root = folder.appendingPathComponent("Documents")
+        try FileManager.default.copyItem(at: template, to: root)
+        return ValidateBundle(folder: folder, root: root, manifests: manifests)
+    }
+}
+
+/// One copy of the good bundle, with the handles a corruption needs.
+struct ValidateBundle {
+    /// The folder around the root: a place outside the root for symlink targets.
+    let folder: URL
+    let root: URL
+    var manifests: [AudioFormat: PackageManifest]
+
+    var layout: Layout { Layout(root: root) }
+
+    func remove() { try? FileManager.default.removeItem(at: folder) }
+
+    func manifest(_ format: AudioFormat) -> PackageManifest { manifests[format]! }
+
+    /// `OfflineTours/<packageId>/package.json` of a format's package.
+    func manifestPath(_ format: AudioFormat) -> String {
+        "OfflineTours/\(manifest(format).packageId)/package.json"
+    }
+
+    /// The root-relative path of a format's audio entry.
+    func audioPath(_ format: AudioFormat, _ index: Int) -> String {
+        manifest(format).audio[index].path
+    }
+
+    func url(_ relative: String) -> URL { root.appendingPathComponent(relative) }
+
+    /// Rewrites a package.json: the edit, then (unless told not to) the
+    /// derived fields, so only the edited fact is wrong.
+    mutating func rewrite(_ format: AudioFormat, rehash: Bool = true, _ edit: (inout PackageManifest) -> Void) throws {
+        var manifest = manifest(format)
+        edit(&manifest)
+        if rehash {
+            manifest.sizeBytes = manifest.audio.reduce(0) { $0 + $1.sizeBytes }
+            manifest.contentHash = manifest.computeContentHash()
+        }
+        try AtomicFile.write(manifest.encoded(), to: url(manifestPath(format)))
+        manifests[format] = manifest
+    }
+
+    /// Records a replaced file's new size and sha256 in its package, so only the intended defect remains.
+    mutating func adopt(_ format: AudioFormat, _ index: Int) throws {
+        let (size, digest) = try FileDigest.sha256(of: url(audioPath(format, index)))
+        try rewrite(format) { manifest in
+            manifest.audio[index].sizeBytes = size
+            manifest.audio[index].sha256 = digest
+        }
+    }
+
+    /// Edits package.json as text, for damage the manifest type cannot express.
+    func editText(_ format: AudioFormat, _ edit: (String) -> String) throws {
+        let file = url(manifestPath(format))
+        let text = try String(contentsOf: file, encoding: .utf8)
+        try Data(edit(text).utf8).write(to: file)
+    }
+
+    func validate(strict: Bool = false, limits: ValidationLimits? = nil, now: Date = ValidateFixture.now) async throws -> ValidationReport {
+        try await BundleValidator(options: ValidationOptions(now: now, strict: strict, limits: limits, threads: 2)).validate(root: root)
+    }
+}

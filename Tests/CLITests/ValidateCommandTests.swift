@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+import TourpackKit
+
+/// `tourpack validate` run as CI runs it: the real executable on a real
+/// bundle, its exit codes, its JSON, and its JUnit XML read by a JUnit
+/// parser from PyPI (`junitparser`, installed by `make setup-test`).
+@Suite struct ValidateCommandTests {
+    /// A small good bundle made with the library: one tour of two POIs and three
+    /// phases, one package per format, built "now" so the real clock passes it.
+    struct Bundle {
+        let folder: URL
+        let root: URL
+        var manifests: [AudioFormat: PackageManifest] = [:]
+
+        init() throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-validate-\(UUID().uuidString)")
+            root = folder.appendingPathComponent("Documents")
+            let tours = Executable.packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/good-tour.json")
+            var diagnostics = DiagnosticCollector()
+            let tour = try #require(TourLoader().load(tours, into: &diagnostics), "\(diagnostics.diagnostics)")
+            let voice = VoicePreset(provider: "local", languageCode: "en-US", name: "en-us", tier: .local)
+            let layout = Layout(root: root)
+            let coverage = try #require(TileMath.coverage(of: tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location), settings: MapSettings()))
+            for format in AudioFormat.allCases {
+                var audio: [PackageAudio] = []
+                for poi in tour.pois {
+                    for phase in poi.phases {
+                        let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
+                        let temp = try AtomicFile.temporaryURL(for: target.url)
+                        var encoded = try FFmpegAudioEncoder().encode(Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language), to: temp)
+                        try AtomicFile.commit(temp: temp, to: target.url)
+                        encoded.bitrateKbps = format.bitrateKbps  // the schema pins the table's figure
+                        audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: 10))
+                    }
+                }
+                let manifest = try PackageManifest(tour: tour, voice: voice, format: format, audio: audio, mapTiles: coverage, createdAt: Date(), maxAgeDays: 90)
+                try manifest.write(into: layout)
+                manifests[format] = manifest
+            }
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: folder) }
+
+        /// 1.2 s of a noisy sweep at 24 kHz: enough for the bit-rate check to apply.
+        static func sweep() -> PCMAudio {
+            var seed: UInt32 = 7
+            let samples = (0..<28_800).map { index -> Int16 in
+                let t = Double(index) / 24_000
+                seed = seed &* 1_664_525 &+ 1_013_904_223
+                let noise: Double = Double(seed >> 8) / 16_777_216 - 0.5
+                let tone: Double = 0.3 * sin(2 * Double.pi * (200 + 1500 * t) * t)
+                return Int16((tone + 0.05 * noise) * 32_000)
+            }
+            return PCMAudio(samples: samples, sampleRate: 24_000)
+        }
+    }
+
+    @Test func goodBundleExitsZero() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let result = try Executable.run(["validate", bundle.root.path, "--strict"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("validate passed: 3 packages, 9 audio files"))
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func defectsExitOneAndJUnitParses() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let aac = try #require(bundle.manifests[.aac])
+        let missing = aac.audio[0].path
+        try FileManager.default.removeItem(at: bundle.root.appendingPathComponent(missing))
+        let stray = "AudioCache/\(aac.tourId)/notes <&\"'>.txt"
+        try Data("x".utf8).write(to: bundle.root.appendingPathComponent(stray))
+        let report = bundle.folder.appendingPathComponent("validate.xml")
+
+        let result = try Executable.run(["validate", bundle.root.path, "--format", "junit", "--output", report.path, "--strict"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("validate FAILED: 3 packages, 9 audio files"))
+
+        let cases = try Self.junitCases(report)
+        let failures = cases.filter { $0.result == "Failure" }
+        #expect(failures.contains { $0.suite == aac.packageId && $0.name == "\(missing) [exists]" && $0.message.contains("missing") }, "\(failures)")
+        #expect(failures.contains { $0.suite == "bundle" && $0.name == "\(stray) [stray]" }, "\(failures)")
+        #expect(failures.count == 2, "\(failures)")
+        // One test case per file and check: passing cases are listed too.
+        #expect(cases.contains { $0.name == "\(aac.audio[1].path) [decode]" && $0.result == "pass" })
+        #expect(Set(cases.map(\.suite)) == Set(bundle.manifests.values.map(\.packageId) + ["bundle"]))
+    }
+
+    @Test func jsonReportHasAStableShape() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let opus = try #require(bundle.manifests[.opus])
+        let file = bundle.root.appendingPathComponent(opus.audio[1].path)
+        var bytes = try Data(contentsOf: file)
+        bytes[bytes.count - 100] ^= 0xFF
+        try bytes.write(to: file)
+
+        let result = try Executable.run(["validate", bundle.root.path, "--format", "json"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(object["version"] as? Int == 1)
+        #expect(object["passed"] as? Bool == false)
+        #expect(Set(object.keys) == ["findings", "packages", "passed", "root", "strict", "summary", "version"])
+        let summary = try #require(object["summary"] as? [String: Any])
+        #expect(summary["packages"] as? Int == 3 && summary["audioFiles"] as? Int == 9)
+        let findings = try #require(object["findings"] as? [[String: Any]])
+        let sha = try #require(findings.first { $0["check"] as? String == "sha256" })
+        #expect(sha["path"] as? String == opus.audio[1].path)
+        #expect(sha["package"] as? String == opus.packageId)
+        #expect(sha["severity"] as? String == "error")
+        // Keys are sorted, so the text is stable for diffs.
+        let keys = result.stdout.split(separator: "\n").filter { $0.hasPrefix("  \"") }.map { $0.split(separator: "\"")[1] }
+        #expect(keys == keys.sorted())
+    }
+
+    @Test func pipelineBudgetsApply() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let pipeline = bundle.folder.appendingPathComponent("p.yaml")
+        try "version: 1\ntours: [\"*.json\"]\nbudgets: {cacheMaxMB: 50, packageMaxAgeDays: 30}\n".write(to: pipeline, atomically: true, encoding: .utf8)
+        let result = try Executable.run(["validate", bundle.root.path, "--pipeline", pipeline.path, "--strict"])
+        // Built for 90 days, the pipeline says 30: a warning, an error with --strict.
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("the pipeline's budgets.packageMaxAgeDays is 30 [expiry]"), "\(result.stdout)")
+    }
+
+    @Test func usageErrorsExitTwo() throws {
+        #expect(try Executable.run(["validate"]).status == 2)
+        #expect(try Executable.run(["validate", "/nonexistent/tourpack-root"]).status == 2)
+        #expect(try Executable.run(["validate", "/tmp", "--format", "xml"]).status == 2)
+        #expect(try Executable.run(["validate", "/tmp", "--pipeline", "/nonexistent/p.yaml"]).status == 2)
+    }
+
+    struct JUnitCase: CustomStringConvertible {
+        var suite, classname, name, result, message: String
+        var description: String { "\(suite) | \(name) | \(result) | \(message)" }
+    }
+
+    /// The test cases as `junitparser` reads them: a real consumer's view of the XML.
+    static func junitCases(_ file: URL) throws -> [JUnitCase] {
+        let script = """
+            import sys
+            try:
+                import junitparser
+            except ImportError:
+                print("MISSING: python3 cannot import junitparser; install it (pip install junitparser, or make setup-test)")
+                sys.exit(3)
+            xml = junitparser.JUnitXml.fromfile(sys.argv[1])
+            total = 0
+            for suite in xml:
+                assert suite.tests == len(list(suite)), "tests attribute of " + suite.name
+                for case in suite:
+                    total += 1
+                    results = case.result
+                    kind = type(results[0]).__name__ if results else "pass"
+                    message = (results[0].message or "") if results else ""
+                    print("\\t".join([suite.name, case.classname, case.name, kind, message.replace("\\n", " ")]))
+            assert xml.tests == total, "tests attribute of testsuites"
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        try #require(process.terminationStatus == 0, "junitparser: \(text)")
+        return text.split(separator: "\n").map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) + ["", "", "", "", ""]
+            return JUnitCase(suite: fields[0], classname: fields[1], name: fields[2], result: fields[3], message: fields[4])
+        }
+    }
+}

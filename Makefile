@@ -65,6 +65,7 @@ bench: build-release
 	$(SWIFT) build -c release --product tourpack-bench
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench tts
+	.build/release/tourpack-bench validate
 
 clean:
 	rm -rf .build build

@@ -166,21 +166,6 @@ public enum PackageSchema {
             }
         }
 
-        /// Values come from an untrusted file: control and format characters
-        /// are escaped, and anything longer than a long path is cut.
-        static func shownText(_ text: String) -> String {
-            var shown = ""
-            for scalar in text.unicodeScalars.prefix(200) {
-                let category = scalar.properties.generalCategory
-                if category == .control || category == .format {
-                    shown += "\\u{\(String(scalar.value, radix: 16))}"
-                } else {
-                    shown.unicodeScalars.append(scalar)
-                }
-            }
-            return text.unicodeScalars.count > 200 ? shown + "…" : shown
-        }
-
         static func checkRange(_ n: Double, minimum: Double?, exclusiveMinimum: Double?, maximum: Double?, problem: (String) -> Void) {
             if let minimum, n < minimum { problem("\(n.compactText) is less than the minimum \(minimum.compactText)") }
             if let exclusiveMinimum, n <= exclusiveMinimum { problem("\(n.compactText) must be greater than \(exclusiveMinimum.compactText)") }
@@ -189,7 +174,8 @@ public enum PackageSchema {
 
         static func shown(_ value: JSONValue) -> String {
             switch value {
-            case .string(let s): return "\"\(shownText(s))\""
+            // Values come from an untrusted file: escaped, and cut after a long path's length.
+            case .string(let s): return "\"\(ValidationFinding.printable(s, limit: 200))\""
             case .number(let n): return n.compactText
             default: return value.kindName
             }

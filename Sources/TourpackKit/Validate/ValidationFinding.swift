@@ -87,8 +87,25 @@ public struct ValidationFinding: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `path: error: message [check]`, the form of one line of the text report.
+    /// Paths and messages can carry text from the bundle (file names, package
+    /// fields), so control characters are shown escaped: one finding is one line.
     public var description: String {
-        "\(path): \(severity.rawValue): \(message) [\(check.rawValue)]"
+        "\(Self.printable(path)): \(severity.rawValue): \(Self.printable(message)) [\(check.rawValue)]"
+    }
+
+    /// `text` with control and format characters (newlines, bidi overrides) as `\u{...}`,
+    /// cut after `limit` characters.
+    static func printable(_ text: String, limit: Int = .max) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars.prefix(limit) {
+            let category = scalar.properties.generalCategory
+            if category == .control || category == .format || scalar == "\u{2028}" || scalar == "\u{2029}" {
+                shown += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return text.unicodeScalars.count > limit ? shown + "…" : shown
     }
 }
 

@@ -77,9 +77,9 @@ public struct ValidationReport: Sendable {
         var lines: [String] = ["validate \(root)"]
         for package in packages {
             let found = findings(package: package.name)
-            var title = "package \(package.name)"
+            var title = "package \(ValidationFinding.printable(package.name))"
             if let tourName = package.tourName {
-                title += "  \(tourName) (\(package.format ?? "?"), \(Self.plural(package.audioFiles, "file")))"
+                title += "  \(ValidationFinding.printable(tourName, limit: 80)) (\(package.format ?? "?"), \(Self.plural(package.audioFiles, "file")))"
             }
             lines.append("\(title): \(Self.verdict(found))")
             lines += found.map { "  \($0)" }

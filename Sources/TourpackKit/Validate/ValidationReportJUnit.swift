@@ -27,10 +27,10 @@ extension ValidationReport {
         var xml = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
         xml.append("<testsuites name=\"tourpack validate\" tests=\"\(allCases.count)\" failures=\"\(allCases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">")
         for suite in suites {
-            xml.append("  <testsuite name=\"\(XMLText.escape(suite.name))\" tests=\"\(suite.cases.count)\" failures=\"\(suite.cases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">")
+            xml.append("  <testsuite name=\"\(XMLText.attribute(suite.name))\" tests=\"\(suite.cases.count)\" failures=\"\(suite.cases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">")
             xml.append("    <properties>")
             for (name, value) in suite.properties {
-                xml.append("      <property name=\"\(XMLText.escape(name))\" value=\"\(XMLText.escape(value))\"/>")
+                xml.append("      <property name=\"\(XMLText.escape(name))\" value=\"\(XMLText.attribute(value))\"/>")
             }
             xml.append("    </properties>")
             xml += suite.cases.map { $0.xml(indent: "    ") }
@@ -62,12 +62,12 @@ extension ValidationReport {
         }
 
         func xml(indent: String) -> String {
-            let open = "\(indent)<testcase classname=\"\(XMLText.escape(classname))\" name=\"\(XMLText.escape(name))\""
+            let open = "\(indent)<testcase classname=\"\(XMLText.attribute(classname))\" name=\"\(XMLText.attribute(name))\""
             guard !findings.isEmpty else { return open + "/>" }
             var lines = [open + ">"]
             if let first = errors.first {
                 let message = errors.count == 1 ? first.message : "\(errors.count) problems; first: \(first.message)"
-                lines.append("\(indent)  <failure type=\"\(first.check.rawValue)\" message=\"\(XMLText.escape(message))\">\(XMLText.escape(errors.map(\.description).joined(separator: "\n")))</failure>")
+                lines.append("\(indent)  <failure type=\"\(first.check.rawValue)\" message=\"\(XMLText.attribute(message))\">\(XMLText.escape(errors.map(\.description).joined(separator: "\n")))</failure>")
             }
             let warnings = findings.filter { $0.severity == .warning }
             if !warnings.isEmpty {
@@ -87,6 +87,13 @@ extension ValidationReport {
 /// them into spaces), and characters XML 1.0 cannot hold at all (other
 /// control characters, lone surrogates, U+FFFE/U+FFFF) become U+FFFD.
 enum XMLText {
+    /// A name or message for an attribute: escaped, and made printable first
+    /// (control characters and bidi overrides as `\u{...}`), because JUnit
+    /// viewers show these as one line of plain text.
+    static func attribute(_ text: String) -> String {
+        escape(ValidationFinding.printable(text))
+    }
+
     static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)

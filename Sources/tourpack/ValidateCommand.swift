@@ -40,12 +40,14 @@ struct Validate: AsyncParsableCommand {
     var strict = false
 
     func run() async throws {
-        let limits = try pipeline.map { ValidationLimits(pipeline: try PipelineLoader.load(URL(fileURLWithPath: $0), overrides: PipelineOverrides())) }
-        let options = ValidationOptions(strict: strict, limits: limits)
+        let config = try pipeline.map { try PipelineLoader.load(URL(fileURLWithPath: $0), overrides: PipelineOverrides()) }
+        let options = ValidationOptions(strict: strict, limits: config.map(ValidationLimits.init(pipeline:)))
         let report = try await BundleValidator(options: options).validate(root: URL(fileURLWithPath: root))
         let rendered: String
         switch format {
-        case .text: rendered = report.text()
+        case .text:
+            // As every command does, the text output starts with the configuration it settled on.
+            rendered = config.map { $0.settledDescription() + "\n\n" + report.text() } ?? report.text()
         case .json: rendered = try report.json()
         case .junit: rendered = report.junit()
         }

@@ -135,11 +135,16 @@ enum OggCRC {
     }
 
     static func checksum(of page: ArraySlice<UInt8>, crcOffset: Int) -> UInt32 {
-        var crc: UInt32 = 0
-        for (index, byte) in page.enumerated() {
-            let value = (crcOffset..<crcOffset + 4).contains(index) ? 0 : byte
-            crc = (crc << 8) ^ table[Int((crc >> 24) ^ UInt32(value))]
+        // A plain loop over the bytes: this runs over every byte of every Opus file.
+        page.withUnsafeBufferPointer { bytes in
+            table.withUnsafeBufferPointer { table in
+                var crc: UInt32 = 0
+                for index in 0..<bytes.count {
+                    let byte = index >= crcOffset && index < crcOffset + 4 ? 0 : bytes[index]
+                    crc = (crc << 8) ^ table[Int((crc >> 24) ^ UInt32(byte))]
+                }
+                return crc
+            }
         }
-        return crc
     }
 }

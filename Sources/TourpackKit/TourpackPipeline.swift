@@ -9,7 +9,7 @@
 ///     Synthesize/  Chunk + VoicePreset over libcurl    ->  PCMAudio (s16 mono)
 ///     Encode/      [PCMAudio] joined once, FFmpeg      ->  EncodedAudio (.m4a/.mp3/.opus)
 ///     Store/       EncodedAudio + Tour                 ->  AudioCache files, package.json
-///     Validate/    a Documents root                    ->  [Diagnostic]
+///     Validate/    a Documents root                    ->  ValidationReport (every finding, text/JSON/JUnit)
 ///
 /// Problems with input are collected as `Diagnostic`s, never thrown one at a
 /// time, so one run reports everything (`DiagnosticCollector`). Failures of

@@ -30,7 +30,7 @@ struct ValidateCorpusTests {
         case truncatedFile, flippedByte, missingFile, wrongCodec, wrongSampleRate, mdatBeforeMoov, expiredPackage
         case strayFile, leftoverTemp, dotDotInPath, symlinkOutOfRoot, malformedJSON, schemaViolation, duplicateEntry
         case mismatchedDuration, staleContentHash, wrongSizeBytes, wrongMapTiles, folderNotPackageId, opusPreSkipZero
-        case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats
+        case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats, hostileNumbers
 
         var testDescription: String { rawValue }
     }
@@ -238,6 +238,14 @@ extension ValidateCorpusTests.Defect {
             #expect(fd >= 0 && ftruncate(fd, 51 * 1024 * 1024) == 0)
             close(fd)
             return Expectation(path: "AudioCache", check: .cacheBudget, words: ["over the budget"], limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15))
+        case .hostileNumbers:
+            // Numbers that would hang the tile math or overflow a sum must be findings, not a crash.
+            try bundle.rewrite(.opus, rehash: false) { manifest in
+                manifest.mapTiles.maxZoom = 1_000_000_000
+                manifest.audio[0].sizeBytes = .max
+                manifest.audio[1].sizeBytes = .max
+            }
+            return Expectation(path: bundle.manifestPath(.opus), check: .schema, words: ["mapTiles.maxZoom: 1000000000 is more than the maximum 22"], package: package(.opus))
         case .mixedFormats:
             // An Opus entry smuggled into the AAC package.
             var entry = bundle.manifest(.opus).audio[2]

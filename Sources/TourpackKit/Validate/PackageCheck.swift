@@ -79,9 +79,14 @@ struct PackageCheck {
             record.error(.contentHash, "contentHash is \(manifest.contentHash), but the content hashes to \(hash); the app would miss (or invent) an update")
         }
         record.ran(.sizeBytes)
-        let sum = manifest.audio.reduce(Int64(0)) { $0 + $1.sizeBytes }
-        if sum != manifest.sizeBytes {
+        // Sizes come from the file: a sum that overflows is simply wrong, never a crash.
+        let sum = manifest.audio.reduce(Int64?(0)) { total, entry in
+            total.flatMap { total in let (sum, overflow) = total.addingReportingOverflow(entry.sizeBytes); return overflow ? nil : sum }
+        }
+        if let sum, sum != manifest.sizeBytes {
             record.error(.sizeBytes, "sizeBytes is \(manifest.sizeBytes), the audio entries add up to \(sum)")
+        } else if sum == nil {
+            record.error(.sizeBytes, "the audio entries' sizes add up to more than a 64-bit count")
         }
 
         (result.outcomes, result.audioChecks) = audioChecks(manifest)
@@ -190,6 +195,8 @@ struct PackageCheck {
     private func checkMapTiles(_ manifest: PackageManifest, _ record: inout OutcomeRecorder) {
         record.ran(.mapTiles)
         let tiles = manifest.mapTiles
+        // Zooms outside 0...22 are the schema's to report; recomputing them could take forever.
+        guard (0...22).contains(tiles.minZoom), (0...22).contains(tiles.maxZoom) else { return }
         guard tiles.minZoom <= tiles.maxZoom else {
             record.error(.mapTiles, "minZoom \(tiles.minZoom) is above maxZoom \(tiles.maxZoom)")
             return
@@ -212,12 +219,14 @@ struct PackageCheck {
         if tiles.tileCount != expected.tileCount {
             record.error(.mapTiles, "tileCount is \(tiles.tileCount), the ranges cover \(expected.tileCount) tiles")
         }
+        // The expected tile count is small (it was just computed); the file's own figures are not trusted.
+        let tileBytes = expected.tileCount * 1024
         if let limits = options.limits {
-            if tiles.estimatedBytes != tiles.tileCount * limits.tileKB * 1024 {
-                record.error(.mapTiles, "estimatedBytes is \(tiles.estimatedBytes), expected tileCount × \(limits.tileKB) KiB = \(tiles.tileCount * limits.tileKB * 1024)")
+            if tiles.estimatedBytes != tileBytes * limits.tileKB {
+                record.error(.mapTiles, "estimatedBytes is \(tiles.estimatedBytes), expected \(expected.tileCount) tiles × \(limits.tileKB) KiB = \(tileBytes * limits.tileKB)")
             }
-        } else if tiles.tileCount > 0, tiles.estimatedBytes % (tiles.tileCount * 1024) != 0 || tiles.estimatedBytes == 0 {
-            record.error(.mapTiles, "estimatedBytes \(tiles.estimatedBytes) is not tileCount \(tiles.tileCount) × a whole number of KiB")
+        } else if tileBytes > 0, tiles.estimatedBytes <= 0 || tiles.estimatedBytes % tileBytes != 0 {
+            record.error(.mapTiles, "estimatedBytes \(tiles.estimatedBytes) is not \(expected.tileCount) tiles × a whole number of KiB")
         }
     }
 

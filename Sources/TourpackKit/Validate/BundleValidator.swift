@@ -65,6 +65,8 @@ public struct BundleValidator: Sendable {
         let audioChecks = packages.flatMap(\.audioChecks)
         let audioOutcomes = try await run(audioChecks, on: pool)
 
+        // Report order: packages by folder name, each package.json's checks and
+        // then its files in list order; the bundle's own checks last.
         var outcomes: [CheckOutcome] = []
         var checkIndex = 0
         for package in packages {
@@ -77,7 +79,6 @@ public struct BundleValidator: Sendable {
         let listed = packages.reduce(into: Set<String>()) { $0.formUnion($1.listedPaths) }
         let unreadable = packages.filter { $0.summary.tourId == nil }.count
         outcomes += bundleOutcomes(inventory, listed: listed, unreadablePackages: unreadable)
-        outcomes = Self.ordered(outcomes, packages: packages.map(\.summary.name))
         if options.strict {
             outcomes = outcomes.map { outcome in
                 var outcome = outcome
@@ -144,16 +145,5 @@ public struct BundleValidator: Sendable {
             }
         }
         return bundle.outcomes
-    }
-
-    /// Packages in name order, each with its package.json checks first and
-    /// then its files in list order; the bundle's own checks last.
-    private static func ordered(_ outcomes: [CheckOutcome], packages: [String]) -> [CheckOutcome] {
-        let rank = Dictionary(uniqueKeysWithValues: packages.enumerated().map { ($1, $0) })
-        return outcomes.enumerated().sorted { a, b in
-            let ra = a.element.package.flatMap { rank[$0] } ?? Int.max
-            let rb = b.element.package.flatMap { rank[$0] } ?? Int.max
-            return ra != rb ? ra < rb : a.offset < b.offset
-        }.map(\.element)
     }
 }

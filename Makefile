@@ -59,7 +59,7 @@ test: setup-test
 # Starts `tourpack serve-tts --port 0`, builds pipelines/demo.yaml against
 # it, and stops it whatever happens (scripts/tour.sh).
 tour: build-release
-	TOURPACK_BIN=$(BIN_RELEASE) scripts/tour.sh $(TOUR_ARGS)
+	TOURPACK_BIN=$(BIN_RELEASE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
 
 # Speed targets are measured here, never in timed tests.
 bench: build-release

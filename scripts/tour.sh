@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make tour`: start the embedded TTS endpoint on a free port, build the demo
 # pipeline against it, and stop the endpoint whatever happens (success,
-# failure, Ctrl-C). Extra arguments go to `tourpack build`.
+# failure, Ctrl-C). Extra arguments go to `tourpack build`; SERVE_TTS_ARGS
+# go to the server (e.g. SERVE_TTS_ARGS="--latency-ms 150").
 set -uo pipefail
 
 bin=${TOURPACK_BIN:-.build/release/tourpack}
@@ -12,7 +13,8 @@ port_file=build/.serve-tts.port
 log=build/serve-tts.log
 rm -f "$port_file"
 
-"$bin" serve-tts --port 0 >"$port_file" 2>"$log" &
+# shellcheck disable=SC2086 # SERVE_TTS_ARGS is a list of flags, e.g. "--latency-ms 150".
+"$bin" serve-tts --port 0 ${SERVE_TTS_ARGS:-} >"$port_file" 2>"$log" &
 server=$!
 stop_server() {
 	kill "$server" 2>/dev/null && wait "$server" 2>/dev/null

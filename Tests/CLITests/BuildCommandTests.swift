@@ -171,6 +171,22 @@ import Glibc
                 || RootCheck.allFiles(under: workspace.output.appendingPathComponent("OfflineTours")).isEmpty)
     }
 
+    @Test func anOutputThatCannotBeWrittenIsAStorageFailureWithPathAndErrno() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        // A file where the output folder should be: creating AudioCache under it fails with ENOTDIR.
+        let blocker = workspace.root.appendingPathComponent("blocked")
+        try Data("not a folder".utf8).write(to: blocker)
+        let result = try workspace.build(server, ["--output", blocker.path, "--json"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(blocker.path)"), "\(result.stderr)")
+        #expect(result.stderr.contains("(errno 20)"), "\(result.stderr)")
+        let last = try #require(result.stdout.split(separator: "\n").last)
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        #expect(event["event"] as? String == "error")
+        #expect(event["exitCode"] as? Int == 1)
+    }
+
     @Test func dryRunListsTheFilesAndWritesNothing() throws {
         let workspace = try BuildWorkspace(formats: ["aac", "opus"])
         let result = try Executable.run(["build", workspace.pipeline.path, "--dry-run", "--json"], in: workspace.root)

@@ -5,7 +5,7 @@ import NIOPosix
 /// → AudioCache files → package.json, one output root at a time.
 ///
 /// Work flows as a pipeline so TTS latency overlaps encoding. Items (tour,
-/// POI, phase) start in plan order, at most `tts.concurrency` + encode
+/// POI, phase) start longest first, at most `tts.concurrency` + encode
 /// threads at once; that window, not the tour's size, bounds memory. Each
 /// item's chunks are synthesized concurrently (the synthesizer keeps
 /// `tts.concurrency` requests in flight at most), joined as PCM as soon as the
@@ -127,7 +127,14 @@ private struct BuildRun {
         self.events = events
         self.publisher = publisher
         self.assemblies = assemblies
-        jobs = assemblies.indices.flatMap { tour in assemblies[tour].plan.items.map { (tour, $0) } }
+        // Longest first: the long narrations are the critical path (their
+        // synthesis and encode take longest), so starting them early lets the
+        // short ones fill in around them. Ties keep plan order.
+        let ordered = assemblies.indices.flatMap { tour in assemblies[tour].plan.items.map { (tourIndex: tour, item: $0) } }
+        jobs = ordered.enumerated().sorted { lhs, rhs in
+            lhs.element.item.characters != rhs.element.item.characters
+                ? lhs.element.item.characters > rhs.element.item.characters : lhs.offset < rhs.offset
+        }.map(\.element)
     }
 
     private var config: PipelineConfig { builder.config }

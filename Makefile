@@ -66,6 +66,7 @@ bench: build-release
 	$(SWIFT) build -c release --product tourpack-bench
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench tts
+	.build/release/tourpack-bench build
 
 clean:
 	rm -rf .build build

@@ -8,7 +8,6 @@ SWIFT ?= swift
 CONFIG ?= release
 BIN_RELEASE := .build/release/tourpack
 BIN_DEBUG := .build/debug/tourpack
-TTS_PORT_FILE := build/.serve-tts.port
 
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
@@ -21,7 +20,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 all: build
 
 help:
-	@echo "make tour   set up, build, start the local voice, build the demo packages"
+	@echo "make tour   set up, build, start the local voice, build the demo packages into build/Documents"
 	@echo "make test   set up and run every test"
 	@echo "make bench  speed and memory figures"
 	@echo "make clean  remove build products and the demo output"
@@ -57,14 +56,17 @@ test: setup-test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# Starts `tourpack serve-tts --port 0`, builds pipelines/demo.yaml against
+# it, and stops it whatever happens (scripts/tour.sh).
 tour: build-release
-	$(BIN_RELEASE) plan pipelines/demo.yaml
+	TOURPACK_BIN=$(BIN_RELEASE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
 
 # Speed targets are measured here, never in timed tests.
 bench: build-release
 	$(SWIFT) build -c release --product tourpack-bench
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench tts
+	.build/release/tourpack-bench build
 	.build/release/tourpack-bench validate
 
 clean:

@@ -11,6 +11,11 @@
 ///     Store/       EncodedAudio + Tour                 ->  AudioCache files, package.json
 ///     Validate/    a Documents root                    ->  ValidationReport (every finding, text/JSON/JUnit)
 ///
+/// `Build/` runs the stages as one pipeline (`Builder`): items flow from
+/// synthesis to encoding as their chunks arrive, wait in a staging folder,
+/// and are published a tour at a time through a commit journal, so a killed
+/// run never leaves a half-written package.
+///
 /// Problems with input are collected as `Diagnostic`s, never thrown one at a
 /// time, so one run reports everything (`DiagnosticCollector`). Failures of
 /// the work itself are `TourpackError`s, which carry the context a person

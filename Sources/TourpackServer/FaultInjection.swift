@@ -21,13 +21,17 @@ public struct FaultInjection: Sendable, Hashable {
     /// Share of requests held for `stallMilliseconds` before an answer.
     public var stallRate: Double = 0
     public var stallMilliseconds: Int = 5000
+    /// Requests whose input contains this text are refused with a 400, every
+    /// time: a permanent failure, like a provider's content policy. Lets a
+    /// test fail one tour for good while the others succeed.
+    public var refuseText: String?
     public var seed: UInt64 = 0x7075_7270_6c65
 
     /// Every fault off unless named.
     public init(
         latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
         truncateRate: Double = 0, garbageRate: Double = 0, stallRate: Double = 0, stallMilliseconds: Int = 5000,
-        seed: UInt64 = 0x7075_7270_6c65
+        refuseText: String? = nil, seed: UInt64 = 0x7075_7270_6c65
     ) {
         self.latencyMilliseconds = latencyMilliseconds
         self.failureRate = failureRate
@@ -37,6 +41,7 @@ public struct FaultInjection: Sendable, Hashable {
         self.garbageRate = garbageRate
         self.stallRate = stallRate
         self.stallMilliseconds = stallMilliseconds
+        self.refuseText = refuseText
         self.seed = seed
     }
 
@@ -46,6 +51,9 @@ public struct FaultInjection: Sendable, Hashable {
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1.000_001 else {
             throw FaultConfigurationError(message: "fault rates must each be within 0...1 and add up to 1 at most")
         }
+        guard refuseText.map({ !$0.isEmpty }) ?? true else {
+            throw FaultConfigurationError(message: "the refused text must not be empty")
+        }
         guard latencyMilliseconds >= 0, stallMilliseconds >= 0, retryAfterSeconds >= 0 else {
             throw FaultConfigurationError(message: "latency, stall and Retry-After must not be negative")
         }
@@ -54,7 +62,7 @@ public struct FaultInjection: Sendable, Hashable {
 
     /// True when any fault can fire; `serve-tts` is honest otherwise.
     public var isActive: Bool {
-        latencyMilliseconds > 0 || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
+        latencyMilliseconds > 0 || refuseText != nil || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
     }
 }
 

@@ -89,6 +89,9 @@ struct SynthesisRoutes: Sendable {
         guard let speaker = try await voice.resolve(name: parsed.voice?.name, languageCode: languageCode) else {
             return ErrorBody.google(400, "Voice '\(parsed.voice?.name ?? languageCode)' does not exist. Is it misspelled? See GET /v1/voices.")
         }
+        if let refused = dice.plan.refuseText, input.contains(refused) {
+            return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
+        }
         return try await answer(.google, characters: input.unicodeScalars.count) {
             try await voice.speak(text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
@@ -153,6 +156,9 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.openAI(500, "espeak-ng has no English voice installed.")
         }
         let sampleRate = 24_000  // what OpenAI's pcm format is
+        if let refused = dice.plan.refuseText, input.contains(refused) {
+            return ErrorBody.openAI(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
+        }
         return try await answer(format == "wav" ? .openai : nil, characters: input.unicodeScalars.count) {
             try await voice.speak(text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
         }

@@ -29,6 +29,8 @@ struct ServeTTS: AsyncParsableCommand {
     @Option(help: "Fault: share of answers whose audio is garbage.") var garbageRate = 0.0
     @Option(help: "Fault: share of requests held for --stall-ms before answering.") var stallRate = 0.0
     @Option(name: .customLong("stall-ms"), help: "Fault: how long a stalled request is held.") var stallMilliseconds = 5000
+    @Option(help: "Fault: answer 400 to every request whose input contains this text (a permanent failure).")
+    var refuseText: String?
     @Option(help: "Fault: seed for the fault draws, for reproducible runs.") var faultSeed: UInt64 = 0x7075_7270_6c65
 
     func validate() throws {
@@ -40,7 +42,7 @@ struct ServeTTS: AsyncParsableCommand {
         FaultInjection(
             latencyMilliseconds: latencyMilliseconds, failureRate: failureRate, rateLimitRate: rateLimitRate,
             retryAfterSeconds: retryAfter, truncateRate: truncateRate, garbageRate: garbageRate,
-            stallRate: stallRate, stallMilliseconds: stallMilliseconds, seed: faultSeed)
+            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, seed: faultSeed)
     }
 
     func run() async throws {

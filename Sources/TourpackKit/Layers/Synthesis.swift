@@ -21,4 +21,11 @@ public struct SynthesisRequest: Sendable, Hashable {
 /// other implementation here. Errors are `TourpackError`s.
 public protocol SpeechSynthesizer: Sendable {
     func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio
+    /// Requests, retries and characters so far, for the build's summary.
+    var stats: SynthesisStats { get }
+}
+
+extension SpeechSynthesizer {
+    /// A synthesizer that counts nothing reports zeros.
+    public var stats: SynthesisStats { SynthesisStats() }
 }

@@ -155,7 +155,7 @@ public struct PlanReport: Sendable {
         text.count <= length ? text : String(text.prefix(length - 1)) + "…"
     }
 
-    static func grouped(_ value: Int) -> String {
+    public static func grouped(_ value: Int) -> String {
         let digits = String(abs(value))
         var out = ""
         for (index, character) in digits.enumerated() {
@@ -165,7 +165,7 @@ public struct PlanReport: Sendable {
         return value < 0 ? "-" + out : out
     }
 
-    static func duration(_ seconds: Double) -> String {
+    public static func duration(_ seconds: Double) -> String {
         let total = Int(seconds.rounded())
         return total >= 3600
             ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)

@@ -30,16 +30,21 @@ public enum AtomicFile {
     public static func write(_ bytes: some ContiguousBytes, to url: URL) throws {
         let temp = try temporaryURL(for: url)
         do {
-            let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_CLOEXEC, operation: "open temp")
-            defer { _ = close(fd) }
-            try bytes.withUnsafeBytes { buffer in try writeAll(buffer, to: fd, path: temp.path) }
-            // fsync here, before commit's own pass, so a failed write is reported as such.
-            guard fsync(fd) == 0 else { throw failure(temp, "fsync") }
+            try fill(temp, with: bytes)
         } catch {
             discard(temp: temp)
             throw error
         }
         try commit(temp: temp, to: url)
+    }
+
+    /// Writes `bytes` into a temp from `temporaryURL(for:in:)` and fsyncs it,
+    /// so a failed write is reported as such before any rename.
+    public static func fill(_ temp: URL, with bytes: some ContiguousBytes) throws {
+        let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_CLOEXEC, operation: "open temp")
+        defer { _ = close(fd) }
+        try bytes.withUnsafeBytes { buffer in try writeAll(buffer, to: fd, path: temp.path) }
+        guard fsync(fd) == 0 else { throw failure(temp, "fsync") }
     }
 
     /// Reserves a fresh, empty temp file next to `finalURL` and returns its URL.
@@ -48,9 +53,13 @@ public enum AtomicFile {
     /// into place. The file is created with `O_EXCL`, so two callers never
     /// share a temp. Missing folders on the way are created (and their
     /// parents fsynced). Call `discard(temp:)` if the work is abandoned.
-    public static func temporaryURL(for finalURL: URL) throws -> URL {
-        let folder = finalURL.deletingLastPathComponent()
+    ///
+    /// `folder` puts the temp elsewhere (a staging folder on the same file
+    /// system, so the rename stays atomic); by default it sits beside the file.
+    public static func temporaryURL(for finalURL: URL, in staging: URL? = nil) throws -> URL {
+        let folder = staging ?? finalURL.deletingLastPathComponent()
         try createFolder(folder)
+        if staging != nil { try createFolder(finalURL.deletingLastPathComponent()) }
         for _ in 0..<8 {
             let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
             let padded = String(repeating: "0", count: 16 - suffix.count) + suffix
@@ -84,6 +93,21 @@ public enum AtomicFile {
             throw error
         }
         try syncFolder(finalURL.deletingLastPathComponent())
+    }
+
+    /// fsyncs a finished file before it is renamed: the first half of
+    /// `commit(temp:to:)`, for callers that rename many files in one go.
+    public static func syncFile(_ url: URL) throws {
+        let fd = try openFile(url, flags: O_RDONLY | O_CLOEXEC, operation: "open")
+        defer { _ = close(fd) }
+        guard fsync(fd) == 0 else { throw failure(url, "fsync") }
+    }
+
+    /// Renames a synced temp over its final path, without syncing the folder:
+    /// the middle of `commit(temp:to:)`. The caller fsyncs each folder once
+    /// afterwards (`syncFolder`), so a batch of renames lands close together.
+    public static func move(_ temp: URL, to finalURL: URL) throws {
+        guard rename(temp.path, finalURL.path) == 0 else { throw failure(finalURL, "rename") }
     }
 
     /// Removes an abandoned temp file; a temp that is already gone is fine.

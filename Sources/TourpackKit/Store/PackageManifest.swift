@@ -96,6 +96,9 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         public var path: String
         public var format: AudioFormat
         public var codec: String
+        /// The format's nominal rate, the one the encoder targets (SPEC.md's
+        /// table). What a file measures differs a little (AAC's rate control,
+        /// container overhead on a short file); `validate` checks that within a tolerance.
         public var bitrateKbps: Int
         public var sampleRateHz: Int
         public var channels: Int
@@ -141,7 +144,7 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
                 entries.append(AudioEntry(
                     poiId: poi.id.value, phase: phase,
                     path: Layout.audioRelativePath(tourID: tour.id, poiID: poi.id, phase: phase, format: format),
-                    format: format, codec: encoded.codec, bitrateKbps: encoded.bitrateKbps,
+                    format: format, codec: encoded.codec, bitrateKbps: format.bitrateKbps,
                     sampleRateHz: encoded.sampleRateHz, channels: encoded.channels,
                     durationSeconds: (encoded.durationSeconds * 1000).rounded() / 1000,
                     sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters

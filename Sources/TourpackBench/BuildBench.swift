@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import TourpackServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tourpack-bench build [--pois 300]`
+///
+/// Runs the real `tourpack build` (the release executable beside this one)
+/// as a child process against an in-process serve-tts, and reports its wall
+/// time and peak memory (`ru_maxrss` from `wait4`, so each run is measured
+/// on its own):
+/// 1. the demo pipeline, as `make tour` builds it;
+/// 2. the same with the server answering after 150 ms;
+/// 3. generated tours of 30 and of `--pois` POIs (three short phases each):
+///    peak memory must stay flat as the tours grow, because the build keeps
+///    only `concurrency` + cores items in flight.
+enum BuildBench {
+    static func run(_ arguments: [String]) async -> Int32 {
+        let pois = arguments.firstIndex(of: "--pois").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 300
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("tourpack")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        do {
+            let demo = URL(fileURLWithPath: "pipelines/demo.yaml")
+            var results: [(String, Measurement)] = []
+            results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
+            results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150)))
+            var memory: [Int] = []
+            for count in [30, pois] {
+                let pipeline = try generate(pois: count, into: scratch.appendingPathComponent("gen\(count)"))
+                let result = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
+                results.append(("\(count) POIs, \(count * 3) items", result))
+                memory.append(result.peakKB)
+            }
+            for (label, result) in results {
+                print(String(format: "build %@: %.2f s wall (pipeline %.2f s), peak RSS %.1f MB, %d files, %d requests, exit %d",
+                             label, result.wallSeconds, result.pipelineSeconds, Double(result.peakKB) / 1024, result.files, result.requests, result.exitStatus))
+            }
+            let growth = Double(memory[1]) / Double(max(1, memory[0]))
+            let bounded = growth < 1.5
+            print(String(format: "build memory: %d → %d POIs grows peak RSS %.2f× (bounded by concurrency: %@)", 30, pois, growth, bounded ? "PASS" : "FAIL"))
+            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded ? 0 : 1
+        } catch {
+            print("build bench failed: \(error)")
+            return 1
+        }
+    }
+
+    struct Measurement {
+        var wallSeconds: Double
+        var pipelineSeconds: Double
+        var peakKB: Int
+        var files: Int
+        var requests: Int
+        var exitStatus: Int32
+    }
+
+    /// One build in a fresh output, against a fresh in-process server.
+    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int) async throws -> Measurement {
+        var configuration = TTSServerConfiguration(port: 0, faults: FaultInjection(latencyMilliseconds: latencyMs))
+        configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        return try await TTSServer(configuration).withRunning { port in
+            let folder = scratch.appendingPathComponent(name)
+            let events = folder.appendingPathComponent("events.ndjson")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let started = ContinuousClock.now
+            let (status, peakKB) = try spawn(executable.path, [
+                "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
+                "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
+            ], stdout: events.path)
+            let wall = started.duration(to: .now)
+            let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
+            let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
+            return Measurement(
+                wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
+                pipelineSeconds: finished["wallSeconds"] as? Double ?? 0, peakKB: peakKB,
+                files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0, exitStatus: status)
+        }
+    }
+
+    /// posix_spawn + wait4, so the peak RSS is this child's alone.
+    private static func spawn(_ path: String, _ arguments: [String], stdout: String) throws -> (Int32, Int) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw BenchFailure("could not start \(path): errno \(spawned)") }
+        var status: Int32 = 0
+        var usage = rusage()
+        guard wait4(pid, &status, 0, &usage) == pid else { throw BenchFailure("wait4 failed: errno \(errno)") }
+        let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return (exitStatus, Int(usage.ru_maxrss))
+    }
+
+    /// Tours of 30 POIs each, three phases of one or two sentences per POI.
+    private static func generate(pois: Int, into folder: URL) throws -> URL {
+        let tours = folder.appendingPathComponent("tours")
+        try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
+        let sentences = [
+            "The road climbs in tight hairpins above the valley.", "On a clear day you can see the glacier to the west.",
+            "Marmots often sit on the rocks near the parking area.", "The pass was first crossed by a paved road in 1935.",
+            "Keep to the right and watch for cyclists on the descent.", "The hut ahead serves soup and strudel until dusk.",
+        ]
+        var made = 0
+        var tourIndex = 0
+        while made < pois {
+            let count = min(30, pois - made)
+            let poiJSON = (0..<count).map { index -> String in
+                let n = made + index
+                let id = String(format: "00000000-0000-4000-8000-%012x", n + 1)
+                let phases = ["approaching", "detailed", "guidedTour"].enumerated().map { phase, key in
+                    "\"\(key)\": \"Stop \(n + 1). \(sentences[(n + phase) % sentences.count])\(phase == 2 ? " " + sentences[(n + 3) % sentences.count] : "")\""
+                }.joined(separator: ", ")
+                return "{\"id\": \"\(id)\", \"name\": \"Stop \(n + 1)\", \"location\": {\"latitude\": \(46.5 + Double(index) * 0.002), \"longitude\": 10.4}, \"triggerRadiusMeters\": 300, \"narrations\": {\(phases)}}"
+            }.joined(separator: ",\n")
+            let tourID = String(format: "00000000-0000-4000-9000-%012x", tourIndex + 1)
+            let tour = """
+            {"id": "\(tourID)", "name": "Generated Tour \(tourIndex + 1)", "language": "en-US", "version": 1,
+             "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
+             "pois": [\(poiJSON)]}
+            """
+            try tour.write(to: tours.appendingPathComponent("tour\(tourIndex + 1).json"), atomically: true, encoding: .utf8)
+            made += count
+            tourIndex += 1
+        }
+        let voice = URL(fileURLWithPath: "voices/local-en-us.yaml").standardizedFileURL.path
+        let pipeline = folder.appendingPathComponent("pipeline.yaml")
+        try """
+        version: 1
+        tours: ["tours/*.json"]
+        voice: \(voice)
+        formats: [aac]
+        tts: {api: google, endpoint: "http://127.0.0.1:9", concurrency: 4, requestsPerMinute: 100000}
+        output: Documents
+        state: state
+        """.write(to: pipeline, atomically: true, encoding: .utf8)
+        return pipeline
+    }
+}
+
+struct BenchFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

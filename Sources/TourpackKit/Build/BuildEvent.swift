@@ -1,0 +1,114 @@
+/// What a running build reports, in order. The CLI turns these into a
+/// progress bar, plain log lines or NDJSON (`--json`); tests read them to
+/// know how far a build has come.
+public enum BuildEvent: Sendable, Hashable {
+    /// Another build holds the lock and this one waits for it.
+    case waitingForLock(path: String)
+    /// The lock is held and the work is known.
+    case started(BuildStart)
+    /// One item (tour, POI, phase) is encoded in every format and staged.
+    case itemDone(ItemDone)
+    /// One item failed; its tour will not be packaged.
+    case itemFailed(ItemFailure)
+    /// A tour's map coverage is worked out (the "maps" share of progress).
+    case mapsDone(tourID: SafeID, tileCount: Int)
+    /// A tour's audio and package.json files are at their final paths.
+    case tourPackaged(TourPackaged)
+    /// A tour was not packaged; its previous package is untouched.
+    case tourFailed(TourFailure)
+    /// The build is over; the summary is final.
+    case finished(BuildSummary)
+}
+
+/// The work a build is about to do.
+public struct BuildStart: Sendable, Hashable, Codable {
+    public var tours: Int
+    /// Items (tour, POI, phase) to make; each is one file per format.
+    public var items: Int
+    public var chunks: Int
+    public var characters: Int
+    public var formats: [AudioFormat]
+    public var output: String
+    /// Journalled commits of a killed run that were finished first.
+    public var recoveredCommits: Int
+    /// Leftover temp files of a killed run that were removed.
+    public var removedTemporaries: Int
+}
+
+/// One finished item.
+public struct ItemDone: Sendable, Hashable, Codable {
+    public var tourId: String
+    public var tourName: String
+    public var poiId: String
+    public var poiName: String
+    public var phase: Phase
+    public var chunks: Int
+    public var characters: Int
+    public var durationSeconds: Double
+    /// Bytes per format of the staged files.
+    public var bytes: [String: Int64]
+}
+
+/// One failed item, named by tour, POI and phase, with the reason.
+public struct ItemFailure: Sendable, Hashable, Codable {
+    public var tourId: String
+    public var tourName: String
+    public var poiId: String
+    public var poiName: String
+    public var phase: Phase
+    /// The error in full: HTTP status and the server's message, or the path and errno.
+    public var message: String
+}
+
+/// One tour whose packages (one per format) are in place.
+public struct TourPackaged: Sendable, Hashable, Codable {
+    public var tourId: String
+    public var tourName: String
+    /// Root-relative paths of the package.json files written.
+    public var packages: [String]
+    public var files: Int
+    public var bytes: Int64
+    /// Packages of the same tour and format under another voice: their audio
+    /// paths were just replaced, so they were removed.
+    public var superseded: [String]
+}
+
+/// A tour that was not packaged.
+public struct TourFailure: Sendable, Hashable, Codable {
+    public var tourId: String
+    public var tourName: String
+    public var failedItems: Int
+    /// Items of the tour that were never started once it had failed.
+    public var skippedItems: Int
+    public var reason: String
+}
+
+/// What a build did, for the last line of its output and for scheduled jobs.
+public struct BuildSummary: Sendable, Hashable, Codable {
+    public var toursBuilt = 0
+    public var toursFailed = 0
+    /// Tours of the pipeline left out by `--tour`.
+    public var toursSkipped = 0
+    /// Audio files written.
+    public var files = 0
+    /// Bytes of audio written.
+    public var bytes: Int64 = 0
+    /// Characters of narration synthesized.
+    public var characters = 0
+    /// HTTP requests sent, retries included.
+    public var requests = 0
+    public var retries = 0
+    public var wallSeconds: Double = 0
+    /// Set when the build stopped early: a signal, or the endpoint unreachable.
+    public var stoppedEarly: String?
+    /// One line per failed item or tour.
+    public var failures: [String] = []
+
+    public init() {}
+
+    /// The exit code SPEC.md gives this outcome.
+    public var exitCode: Int32 {
+        if stoppedEarly == TourpackError.cancelled.description { return ExitStatus.cancelled }
+        return toursFailed > 0 || stoppedEarly != nil ? ExitStatus.failure : ExitStatus.ok
+    }
+}

@@ -1,0 +1,68 @@
+/// How far a build has come, worked out from its events.
+///
+/// The weights are the app's own: audio 70%, maps 25%, bundling 5%. Audio
+/// advances per item (done, failed or skipped alike, so the bar always
+/// reaches the end); maps and bundling advance per tour. tourpack does not
+/// download tiles, so a tour's "maps" share is its coverage being worked out,
+/// just before its package is bundled.
+public struct BuildProgress: Sendable, Hashable {
+    public static let audioWeight = 0.70
+    public static let mapsWeight = 0.25
+    public static let bundlingWeight = 0.05
+
+    public private(set) var items = 0
+    public private(set) var tours = 0
+    public private(set) var itemsDone = 0
+    public private(set) var itemsFailed = 0
+    public private(set) var itemsSkipped = 0
+    public private(set) var toursMapped = 0
+    public private(set) var toursBundled = 0
+    public private(set) var toursFailed = 0
+    /// The tour whose item finished last.
+    public private(set) var currentTour: String?
+
+    public init() {}
+
+    public mutating func record(_ event: BuildEvent) {
+        switch event {
+        case .started(let start):
+            items = start.items
+            tours = start.tours
+        case .itemDone(let done):
+            itemsDone += 1
+            currentTour = done.tourName
+        case .itemFailed(let failure):
+            itemsFailed += 1
+            currentTour = failure.tourName
+        case .mapsDone:
+            toursMapped += 1
+        case .tourPackaged:
+            toursBundled += 1
+        case .tourFailed(let failure):
+            itemsSkipped += failure.skippedItems
+            toursFailed += 1
+        case .waitingForLock, .finished:
+            break
+        }
+    }
+
+    /// Items settled one way or another.
+    public var itemsSettled: Int { itemsDone + itemsFailed + itemsSkipped }
+
+    /// 0...1 by the weights.
+    public var fraction: Double {
+        guard items > 0, tours > 0 else { return 0 }
+        // A failed tour will never be mapped or bundled; its shares count as settled.
+        let audio = Double(min(itemsSettled, items)) / Double(items)
+        let maps = Double(min(toursMapped + toursFailed, tours)) / Double(tours)
+        let bundling = Double(min(toursBundled + toursFailed, tours)) / Double(tours)
+        return min(1, Self.audioWeight * audio + Self.mapsWeight * maps + Self.bundlingWeight * bundling)
+    }
+
+    /// Seconds left at the pace so far; nil until there is a pace to go by.
+    public func secondsLeft(elapsed: Double) -> Double? {
+        let done = fraction
+        guard done > 0.01, elapsed > 0.5 else { return nil }
+        return max(0, elapsed / done - elapsed)
+    }
+}

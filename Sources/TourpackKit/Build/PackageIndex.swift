@@ -1,0 +1,42 @@
+public import Foundation
+
+/// The packages already in an output root, read once when a build starts.
+///
+/// Audio paths name the tour, POI, phase and format but not the voice
+/// (SPEC.md's layout), so two voices of one tour in one format share their
+/// files. When a build publishes a tour in a format, any package of that
+/// tour and format under another voice has just had its audio replaced; the
+/// index finds those so the commit removes them instead of leaving a
+/// package.json that no longer matches its files.
+public struct PackageIndex: Sendable {
+    public struct Entry: Sendable, Hashable {
+        public var packageID: String
+        public var tourID: String
+        public var format: AudioFormat?
+        public var folder: URL
+    }
+
+    public private(set) var entries: [Entry] = []
+
+    /// Reads every `OfflineTours/*/package.json`; unreadable ones are left
+    /// for `validate` to report, and are never removed by a build.
+    public static func scan(_ layout: Layout) -> PackageIndex {
+        var index = PackageIndex()
+        let parent = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []).sorted()
+        for name in names where !name.hasPrefix(".") {
+            let folder = parent.appendingPathComponent(name, isDirectory: true)
+            let url = folder.appendingPathComponent(Layout.manifestFileName)
+            guard let manifest = try? PackageManifest.read(from: url) else { continue }
+            index.entries.append(Entry(packageID: manifest.packageId, tourID: manifest.tourId, format: manifest.audio.first?.format, folder: folder))
+        }
+        return index
+    }
+
+    /// Package folders of `tourID` in one of `formats` that are not among `keeping`.
+    public func superseded(tourID: SafeID, formats: [AudioFormat], keeping: Set<String>) -> [URL] {
+        entries.filter { entry in
+            entry.tourID == tourID.value && entry.format.map(formats.contains) == true && !keeping.contains(entry.packageID)
+        }.map(\.folder)
+    }
+}

@@ -1,0 +1,99 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a build's files wait between the encoder and their final paths.
+///
+/// A tour's files may only appear together, once every item of the tour has
+/// succeeded, so they wait as temps until then. When the state folder is on
+/// the output's file system, they wait in `<state>/staging`: the output root
+/// then never holds a temp at all, so even a run killed with SIGKILL leaves a
+/// root that `validate` accepts. Otherwise (another file system, where a
+/// rename would not be atomic) they wait beside their final paths as hidden
+/// `.<name>.tmp-<hex>` files, which the next run removes.
+///
+/// Every temp handed out is remembered until it is committed or discarded,
+/// so a cancelled build can remove all of its own.
+public final class StagingArea: @unchecked Sendable {
+    /// `<state>/staging`, or nil when temps sit beside their final paths.
+    public let folder: URL?
+    private let lock = NSLock()
+    private var pending: Set<URL> = []
+
+    /// Picks the staging place for a build writing to `output`. Both folders are created.
+    public init(state: URL, output: URL) throws {
+        let staging = state.appendingPathComponent("staging", isDirectory: true)
+        try AtomicFile.createFolder(staging)
+        try AtomicFile.createFolder(output)
+        folder = try Self.device(of: staging) == Self.device(of: output) ? staging : nil
+    }
+
+    /// A fresh temp for `finalURL`; the encoder writes it, a commit moves it.
+    public func temporaryURL(for finalURL: URL) throws -> URL {
+        let temp = try AtomicFile.temporaryURL(for: finalURL, in: folder)
+        lock.withLock { _ = pending.insert(temp) }
+        return temp
+    }
+
+    /// Forgets a temp that has been renamed to its final path.
+    public func committed(_ temp: URL) {
+        lock.withLock { _ = pending.remove(temp) }
+    }
+
+    /// Removes temps that will not be committed.
+    public func discard(_ temps: some Sequence<URL>) {
+        lock.withLock {
+            for temp in temps {
+                AtomicFile.discard(temp: temp)
+                pending.remove(temp)
+            }
+        }
+    }
+
+    /// Removes every temp this build still holds (cancellation, a fatal error).
+    public func discardAll() {
+        let all = lock.withLock { pending }
+        discard(all)
+    }
+
+    /// Deletes what a killed run left: everything in the staging folder, and
+    /// stray temps in the output's audio and package folders. Call it only
+    /// while holding the `BuildLock`, after the journal has been replayed.
+    /// Returns how many files were removed.
+    public func removeLeftovers(in layout: Layout) throws -> Int {
+        var removed = 0
+        if let folder {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            for name in names {
+                let url = folder.appendingPathComponent(name)
+                guard unlink(url.path) == 0 || errno == ENOENT else {
+                    throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "unlink")
+                }
+                removed += 1
+            }
+        }
+        for top in [Layout.audioCacheFolder, Layout.offlineToursFolder] {
+            let parent = layout.root.appendingPathComponent(top, isDirectory: true)
+            removed += try AtomicFile.removeStaleTemporaries(in: parent).count
+            let children = (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
+            for child in children.sorted() {
+                removed += try AtomicFile.removeStaleTemporaries(in: parent.appendingPathComponent(child, isDirectory: true)).count
+            }
+        }
+        return removed
+    }
+
+    private static func device(of url: URL) throws -> UInt64 {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "stat")
+        }
+        return UInt64(info.st_dev)
+    }
+}

@@ -1,0 +1,152 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import TourpackKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Build: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the pipeline: synthesize, encode and write the Documents layout.",
+        discussion: """
+            Writes <output>/AudioCache/<tourId>/<poiId>_<Phase>.<ext> and \
+            <output>/OfflineTours/<packageId>/package.json. A tour's files appear \
+            together, once every item of the tour has succeeded; a tour that fails \
+            leaves its previous package untouched while the other tours go on. \
+            One build per state folder at a time: a second one waits, or with \
+            --no-wait exits 1 at once. SIGINT or SIGTERM stops the build, removes \
+            its temp files and exits 130; a second signal exits at once.
+
+            Output: a progress bar on a terminal, one line per item otherwise, or \
+            NDJSON events with --json (started, itemDone, itemFailed, mapsDone, \
+            tourPackaged, tourFailed, finished).
+            """
+    )
+
+    @OptionGroup var options: PipelineOptions
+
+    @Option(help: "Build only this tour (its id); the others are skipped.")
+    var tour: String?
+
+    @Flag(help: "Show the plan and the files a build would write, and stop: no request, no file.")
+    var dryRun = false
+
+    @Flag(help: "Print NDJSON events on stdout instead of a progress display.")
+    var json = false
+
+    @Flag(help: "Fail at once when another build holds the lock, instead of waiting.")
+    var noWait = false
+
+    func run() async throws {
+        let config = try options.load()
+        let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let selected = try select(tours)
+        let planner = Planner(config: config)
+        let plan = try planner.plan(selected)
+
+        if dryRun {
+            try printDryRun(plan, config: config)
+            return
+        }
+        if !json {
+            // Written straight through, like the display's lines, so the order holds in a log.
+            FileHandle.standardOutput.write(Data((config.settledDescription() + "\n\n").utf8))
+        }
+
+        let display = BuildDisplay(mode: BuildDisplay.mode(json: json))
+        let summary: BuildSummary
+        do {
+            let chunker = planner.chunker
+            let synthesizer = try HTTPSpeechSynthesizer(
+                settings: config.tts, environment: ProcessInfo.processInfo.environment, splitter: { chunker.split($0) })
+            var builderOptions = Builder.Options()
+            builderOptions.waitForLock = !noWait
+            let builder = Builder(config: config, synthesizer: synthesizer, options: builderOptions)
+            let skipped = tours.count - selected.count
+            summary = try await SignalCancellation.run {
+                try await builder.build(plan, skippedTours: skipped) { display.show($0) }
+            }
+        } catch {
+            let code = (error as? TourpackError)?.exitCode ?? ExitStatus.failure
+            display.showError(error, exitCode: code)
+            throw error
+        }
+        if summary.exitCode != ExitStatus.ok { throw ExitCode(summary.exitCode) }
+    }
+
+    /// `--tour`: one tour by id; an unknown id is a usage error naming the known ones.
+    private func select(_ tours: [Tour]) throws -> [Tour] {
+        guard let tour else { return tours }
+        guard let id = SafeID(validating: tour) else { throw ValidationError("--tour: '\(tour)' is not a UUID") }
+        let chosen = tours.filter { $0.id == id }
+        guard !chosen.isEmpty else {
+            let known = tours.map { "\($0.id) (\($0.name))" }.joined(separator: ", ")
+            throw TourpackError.invalidInput("--tour \(id): no such tour in the pipeline; it has \(known)")
+        }
+        return chosen
+    }
+
+    private func printDryRun(_ plan: BuildPlan, config: PipelineConfig) throws {
+        let layout = Layout(root: config.output)
+        var writes: [String] = []
+        for tourPlan in plan.tours {
+            for format in config.formats {
+                for item in tourPlan.items {
+                    writes.append(layout.audioFile(tourID: item.tourID, poiID: item.poiID, phase: item.phase, format: format).relativePath)
+                }
+                writes.append(layout.manifest(packageID: PackageID.make(tourID: tourPlan.tour.id, voice: config.voice, format: format)).relativePath)
+            }
+        }
+        let report = PlanReport(plan: plan, config: config)
+        if json {
+            let planObject = try JSONSerialization.jsonObject(with: Data(try report.json().utf8))
+            let document: [String: Any] = ["dryRun": true, "output": layout.root.path, "plan": planObject, "writes": writes]
+            let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        print(config.settledDescription())
+        print()
+        print(report.text())
+        print()
+        print("dry run: nothing was synthesized or written. A build would write \(writes.count) files under \(layout.root.path):")
+        for path in writes { print("  \(path)") }
+    }
+}
+
+/// Runs an operation that SIGINT and SIGTERM cancel.
+///
+/// The first signal cancels the task, so the build stops starting work,
+/// removes its temps and reports; a second one exits at once with 130 (the
+/// next build removes whatever that leaves, under the lock).
+enum SignalCancellation {
+    static func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task { try await operation() }
+        let signals = [SIGINT, SIGTERM]
+        let received = SignalCount()
+        let sources = signals.map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if received.increment() > 1 { exit(ExitStatus.cancelled) }
+                task.cancel()
+            }
+            source.resume()
+            return source
+        }
+        defer {
+            for source in sources { source.cancel() }
+            for number in signals { signal(number, SIG_DFL) }
+        }
+        return try await task.value
+    }
+
+    private final class SignalCount: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var value: Int { lock.withLock { count } }
+        func increment() -> Int { lock.withLock { count += 1; return count } }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+/// The commit journal, staging and progress: the parts of the build that
+/// make a killed run recoverable and a running one legible.
+@Suite struct BuildCommitTests {
+    /// A scratch state folder and output root on the same file system.
+    struct Scratch {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-commit-\(UUID().uuidString)")
+        var state: URL { root.appendingPathComponent("state") }
+        var output: URL { root.appendingPathComponent("Documents") }
+        func remove() { try? FileManager.default.removeItem(at: root) }
+    }
+
+    @Test func aJournalLeftByAKillMidCommitIsRolledForward() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let staging = try StagingArea(state: scratch.state, output: scratch.output)
+        #expect(staging.folder == scratch.state.appendingPathComponent("staging", isDirectory: true))
+
+        // Three staged files of one tour; the "kill" lands after the first rename.
+        let finals = (0..<3).map { scratch.output.appendingPathComponent("AudioCache/t/file\($0).m4a") }
+        var moves: [CommitJournal.Move] = []
+        for (index, final) in finals.enumerated() {
+            let temp = try staging.temporaryURL(for: final)
+            try AtomicFile.fill(temp, with: Array("new \(index)".utf8))
+            if index > 0 { try AtomicFile.write(Array("old \(index)".utf8), to: final) }
+            moves.append(CommitJournal.Move(from: temp.path, to: final.path))
+        }
+        let oldPackage = scratch.output.appendingPathComponent("OfflineTours/old-voice")
+        try AtomicFile.write(Array("{}".utf8), to: oldPackage.appendingPathComponent("package.json"))
+        let journal = CommitJournal(tourId: "t", moves: moves, removals: [oldPackage.path])
+        try AtomicFile.write(try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
+        try AtomicFile.move(URL(fileURLWithPath: moves[0].from), to: finals[0])
+
+        #expect(try CommitJournal.replayAll(state: scratch.state) == 1)
+        for (index, final) in finals.enumerated() {
+            #expect(try String(contentsOf: final, encoding: .utf8) == "new \(index)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: oldPackage.path), "the superseded package was not removed")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: CommitJournal.folder(state: scratch.state).path).isEmpty)
+        #expect(try CommitJournal.replayAll(state: scratch.state) == 0, "a replayed journal must be gone")
+        #expect(try staging.removeLeftovers(in: Layout(root: scratch.output)) == 0)
+    }
+
+    @Test func leftoversOfAKilledRunAreRemovedFromStagingAndBesideFinals() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let staging = try StagingArea(state: scratch.state, output: scratch.output)
+        let final = scratch.output.appendingPathComponent("AudioCache/t/a.mp3")
+        _ = try staging.temporaryURL(for: final)
+        _ = try AtomicFile.temporaryURL(for: final)
+        _ = try AtomicFile.temporaryURL(for: scratch.output.appendingPathComponent("OfflineTours/p/package.json"))
+        try AtomicFile.write(Array("keep".utf8), to: final)
+
+        #expect(try staging.removeLeftovers(in: Layout(root: scratch.output)) == 3)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: final.deletingLastPathComponent().path) == ["a.mp3"])
+    }
+
+    @Test func cancellingDiscardsEveryTempStillHeld() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let staging = try StagingArea(state: scratch.state, output: scratch.output)
+        let kept = try staging.temporaryURL(for: scratch.output.appendingPathComponent("x/one"))
+        let dropped = try staging.temporaryURL(for: scratch.output.appendingPathComponent("x/two"))
+        try AtomicFile.move(kept, to: scratch.output.appendingPathComponent("x/one"))
+        staging.committed(kept)
+        staging.discardAll()
+        #expect(!FileManager.default.fileExists(atPath: dropped.path))
+        #expect(FileManager.default.fileExists(atPath: scratch.output.appendingPathComponent("x/one").path))
+    }
+
+    @Test func progressWeighsAudioMapsAndBundling() {
+        var progress = BuildProgress()
+        progress.record(.started(BuildStart(tours: 2, items: 4, chunks: 4, characters: 100, formats: [.aac], output: "/o", recoveredCommits: 0, removedTemporaries: 0)))
+        #expect(progress.fraction == 0)
+        let item = ItemDone(tourId: "a", tourName: "A", poiId: "p", poiName: "P", phase: .detailed, chunks: 1, characters: 25, durationSeconds: 1, bytes: [:])
+        progress.record(.itemDone(item))
+        progress.record(.itemDone(item))
+        #expect(abs(progress.fraction - 0.35) < 1e-9)
+        progress.record(.mapsDone(tourID: SafeID(validating: "6f2d1c3e-8a41-4b7e-9c55-1d2e3f4a5b60")!, tileCount: 10))
+        progress.record(.tourPackaged(TourPackaged(tourId: "a", tourName: "A", packages: [], files: 2, bytes: 1, superseded: [])))
+        #expect(abs(progress.fraction - (0.35 + 0.125 + 0.025)) < 1e-9)
+        #expect(progress.currentTour == "A")
+        // The other tour fails on its first item and skips the second: the bar still ends at 100%.
+        progress.record(.itemFailed(ItemFailure(tourId: "b", tourName: "B", poiId: "q", poiName: "Q", phase: .approaching, message: "x")))
+        progress.record(.tourFailed(TourFailure(tourId: "b", tourName: "B", failedItems: 1, skippedItems: 1, reason: "x")))
+        #expect(progress.fraction == 1)
+        #expect(progress.secondsLeft(elapsed: 10) == 0)
+    }
+
+    @Test func summaryExitCodesFollowTheSpec() {
+        var summary = BuildSummary()
+        #expect(summary.exitCode == 0)
+        summary.toursFailed = 1
+        #expect(summary.exitCode == 1)
+        summary.stoppedEarly = TourpackError.cancelled.description
+        #expect(summary.exitCode == 130)
+    }
+}

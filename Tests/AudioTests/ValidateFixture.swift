@@ -72,10 +72,8 @@ enum ValidateFixture {
                     let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
                     let temp = try AtomicFile.temporaryURL(for: target.url)
                     let metadata = AudioMetadata(title: "\(poi.name) – \(phase.fileLabel)", album: tour.name, language: tour.language)
-                    var encoded = try FFmpegAudioEncoder().encode(sweep(seconds: seconds[phase]!), as: format, metadata: metadata, to: temp)
+                    let encoded = try FFmpegAudioEncoder().encode(sweep(seconds: seconds[phase]!), as: format, metadata: metadata, to: temp)
                     try AtomicFile.commit(temp: temp, to: target.url)
-                    // The schema pins the table's bit rate; the measured one is validate's business.
-                    encoded.bitrateKbps = format.bitrateKbps
                     audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: poi.narrations[phase]!.text.count))
                 }
             }

@@ -28,9 +28,8 @@ import TourpackKit
                     for phase in poi.phases {
                         let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
                         let temp = try AtomicFile.temporaryURL(for: target.url)
-                        var encoded = try FFmpegAudioEncoder().encode(Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language), to: temp)
+                        let encoded = try FFmpegAudioEncoder().encode(Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language), to: temp)
                         try AtomicFile.commit(temp: temp, to: target.url)
-                        encoded.bitrateKbps = format.bitrateKbps  // the schema pins the table's figure
                         audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: 10))
                     }
                 }

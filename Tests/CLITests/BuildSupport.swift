@@ -65,7 +65,8 @@ final class BuildWorkspace {
     static let alpsPOIs = ["6f2d1c3e-8a41-4b7e-9c55-1d2e3f4a5b61", "6f2d1c3e-8a41-4b7e-9c55-1d2e3f4a5b62"]
     static let lakesPOI = "7a3e2d4f-9b52-4c8f-8d66-2e3f4a5b6c72"
 
-    init(formats: [String] = ["aac"]) throws {
+    /// - Parameter extraYAML: more top-level pipeline keys, e.g. a `budgets:` block.
+    init(formats: [String] = ["aac"], extraYAML: String = "") throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-build-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root.appendingPathComponent("tours"), withIntermediateDirectories: true)
         try writeTours(alps: "The road climbs in thirty-six hairpins.", lakes: "The lake lies still below the pass.")
@@ -83,6 +84,7 @@ final class BuildWorkspace {
           timeoutSeconds: 30
         output: Documents
         state: state
+        \(extraYAML)
         """.write(to: pipeline, atomically: true, encoding: .utf8)
     }
 

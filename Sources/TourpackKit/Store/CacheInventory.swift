@@ -1,0 +1,137 @@
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What an output root holds, package by package and file by file: the
+/// ground truth behind `tourpack cache stats` and `cache prune`.
+public struct CacheInventory: Sendable {
+    public struct Package: Sendable, Hashable {
+        public var packageID: String
+        public var tourID: String
+        public var tourName: String
+        public var format: AudioFormat?
+        public var expiresAt: Date
+        public var isExpired: Bool
+        /// Root-relative audio paths the package lists.
+        public var audioPaths: [String]
+    }
+
+    public struct File: Sendable, Hashable {
+        /// Root-relative, e.g. `AudioCache/<tourId>/<poiId>_Detailed.m4a`.
+        public var path: String
+        public var size: Int64
+        /// Last written: a file is rewritten whenever it is rebuilt.
+        public var modified: Date
+    }
+
+    public private(set) var packages: [Package] = []
+    /// `OfflineTours/<name>` folders whose package.json cannot be read.
+    public private(set) var unreadablePackages: [String] = []
+    public private(set) var files: [File] = []
+    public private(set) var temporaries: [String] = []
+
+    /// Reads the root once: every package.json and every AudioCache file.
+    public static func scan(_ layout: Layout, now: Date) throws -> CacheInventory {
+        var inventory = CacheInventory()
+        let bundle = try BundleInventory(root: layout.root)
+        inventory.temporaries = bundle.temporaries
+        for name in bundle.packageFolders {
+            let url = layout.root.appendingPathComponent("\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)")
+            guard let manifest = try? PackageManifest.read(from: url) else {
+                inventory.unreadablePackages.append("\(Layout.offlineToursFolder)/\(name)")
+                continue
+            }
+            inventory.packages.append(Package(
+                packageID: name, tourID: manifest.tourId, tourName: manifest.tourName, format: manifest.audio.first?.format,
+                expiresAt: manifest.expiresAt, isExpired: manifest.isExpired(at: now), audioPaths: manifest.audio.map(\.path)))
+        }
+        for entry in bundle.audioCacheFiles where !entry.isSymlink {
+            var status = stat()
+            let modified = lstat(layout.root.appendingPathComponent(entry.path).path, &status) == 0
+                ? Date(timeIntervalSince1970: Double(status.st_mtim.tv_sec)) : now
+            inventory.files.append(File(path: entry.path, size: entry.size, modified: modified))
+        }
+        return inventory
+    }
+
+    public var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
+
+    /// Paths listed by packages that have not expired: what the app may play.
+    public var livePaths: Set<String> {
+        Set(packages.filter { !$0.isExpired }.flatMap(\.audioPaths))
+    }
+}
+
+/// `tourpack cache stats`: the storage statistics of one pipeline's root and state.
+public struct CacheStatistics: Sendable, Hashable, Codable {
+    public struct Tour: Sendable, Hashable, Codable {
+        public var tourId: String
+        /// From its packages; nil when no package names the tour.
+        public var tourName: String?
+        public var files: Int
+        public var bytes: Int64
+    }
+
+    public var version = 1
+    public var output: String
+    public var packages: Int
+    public var expiredPackages: Int
+    public var unreadablePackages: Int
+    public var files: Int
+    public var bytes: Int64
+    public var budgetBytes: Int64
+    /// Files no current (unexpired) package lists.
+    public var unreferencedFiles: Int
+    public var unreferencedBytes: Int64
+    /// Audio older than `audioMaxAgeDays`: not reused by a build, removed by prune when unreferenced.
+    public var expiredAudioFiles: Int
+    public var temporaries: Int
+    /// Bytes of the state folder's synthesis cache (0 until one exists).
+    public var synthesisCacheBytes: Int64
+    /// Tours whose latest build failed, from the build records; nil until the state keeps records.
+    public var failedTours: Int?
+    public var tours: [Tour]
+
+    public init(inventory: CacheInventory, config: PipelineConfig, now: Date) {
+        let live = inventory.livePaths
+        let audioCutoff = now.addingTimeInterval(-Double(config.budgets.audioMaxAgeDays) * 86_400)
+        output = config.output.path
+        packages = inventory.packages.count
+        expiredPackages = inventory.packages.filter(\.isExpired).count
+        unreadablePackages = inventory.unreadablePackages.count
+        files = inventory.files.count
+        bytes = inventory.bytes
+        budgetBytes = Int64(config.budgets.cacheMaxMB) * 1_048_576
+        let unreferenced = inventory.files.filter { !live.contains($0.path) }
+        unreferencedFiles = unreferenced.count
+        unreferencedBytes = unreferenced.reduce(0) { $0 + $1.size }
+        expiredAudioFiles = inventory.files.filter { $0.modified < audioCutoff }.count
+        temporaries = inventory.temporaries.count
+        synthesisCacheBytes = Self.folderBytes(config.state.appendingPathComponent("synthesis", isDirectory: true))
+        failedTours = nil
+        var byTour: [String: Tour] = [:]
+        for file in inventory.files {
+            let tourID = file.path.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
+            var tour = byTour[tourID] ?? Tour(tourId: tourID, tourName: inventory.packages.first { $0.tourID == tourID }?.tourName, files: 0, bytes: 0)
+            tour.files += 1
+            tour.bytes += file.size
+            byTour[tourID] = tour
+        }
+        tours = byTour.values.sorted { $0.tourId < $1.tourId }
+    }
+
+    static func folderBytes(_ folder: URL) -> Int64 {
+        guard let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
+        var total: Int64 = 0
+        for case let url as URL in walker {
+            total += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+        }
+        return total
+    }
+}

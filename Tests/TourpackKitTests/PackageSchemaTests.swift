@@ -18,17 +18,7 @@ import Testing
     @Test func generatedManifestsPassInEveryFormat() throws {
         #expect(PackageSchema.problems(in: try Self.document(Self.original)) == [])
         for format in [AudioFormat.mp3, .opus] {
-            let audio = StoreManifestFixture.audio.map { item -> PackageAudio in
-                var item = item
-                item.encoded.format = format
-                item.encoded.codec = format.codecName
-                item.encoded.bitrateKbps = format.bitrateKbps
-                item.encoded.sampleRateHz = format.sampleRateHz
-                return item
-            }
-            let manifest = try PackageManifest(
-                tour: StoreManifestFixture.tour, voice: StoreManifestFixture.voice, format: format, audio: audio,
-                mapTiles: StoreManifestFixture.coverage, createdAt: StoreManifestFixture.createdAt, maxAgeDays: 30)
+            let manifest = try StoreManifestFixture.manifest(in: format)
             #expect(PackageSchema.problems(in: try Self.document(String(decoding: manifest.encoded(), as: UTF8.self))) == [], "\(format)")
         }
     }

@@ -56,6 +56,19 @@ enum StoreManifestFixture {
     static func manifest(tour: Tour = tour, audio: [PackageAudio] = audio, coverage: MapCoverage = coverage, createdAt: Date = createdAt) throws -> PackageManifest {
         try PackageManifest(tour: tour, voice: voice, format: .aac, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90)
     }
+
+    /// The same package in another format, with that format's codec facts.
+    static func manifest(in format: AudioFormat) throws -> PackageManifest {
+        let converted = audio.map { item -> PackageAudio in
+            var item = item
+            item.encoded.format = format
+            item.encoded.codec = format.codecName
+            item.encoded.bitrateKbps = format.bitrateKbps
+            item.encoded.sampleRateHz = format.sampleRateHz
+            return item
+        }
+        return try PackageManifest(tour: tour, voice: voice, format: format, audio: converted, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 30)
+    }
 }
 
 @Suite struct StoreManifestTests {

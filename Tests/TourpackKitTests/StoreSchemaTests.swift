@@ -61,18 +61,7 @@ import Testing
 
         // Every format's facts satisfy the per-format rules too.
         for format in [AudioFormat.mp3, .opus] {
-            let audio = StoreManifestFixture.audio.map { item -> PackageAudio in
-                var item = item
-                item.encoded.format = format
-                item.encoded.codec = format.codecName
-                item.encoded.bitrateKbps = format.bitrateKbps
-                item.encoded.sampleRateHz = format.sampleRateHz
-                return item
-            }
-            let other = try PackageManifest(
-                tour: StoreManifestFixture.tour, voice: StoreManifestFixture.voice, format: format, audio: audio,
-                mapTiles: StoreManifestFixture.coverage, createdAt: StoreManifestFixture.createdAt, maxAgeDays: 30
-            )
+            let other = try StoreManifestFixture.manifest(in: format)
             let errors = try Self.schemaErrors(other.encoded())
             #expect(errors.isEmpty, "\(format): \(errors)")
         }

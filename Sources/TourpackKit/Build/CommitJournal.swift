@@ -95,20 +95,11 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         }
         for folder in folders { try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
         for removal in removals {
-            let folder = URL(fileURLWithPath: removal, isDirectory: true)
-            try Self.remove(folder.appendingPathComponent(Layout.manifestFileName))
-            if rmdir(folder.path) != 0, errno != ENOENT, errno != ENOTEMPTY {
-                throw TourpackError.storageFailed(path: folder.path, errno: errno, operation: "rmdir")
-            }
-            try AtomicFile.syncFolder(folder.deletingLastPathComponent())
+            try Layout.removePackage(at: URL(fileURLWithPath: removal, isDirectory: true))
         }
     }
 
     private static func remove(_ url: URL) throws {
-        if unlink(url.path) == 0 {
-            try AtomicFile.syncFolder(url.deletingLastPathComponent())
-        } else if errno != ENOENT {
-            throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "unlink")
-        }
+        if try AtomicFile.remove(url) { try AtomicFile.syncFolder(url.deletingLastPathComponent()) }
     }
 }

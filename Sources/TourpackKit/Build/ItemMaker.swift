@@ -13,12 +13,13 @@ struct ItemMaker: Sendable {
     /// Never throws: a failure is an outcome, named by tour, POI and phase.
     func make(_ item: PlanItem, tourIndex: Int) async -> ItemOutcome {
         let label = item.label(tourName: tour.name)
+        let finals = Dictionary(uniqueKeysWithValues: builder.config.formats.map { format in
+            (format, layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url)
+        })
         var temps: [AudioFormat: URL] = [:]
         do {
             let pieces = try await synthesize(item, label: label)
-            for format in builder.config.formats {
-                temps[format] = try staging.temporaryURL(for: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url)
-            }
+            for (format, final) in finals { temps[format] = try staging.temporaryURL(for: final) }
             let metadata = AudioMetadata(title: "\(item.poiName) – \(item.phase.fileLabel)", album: tour.name, language: tour.language)
             let (joiner, encoder, targets) = (builder.joiner, builder.encoder, temps)
             let (encoded, duration) = try await pool.runIfActive {
@@ -26,9 +27,9 @@ struct ItemMaker: Sendable {
                 return (try encoder.encode(pcm, into: targets, metadata: metadata), pcm.durationSeconds)
             }
             let files = builder.config.formats.compactMap { format -> StagedFile? in
-                guard let temp = temps[format], let audio = encoded[format] else { return nil }
+                guard let temp = temps[format], let final = finals[format], let audio = encoded[format] else { return nil }
                 return StagedFile(
-                    temp: temp, final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
+                    temp: temp, final: final,
                     audio: PackageAudio(poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters))
             }
             return .done(tourIndex: tourIndex, item: item, files: files, durationSeconds: duration)

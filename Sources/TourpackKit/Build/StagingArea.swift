@@ -71,10 +71,7 @@ public final class StagingArea: @unchecked Sendable {
         if let folder {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
             for name in names {
-                let url = folder.appendingPathComponent(name)
-                guard unlink(url.path) == 0 || errno == ENOENT else {
-                    throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "unlink")
-                }
+                try AtomicFile.remove(folder.appendingPathComponent(name))
                 removed += 1
             }
         }

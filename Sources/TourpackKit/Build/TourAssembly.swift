@@ -94,6 +94,6 @@ struct TourPublisher: Sendable {
         return TourPackaged(
             tourId: tour.id.value, tourName: tour.name, packages: packagePaths, files: assembly.staged.count,
             bytes: assembly.staged.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
-            superseded: removals.map { layout.root.path == $0.path ? $0.path : Layout.offlineToursFolder + "/" + $0.lastPathComponent })
+            superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" })
     }
 }

@@ -115,6 +115,20 @@ public enum AtomicFile {
         _ = unlink(temp.path)
     }
 
+    /// Deletes a file; one that is already gone counts as deleted. Returns
+    /// whether it was there, so a caller knows whether its folder needs an fsync.
+    @discardableResult
+    public static func remove(_ url: URL) throws -> Bool {
+        if unlink(url.path) == 0 { return true }
+        guard errno == ENOENT else { throw failure(url, "unlink") }
+        return false
+    }
+
+    /// Deletes a folder if it is empty; one that is gone or still holds files is left alone.
+    public static func removeFolderIfEmpty(_ folder: URL) throws {
+        guard rmdir(folder.path) == 0 || errno == ENOENT || errno == ENOTEMPTY else { throw failure(folder, "rmdir") }
+    }
+
     /// Whether a file name is one of our temps (`.<name>.tmp-<16 hex>`).
     public static func isTemporaryName(_ name: String) -> Bool {
         guard name.hasPrefix("."), let marker = name.range(of: temporaryMarker, options: .backwards) else { return false }
@@ -138,7 +152,7 @@ public enum AtomicFile {
         var removed: [URL] = []
         for name in names.sorted() where isTemporaryName(name) {
             let url = folder.appendingPathComponent(name)
-            guard unlink(url.path) == 0 || errno == ENOENT else { throw failure(url, "unlink") }
+            try remove(url)
             removed.append(url)
         }
         if !removed.isEmpty { try syncFolder(folder) }

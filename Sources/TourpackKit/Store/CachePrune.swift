@@ -66,12 +66,11 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
         for removal in removals {
             let url = layout.root.appendingPathComponent(removal.path)
             if removal.reason == "expired package" {
-                try CacheClearing.removeFile(url.appendingPathComponent(Layout.manifestFileName))
-                try CacheClearing.removeFolderIfEmpty(url)
+                try Layout.removePackage(at: url)
             } else {
-                try CacheClearing.removeFile(url)
+                try AtomicFile.remove(url)
+                touched.insert(url.deletingLastPathComponent().path)
             }
-            touched.insert(url.deletingLastPathComponent().path)
         }
         for folder in touched.sorted() where FileManager.default.fileExists(atPath: folder) {
             try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true))
@@ -103,18 +102,6 @@ public enum CacheClearing {
         guard FileManager.default.fileExists(atPath: url.path) else { return }
         do { try FileManager.default.removeItem(at: url) } catch {
             throw TourpackError.storageFailed(path: url.path, errno: EIO, operation: "remove")
-        }
-    }
-
-    static func removeFile(_ url: URL) throws {
-        if unlink(url.path) != 0, errno != ENOENT {
-            throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "unlink")
-        }
-    }
-
-    static func removeFolderIfEmpty(_ url: URL) throws {
-        if rmdir(url.path) != 0, errno != ENOENT, errno != ENOTEMPTY {
-            throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "rmdir")
         }
     }
 }

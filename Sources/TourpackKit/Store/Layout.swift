@@ -63,6 +63,14 @@ public struct Layout: Sendable, Hashable {
         path("\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.manifestFileName)")
     }
 
+    /// Deletes a package: its package.json, then its folder when nothing
+    /// else is in it, then fsyncs `OfflineTours`. A package already gone is fine.
+    public static func removePackage(at folder: URL) throws {
+        try AtomicFile.remove(folder.appendingPathComponent(manifestFileName))
+        try AtomicFile.removeFolderIfEmpty(folder)
+        try AtomicFile.syncFolder(folder.deletingLastPathComponent())
+    }
+
     /// What an `AudioCache` path names, or nil when it is not one of ours.
     /// `validate` uses it to tell audio files from stray ones.
     public static func parseAudioPath(_ relativePath: String) -> (tourID: SafeID, poiID: SafeID, phase: Phase, format: AudioFormat)? {

@@ -28,6 +28,9 @@ let package = Package(
         // NIOThreadPool keeps blocking C work (curl, FFmpeg, espeak) off the cooperative pool.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Build state in SQLite (WAL, versioned migrations): the cache indexes,
+        // the quota ledger and the build records, shared by concurrent jobs.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // HTTP field names for serve-tts's headers; already a dependency of Hummingbird.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
@@ -64,6 +67,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .target(
@@ -96,7 +100,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(
             name: "TourpackKitTests",
-            dependencies: ["TourpackKit"],
+            dependencies: ["TourpackKit", .product(name: "GRDB", package: "GRDB.swift")],
             resources: [.copy("Resources")]
         ),
         .testTarget(
@@ -121,10 +125,13 @@ let package = Package(
 )
 
 // Strict Swift 6 everywhere, as Hummingbird does: existentials spelled out,
-// imports internal unless a public API needs them.
+// imports internal unless a public API needs them, members only from what is imported.
 for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    // Extensions of a module are visible only where it is imported: GRDB's
+    // string-interpolation `SQL` must never be inferred in code that did not ask for it.
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
     target.swiftSettings = settings
 }

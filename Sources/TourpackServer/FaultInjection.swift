@@ -25,14 +25,20 @@ public struct FaultInjection: Sendable, Hashable {
     /// time: a permanent failure, like a provider's content policy. Lets a
     /// test fail one tour for good while the others succeed.
     public var refuseText: String?
+    /// The first request whose input contains this text is held for
+    /// `stallMilliseconds`, then answered 503 without being spoken or
+    /// counted; later ones are served. Lets a test kill a client while the
+    /// server holds a request it will never bill.
+    public var holdText: String?
     public var seed: UInt64 = 0x7075_7270_6c65
 
     /// Every fault off unless named.
     public init(
         latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
         truncateRate: Double = 0, garbageRate: Double = 0, stallRate: Double = 0, stallMilliseconds: Int = 5000,
-        refuseText: String? = nil, seed: UInt64 = 0x7075_7270_6c65
+        refuseText: String? = nil, holdText: String? = nil, seed: UInt64 = 0x7075_7270_6c65
     ) {
+        self.holdText = holdText
         self.latencyMilliseconds = latencyMilliseconds
         self.failureRate = failureRate
         self.rateLimitRate = rateLimitRate
@@ -51,8 +57,8 @@ public struct FaultInjection: Sendable, Hashable {
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1.000_001 else {
             throw FaultConfigurationError(message: "fault rates must each be within 0...1 and add up to 1 at most")
         }
-        guard refuseText.map({ !$0.isEmpty }) ?? true else {
-            throw FaultConfigurationError(message: "the refused text must not be empty")
+        guard refuseText.map({ !$0.isEmpty }) ?? true, holdText.map({ !$0.isEmpty }) ?? true else {
+            throw FaultConfigurationError(message: "the refused or held text must not be empty")
         }
         guard latencyMilliseconds >= 0, stallMilliseconds >= 0, retryAfterSeconds >= 0 else {
             throw FaultConfigurationError(message: "latency, stall and Retry-After must not be negative")
@@ -62,7 +68,7 @@ public struct FaultInjection: Sendable, Hashable {
 
     /// True when any fault can fire; `serve-tts` is honest otherwise.
     public var isActive: Bool {
-        latencyMilliseconds > 0 || refuseText != nil || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
+        latencyMilliseconds > 0 || refuseText != nil || holdText != nil || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
     }
 }
 
@@ -87,9 +93,21 @@ final class FaultDice: @unchecked Sendable {
     private let lock = NSLock()
     private var state: UInt64
 
+    private var held = false
+
     init(_ plan: FaultInjection) {
         self.plan = plan
         self.state = plan.seed
+    }
+
+    /// True for the first request whose input contains `holdText`, once.
+    func holds(_ input: String) -> Bool {
+        guard let text = plan.holdText, input.contains(text) else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        if held { return false }
+        held = true
+        return true
     }
 
     /// The next 64 random bits.

@@ -92,6 +92,7 @@ struct SynthesisRoutes: Sendable {
         if let refused = dice.plan.refuseText, input.contains(refused) {
             return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
+        if dice.holds(input) { return await hold(openAI: false) }
         return try await answer(.google, characters: input.unicodeScalars.count) {
             try await voice.speak(text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
@@ -159,6 +160,7 @@ struct SynthesisRoutes: Sendable {
         if let refused = dice.plan.refuseText, input.contains(refused) {
             return ErrorBody.openAI(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
+        if dice.holds(input) { return await hold(openAI: true) }
         return try await answer(format == "wav" ? .openai : nil, characters: input.unicodeScalars.count) {
             try await voice.speak(text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
         }
@@ -177,6 +179,13 @@ struct SynthesisRoutes: Sendable {
         let response = try await work()
         try? await Task.sleep(until: due, clock: .continuous)
         return response
+    }
+
+    /// The held request: waits, then a 503 that speaks and bills nothing.
+    private func hold(openAI: Bool) async -> Response {
+        stats.update { $0.faultsInjected["held", default: 0] += 1 }
+        try? await Task.sleep(for: .milliseconds(dice.plan.stallMilliseconds))
+        return openAI ? ErrorBody.openAI(503, "held and dropped (injected)") : ErrorBody.google(503, "Held and dropped (injected).")
     }
 
     /// Draws a fault, speaks unless the fault is an error status, and

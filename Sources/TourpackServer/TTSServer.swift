@@ -1,6 +1,7 @@
 public import Logging
 import Foundation
 import Hummingbird
+import UnixSignals
 import TourpackKit
 
 /// How `serve-tts` listens and misbehaves.

@@ -15,9 +15,15 @@ struct Build: AsyncParsableCommand {
             <output>/OfflineTours/<packageId>/package.json. A tour's files appear \
             together, once every item of the tour has succeeded; a tour that fails \
             leaves its previous package untouched while the other tours go on. \
-            One build per state folder at a time: a second one waits, or with \
+            One build per output root at a time: a second one waits, or with \
             --no-wait exits 1 at once. SIGINT or SIGTERM stops the build, removes \
             its temp files and exits 130; a second signal exits at once.
+
+            Incremental: a file whose inputs did not change is kept (0 requests, \
+            0 encodes), a chunk already spoken comes from the synthesis cache, and \
+            a package that would say the same is left as it is. Before any \
+            request, a build the monthly quota or cacheMaxMB cannot take is \
+            refused with exit code 3 and the numbers.
 
             Output: a progress bar on a terminal, one line per item otherwise, or \
             NDJSON events with --json (started, itemDone, itemFailed, mapsDone, \
@@ -39,6 +45,16 @@ struct Build: AsyncParsableCommand {
     @Flag(help: "Fail at once when another build holds the lock, instead of waiting.")
     var noWait = false
 
+    @Option(help: ArgumentHelp(
+        "Also give a new createdAt/expiresAt to packages that expire within DAYS (the nightly job's flag).",
+        discussion: "Unchanged packages that do not expire within DAYS are left as they are; without the flag only expired ones are refreshed.",
+        valueName: "DAYS"))
+    var refreshExpiring: Int?
+
+    func validate() throws {
+        if let refreshExpiring, refreshExpiring < 0 { throw ValidationError("--refresh-expiring: DAYS must be 0 or more, not \(refreshExpiring)") }
+    }
+
     func run() async throws {
         let config = try options.load()
         let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
@@ -47,7 +63,7 @@ struct Build: AsyncParsableCommand {
         let plan = try planner.plan(selected)
 
         if dryRun {
-            try printDryRun(plan, config: config)
+            try printDryRun(try StateView.annotate(plan, config: config), config: config)
             return
         }
         if !json {
@@ -63,6 +79,8 @@ struct Build: AsyncParsableCommand {
                 settings: config.tts, environment: ProcessInfo.processInfo.environment, splitter: { chunker.split($0) })
             var builderOptions = Builder.Options()
             builderOptions.waitForLock = !noWait
+            builderOptions.now = CommandClock.now
+            builderOptions.refreshExpiringDays = refreshExpiring ?? 0
             let builder = Builder(config: config, synthesizer: synthesizer, options: builderOptions)
             let skipped = tours.count - selected.count
             summary = try await SignalCancellation.run {

@@ -85,18 +85,25 @@ final class BuildDisplay: @unchecked Sendable {
         case .started(let start):
             var text = "building \(start.tours) tour\(start.tours == 1 ? "" : "s"): \(start.items) items, \(start.chunks) chunks, "
                 + "\(PlanReport.grouped(start.characters)) characters → \(start.formats.map(\.rawValue).joined(separator: ", ")) in \(start.output)"
+            if start.cacheHits > 0 || start.billableCharacters < start.characters {
+                text += "\ncache: \(start.cacheHits) of \(start.chunks) chunks already made; \(PlanReport.grouped(start.billableCharacters)) characters to synthesize"
+            }
             if start.recoveredCommits > 0 { text += "\nfinished \(start.recoveredCommits) commit(s) a killed run left half done" }
             if start.removedTemporaries > 0 { text += "\nremoved \(start.removedTemporaries) temp file(s) a killed run left" }
             return text
         case .itemDone(let done):
             let sizes = done.bytes.sorted { $0.key < $1.key }.map { "\($0.key) \(PlanReport.bytes(Int($0.value)))" }.joined(separator: ", ")
-            return "\(counter()) \(done.tourName) / \(done.poiName) / \(done.phase.fileLabel)  \(PlanReport.duration(done.durationSeconds))  \(sizes)"
+            let reused = done.reusedFiles == 0 ? "" : done.reusedFiles == done.bytes.count ? "  (reused)" : "  (\(done.reusedFiles) reused)"
+            return "\(counter()) \(done.tourName) / \(done.poiName) / \(done.phase.fileLabel)  \(PlanReport.duration(done.durationSeconds))  \(sizes)\(reused)"
         case .itemFailed(let failure):
             return "\(counter()) FAILED \(failure.message)"
         case .mapsDone:
             return nil
+        case .tourPackaged(let packaged) where packaged.packages.isEmpty:
+            return "up to date \(packaged.tourName): \(packaged.reusedFiles) files reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
         case .tourPackaged(let packaged):
-            var text = "packaged \(packaged.tourName): \(packaged.files) files, \(PlanReport.bytes(Int(packaged.bytes))) → \(packaged.packages.joined(separator: ", "))"
+            var text = "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "
+                + "\(PlanReport.bytes(Int(packaged.bytes))) → \(packaged.packages.joined(separator: ", "))"
             if !packaged.superseded.isEmpty { text += " (replaced \(packaged.superseded.joined(separator: ", ")))" }
             return text
         case .tourFailed(let failure):
@@ -110,10 +117,14 @@ final class BuildDisplay: @unchecked Sendable {
         var lines: [String] = []
         if let stopped = summary.stoppedEarly { lines.append("stopped early: \(stopped)") }
         lines.append(
-            "\(summary.toursBuilt) built, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
-                + "\(summary.files) files, \(PlanReport.bytes(Int(summary.bytes))) · "
-                + "\(PlanReport.grouped(summary.characters)) characters in \(summary.requests) requests (\(summary.retries) retries) · "
-                + "\(String(format: "%.1f", summary.wallSeconds)) s")
+            "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
+                + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "
+                + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) characters billed, "
+                + "\(summary.cacheHits) chunks from cache, \(summary.encodes) encodes · "
+                + "\(String(format: "%.2f", summary.wallSeconds)) s")
+        if summary.evictedFiles > 0 {
+            lines.append("evicted \(summary.evictedFiles) unreferenced file(s), \(PlanReport.bytes(Int(summary.evictedBytes))), to keep within cacheMaxMB")
+        }
         return lines.joined(separator: "\n")
     }
 

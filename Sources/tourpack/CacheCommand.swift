@@ -10,15 +10,17 @@ struct Cache: AsyncParsableCommand {
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Packages, files, bytes (in total and per tour), expired and unreferenced audio, temps, synthesis-cache size.")
+            abstract: "Packages, files, bytes (in total and per tour), expired and failed counts, unreferenced audio, temps, synthesis-cache size.")
 
         @OptionGroup var options: PipelineOptions
         @Flag(help: "Print the statistics as JSON.") var json = false
 
         func run() async throws {
             let config = try options.load()
-            let inventory = try CacheInventory.scan(Layout(root: config.output), now: Date())
-            let stats = CacheStatistics(inventory: inventory, config: config, now: Date())
+            let now = CommandClock.now()
+            let inventory = try CacheInventory.scan(Layout(root: config.output), now: now)
+            var stats = CacheStatistics(inventory: inventory, config: config, now: now)
+            try stats.add(try StateView.existing(config))
             if json {
                 print(try CacheText.json(stats))
                 return
@@ -31,9 +33,18 @@ struct Cache: AsyncParsableCommand {
                 "  unreferenced \(stats.unreferencedFiles) files, \(size(stats.unreferencedBytes))",
                 "  old audio    \(stats.expiredAudioFiles) files older than \(config.budgets.audioMaxAgeDays) days",
                 "  temp files   \(stats.temporaries)",
-                "  synthesis    \(size(stats.synthesisCacheBytes)) in the state folder",
-                "  failed       " + (stats.failedTours.map(String.init) ?? "not recorded yet (build records come with the state database)"),
+                "  synthesis    \(stats.synthesisCacheEntries) chunks, \(size(stats.synthesisCacheBytes)) of \(size(stats.synthesisBudgetBytes)) budget",
+                "  failed       \(stats.failedTours) tour\(stats.failedTours == 1 ? "" : "s") whose last build failed",
+                "  builds       " + (stats.builds.isEmpty ? "none recorded"
+                    : BuildRecord.Status.allCases.compactMap { status in stats.builds[status.rawValue].map { "\($0) \(status.rawValue)" } }.joined(separator: ", ")),
             ]
+            if let last = stats.lastBuild {
+                lines.append("  last build   #\(last.id) \(last.status.rawValue) at \(PackageManifest.timestamp(last.finishedAt ?? last.queuedAt))"
+                    + (last.error.map { ": \($0)" } ?? ""))
+            }
+            for (tourId, reason) in stats.failedTourReasons.sorted(by: { $0.key < $1.key }) {
+                lines.append("  failed tour  \(tourId): \(reason)")
+            }
             for tour in stats.tours {
                 lines.append("  tour \(tour.tourId)  \(tour.files) files, \(size(tour.bytes))\(tour.tourName.map { "  \($0)" } ?? "")")
             }
@@ -53,10 +64,18 @@ struct Cache: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             let layout = Layout(root: config.output)
-            let lock = dryRun ? nil : try await BuildLock.acquire(stateFolder: config.state, wait: false)
+            let lock = dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, wait: false)
             defer { lock?.release() }
-            let plan = CachePrunePlan(inventory: try CacheInventory.scan(layout, now: Date()), budgets: config.budgets, now: Date())
-            if !dryRun { try plan.apply(to: layout) }
+            let now = CommandClock.now()
+            let state = try StateView.existing(config)
+            let lastUsed = try state.map { try $0.outputs.lastUsed(relativeTo: layout.root) } ?? [:]
+            let plan = CachePrunePlan(inventory: try CacheInventory.scan(layout, now: now), budgets: config.budgets, now: now, lastUsed: lastUsed)
+            if !dryRun {
+                try plan.apply(to: layout)
+                try state?.outputs.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
+                // The synthesis cache keeps its own budget, and drops chunks too old to reuse.
+                _ = try state?.synthesis.evict(toFit: Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576)
+            }
             if json {
                 print(try CacheText.json(plan))
                 return
@@ -69,7 +88,8 @@ struct Cache: AsyncParsableCommand {
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove everything the pipeline wrote: AudioCache, OfflineTours and the state (but its lock).")
+            abstract: "Remove everything the pipeline wrote: AudioCache, OfflineTours, the synthesis cache and the build records.",
+            discussion: "The quota ledger stays: it records characters already paid for this month, so clearing it would let jobs pass the quota.")
 
         @OptionGroup var options: PipelineOptions
         @Flag(help: "Confirm: without it, nothing is removed.") var yes = false
@@ -77,12 +97,12 @@ struct Cache: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             guard yes else {
-                throw TourpackError.invalidInput("cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours and the state in \(config.state.path); run it again with --yes")
+                throw TourpackError.invalidInput("cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis cache and the build records in \(config.state.path); run it again with --yes")
             }
-            let lock = try await BuildLock.acquire(stateFolder: config.state, wait: false)
+            let lock = try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, wait: false)
             defer { lock.release() }
-            let freed = try CacheClearing.clear(output: config.output, state: config.state)
-            print("cleared \(config.output.path) and \(config.state.path): freed \(PlanReport.bytes(Int(freed)))")
+            let freed = try CacheClearing.clear(config, state: try StateView.existing(config))
+            print("cleared \(config.output.path) and the caches in \(config.state.path): freed \(PlanReport.bytes(Int(freed))); the quota ledger is kept")
         }
     }
 }

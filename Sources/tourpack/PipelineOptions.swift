@@ -76,3 +76,31 @@ struct PipelineOptions: ParsableArguments {
         return try PipelineLoader.load(URL(fileURLWithPath: pipeline), overrides: overrides)
     }
 }
+
+/// The commands' clock. `TOURPACK_NOW` (ISO-8601 UTC, e.g.
+/// `2026-12-01T00:00:00Z`) pins it, so a scheduled job can be replayed and a
+/// test can move time (expiry, the month of the quota) without waiting.
+enum CommandClock {
+    static let now: @Sendable () -> Date = {
+        guard let text = ProcessInfo.processInfo.environment["TOURPACK_NOW"], !text.isEmpty else { return { Date() } }
+        guard let pinned = PackageManifest.parseTimestamp(text) else {
+            Console.error("warning: TOURPACK_NOW=\(text) is not an ISO-8601 UTC time (2026-12-01T00:00:00Z); using the real clock")
+            return { Date() }
+        }
+        return { pinned }
+    }()
+}
+
+/// The state as `plan` and `build --dry-run` read it: only when it exists,
+/// so a plan never creates a state folder.
+enum StateView {
+    static func existing(_ config: PipelineConfig) throws -> BuildState? {
+        let account = QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+        return try BuildState.existing(config: config, account: account, clock: CommandClock.now)
+    }
+
+    static func annotate(_ plan: BuildPlan, config: PipelineConfig) throws -> BuildPlan {
+        guard let state = try existing(config) else { return plan }
+        return try state.annotate(plan, config: config, encoder: FFmpegAudioEncoder().fingerprint)
+    }
+}

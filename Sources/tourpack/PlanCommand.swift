@@ -21,7 +21,7 @@ struct Plan: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-        let plan = try Planner(config: config).plan(tours)
+        let plan = try StateView.annotate(try Planner(config: config).plan(tours), config: config)
         let report = PlanReport(plan: plan, config: config)
         if json {
             print(try report.json())

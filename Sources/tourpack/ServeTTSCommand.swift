@@ -31,6 +31,8 @@ struct ServeTTS: AsyncParsableCommand {
     @Option(name: .customLong("stall-ms"), help: "Fault: how long a stalled request is held.") var stallMilliseconds = 5000
     @Option(help: "Fault: answer 400 to every request whose input contains this text (a permanent failure).")
     var refuseText: String?
+    @Option(help: "Fault: hold the first request whose input contains this text for --stall-ms, then answer 503 (nothing spoken or counted).")
+    var holdText: String?
     @Option(help: "Fault: seed for the fault draws, for reproducible runs.") var faultSeed: UInt64 = 0x7075_7270_6c65
 
     func validate() throws {
@@ -42,7 +44,7 @@ struct ServeTTS: AsyncParsableCommand {
         FaultInjection(
             latencyMilliseconds: latencyMilliseconds, failureRate: failureRate, rateLimitRate: rateLimitRate,
             retryAfterSeconds: retryAfter, truncateRate: truncateRate, garbageRate: garbageRate,
-            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, seed: faultSeed)
+            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, holdText: holdText, seed: faultSeed)
     }
 
     func run() async throws {

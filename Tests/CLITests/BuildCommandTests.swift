@@ -16,7 +16,7 @@ import Glibc
         let workspace = try BuildWorkspace(formats: ["aac", "mp3", "opus"])
         let result = try workspace.build(server)
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("2 built, 0 failed, 0 skipped · 15 files"), "\(result.stdout)")
+        #expect(result.stdout.contains("2 built, 0 up to date, 0 failed, 0 skipped · 15 files written"), "\(result.stdout)")
 
         // Exactly the SPEC's paths: 5 items × 3 formats, and 2 tours × 3 formats of package.json.
         var expected: Set<String> = []
@@ -39,7 +39,7 @@ import Glibc
         }
         #expect(Set(RootCheck.allFiles(under: workspace.output)) == expected)
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
-        #expect(RootCheck.allFiles(under: workspace.state.appendingPathComponent("staging")).isEmpty)
+        #expect(RootCheck.allFiles(under: workspace.rootState.appendingPathComponent("staging")).isEmpty)
 
         // Every listed file plays, with the format table's codec and rate, for as long as the package says.
         for path in expected where path.hasSuffix("package.json") {
@@ -73,7 +73,7 @@ import Glibc
         #expect(result.status == 1)
         #expect(result.stdout.contains("FAILED Lake Test Loop / Blue Lake / Approaching: audio generation failed: HTTP 400: Input refused"), "\(result.stdout)")
         #expect(result.stdout.contains("not packaged Lake Test Loop"))
-        #expect(result.stdout.contains("1 built, 1 failed"))
+        #expect(result.stdout.contains("1 built, 0 up to date, 1 failed"))
 
         let after = try RootCheck.snapshot(workspace.output)
         for (path, bytes) in before where path.contains(BuildWorkspace.lakesID) || path == lakesPackage {
@@ -87,7 +87,7 @@ import Glibc
     @Test func aSecondBuildRefusesWithNoWaitAndOtherwiseWaitsForTheLock() async throws {
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace()
-        let lock = try await BuildLock.acquire(stateFolder: workspace.state, wait: false)
+        let lock = try await BuildLock.acquire(stateFolder: workspace.rootState, wait: false)
 
         let refused = try workspace.build(server, ["--no-wait"])
         #expect(refused.status == 1)
@@ -96,7 +96,7 @@ import Glibc
 
         let waiting = try workspace.startBuild(server)
         let waited = waiting.waitForEvent("waitingForLock", timeout: 30)
-        #expect(waited?["lock"] as? String == workspace.state.appendingPathComponent("build.lock").path)
+        #expect(waited?["lock"] as? String == workspace.rootState.appendingPathComponent("build.lock").path)
         try await Task.sleep(for: .milliseconds(500))
         #expect(waiting.process.isRunning, "the second build did not wait")
         lock.release()
@@ -123,7 +123,7 @@ import Glibc
 
         #expect(try RootCheck.snapshot(workspace.output) == before, "a cancelled build changed the root")
         #expect(RootCheck.problems(in: workspace.output).isEmpty)
-        #expect(RootCheck.allFiles(under: workspace.state.appendingPathComponent("staging")).isEmpty, "temps left in staging")
+        #expect(RootCheck.allFiles(under: workspace.rootState.appendingPathComponent("staging")).isEmpty, "temps left in staging")
     }
 
     @Test func aBuildKilledWithSigkillThenRunAgainLeavesAConsistentRoot() async throws {
@@ -142,7 +142,7 @@ import Glibc
             // Killed at any instant, the root holds only whole packages that
             // match their files, unless the kill landed inside a tour's burst
             // of renames: then its journal is there for the next run to finish.
-            let journal = RootCheck.allFiles(under: workspace.state.appendingPathComponent("journal"))
+            let journal = RootCheck.allFiles(under: workspace.rootState.appendingPathComponent("journal"))
             if journal.isEmpty {
                 #expect(RootCheck.problems(in: workspace.output).isEmpty, "after a kill at \(event): \(RootCheck.problems(in: workspace.output))")
             }
@@ -150,8 +150,8 @@ import Glibc
         let rerun = try workspace.build(slow, ["--json"])
         #expect(rerun.status == 0, "\(rerun.stdout)")
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
-        #expect(RootCheck.allFiles(under: workspace.state.appendingPathComponent("staging")).isEmpty)
-        #expect(RootCheck.allFiles(under: workspace.state.appendingPathComponent("journal")).isEmpty)
+        #expect(RootCheck.allFiles(under: workspace.rootState.appendingPathComponent("staging")).isEmpty)
+        #expect(RootCheck.allFiles(under: workspace.rootState.appendingPathComponent("journal")).isEmpty)
         let packages = RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("package.json") }
         #expect(packages.count == 4)
         for path in packages {
@@ -205,7 +205,7 @@ import Glibc
         let workspace = try BuildWorkspace()
         let one = try workspace.build(server, ["--tour", BuildWorkspace.lakesID.uppercased()])
         #expect(one.status == 0, "\(one.stdout)\n\(one.stderr)")
-        #expect(one.stdout.contains("1 built, 0 failed, 1 skipped"))
+        #expect(one.stdout.contains("1 built, 0 up to date, 0 failed, 1 skipped"))
         #expect(RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("package.json") }.count == 1)
 
         let unknown = try workspace.build(server, ["--tour", "00000000-0000-4000-8000-000000000000"])

@@ -58,6 +58,8 @@ final class BuildWorkspace {
     let root: URL
     var output: URL { root.appendingPathComponent("Documents") }
     var state: URL { root.appendingPathComponent("state") }
+    /// This output root's folder in the state: its lock, staging and journals.
+    var rootState: URL { StateLayout(state: state, output: output).rootFolder }
     var pipeline: URL { root.appendingPathComponent("pipeline.yaml") }
 
     static let alpsID = "6f2d1c3e-8a41-4b7e-9c55-1d2e3f4a5b60"

@@ -34,6 +34,11 @@ import TourpackKit
         #expect(object["expiredAudioFiles"] as? Int == 1)
         #expect(object["unreferencedFiles"] as? Int == 4, "2 strays + the expired package's 2 files")
         #expect((object["tours"] as? [[String: Any]])?.count == 2)
+        // From the state database: the chunks spoken, and one completed build with no failed tour.
+        #expect((object["synthesisCacheEntries"] as? Int ?? 0) >= 5)
+        #expect((object["synthesisCacheBytes"] as? Int ?? 0) > 0)
+        #expect(object["failedTours"] as? Int == 0)
+        #expect((object["builds"] as? [String: Int]) == ["completed": 1])
 
         let pruned = try Executable.run(["cache", "prune", workspace.pipeline.path, "--json"], in: workspace.root)
         #expect(pruned.status == 0, "\(pruned.stderr)")
@@ -57,6 +62,13 @@ import TourpackKit
         let cleared = try Executable.run(["cache", "clear", workspace.pipeline.path, "--yes"], in: workspace.root)
         #expect(cleared.status == 0, "\(cleared.stderr)")
         #expect(RootCheck.allFiles(under: workspace.output).isEmpty)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.state.path) == [BuildLock.fileName])
+        // Left: the database (with the quota ledger) and the lock file; the caches and records are gone.
+        let left = RootCheck.allFiles(under: workspace.state)
+        #expect(left.allSatisfy { $0.hasPrefix("state.sqlite") || $0.hasSuffix("/" + BuildLock.fileName) }, "\(left)")
+        #expect(left.contains("state.sqlite"))
+        let after = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root)
+        let afterObject = try #require(try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [String: Any])
+        #expect(afterObject["synthesisCacheEntries"] as? Int == 0)
+        #expect((afterObject["builds"] as? [String: Int])?.isEmpty == true)
     }
 }

@@ -73,14 +73,14 @@ import Testing
 
     @Test func progressWeighsAudioMapsAndBundling() {
         var progress = BuildProgress()
-        progress.record(.started(BuildStart(tours: 2, items: 4, chunks: 4, characters: 100, formats: [.aac], output: "/o", recoveredCommits: 0, removedTemporaries: 0)))
+        progress.record(.started(BuildStart(tours: 2, items: 4, chunks: 4, characters: 100, formats: [.aac], output: "/o", recoveredCommits: 0, removedTemporaries: 0, cacheHits: 0, billableCharacters: 100)))
         #expect(progress.fraction == 0)
-        let item = ItemDone(tourId: "a", tourName: "A", poiId: "p", poiName: "P", phase: .detailed, chunks: 1, characters: 25, durationSeconds: 1, bytes: [:])
+        let item = ItemDone(tourId: "a", tourName: "A", poiId: "p", poiName: "P", phase: .detailed, chunks: 1, characters: 25, durationSeconds: 1, bytes: [:], reusedFiles: 0)
         progress.record(.itemDone(item))
         progress.record(.itemDone(item))
         #expect(abs(progress.fraction - 0.35) < 1e-9)
         progress.record(.mapsDone(tourID: SafeID(validating: "6f2d1c3e-8a41-4b7e-9c55-1d2e3f4a5b60")!, tileCount: 10))
-        progress.record(.tourPackaged(TourPackaged(tourId: "a", tourName: "A", packages: [], files: 2, bytes: 1, superseded: [])))
+        progress.record(.tourPackaged(TourPackaged(tourId: "a", tourName: "A", packages: [], unchangedPackages: [], files: 2, reusedFiles: 0, bytes: 1, superseded: [])))
         #expect(abs(progress.fraction - (0.35 + 0.125 + 0.025)) < 1e-9)
         #expect(progress.currentTour == "A")
         // The other tour fails on its first item and skips the second: the bar still ends at 100%.

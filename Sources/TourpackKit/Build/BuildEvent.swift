@@ -33,6 +33,10 @@ public struct BuildStart: Sendable, Hashable, Codable {
     public var recoveredCommits: Int
     /// Leftover temp files of a killed run that were removed.
     public var removedTemporaries: Int
+    /// Chunks the build will not pay for: in the synthesis cache, or of an item whose files are all reusable.
+    public var cacheHits: Int
+    /// Characters the build expects to send and pay for.
+    public var billableCharacters: Int
 }
 
 /// One finished item.
@@ -45,8 +49,10 @@ public struct ItemDone: Sendable, Hashable, Codable {
     public var chunks: Int
     public var characters: Int
     public var durationSeconds: Double
-    /// Bytes per format of the staged files.
+    /// Bytes per format of the item's files.
     public var bytes: [String: Int64]
+    /// Formats whose file was reused from the output cache (no synthesis, no encode).
+    public var reusedFiles: Int
 }
 
 /// One failed item, named by tour, POI and phase, with the reason.
@@ -66,7 +72,13 @@ public struct TourPackaged: Sendable, Hashable, Codable {
     public var tourName: String
     /// Root-relative paths of the package.json files written.
     public var packages: [String]
+    /// Packages that already said exactly this and were left as they were.
+    public var unchangedPackages: [String]
+    /// Audio files written.
     public var files: Int
+    /// Audio files kept from an earlier build (the output cache).
+    public var reusedFiles: Int
+    /// Bytes of the audio files written.
     public var bytes: Int64
     /// Packages of the same tour and format under another voice: their audio
     /// paths were just replaced, so they were removed.
@@ -89,18 +101,33 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var toursFailed = 0
     /// Tours of the pipeline left out by `--tour`.
     public var toursSkipped = 0
+    /// Tours whose packages were all up to date and left as they were.
+    public var toursUnchanged = 0
     /// Audio files written.
     public var files = 0
+    /// Audio files kept from an earlier build: no request, no encode.
+    public var reusedFiles = 0
     /// Bytes of audio written.
     public var bytes: Int64 = 0
-    /// Characters of narration synthesized.
+    /// Characters of the narration the built tours hold.
     public var characters = 0
+    /// Characters sent to the endpoint and paid for (settled in the ledger).
+    public var charactersBilled = 0
+    /// Chunks taken from the synthesis cache.
+    public var cacheHits = 0
+    /// Files encoded.
+    public var encodes = 0
     /// HTTP requests sent, retries included.
     public var requests = 0
     public var retries = 0
+    /// AudioCache files evicted after the build to keep within cacheMaxMB.
+    public var evictedFiles = 0
+    public var evictedBytes: Int64 = 0
     public var wallSeconds: Double = 0
-    /// Set when the build stopped early: a signal, or the endpoint unreachable.
+    /// Set when the build stopped early: a signal, the endpoint unreachable, or the quota.
     public var stoppedEarly: String?
+    /// The monthly quota ran out during the build (another job took what was left).
+    public var quotaRanOut = false
     /// One line per failed item or tour.
     public var failures: [String] = []
 
@@ -109,6 +136,7 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     /// The exit code SPEC.md gives this outcome.
     public var exitCode: Int32 {
         if stoppedEarly == TourpackError.cancelled.description { return ExitStatus.cancelled }
+        if quotaRanOut { return ExitStatus.budget }
         return toursFailed > 0 || stoppedEarly != nil ? ExitStatus.failure : ExitStatus.ok
     }
 }

@@ -25,8 +25,14 @@ public struct Builder: Sendable {
         public var waitForLock = true
         /// Encode threads; the machine's core count by default.
         public var encodeThreads = ProcessInfo.processInfo.activeProcessorCount
-        /// The build's clock for `createdAt`.
+        /// The build's clock: `createdAt`, expiry, the caches' ages and the
+        /// ledger's month all come from it, so tests need no sleeps.
         public var now: @Sendable () -> Date = { Date() }
+        /// Give a new `createdAt` to packages expiring within this many days
+        /// (`--refresh-expiring`); 0 refreshes only expired ones.
+        public var refreshExpiringDays = 0
+        /// The ledger's account; nil takes the pipeline's endpoint and the key from the environment.
+        public var account: QuotaAccount?
 
         public init() {}
     }
@@ -48,49 +54,104 @@ public struct Builder: Sendable {
         self.options = options
     }
 
+    var account: QuotaAccount {
+        options.account ?? QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+    }
+
     /// Builds every tour of `plan` and reports through `events`, in order.
+    ///
+    /// The build is recorded in the state database (queued, then running
+    /// once the lock is held, then completed, failed or cancelled).
     ///
     /// - Parameter skippedTours: tours of the pipeline left out (`--tour`), for the summary.
     /// - Returns: the summary, also sent as the last event. Failed tours are
     ///   in the summary, not thrown; only a failure before any work (the
-    ///   lock, the state folder) throws.
+    ///   lock, the state, a budget refusal) throws.
     public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws -> BuildSummary {
+        let state = try BuildState(config: config, account: account, clock: options.now)
+        let record = try state.records.queue(pipeline: config.sourceFile, output: config.output)
+        do {
+            let summary = try await run(plan, state: state, record: record, skippedTours: skippedTours, events: events)
+            let status: BuildRecord.Status = summary.exitCode == ExitStatus.cancelled ? .cancelled
+                : summary.exitCode == ExitStatus.ok ? .completed : .failed
+            try? state.records.finish(record, status: status, summary: summary, error: summary.stoppedEarly ?? summary.failures.first)
+            return summary
+        } catch {
+            let status: BuildRecord.Status = (error as? TourpackError) == .cancelled ? .cancelled : .failed
+            try? state.records.finish(record, status: status, summary: nil, error: (error as? TourpackError)?.description ?? "\(error)")
+            throw error
+        }
+    }
+
+    private func run(
+        _ plan: BuildPlan, state: BuildState, record: Int64, skippedTours: Int, events: @escaping @Sendable (BuildEvent) -> Void
+    ) async throws -> BuildSummary {
         let started = ContinuousClock.now
+        let rootFolder = state.layout.rootFolder
         let lock: BuildLock
         do {
-            lock = try await BuildLock.acquire(stateFolder: config.state, wait: false)
+            lock = try await BuildLock.acquire(stateFolder: rootFolder, wait: false)
         } catch TourpackError.alreadyBuilding(let path) where options.waitForLock {
             events(.waitingForLock(path: path))
-            do { lock = try await BuildLock.acquire(stateFolder: config.state, wait: true) } catch is CancellationError {
+            do { lock = try await BuildLock.acquire(stateFolder: rootFolder, wait: true) } catch is CancellationError {
                 throw TourpackError.cancelled
             }
         }
         defer { lock.release() }
+        try state.records.start(record)
+        try state.records.reconcile()
+        try state.ledger.reconcile()
 
         let layout = Layout(root: config.output)
-        let staging = try StagingArea(state: config.state, output: config.output)
-        let recovered = try CommitJournal.replayAll(state: config.state)
+        let staging = try StagingArea(state: rootFolder, output: config.output)
+        let recovered = try CommitJournal.replayAll(state: rootFolder)
         let removed = try staging.removeLeftovers(in: layout)
+
+        // Before any request: what the caches already hold, and whether the
+        // quota and the cache budget can take the rest.
+        let annotated = try state.annotate(plan, config: config, encoder: encoder.fingerprint)
+        if let refusal = annotated.budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) {
+            throw TourpackError.budgetExceeded(refusal)
+        }
         let statsBefore = synthesizer.stats
 
         events(.started(BuildStart(
             tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
-            formats: config.formats, output: layout.root.path, recoveredCommits: recovered, removedTemporaries: removed)))
+            formats: config.formats, output: layout.root.path, recoveredCommits: recovered, removedTemporaries: removed,
+            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters)))
 
         let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
         pool.start()
+        let caching = CachingSynthesizer(
+            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool)
         var run = BuildRun(
-            builder: self, layout: layout, staging: staging, pool: pool, events: events,
-            publisher: TourPublisher(config: config, layout: layout, staging: staging, index: .scan(layout)),
+            builder: self, layout: layout, staging: staging, pool: pool, events: events, state: state, record: record,
+            synthesizer: caching,
+            publisher: TourPublisher(
+                config: config, layout: layout, staging: staging, index: .scan(layout), state: state.layout,
+                outputs: state.outputs, refreshWithinDays: options.refreshExpiringDays),
             assemblies: plan.tours.map(TourAssembly.init))
         await run.runAll()
-        try? await pool.shutdownGracefully()
 
         var summary = run.summary
+        if summary.stoppedEarly == nil {
+            let evicted = try await pool.runIfActive { [config] in
+                try AudioCacheEviction.run(layout: layout, budgets: config.budgets, outputs: state.outputs, now: state.ledger.clock())
+            }
+            summary.evictedFiles = evicted.files
+            summary.evictedBytes = evicted.bytes
+            let synthesisBudget = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
+            _ = try? await pool.runIfActive { try state.synthesis.evict(toFit: synthesisBudget) }
+        }
+        try? await pool.shutdownGracefully()
+
         summary.toursSkipped = skippedTours
         let statsAfter = synthesizer.stats
+        let counts = caching.counters.snapshot
         summary.requests = statsAfter.requests - statsBefore.requests
         summary.retries = statsAfter.retries - statsBefore.retries
+        summary.cacheHits = counts.hits
+        summary.charactersBilled = counts.billedCharacters
         summary.wallSeconds = Self.seconds(started.duration(to: .now))
         events(.finished(summary))
         return summary
@@ -108,6 +169,9 @@ private struct BuildRun {
     let staging: StagingArea
     let pool: NIOThreadPool
     let events: @Sendable (BuildEvent) -> Void
+    let state: BuildState
+    let record: Int64
+    let synthesizer: CachingSynthesizer
     let publisher: TourPublisher
     var assemblies: [TourAssembly]
     var summary = BuildSummary()
@@ -119,12 +183,16 @@ private struct BuildRun {
     private var cancelled = false
 
     init(builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
-         events: @escaping @Sendable (BuildEvent) -> Void, publisher: TourPublisher, assemblies: [TourAssembly]) {
+         events: @escaping @Sendable (BuildEvent) -> Void, state: BuildState, record: Int64, synthesizer: CachingSynthesizer,
+         publisher: TourPublisher, assemblies: [TourAssembly]) {
         self.builder = builder
         self.layout = layout
         self.staging = staging
         self.pool = pool
         self.events = events
+        self.state = state
+        self.record = record
+        self.synthesizer = synthesizer
         self.publisher = publisher
         self.assemblies = assemblies
         // Longest first: the long narrations are the critical path (their
@@ -153,7 +221,10 @@ private struct BuildRun {
                     stopReason = TourpackError.cancelled.description
                 }
                 if stopReason != nil {
-                    group.cancelAll()
+                    // Out of quota, the requests in flight are already paid
+                    // for: let them land (and settle) rather than cancel them
+                    // after the provider has billed. Anything else stops now.
+                    if !summary.quotaRanOut || cancelled { group.cancelAll() }
                     skipUnstarted()
                 } else {
                     startNext(in: &group)
@@ -179,7 +250,9 @@ private struct BuildRun {
                 settle(tourIndex)
                 continue
             }
-            let maker = ItemMaker(builder: builder, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour)
+            let maker = ItemMaker(
+                builder: builder, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour,
+                synthesizer: synthesizer, outputs: state.outputs)
             group.addTask { await maker.make(item, tourIndex: tourIndex) }
             return
         }
@@ -203,10 +276,13 @@ private struct BuildRun {
             let tour = assemblies[tourIndex].tour
             var bytes: [String: Int64] = [:]
             for file in files { bytes[file.audio.encoded.format.rawValue] = file.audio.encoded.sizeBytes }
+            let reused = files.filter { $0.temp == nil }.count
             summary.characters += item.characters
+            summary.encodes += files.count - reused
             events(.itemDone(ItemDone(
                 tourId: tour.id.value, tourName: tour.name, poiId: item.poiID.value, poiName: item.poiName, phase: item.phase,
-                chunks: item.chunks.count, characters: item.characters, durationSeconds: duration, bytes: bytes)))
+                chunks: item.chunks.count, characters: item.characters, durationSeconds: duration, bytes: bytes,
+                reusedFiles: reused)))
             settle(tourIndex)
         case .failed(let tourIndex, let item, let error):
             assemblies[tourIndex].outstanding -= 1
@@ -215,6 +291,11 @@ private struct BuildRun {
             summary.failures.append(failure.message)
             events(.itemFailed(failure))
             if case .networkUnavailable = error, stopReason == nil { stopReason = error.description }
+            if case .budgetExceeded = error, stopReason == nil {
+                // Another job took what was left of the month: every other request would be refused too.
+                stopReason = error.description
+                summary.quotaRanOut = true
+            }
             settle(tourIndex)
         case .cancelled(let tourIndex):
             assemblies[tourIndex].outstanding -= 1
@@ -230,11 +311,11 @@ private struct BuildRun {
         let assembly = assemblies[index]
         let tour = assembly.tour
         guard !cancelled else {
-            staging.discard(assembly.staged.map(\.temp))
+            staging.discard(assembly.temps)
             return
         }
         if assembly.hasFailed || assembly.skipped > 0 {
-            staging.discard(assembly.staged.map(\.temp))
+            staging.discard(assembly.temps)
             let failed = assembly.failures.count
             let why = failed > 0 ? "\(failed) item\(failed == 1 ? "" : "s") failed" : "stopped before it finished: \(stopReason ?? "")"
             fail(assembly, reason: "\(why); the previous package is untouched")
@@ -242,19 +323,21 @@ private struct BuildRun {
         }
         let coordinates = tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location)
         guard let coverage = TileMath.coverage(of: coordinates, settings: config.maps) else {
-            staging.discard(assembly.staged.map(\.temp))
+            staging.discard(assembly.temps)
             fail(assembly, reason: "the route has no coordinates to cover with map tiles")
             return
         }
         events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount))
         do {
-            let packaged = try publisher.publish(assembly, coverage: coverage, createdAt: builder.options.now())
-            summary.toursBuilt += 1
+            let packaged = try publisher.publish(assembly, coverage: coverage, now: builder.options.now())
+            if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
             summary.files += packaged.files
+            summary.reusedFiles += packaged.reusedFiles
             summary.bytes += packaged.bytes
+            try? state.records.recordTour(record, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
             events(.tourPackaged(packaged))
         } catch {
-            staging.discard(assembly.staged.map(\.temp))
+            staging.discard(assembly.temps)
             let message = (error as? TourpackError)?.description ?? "\(error)"
             summary.failures.append("\(tour.name): \(message)")
             fail(assembly, reason: message)
@@ -263,6 +346,7 @@ private struct BuildRun {
 
     private mutating func fail(_ assembly: TourAssembly, reason: String) {
         summary.toursFailed += 1
+        try? state.records.recordTour(record, tourId: assembly.tour.id.value, outcome: "failed", message: reason)
         events(.tourFailed(TourFailure(
             tourId: assembly.tour.id.value, tourName: assembly.tour.name, failedItems: assembly.failures.count,
             skippedItems: assembly.skipped, reason: reason)))

@@ -1,36 +1,62 @@
 import Foundation
 import NIOPosix
 
-/// Makes one item: its chunks synthesized concurrently, joined as PCM the
-/// moment the last one arrives, and encoded once per format into staged temps.
+/// Makes one item: every format whose file the output cache can vouch for is
+/// kept as it is; for the others, the chunks are synthesized concurrently
+/// (through the synthesis cache and the ledger), joined as PCM the moment
+/// the last one arrives, and encoded once per missing format into staged temps.
 struct ItemMaker: Sendable {
     let builder: Builder
     let layout: Layout
     let staging: StagingArea
     let pool: NIOThreadPool
     let tour: Tour
+    let synthesizer: any SpeechSynthesizer
+    let outputs: OutputCache
 
     /// Never throws: a failure is an outcome, named by tour, POI and phase.
     func make(_ item: PlanItem, tourIndex: Int) async -> ItemOutcome {
+        let config = builder.config
         let label = item.label(tourName: tour.name)
-        let finals = Dictionary(uniqueKeysWithValues: builder.config.formats.map { format in
-            (format, layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url)
+        let metadata = item.metadata(tour: tour)
+        let chunkKeys = item.chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }
+        let wanted = Dictionary(uniqueKeysWithValues: config.formats.map { format in
+            (format, (
+                final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
+                key: OutputKey(
+                    chunks: chunkKeys, format: format, encoder: builder.encoder.fingerprint,
+                    pauseMilliseconds: config.audio.pauseMilliseconds, metadata: metadata)))
         })
         var temps: [AudioFormat: URL] = [:]
         do {
-            let pieces = try await synthesize(item, label: label)
-            for (format, final) in finals { temps[format] = try staging.temporaryURL(for: final) }
-            let metadata = AudioMetadata(title: "\(item.poiName) – \(item.phase.fileLabel)", album: tour.name, language: tour.language)
-            let (joiner, encoder, targets) = (builder.joiner, builder.encoder, temps)
-            let (encoded, duration) = try await pool.runIfActive {
-                let pcm = try joiner.join(pieces)
-                return (try encoder.encode(pcm, into: targets, metadata: metadata), pcm.durationSeconds)
+            let outputs = self.outputs
+            let reused = try await pool.runIfActive {
+                var found: [AudioFormat: EncodedAudio] = [:]
+                for (format, target) in wanted {
+                    found[format] = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash)
+                }
+                return found
             }
-            let files = builder.config.formats.compactMap { format -> StagedFile? in
-                guard let temp = temps[format], let final = finals[format], let audio = encoded[format] else { return nil }
+            var encoded = reused
+            var duration = reused.values.first?.durationSeconds ?? 0
+            let missing = config.formats.filter { reused[$0] == nil }
+            if !missing.isEmpty {
+                let pieces = try await synthesize(item, label: label)
+                for format in missing { temps[format] = try staging.temporaryURL(for: wanted[format]!.final) }
+                let (joiner, encoder, targets) = (builder.joiner, builder.encoder, temps)
+                let (made, seconds) = try await pool.runIfActive {
+                    let pcm = try joiner.join(pieces)
+                    return (try encoder.encode(pcm, into: targets, metadata: metadata), pcm.durationSeconds)
+                }
+                encoded.merge(made) { _, new in new }
+                duration = seconds
+            }
+            let files = config.formats.compactMap { format -> StagedFile? in
+                guard let target = wanted[format], let audio = encoded[format] else { return nil }
                 return StagedFile(
-                    temp: temp, final: final,
-                    audio: PackageAudio(poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters))
+                    temp: temps[format], final: target.final,
+                    audio: PackageAudio(poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters),
+                    key: target.key)
             }
             return .done(tourIndex: tourIndex, item: item, files: files, durationSeconds: duration)
         } catch {
@@ -45,7 +71,7 @@ struct ItemMaker: Sendable {
     /// Every chunk of the item, in order; requests run concurrently, up to
     /// the synthesizer's own in-flight limit.
     private func synthesize(_ item: PlanItem, label: String) async throws -> [PCMAudio] {
-        let (synthesizer, voice, rate) = (builder.synthesizer, builder.config.voice, builder.config.tts.sampleRateHz)
+        let (synthesizer, voice, rate) = (synthesizer, builder.config.voice, builder.config.tts.sampleRateHz)
         return try await withThrowingTaskGroup(of: (Int, PCMAudio).self) { group in
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
@@ -59,8 +85,8 @@ struct ItemMaker: Sendable {
         }
     }
 
-    /// Puts a failure into the taxonomy: synthesis and storage errors are
-    /// already `TourpackError`s; anything from joining or FFmpeg is an encoding failure.
+    /// Puts a failure into the taxonomy: synthesis, storage and budget errors
+    /// are already `TourpackError`s; anything from joining or FFmpeg is an encoding failure.
     static func classify(_ error: any Error, label: String) -> TourpackError {
         if let known = error as? TourpackError { return known }
         return .audioEncodingFailed(item: label, message: "\(error)")

@@ -1,10 +1,13 @@
 import Foundation
 
-/// One item's file in one format, encoded and waiting as a temp.
+/// One item's file in one format: encoded and waiting as a temp, or (no
+/// temp) the file already at its final path, reused from the output cache.
 struct StagedFile: Sendable, Hashable {
-    var temp: URL
+    var temp: URL?
     var final: URL
     var audio: PackageAudio
+    /// What the file was made from, recorded once it is committed.
+    var key: OutputKey
 }
 
 /// What one item of work came to.
@@ -23,6 +26,8 @@ struct TourAssembly {
     /// Items not yet finished, failed or skipped.
     var outstanding: Int
     var staged: [StagedFile] = []
+    /// The temps among `staged`: what a failed or cancelled tour discards.
+    var temps: [URL] { staged.compactMap(\.temp) }
     var failures: [ItemFailure] = []
     /// Items never started because the tour had already failed.
     var skipped = 0
@@ -48,18 +53,30 @@ struct TourAssembly {
 }
 
 /// Writes one tour's packages: a manifest per format, then the journalled commit.
+///
+/// A package whose audio was all reused and whose manifest would be the same
+/// bytes under its old `createdAt` is left alone, unless it expires within
+/// `refreshWithinDays` (0: only an expired one is refreshed). So a nightly
+/// build rewrites nothing that did not change, and `--refresh-expiring DAYS`
+/// gives the packages near their end a new `createdAt` and `expiresAt`.
 struct TourPublisher: Sendable {
     let config: PipelineConfig
     let layout: Layout
     let staging: StagingArea
     let index: PackageIndex
+    let state: StateLayout
+    let outputs: OutputCache
+    let refreshWithinDays: Int
 
-    /// Builds the manifests from the staged audio, stages them, and commits
-    /// everything through a `CommitJournal`. Returns the package paths and what was superseded.
-    func publish(_ assembly: TourAssembly, coverage: MapCoverage, createdAt: Date) throws -> TourPackaged {
+    /// Builds the manifests from the staged audio, stages those that
+    /// changed, and commits everything through a `CommitJournal`; then
+    /// records the new files in the output cache.
+    func publish(_ assembly: TourAssembly, coverage: MapCoverage, now: Date) throws -> TourPackaged {
         let tour = assembly.tour
         var manifestMoves: [CommitJournal.Move] = []
         var packagePaths: [String] = []
+        var unchangedPaths: [String] = []
+        var writtenFormats: [AudioFormat] = []
         var packageIDs: Set<String> = []
         var manifestTemps: [URL] = []
         do {
@@ -67,33 +84,56 @@ struct TourPublisher: Sendable {
                 let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: coverage,
-                    createdAt: createdAt, maxAgeDays: config.budgets.packageMaxAgeDays)
+                    createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays)
                 guard let packageID = SafeID(validating: manifest.packageId) else {
                     throw TourpackError.invalidInput("package ID \(manifest.packageId) is not a UUID")
                 }
                 let final = layout.manifest(packageID: packageID)
+                packageIDs.insert(manifest.packageId)
+                if try isUnchanged(final.url, tour: tour, format: format, audio: audio, coverage: coverage, now: now) {
+                    unchangedPaths.append(final.relativePath)
+                    continue
+                }
                 let temp = try staging.temporaryURL(for: final.url)
                 manifestTemps.append(temp)
                 try AtomicFile.fill(temp, with: manifest.encoded())
                 manifestMoves.append(CommitJournal.Move(from: temp.path, to: final.url.path))
                 packagePaths.append(final.relativePath)
-                packageIDs.insert(manifest.packageId)
+                writtenFormats.append(format)
             }
-            for file in assembly.staged { try AtomicFile.syncFile(file.temp) }
+            for temp in assembly.temps { try AtomicFile.syncFile(temp) }
         } catch {
             staging.discard(manifestTemps)
             throw error
         }
-        let removals = index.superseded(tourID: tour.id, formats: config.formats, keeping: packageIDs)
-        let journal = CommitJournal(
-            tourId: tour.id.value,
-            moves: assembly.staged.map { CommitJournal.Move(from: $0.temp.path, to: $0.final.path) } + manifestMoves,
-            removals: removals.map(\.path))
-        try journal.commit(state: config.state)
-        for temp in assembly.staged.map(\.temp) + manifestTemps { staging.committed(temp) }
+        let removals = index.superseded(tourID: tour.id, formats: writtenFormats, keeping: packageIDs)
+        let fresh = assembly.staged.filter { $0.temp != nil }
+        let moves = fresh.compactMap { file in file.temp.map { CommitJournal.Move(from: $0.path, to: file.final.path) } } + manifestMoves
+        if !moves.isEmpty || !removals.isEmpty {
+            let journal = CommitJournal(tourId: tour.id.value, moves: moves, removals: removals.map(\.path))
+            try journal.commit(state: state.rootFolder)
+        }
+        for temp in assembly.temps + manifestTemps { staging.committed(temp) }
+        try outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
+        try outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
         return TourPackaged(
-            tourId: tour.id.value, tourName: tour.name, packages: packagePaths, files: assembly.staged.count,
-            bytes: assembly.staged.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
+            tourId: tour.id.value, tourName: tour.name, packages: packagePaths, unchangedPackages: unchangedPaths,
+            files: fresh.count, reusedFiles: assembly.staged.count - fresh.count,
+            bytes: fresh.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
             superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" })
+    }
+
+    /// True when the package at `url` already says exactly what a new one
+    /// would (compared byte for byte under its own `createdAt`) and does not
+    /// expire within `refreshWithinDays`.
+    private func isUnchanged(
+        _ url: URL, tour: Tour, format: AudioFormat, audio: [PackageAudio], coverage: MapCoverage, now: Date
+    ) throws -> Bool {
+        guard let bytes = try? Data(contentsOf: url), let existing = try? PackageManifest.decode(Array(bytes)) else { return false }
+        guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return false }
+        let same = try PackageManifest(
+            tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: coverage,
+            createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays)
+        return same.encoded() == Array(bytes)
     }
 }

@@ -11,3 +11,16 @@ extension Sequence<UInt8> {
         map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
     }
 }
+
+extension Int {
+    /// Thousands separated by commas, `4,000,000`: how counts of characters and tiles read in messages and reports.
+    var groupedText: String {
+        let digits = String(magnitude)
+        var out = ""
+        for (index, character) in digits.enumerated() {
+            if index > 0, (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(character)
+        }
+        return self < 0 ? "-" + out : out
+    }
+}

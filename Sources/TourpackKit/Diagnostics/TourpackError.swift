@@ -21,6 +21,8 @@ public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
     case audioEncodingFailed(item: String, message: String)
     /// The run was cancelled by SIGINT/SIGTERM.
     case cancelled
+    /// The state database (`<state>/state.sqlite`) could not be opened, read or written.
+    case stateFailed(path: String, message: String)
 
     public var description: String {
         switch self {
@@ -41,6 +43,8 @@ public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(item): encoding failed: \(message)"
         case .cancelled:
             return "cancelled"
+        case .stateFailed(let path, let message):
+            return "\(path): state database: \(message)"
         }
     }
 

@@ -28,6 +28,16 @@ public struct FFmpegAudioEncoder: AudioEncoding {
         self.blockSamples = max(256, blockSamples)
     }
 
+    /// The recipe's revision: bump it whenever `EncoderRecipe` or the encode
+    /// loop changes what is written, so cached files are made again.
+    static let recipeRevision = 1
+
+    /// libavcodec's and libavformat's versions, the recipe's revision and the
+    /// AAC coder. The block size is left out: it does not change the output.
+    public var fingerprint: String {
+        "ffmpeg avcodec \(avcodec_version()) avformat \(avformat_version()) recipe \(Self.recipeRevision) aac \(aacCoder.rawValue)"
+    }
+
     /// Encodes `pcm` once into `format` at `temporaryURL` (replacing any file there).
     public func encode(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio {
         guard !pcm.samples.isEmpty, pcm.sampleRate > 0 else { throw PCMJoiner.JoinError.empty }

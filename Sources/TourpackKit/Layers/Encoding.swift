@@ -46,4 +46,11 @@ public struct EncodedAudio: Sendable, Hashable {
 /// renames it to its final path. The default is `FFmpegAudioEncoder`.
 public protocol AudioEncoding: Sendable {
     func encode(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio
+    /// Names the encoder's settings and library versions. It is part of each
+    /// output file's cache key, so a change to either makes the files again.
+    var fingerprint: String { get }
+}
+
+extension AudioEncoding {
+    public var fingerprint: String { String(describing: Self.self) }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A tour as loaded and validated from tour JSON (SPEC.md "Input 1").
 ///
 /// Every value here has passed validation: IDs are lowercase UUIDs, so they

@@ -11,6 +11,10 @@ public struct PlanItem: Sendable, Hashable {
     public var characters: Int { chunks.reduce(0) { $0 + $1.characters } }
     /// `tour/poi/phase` by name, for messages a person reads.
     public func label(tourName: String) -> String { "\(tourName) / \(poiName) / \(phase.fileLabel)" }
+    /// The tags written into the item's files.
+    public func metadata(tour: Tour) -> AudioMetadata {
+        AudioMetadata(title: "\(poiName) – \(phase.fileLabel)", album: tour.name, language: tour.language)
+    }
 }
 
 /// What building one tour costs and makes, worked out before anything is spent.
@@ -58,4 +62,23 @@ public struct BuildPlan: Sendable, Hashable {
 
     /// What is left of the quota after this build; nil when unlimited.
     public var quotaLeftAfter: Int? { monthlyQuota.map { $0 - quotaUsedBefore - billableCharacters } }
+
+    /// The audio this build would put in the AudioCache, estimated, in every format.
+    public var estimatedAudioBytes: Int { formats.reduce(0) { $0 + estimatedBytes($1) } }
+
+    /// Why a budget refuses this plan before anything is spent, with the
+    /// numbers; nil when it fits. The build exits 3 with this message.
+    public func budgetRefusal(cacheMaxMB: Int) -> String? {
+        if let quota = monthlyQuota, let left = quotaLeftAfter, left < 0 {
+            return "the \(voice.tier.rawValue) tier's monthly quota is \(quota.groupedText) characters; "
+                + "\(quotaUsedBefore.groupedText) are used or reserved this month and this build needs \(billableCharacters.groupedText) more "
+                + "(\(cacheHits) chunks come from the cache), \((-left).groupedText) over. Nothing was sent."
+        }
+        let budget = cacheMaxMB * 1_048_576
+        if estimatedAudioBytes > budget {
+            return "this build's own audio is estimated at \(PlanReport.bytes(estimatedAudioBytes)) "
+                + "(\(formats.map(\.rawValue).joined(separator: ", "))), more than cacheMaxMB (\(PlanReport.bytes(budget))). Nothing was sent."
+        }
+        return nil
+    }
 }

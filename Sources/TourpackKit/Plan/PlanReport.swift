@@ -155,15 +155,7 @@ public struct PlanReport: Sendable {
         text.count <= length ? text : String(text.prefix(length - 1)) + "…"
     }
 
-    public static func grouped(_ value: Int) -> String {
-        let digits = String(abs(value))
-        var out = ""
-        for (index, character) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(character)
-        }
-        return value < 0 ? "-" + out : out
-    }
+    public static func grouped(_ value: Int) -> String { value.groupedText }
 
     public static func duration(_ seconds: Double) -> String {
         let total = Int(seconds.rounded())

@@ -94,8 +94,17 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
     public var temporaries: Int
     /// Bytes of the state folder's synthesis cache (0 until one exists).
     public var synthesisCacheBytes: Int64
-    /// Tours whose latest build failed, from the build records; nil until the state keeps records.
-    public var failedTours: Int?
+    /// Chunks in the synthesis cache, and its budget (`synthesisCacheMaxMB`).
+    public var synthesisCacheEntries = 0
+    public var synthesisBudgetBytes: Int64 = 0
+    /// Tours of this root whose latest build attempt failed, from the build records.
+    public var failedTours = 0
+    /// The failed tours by id, with the reason their last attempt gave.
+    public var failedTourReasons: [String: String] = [:]
+    /// Builds of this root per status (queued, running, completed, failed, cancelled).
+    public var builds: [String: Int] = [:]
+    /// The most recent build of this root.
+    public var lastBuild: BuildRecord?
     public var tours: [Tour]
 
     public init(inventory: CacheInventory, config: PipelineConfig, now: Date) {
@@ -114,7 +123,7 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
         expiredAudioFiles = inventory.files.filter { $0.modified < audioCutoff }.count
         temporaries = inventory.temporaries.count
         synthesisCacheBytes = Self.folderBytes(config.state.appendingPathComponent("synthesis", isDirectory: true))
-        failedTours = nil
+        synthesisBudgetBytes = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
         var byTour: [String: Tour] = [:]
         for file in inventory.files {
             let tourID = file.path.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
@@ -124,6 +133,19 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
             byTour[tourID] = tour
         }
         tours = byTour.values.sorted { $0.tourId < $1.tourId }
+    }
+
+    /// Adds what the state database knows: the synthesis cache's entries and
+    /// the build records of this root. `state` is nil when nothing was ever built.
+    public mutating func add(_ state: BuildState?) throws {
+        guard let state else { return }
+        let output = URL(fileURLWithPath: self.output)
+        synthesisCacheEntries = try state.synthesis.totals().entries
+        let failed = try state.records.failedTours(output: output)
+        failedTours = failed.count
+        failedTourReasons = Dictionary(failed.map { ($0.tourId, $0.message ?? "") }, uniquingKeysWith: { first, _ in first })
+        builds = Dictionary(uniqueKeysWithValues: try state.records.counts(output: output).map { ($0.key.rawValue, $0.value) })
+        lastBuild = try state.records.recent(limit: 1, output: output).first
     }
 
     static func folderBytes(_ folder: URL) -> Int64 {

@@ -16,7 +16,10 @@ import Darwin
 /// 2. audio no live package lists that is older than `audioMaxAgeDays`: a
 ///    build would not reuse it anyway;
 /// 3. while the AudioCache is still over `cacheMaxMB`, the remaining
-///    unlisted audio, least recently written first.
+///    unlisted audio, least recently used first (when the output cache
+///    last made or reused it; its modification time when it has no record).
+///
+/// After every build only step 3 runs (`overBudgetOnly`): SPEC.md's eviction.
 ///
 /// Audio a live package lists is never removed, so every package left
 /// still matches its files.
@@ -35,10 +38,13 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     public var freedBytes: Int64 { removals.reduce(0) { $0 + $1.bytes } }
     public var bytesAfter: Int64 { bytesBefore - removals.filter { $0.path.hasPrefix(Layout.audioCacheFolder + "/") }.reduce(0) { $0 + $1.bytes } }
 
-    public init(inventory: CacheInventory, budgets: Budgets, now: Date) {
+    /// - Parameters:
+    ///   - lastUsed: when the build last made or reused each file, by root-relative path.
+    ///   - overBudgetOnly: only evict over the budget; leave expired packages and old audio.
+    public init(inventory: CacheInventory, budgets: Budgets, now: Date, lastUsed: [String: Date] = [:], overBudgetOnly: Bool = false) {
         bytesBefore = inventory.bytes
         budgetBytes = Int64(budgets.cacheMaxMB) * 1_048_576
-        for package in inventory.packages where package.isExpired {
+        for package in inventory.packages where package.isExpired && !overBudgetOnly {
             removals.append(Removal(path: "\(Layout.offlineToursFolder)/\(package.packageID)", bytes: 0, reason: "expired package"))
         }
         let live = inventory.livePaths
@@ -46,14 +52,15 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
         var remaining = inventory.bytes
         var unlisted: [CacheInventory.File] = []
         for file in inventory.files where !live.contains(file.path) {
-            if file.modified < cutoff {
+            if file.modified < cutoff, !overBudgetOnly {
                 removals.append(Removal(path: file.path, bytes: file.size, reason: "expired audio"))
                 remaining -= file.size
             } else {
                 unlisted.append(file)
             }
         }
-        for file in unlisted.sorted(by: { ($0.modified, $0.path) < ($1.modified, $1.path) }) where remaining > budgetBytes {
+        func used(_ file: CacheInventory.File) -> Date { lastUsed[file.path] ?? file.modified }
+        for file in unlisted.sorted(by: { (used($0), $0.path) < (used($1), $1.path) }) where remaining > budgetBytes {
             removals.append(Removal(path: file.path, bytes: file.size, reason: "over budget"))
             remaining -= file.size
         }
@@ -78,22 +85,46 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     }
 }
 
-/// `tourpack cache clear --yes`: everything the pipeline wrote, output and
-/// state alike, except the lock file (deleting a lock file under a waiter
-/// would let two builds run).
+/// The eviction after every build: least recently used unlisted audio goes
+/// until the AudioCache fits in `cacheMaxMB`. Audio that a current package
+/// lists is never evicted, so the cache may stay over budget when the live
+/// packages alone are bigger; a file already gone counts as evicted.
+enum AudioCacheEviction {
+    static func run(layout: Layout, budgets: Budgets, outputs: OutputCache, now: Date) throws -> (files: Int, bytes: Int64) {
+        let inventory = try CacheInventory.scan(layout, now: now)
+        guard inventory.bytes > Int64(budgets.cacheMaxMB) * 1_048_576 else { return (0, 0) }
+        let lastUsed = try outputs.lastUsed(relativeTo: layout.root)
+        let plan = CachePrunePlan(inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: true)
+        try plan.apply(to: layout)
+        try outputs.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
+        return (plan.removals.count, plan.freedBytes)
+    }
+}
+
+/// `tourpack cache clear --yes`: everything the pipeline wrote, except the
+/// quota ledger and the lock files.
+///
+/// The ledger records characters already paid for this month; clearing it
+/// would let the next jobs pass the quota. A lock file is never deleted:
+/// deleting one under a waiter would let two builds run.
 public enum CacheClearing {
-    /// Removes `AudioCache`, `OfflineTours`, and every state entry but the
-    /// lock; returns the bytes freed. Call it only while holding the `BuildLock`.
-    public static func clear(output: URL, state: URL) throws -> Int64 {
+    /// Removes `AudioCache`, `OfflineTours`, this root's staging and
+    /// journals, the synthesis cache, and the output-cache rows and build
+    /// records of this root; returns the bytes freed. Call it only while
+    /// holding the root's `BuildLock`.
+    public static func clear(_ config: PipelineConfig, state: BuildState?) throws -> Int64 {
+        let layout = StateLayout(config)
         var freed: Int64 = 0
-        for folder in [Layout.audioCacheFolder, Layout.offlineToursFolder].map({ output.appendingPathComponent($0, isDirectory: true) }) {
+        let folders = [Layout.audioCacheFolder, Layout.offlineToursFolder].map { config.output.appendingPathComponent($0, isDirectory: true) }
+            + [layout.rootFolder.appendingPathComponent("staging"), layout.rootFolder.appendingPathComponent("journal"), layout.synthesisFolder]
+        for folder in folders {
             freed += CacheStatistics.folderBytes(folder)
             try remove(folder)
         }
-        for name in ((try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []) where name != BuildLock.fileName {
-            let url = state.appendingPathComponent(name)
-            freed += CacheStatistics.folderBytes(url) + ((try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0)
-            try remove(url)
+        if let state {
+            try state.synthesis.forgetAll()
+            try state.outputs.forgetAll(under: config.output)
+            try state.records.forgetAll(output: config.output)
         }
         return freed
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One HTTP POST as the transport sends it.
 ///
 /// Header values may hold the API key, so `description` lists header names

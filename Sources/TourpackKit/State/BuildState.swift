@@ -1,0 +1,68 @@
+public import Foundation
+
+/// A pipeline's state, opened once per command: the database and the four
+/// things kept in it, all on one clock.
+public struct BuildState: Sendable {
+    public let layout: StateLayout
+    public let database: StateDatabase
+    public let synthesis: SynthesisCache
+    public let outputs: OutputCache
+    public let ledger: QuotaLedger
+    public let records: BuildRecords
+
+    /// Opens the state of `config` (creating the database if needed) for `account`.
+    public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        layout = StateLayout(config)
+        database = try StateDatabase(folder: config.state)
+        synthesis = SynthesisCache(
+            database: database, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        outputs = OutputCache(database: database, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        ledger = QuotaLedger(database: database, account: account, budgets: config.budgets, clock: clock)
+        records = BuildRecords(database: database, clock: clock)
+    }
+
+    /// The state when it exists already; nil (and nothing created) when the
+    /// pipeline has never been built. For `plan` and `build --dry-run`, which touch nothing.
+    public static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws -> BuildState? {
+        guard FileManager.default.fileExists(atPath: config.state.appendingPathComponent(StateDatabase.fileName).path) else { return nil }
+        return try BuildState(config: config, account: account, clock: clock)
+    }
+
+    /// `plan` with what the caches and the ledger know: per tour, the chunks
+    /// a build would not pay for (every format of their item is reusable from
+    /// the AudioCache, or the chunk is in the synthesis cache), the
+    /// characters it would pay for, and the month's characters already used
+    /// or reserved in the voice's tier. Reads no audio: reusable files are
+    /// judged by their recorded size here, by size and SHA-256 in the build.
+    public func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String) throws -> BuildPlan {
+        var plan = plan
+        let output = Layout(root: config.output)
+        let keysByTour = plan.tours.map { tourPlan in
+            tourPlan.items.map { item in item.chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) } }
+        }
+        let fresh = try synthesis.freshKeys(among: keysByTour.joined().joined())
+        for tourIndex in plan.tours.indices {
+            var hits = 0
+            var billable = 0
+            let tour = plan.tours[tourIndex].tour
+            for (itemIndex, item) in plan.tours[tourIndex].items.enumerated() {
+                let keys = keysByTour[tourIndex][itemIndex]
+                let reusable = try config.formats.allSatisfy { format in
+                    let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
+                    let key = OutputKey(
+                        chunks: keys, format: format, encoder: encoder, pauseMilliseconds: config.audio.pauseMilliseconds,
+                        metadata: item.metadata(tour: tour))
+                    return try outputs.reusable(url, key: key, check: .size) != nil
+                }
+                for (chunk, key) in zip(item.chunks, keys) {
+                    if reusable || fresh.contains(key) { hits += 1 } else { billable += chunk.characters }
+                }
+            }
+            plan.tours[tourIndex].cacheHits = hits
+            plan.tours[tourIndex].billableCharacters = billable
+        }
+        let usage = try ledger.usage(of: config.voice.tier)
+        plan.quotaUsedBefore = usage.used + usage.reserved
+        return plan
+    }
+}

@@ -1,0 +1,193 @@
+import Crypto
+public import Foundation
+import GRDB
+
+/// A TTS account as the ledger knows it: the endpoint plus a fingerprint of
+/// the API key. The key itself is never stored, logged or printed; the
+/// fingerprint is the first 16 hex digits of a salted SHA-256, enough to
+/// tell two keys apart and useless for recovering one.
+public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
+    /// `endpoint#fingerprint`, or `endpoint#no-key`.
+    public let id: String
+
+    public init(endpoint: String, apiKey: String?) {
+        let base = HTTPRequestSpec.redactedURL(endpoint)
+        guard let apiKey, !apiKey.isEmpty else {
+            id = "\(base)#no-key"
+            return
+        }
+        let digest = SHA256.hash(data: Data("tourpack quota account\n\(apiKey)".utf8))
+        id = "\(base)#" + digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The account of a pipeline's endpoint, with the key from the variable it names.
+    public init(settings: TTSSettings, environment: [String: String]) {
+        self.init(endpoint: settings.endpoint, apiKey: settings.apiKeyEnv.flatMap { environment[$0] })
+    }
+
+    public var description: String { id }
+}
+
+/// One tier's month, as `tourpack quota` and `plan` show it.
+public struct TierUsage: Sendable, Hashable, Codable {
+    public var tier: PricingTier
+    /// Characters settled this month.
+    public var used: Int
+    /// Characters reserved by requests in flight (this job's or another's).
+    public var reserved: Int
+    /// nil: unlimited.
+    public var limit: Int?
+
+    public init(tier: PricingTier, used: Int, reserved: Int, limit: Int?) {
+        self.tier = tier
+        self.used = used
+        self.reserved = reserved
+        self.limit = limit
+    }
+
+    /// What is left for new reservations; nil when unlimited.
+    public var left: Int? { limit.map { max(0, $0 - used - reserved) } }
+}
+
+/// The monthly character-quota ledger of one account, shared through the
+/// state database by every job that uses the same state folder.
+///
+/// A request is paid for in two steps. `reserve` runs one IMMEDIATE
+/// transaction that reads the month's settled and reserved characters and
+/// inserts the reservation only if the sum stays within the tier's limit; no
+/// other job can write in between, so two jobs together never pass the limit.
+/// When the audio arrives, `settle` moves the reservation into the month's
+/// `used` in one transaction. A request that ends without audio (refused,
+/// unreachable, cancelled) is `release`d: the providers bill only what they
+/// synthesize.
+///
+/// A crash leaves its reservations behind; `reconcile` (run at the start of
+/// every build and by `tourpack quota`) releases a reservation once it is
+/// stale: its owner ran on this host and is gone (`ProcessOwner`), or it is
+/// older than `staleAfter` (an hour by default, far past any request's time
+/// limit with all its retries; this covers owners on other hosts). A chunk
+/// whose audio came back in the instant between the server answering and the
+/// settle is therefore not counted; that is at most `tts.concurrency` chunks
+/// per crash, and the README says so.
+///
+/// Months are calendar months in UTC (`2026-11`), taken from the injected
+/// clock at reservation time. The `local` tier, and any tier without a
+/// configured limit, is counted but never refused.
+public struct QuotaLedger: Sendable {
+    public struct Reservation: Sendable, Hashable {
+        public let id: Int64
+        public let characters: Int
+        let month: String
+        let tier: PricingTier
+    }
+
+    public let database: StateDatabase
+    public let account: QuotaAccount
+    public let limits: [PricingTier: Int]
+    public var staleAfter: TimeInterval = 3600
+    public var owner: ProcessOwner = .current
+    public var clock: @Sendable () -> Date
+
+    public init(database: StateDatabase, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.database = database
+        self.account = account
+        var limits: [PricingTier: Int] = [:]
+        for tier in PricingTier.allCases { limits[tier] = budgets.monthlyQuota(for: tier) }
+        self.limits = limits
+        self.clock = clock
+    }
+
+    /// `yyyy-MM` in UTC.
+    public static func month(of date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month], from: date)
+        return String(format: "%04d-%02d", parts.year ?? 0, parts.month ?? 0)
+    }
+
+    public var currentMonth: String { Self.month(of: clock()) }
+
+    /// Reserves `characters` in `tier` for one request, or refuses with
+    /// `budgetExceeded` naming the numbers when the month cannot take them.
+    public func reserve(_ characters: Int, tier: PricingTier) throws -> Reservation {
+        let month = currentMonth
+        let now = clock().timeIntervalSince1970
+        return try database.write { db in
+            let usage = try Self.usage(db, account: account.id, month: month, tier: tier, limit: limits[tier])
+            if let limit = usage.limit, usage.used + usage.reserved + characters > limit {
+                throw TourpackError.budgetExceeded(
+                    "the \(tier.rawValue) tier's monthly quota (\(month)) cannot take \(characters.groupedText) more characters: "
+                        + "\(usage.used.groupedText) used + \(usage.reserved.groupedText) reserved of \(limit.groupedText)")
+            }
+            try db.execute(
+                sql: "INSERT INTO quotaReservation (account, month, tier, characters, owner, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [account.id, month, tier.rawValue, characters, owner.description, now])
+            return Reservation(id: db.lastInsertedRowID, characters: characters, month: month, tier: tier)
+        }
+    }
+
+    /// The audio came back: the reservation becomes used characters.
+    public func settle(_ reservation: Reservation) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [reservation.id])
+            // A reservation that reconcile already released (its owner looked
+            // dead or it was too old) is still settled: the audio did come back.
+            try db.execute(
+                sql: """
+                    INSERT INTO quotaUsage (account, month, tier, used) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (account, month, tier) DO UPDATE SET used = used + excluded.used
+                    """,
+                arguments: [account.id, reservation.month, reservation.tier.rawValue, reservation.characters])
+        }
+    }
+
+    /// The request ended without audio: nothing was billed.
+    public func release(_ reservation: Reservation) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [reservation.id])
+        }
+    }
+
+    /// Releases the stale reservations of every account; returns how many
+    /// reservations and characters were released.
+    @discardableResult
+    public func reconcile() throws -> (reservations: Int, characters: Int) {
+        let cutoff = clock().timeIntervalSince1970 - staleAfter
+        return try database.write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT id, characters, owner, createdAt FROM quotaReservation")
+            var released = (reservations: 0, characters: 0)
+            for row in rows {
+                let createdAt: Double = row["createdAt"]
+                let ownerText: String = row["owner"]
+                let gone = ProcessOwner(ownerText).map { !$0.mightBeAlive } ?? true
+                guard gone || createdAt < cutoff else { continue }
+                try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [row["id"] as Int64])
+                released.reservations += 1
+                released.characters += row["characters"] as Int
+            }
+            return released
+        }
+    }
+
+    /// This month's usage of one tier.
+    public func usage(of tier: PricingTier) throws -> TierUsage {
+        let month = currentMonth
+        return try database.read { db in try Self.usage(db, account: account.id, month: month, tier: tier, limit: limits[tier]) }
+    }
+
+    /// This month's usage of every tier: the limited ones, then any other with characters on record.
+    public func usageByTier() throws -> [TierUsage] {
+        try PricingTier.allCases.map { try usage(of: $0) }
+            .filter { $0.limit != nil || $0.used > 0 || $0.reserved > 0 }
+    }
+
+    static func usage(_ db: Database, account: String, month: String, tier: PricingTier, limit: Int?) throws -> TierUsage {
+        let used = try Int.fetchOne(
+            db, sql: "SELECT used FROM quotaUsage WHERE account = ? AND month = ? AND tier = ?",
+            arguments: [account, month, tier.rawValue]) ?? 0
+        let reserved = try Int.fetchOne(
+            db, sql: "SELECT COALESCE(SUM(characters), 0) FROM quotaReservation WHERE account = ? AND month = ? AND tier = ?",
+            arguments: [account, month, tier.rawValue]) ?? 0
+        return TierUsage(tier: tier, used: used, reserved: reserved, limit: limit)
+    }
+}

@@ -1,0 +1,159 @@
+public import Foundation
+import GRDB
+
+/// The build state in SQLite, `<state>/state.sqlite`: the synthesis and
+/// output cache indexes, the monthly quota ledger and the build records.
+///
+/// One file is shared by every job whose pipeline names the same state
+/// folder, so two builds running at once (on different output roots) see
+/// one ledger. It is opened as a GRDB `DatabasePool`, which puts SQLite in
+/// WAL mode: readers never wait for the writer, and writes are serialized by
+/// SQLite's own lock across processes. Every write is an `IMMEDIATE`
+/// transaction (GRDB's default), so a read-check-write such as a quota
+/// reservation is atomic against another process doing the same. A busy
+/// database is waited for, up to `busyTimeoutSeconds`.
+///
+/// `synchronous = NORMAL`: in WAL mode a commit survives the process being
+/// killed at any instant (the ledger's promise); only a power cut can lose
+/// the last commits, as it can lose the files written just before it.
+///
+/// The schema is versioned: `migrator` applies each named migration once, in
+/// order, and a database from a newer tourpack is refused rather than guessed at.
+public struct StateDatabase: Sendable {
+    public static let fileName = "state.sqlite"
+    public static let busyTimeoutSeconds: TimeInterval = 30
+
+    /// The database file.
+    public let url: URL
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) the database in `folder` and migrates it.
+    public init(folder: URL) throws {
+        try AtomicFile.createFolder(folder)
+        url = folder.appendingPathComponent(Self.fileName)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(Self.busyTimeoutSeconds)
+        configuration.label = "tourpack.state"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        let path = url.path
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) {
+                throw TourpackError.stateFailed(
+                    path: path, message: "the schema is newer than this tourpack knows; use a newer tourpack or another state folder")
+            }
+            try Self.migrator.migrate(pool)
+        } catch let error as TourpackError {
+            throw error
+        } catch {
+            throw TourpackError.stateFailed(path: path, message: "\(error)")
+        }
+    }
+
+    /// Runs `body` in one write transaction; SQLite errors become `stateFailed`.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.write(body)
+        } catch let error as TourpackError {
+            throw error
+        } catch {
+            throw TourpackError.stateFailed(path: url.path, message: "\(error)")
+        }
+    }
+
+    /// Runs `body` on a consistent snapshot.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try pool.read(body)
+        } catch let error as TourpackError {
+            throw error
+        } catch {
+            throw TourpackError.stateFailed(path: url.path, message: "\(error)")
+        }
+    }
+
+    /// Applied migrations, oldest first (for tests and `cache stats`).
+    public func appliedMigrations() throws -> [String] {
+        try read { db in try Self.migrator.appliedIdentifiers(db).sorted() }
+    }
+
+    /// Every schema change, in order. Never edit a migration that has
+    /// shipped: add the next one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 caches, ledger and build records") { db in
+            // Times are seconds since 1970 (UTC), from the build's injected clock.
+            try db.execute(sql: """
+                CREATE TABLE synthesisChunk (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    characters INTEGER NOT NULL,
+                    sampleRate INTEGER NOT NULL,
+                    samples INTEGER NOT NULL,
+                    fileBytes INTEGER NOT NULL,
+                    createdAt DOUBLE NOT NULL,
+                    lastUsedAt DOUBLE NOT NULL
+                );
+                CREATE INDEX synthesisChunkByLastUse ON synthesisChunk(lastUsedAt);
+
+                CREATE TABLE outputFile (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    inputKey TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    codec TEXT NOT NULL,
+                    sampleRateHz INTEGER NOT NULL,
+                    channels INTEGER NOT NULL,
+                    bitrateKbps INTEGER NOT NULL,
+                    durationSeconds DOUBLE NOT NULL,
+                    sizeBytes INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    createdAt DOUBLE NOT NULL,
+                    lastUsedAt DOUBLE NOT NULL
+                );
+
+                CREATE TABLE build (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    pipeline TEXT NOT NULL,
+                    output TEXT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
+                    owner TEXT NOT NULL,
+                    queuedAt DOUBLE NOT NULL,
+                    startedAt DOUBLE,
+                    finishedAt DOUBLE,
+                    toursBuilt INTEGER NOT NULL DEFAULT 0,
+                    toursFailed INTEGER NOT NULL DEFAULT 0,
+                    requests INTEGER NOT NULL DEFAULT 0,
+                    characters INTEGER NOT NULL DEFAULT 0,
+                    error TEXT
+                );
+                CREATE TABLE buildTour (
+                    buildId INTEGER NOT NULL REFERENCES build(id) ON DELETE CASCADE,
+                    tourId TEXT NOT NULL,
+                    outcome TEXT NOT NULL CHECK (outcome IN ('packaged', 'unchanged', 'failed')),
+                    message TEXT,
+                    PRIMARY KEY (buildId, tourId)
+                );
+
+                CREATE TABLE quotaUsage (
+                    account TEXT NOT NULL,
+                    month TEXT NOT NULL,
+                    tier TEXT NOT NULL,
+                    used INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (account, month, tier)
+                );
+                CREATE TABLE quotaReservation (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account TEXT NOT NULL,
+                    month TEXT NOT NULL,
+                    tier TEXT NOT NULL,
+                    characters INTEGER NOT NULL CHECK (characters >= 0),
+                    owner TEXT NOT NULL,
+                    createdAt DOUBLE NOT NULL
+                );
+                CREATE INDEX quotaReservationByAccount ON quotaReservation(account, month, tier);
+                """)
+        }
+        return migrator
+    }
+}

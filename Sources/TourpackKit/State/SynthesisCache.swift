@@ -1,0 +1,149 @@
+public import Foundation
+import GRDB
+
+/// Every chunk the endpoint has spoken, kept losslessly so that nothing is
+/// paid for twice: a FLAC file per chunk in `<state>/synthesis/`, indexed by
+/// its `SynthesisKey` in the state database.
+///
+/// So adding a format, changing a bit rate or editing one sentence of a long
+/// narration costs characters only for the chunks whose text changed.
+///
+/// - An entry older than `audioMaxAgeDays` (by when it was synthesized) is
+///   not reused; the chunk is spoken again.
+/// - A file that is missing or does not decode is a miss, and its entry is
+///   dropped: the cache is never trusted over the endpoint.
+/// - `evict` keeps the files within `synthesisCacheMaxMB`, least recently
+///   used first. Another job may lose a file it was about to read to
+///   eviction; that is a miss too.
+/// - Files are written to a temp and renamed, without fsync: a file lost to
+///   a power cut is a miss, not a wrong answer.
+///
+/// All of it blocks (SQLite and file I/O); call it from a thread pool.
+public struct SynthesisCache: Sendable {
+    public let database: StateDatabase
+    public let folder: URL
+    public let maxAgeSeconds: TimeInterval
+    public let clock: @Sendable () -> Date
+
+    public init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.database = database
+        self.folder = folder
+        self.maxAgeSeconds = Double(maxAgeDays) * 86_400
+        self.clock = clock
+    }
+
+    func fileURL(for key: SynthesisKey) -> URL {
+        folder.appendingPathComponent(String(key.hex.prefix(2)), isDirectory: true).appendingPathComponent("\(key.hex).flac")
+    }
+
+    private var cutoff: Double { clock().timeIntervalSince1970 - maxAgeSeconds }
+
+    /// The keys among `keys` that a build would take from the cache: a fresh
+    /// entry whose file is there. For plans; reads no audio.
+    public func freshKeys(among keys: some Sequence<SynthesisKey>) throws -> Set<SynthesisKey> {
+        let wanted = Array(Set(keys))
+        let cutoff = self.cutoff
+        var found: Set<SynthesisKey> = []
+        try database.read { db in
+            for start in stride(from: 0, to: wanted.count, by: 500) {
+                let batch = wanted[start..<min(wanted.count, start + 500)]
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                let rows = try String.fetchAll(
+                    db, sql: "SELECT key FROM synthesisChunk WHERE createdAt >= ? AND key IN (\(marks))",
+                    arguments: StatementArguments([cutoff] + batch.map(\.hex)))
+                found.formUnion(rows.map(SynthesisKey.init(hex:)))
+            }
+        }
+        return found.filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
+    }
+
+    /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
+    /// becomes the most recently used entry.
+    public func load(_ key: SynthesisKey) throws -> PCMAudio? {
+        let cutoff = self.cutoff
+        let row = try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT createdAt, samples, sampleRate FROM synthesisChunk WHERE key = ?", arguments: [key.hex])
+        }
+        guard let row else { return nil }
+        guard (row["createdAt"] as Double) >= cutoff else { return nil }
+        let url = fileURL(for: key)
+        guard let pcm = try? FLACFile.read(url), pcm.samples.count == (row["samples"] as Int), pcm.sampleRate == (row["sampleRate"] as Int) else {
+            try forget(key)
+            return nil
+        }
+        let now = clock().timeIntervalSince1970
+        try database.write { db in
+            try db.execute(sql: "UPDATE synthesisChunk SET lastUsedAt = ? WHERE key = ?", arguments: [now, key.hex])
+        }
+        return pcm
+    }
+
+    /// Keeps `pcm` as the audio of `key`, replacing any older entry.
+    public func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int) throws {
+        let url = fileURL(for: key)
+        try AtomicFile.createFolder(url.deletingLastPathComponent())
+        let temp = try AtomicFile.temporaryURL(for: url, in: nil)
+        do {
+            try FLACFile.write(pcm, to: temp)
+            try AtomicFile.move(temp, to: url)
+        } catch {
+            AtomicFile.discard(temp: temp)
+            throw error
+        }
+        let bytes = Self.fileSize(url)
+        let now = clock().timeIntervalSince1970
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO synthesisChunk (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [key.hex, characters, pcm.sampleRate, pcm.samples.count, bytes, now, now])
+        }
+    }
+
+    /// Entries and the bytes of their files.
+    public func totals() throws -> (entries: Int, bytes: Int64) {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS n, COALESCE(SUM(fileBytes), 0) AS bytes FROM synthesisChunk")
+            return (row?["n"] ?? 0, row?["bytes"] ?? 0)
+        }
+    }
+
+    /// Drops entries too old to be reused, then the least recently used
+    /// until the files fit in `maxBytes`. Returns what was removed.
+    @discardableResult
+    public func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
+        let cutoff = self.cutoff
+        let victims: [(key: String, bytes: Int64)] = try database.read { db in
+            var total: Int64 = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(fileBytes), 0) FROM synthesisChunk") ?? 0
+            var chosen: [(String, Int64)] = []
+            let rows = try Row.fetchAll(db, sql: "SELECT key, fileBytes, createdAt FROM synthesisChunk ORDER BY lastUsedAt, key")
+            for row in rows {
+                let bytes: Int64 = row["fileBytes"]
+                let created: Double = row["createdAt"]
+                guard created < cutoff || total > maxBytes else { continue }
+                chosen.append((row["key"], bytes))
+                total -= bytes
+            }
+            return chosen
+        }
+        for victim in victims { try forget(SynthesisKey(hex: victim.key)) }
+        return (victims.count, victims.reduce(0) { $0 + $1.bytes })
+    }
+
+    /// Forgets every entry (`cache clear`, which removes the folder itself).
+    public func forgetAll() throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM synthesisChunk") }
+    }
+
+    /// Removes an entry and its file; a file already gone is fine.
+    func forget(_ key: SynthesisKey) throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM synthesisChunk WHERE key = ?", arguments: [key.hex]) }
+        _ = try? AtomicFile.remove(fileURL(for: key))
+    }
+
+    static func fileSize(_ url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import TourpackKit
+
+struct Quota: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Characters used, reserved and left this month, per pricing tier, for the pipeline's TTS account.",
+        discussion: """
+            The account is the pipeline's endpoint plus a fingerprint of its API key \
+            (never the key). Months are calendar months in UTC. Reservations left by \
+            a build that died are released first (see the README's quota policy). \
+            The local tier, and any tier without a limit in budgets.monthlyCharacters, \
+            is unlimited.
+            """
+    )
+
+    @OptionGroup var options: PipelineOptions
+    @Flag(help: "Print the quota as JSON.") var json = false
+
+    struct Report: Encodable {
+        var version = 1
+        var account: String
+        var month: String
+        var releasedStaleReservations: Int
+        var tiers: [Tier]
+        struct Tier: Encodable {
+            var tier: String
+            var used: Int
+            var reserved: Int
+            /// null: unlimited.
+            var limit: Int?
+            var left: Int?
+        }
+    }
+
+    func run() async throws {
+        let config = try options.load()
+        let account = QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+        let month = QuotaLedger.month(of: CommandClock.now())
+        var released = 0
+        var usage: [TierUsage]
+        if let state = try StateView.existing(config) {
+            released = try state.ledger.reconcile().reservations
+            usage = try state.ledger.usageByTier()
+        } else {
+            usage = PricingTier.allCases.compactMap { tier in
+                config.budgets.monthlyQuota(for: tier).map { TierUsage(tier: tier, used: 0, reserved: 0, limit: $0) }
+            }
+        }
+        // The pipeline's own tier is always shown, limited or not.
+        if !usage.contains(where: { $0.tier == config.voice.tier }) {
+            usage.append(TierUsage(tier: config.voice.tier, used: 0, reserved: 0, limit: config.budgets.monthlyQuota(for: config.voice.tier)))
+        }
+        let report = Report(
+            account: account.id, month: month, releasedStaleReservations: released,
+            tiers: usage.map { .init(tier: $0.tier.rawValue, used: $0.used, reserved: $0.reserved, limit: $0.limit, left: $0.left) })
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            return
+        }
+        var rows = [["tier", "used", "reserved", "limit", "left"]]
+        for tier in report.tiers {
+            rows.append([
+                tier.tier + (tier.tier == config.voice.tier.rawValue ? " *" : ""), PlanReport.grouped(tier.used), PlanReport.grouped(tier.reserved),
+                tier.limit.map(PlanReport.grouped) ?? "unlimited", tier.left.map(PlanReport.grouped) ?? "–",
+            ])
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        print("quota of \(report.account), \(report.month) (UTC); * is this pipeline's voice tier")
+        for row in rows {
+            print(row.enumerated().map { column, text in
+                column == 0 ? text.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[column] - text.count) + text
+            }.joined(separator: "  "))
+        }
+        if released > 0 { print("released \(released) stale reservation(s) left by a build that died") }
+    }
+}

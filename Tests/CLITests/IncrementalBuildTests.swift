@@ -1,0 +1,259 @@
+import Foundation
+import Testing
+import TourpackKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Incremental builds and budgets, end to end: the real `tourpack build`
+/// against the real `serve-tts`, whose `/debug/stats` counters prove what
+/// was (not) requested.
+@Suite(.serialized) struct IncrementalBuildTests {
+    /// A third tour whose one narration is long enough for two chunks
+    /// (the Google limit minus the 100-byte headroom is 4,900 bytes).
+    static let longID = "8b4f3e5a-0c63-4d9f-9e77-3f4a5b6c7d82"
+    static let longPOI = "8b4f3e5a-0c63-4d9f-9e77-3f4a5b6c7d83"
+    static let lastSentence = "The valley ends at the old customs house."
+
+    static func writeLongTour(in workspace: BuildWorkspace, lastSentence: String = lastSentence) throws {
+        let sentence = "The pass road was built by hand over many summers, stone by stone, and the walls still stand along every bend. "
+        let text = String(repeating: sentence, count: 48) + lastSentence
+        precondition(text.utf8.count > 5000 && text.utf8.count < 9000)
+        try """
+        {"id": "\(longID)", "name": "Long Valley", "language": "en-US", "version": 1,
+         "route": {"waypoints": [{"latitude": 46.0, "longitude": 9.0}, {"latitude": 46.02, "longitude": 9.03}],
+                   "segments": [{"from": 0, "to": 1, "distanceMeters": 3000, "durationSeconds": 300}]},
+         "pois": [{"id": "\(longPOI)", "name": "Customs House", "location": {"latitude": 46.01, "longitude": 9.01},
+                   "triggerRadiusMeters": 300, "narrations": {"detailed": "\(text)"}}]}
+        """.write(to: workspace.root.appendingPathComponent("tours/long.json"), atomically: true, encoding: .utf8)
+    }
+
+    /// A preset of the local voice billed as `standard`, so the quota applies.
+    static func writeStandardVoice(in workspace: BuildWorkspace) throws -> String {
+        let url = workspace.root.appendingPathComponent("standard-voice.yaml")
+        try "version: 1\nprovider: local\nlanguageCode: en-US\nname: en-us\ntier: standard\nspeakingRate: 1.0\npitch: 0\n"
+            .write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    static func requests(_ server: LocalVoiceServer) throws -> Int { try server.stats()["synthesizeRequests"] as? Int ?? -1 }
+    static func characters(_ server: LocalVoiceServer) throws -> Int { try server.stats()["characters"] as? Int ?? -1 }
+
+    /// The `finished` event of a `--json` build.
+    static func summary(_ result: Executable.Result) throws -> [String: Any] {
+        let events = result.stdout.split(separator: "\n").compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        }
+        return try #require(events.last { $0["event"] as? String == "finished" }, "no finished event in: \(result.stdout)\n\(result.stderr)")
+    }
+
+    static func quota(_ workspace: BuildWorkspace, _ extra: [String] = []) throws -> [String: [String: Any]] {
+        let result = try Executable.run(["quota", workspace.pipeline.path, "--json"] + extra, in: workspace.root)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let tiers = try #require(object["tiers"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: tiers.map { ($0["tier"] as? String ?? "", $0) })
+    }
+
+    @Test func rebuildsPayOnlyForWhatChanged() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        try Self.writeLongTour(in: workspace)
+
+        let first = try workspace.build(server, ["--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let firstRequests = try Self.requests(server)
+        #expect(firstRequests == 7, "3 + 2 short items and a long one in two chunks")
+        let before = try RootCheck.snapshot(workspace.output)
+
+        // Nothing changed: no request, no encode, not one byte rewritten.
+        let warm = try workspace.build(server, ["--json"])
+        #expect(warm.status == 0, "\(warm.stderr)")
+        let warmSummary = try Self.summary(warm)
+        #expect(try Self.requests(server) == firstRequests)
+        #expect(warmSummary["requests"] as? Int == 0)
+        #expect(warmSummary["encodes"] as? Int == 0)
+        #expect(warmSummary["reusedFiles"] as? Int == 6)
+        #expect(warmSummary["toursUnchanged"] as? Int == 3)
+        #expect(try RootCheck.snapshot(workspace.output) == before)
+
+        // One sentence of the long narration edited: one request, one encode.
+        try Self.writeLongTour(in: workspace, lastSentence: "The valley ends at the old stone customs house.")
+        let edited = try workspace.build(server, ["--json"])
+        #expect(edited.status == 0, "\(edited.stderr)")
+        let editedSummary = try Self.summary(edited)
+        #expect(try Self.requests(server) == firstRequests + 1)
+        #expect(editedSummary["cacheHits"] as? Int == 1, "the unchanged first chunk of the long narration")
+        #expect(editedSummary["encodes"] as? Int == 1)
+        #expect(editedSummary["toursBuilt"] as? Int == 1 && editedSummary["toursUnchanged"] as? Int == 2)
+        #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
+
+        // A new format is made from the synthesis cache: no request at all.
+        let widened = try workspace.build(server, ["--json", "--format", "aac,opus"])
+        #expect(widened.status == 0, "\(widened.stderr)")
+        let widenedSummary = try Self.summary(widened)
+        #expect(try Self.requests(server) == firstRequests + 1)
+        #expect(widenedSummary["encodes"] as? Int == 6 && widenedSummary["reusedFiles"] as? Int == 6)
+        #expect(widenedSummary["cacheHits"] as? Int == 7)
+        let opus = RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix(".opus") }
+        #expect(opus.count == 6)
+        let stream = try FFprobe.probe(workspace.output.appendingPathComponent(opus[0]))
+        #expect(stream.codec == "opus")
+        #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
+    }
+
+    @Test func aTamperedFileIsMadeAgainWithoutARequest() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        #expect(try workspace.build(server).status == 0)
+        let requests = try Self.requests(server)
+        let victim = try #require(RootCheck.allFiles(under: workspace.output).first { $0.hasSuffix(".m4a") })
+        let url = workspace.output.appendingPathComponent(victim)
+        let original = try Data(contentsOf: url)
+        var tampered = original
+        tampered[tampered.count / 2] ^= 0x20
+        try tampered.write(to: url)
+
+        let rebuilt = try workspace.build(server, ["--json"])
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        let summary = try Self.summary(rebuilt)
+        #expect(summary["encodes"] as? Int == 1 && summary["reusedFiles"] as? Int == 4)
+        #expect(try Self.requests(server) == requests, "made again from the synthesis cache")
+        #expect(try Data(contentsOf: url) == original, "the same PCM encodes to the same bytes")
+        #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
+    }
+
+    @Test func aPlanOverTheQuotaIsRefusedBeforeAnyRequest() throws {
+        let server = try LocalVoiceServer()
+        let probe = try BuildWorkspace()
+        let voice = try Self.writeStandardVoice(in: probe)
+        let planned = try Executable.run(["plan", probe.pipeline.path, "--voice", voice, "--json"], in: probe.root)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any], "\(planned.stderr)")
+        let needed = try #require((plan["quota"] as? [String: Any])?["thisBuild"] as? Int)
+
+        let workspace = try BuildWorkspace(extraYAML: "budgets: {monthlyCharacters: {standard: \(needed - 1)}}")
+        let standard = try Self.writeStandardVoice(in: workspace)
+        let refused = try workspace.build(server, ["--voice", standard])
+        #expect(refused.status == 3)
+        #expect(refused.stderr.contains("monthly quota is \(PlanReport.grouped(needed - 1)) characters"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("1 over"), "\(refused.stderr)")
+        #expect(try Self.requests(server) == 0)
+        #expect(!FileManager.default.fileExists(atPath: workspace.output.appendingPathComponent("OfflineTours").path))
+        let tiers = try Self.quota(workspace, ["--voice", standard, "--endpoint", server.endpoint])
+        #expect(tiers["standard"]?["used"] as? Int == 0 && tiers["standard"]?["reserved"] as? Int == 0)
+
+        // Exactly the plan fits, and the ledger then holds exactly what the server spoke.
+        let fits = try BuildWorkspace(extraYAML: "budgets: {monthlyCharacters: {standard: \(needed)}}")
+        let fitsVoice = try Self.writeStandardVoice(in: fits)
+        let built = try fits.build(server, ["--voice", fitsVoice])
+        #expect(built.status == 0, "\(built.stderr)")
+        let after = try Self.quota(fits, ["--voice", fitsVoice, "--endpoint", server.endpoint])
+        #expect(after["standard"]?["used"] as? Int == needed)
+        #expect(after["standard"]?["left"] as? Int == 0)
+        #expect(try Self.characters(server) == needed)
+        let replanned = try Executable.run(["plan", fits.pipeline.path, "--voice", fitsVoice, "--endpoint", server.endpoint], in: fits.root)
+        #expect(replanned.stdout.contains("this build 0; 0 left after this build"), "\(replanned.stdout)")
+    }
+
+    /// Two jobs on two output roots share one state folder, so one ledger.
+    /// Together they need more than the month has: what they spend stays
+    /// within the limit, equals what the server spoke, and one is refused (exit 3).
+    @Test func twoConcurrentBuildsShareOneLedgerAndNeverPassTheLimit() throws {
+        let server = try LocalVoiceServer(faults: ["--latency-ms", "150"])
+        let probe = try BuildWorkspace()
+        let voice = try Self.writeStandardVoice(in: probe)
+        let planned = try Executable.run(["plan", probe.pipeline.path, "--voice", voice, "--json"], in: probe.root)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any])
+        let each = try #require((plan["quota"] as? [String: Any])?["thisBuild"] as? Int)
+        let limit = each * 3 / 2
+
+        let first = try BuildWorkspace(extraYAML: "budgets: {monthlyCharacters: {standard: \(limit)}}")
+        let second = try BuildWorkspace(extraYAML: "budgets: {monthlyCharacters: {standard: \(limit)}}")
+        // Different words, so the two jobs share no chunk through the synthesis cache.
+        try second.writeTours(alps: "The road climbs in forty-eight hairpins.", lakes: "The tarn lies still below the col.")
+        let shared = first.state.path
+        let builds = [
+            try first.startBuild(server, ["--voice", try Self.writeStandardVoice(in: first), "--concurrency", "1"]),
+            try second.startBuild(server, ["--voice", try Self.writeStandardVoice(in: second), "--concurrency", "1", "--state", shared]),
+        ]
+        let codes = builds.map { $0.finish() }
+        #expect(codes.contains(0) || codes.contains(3))
+        #expect(codes.contains(3), "together they need \(2 * each) of \(limit): one must be refused; got \(codes)")
+        #expect(codes.allSatisfy { $0 == 0 || $0 == 3 }, "\(codes)")
+
+        let tiers = try Self.quota(first, ["--voice", try Self.writeStandardVoice(in: first), "--endpoint", server.endpoint])
+        let used = try #require(tiers["standard"]?["used"] as? Int)
+        #expect(used <= limit)
+        #expect(used == (try Self.characters(server)), "the ledger holds exactly what the server spoke")
+        #expect(tiers["standard"]?["reserved"] as? Int == 0)
+    }
+
+    /// Killed while the server holds one request it will never answer with
+    /// audio: the rerun releases that reservation, and in the end the ledger
+    /// holds every chunk once, exactly what the server spoke.
+    @Test func aKilledBuildLeavesTheLedgerExactAfterTheRerun() throws {
+        let server = try LocalVoiceServer(faults: ["--hold-text", "HELD-HERE", "--stall-ms", "6000"])
+        let workspace = try BuildWorkspace()
+        try workspace.writeTours(alps: "The road climbs in thirty-six hairpins.", lakes: "HELD-HERE is the lake.")
+        let build = try workspace.startBuild(server, ["--concurrency", "1"])
+        #expect(build.waitForEvent("itemDone") != nil)
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, (try server.stats()["faultsInjected"] as? [String: Int])?["held"] != 1 {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect((try server.stats()["faultsInjected"] as? [String: Int])?["held"] == 1)
+        build.signal(SIGKILL)
+        _ = build.finish()
+        let spokenBeforeKill = try Self.characters(server)
+        let local = try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]
+        #expect(local?["used"] as? Int == spokenBeforeKill, "every answered request was settled before the kill")
+
+        let rerun = try workspace.build(server, ["--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        let planned = try Executable.run(["plan", workspace.pipeline.path, "--json"], in: workspace.root)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any])
+        let total = try #require((plan["totals"] as? [String: Any])?["characters"] as? Int)
+        let after = try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]
+        #expect(after?["used"] as? Int == total, "each chunk paid once: none lost, none twice")
+        #expect(after?["used"] as? Int == (try Self.characters(server)))
+        #expect(after?["reserved"] as? Int == 0, "the dead build's reservation was released")
+    }
+
+    /// Time moves by `TOURPACK_NOW`: a plain build leaves a fresh package
+    /// alone, `--refresh-expiring` renews one near its end without a
+    /// request, and audio past audioMaxAgeDays is spoken again.
+    @Test func refreshExpiringRenewsPackagesAndOldAudioIsSpokenAgain() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace(extraYAML: "budgets: {packageMaxAgeDays: 10, audioMaxAgeDays: 20}")
+        func build(at time: String, _ extra: [String] = []) throws -> [String: Any] {
+            let result = try Executable.run(
+                ["build", workspace.pipeline.path, "--endpoint", server.endpoint, "--json"] + extra, in: workspace.root,
+                environment: ["TOURPACK_NOW": time])
+            #expect(result.status == 0, "\(result.stderr)")
+            return try Self.summary(result)
+        }
+        func createdAt() throws -> Set<String> {
+            Set(try RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("package.json") }.map { path in
+                let object = try JSONSerialization.jsonObject(with: Data(contentsOf: workspace.output.appendingPathComponent(path))) as? [String: Any]
+                return object?["createdAt"] as? String ?? ""
+            })
+        }
+        _ = try build(at: "2027-01-01T00:00:00Z")
+        #expect(try createdAt() == ["2027-01-01T00:00:00Z"])
+        let requests = try Self.requests(server)
+
+        let plain = try build(at: "2027-01-06T00:00:00Z")
+        #expect(plain["toursUnchanged"] as? Int == 2)
+        #expect(try createdAt() == ["2027-01-01T00:00:00Z"], "a package that does not expire soon is left alone")
+
+        let refreshed = try build(at: "2027-01-06T00:00:00Z", ["--refresh-expiring", "7"])
+        #expect(refreshed["toursBuilt"] as? Int == 2 && refreshed["encodes"] as? Int == 0)
+        #expect(try createdAt() == ["2027-01-06T00:00:00Z"])
+        #expect(try Self.requests(server) == requests, "renewing a package costs no request")
+
+        let late = try build(at: "2027-02-01T00:00:00Z")
+        #expect(try Self.requests(server) == requests + 5, "audio older than 20 days is spoken again")
+        #expect(late["cacheHits"] as? Int == 0)
+        #expect(try createdAt() == ["2027-02-01T00:00:00Z"])
+    }
+}

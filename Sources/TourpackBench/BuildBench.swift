@@ -16,7 +16,9 @@ import Glibc
 /// 2. the same with the server answering after 150 ms;
 /// 3. generated tours of 30 and of `--pois` POIs (three short phases each):
 ///    peak memory must stay flat as the tours grow, because the build keeps
-///    only `concurrency` + cores items in flight.
+///    only `concurrency` + cores items in flight;
+/// 4. a warm rebuild of the demo and of the `--pois` set, nothing changed:
+///    every file comes from the output cache (0 requests, 0 encodes).
 enum BuildBench {
     static func run(_ arguments: [String]) async -> Int32 {
         let pois = arguments.firstIndex(of: "--pois").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 300
@@ -27,6 +29,7 @@ enum BuildBench {
             let demo = URL(fileURLWithPath: "pipelines/demo.yaml")
             var results: [(String, Measurement)] = []
             results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
+            results.append(("demo, warm rebuild", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
             results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150)))
             var memory: [Int] = []
             for count in [30, pois] {
@@ -34,10 +37,15 @@ enum BuildBench {
                 let result = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
                 results.append(("\(count) POIs, \(count * 3) items", result))
                 memory.append(result.peakKB)
+                if count == pois {
+                    let warm = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
+                    results.append(("\(count) POIs, warm rebuild", warm))
+                }
             }
             for (label, result) in results {
-                print(String(format: "build %@: %.2f s wall (pipeline %.2f s), peak RSS %.1f MB, %d files, %d requests, exit %d",
-                             label, result.wallSeconds, result.pipelineSeconds, Double(result.peakKB) / 1024, result.files, result.requests, result.exitStatus))
+                print(String(format: "build %@: %.2f s wall (pipeline %.2f s), peak RSS %.1f MB, %d files written, %d reused, %d requests, %d encodes, exit %d",
+                             label, result.wallSeconds, result.pipelineSeconds, Double(result.peakKB) / 1024, result.files, result.reused,
+                             result.requests, result.encodes, result.exitStatus))
             }
             let growth = Double(memory[1]) / Double(max(1, memory[0]))
             let bounded = growth < 1.5
@@ -55,10 +63,13 @@ enum BuildBench {
         var peakKB: Int
         var files: Int
         var requests: Int
+        var reused: Int
+        var encodes: Int
         var exitStatus: Int32
     }
 
-    /// One build in a fresh output, against a fresh in-process server.
+    /// One build of the output and state named `name` (fresh the first
+    /// time, warm the next), against a fresh in-process server.
     private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int) async throws -> Measurement {
         var configuration = TTSServerConfiguration(port: 0, faults: FaultInjection(latencyMilliseconds: latencyMs))
         configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -77,7 +88,8 @@ enum BuildBench {
             return Measurement(
                 wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
                 pipelineSeconds: finished["wallSeconds"] as? Double ?? 0, peakKB: peakKB,
-                files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0, exitStatus: status)
+                files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,
+                reused: finished["reusedFiles"] as? Int ?? 0, encodes: finished["encodes"] as? Int ?? 0, exitStatus: status)
         }
     }
 

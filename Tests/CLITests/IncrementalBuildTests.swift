@@ -155,6 +155,32 @@ import Glibc
         #expect(replanned.stdout.contains("this build 0; 0 left after this build"), "\(replanned.stdout)")
     }
 
+    /// About 70 minutes of narration estimates at ~68 MB of AAC: more than a
+    /// 50 MB cache can ever hold, so the build is refused before any request.
+    @Test func aBuildWhoseOwnAudioCannotFitTheCacheIsRefusedUpFront() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace(extraYAML: "budgets: {cacheMaxMB: 50}")
+        let sentence = "The glacier has lost half of its length since the road was opened to cars in the summer of 1935. "
+        let narration = String(repeating: sentence, count: 20)
+        let pois = (0..<10).map { index in
+            """
+            {"id": "9c5a4f6b-1d74-4eaf-8f88-\(String(format: "%012d", index))", "name": "Stop \(index)",
+             "location": {"latitude": 46.0, "longitude": 9.0}, "triggerRadiusMeters": 300,
+             "narrations": {"approaching": "\(narration)", "detailed": "\(narration)", "guidedTour": "\(narration)"}}
+            """
+        }.joined(separator: ",\n")
+        try """
+        {"id": "9c5a4f6b-1d74-4eaf-8f88-4a5b6c7d8e9f", "name": "Very Long Tour", "language": "en-US", "version": 1,
+         "route": {"waypoints": [{"latitude": 46.0, "longitude": 9.0}, {"latitude": 46.02, "longitude": 9.03}]},
+         "pois": [\(pois)]}
+        """.write(to: workspace.root.appendingPathComponent("tours/long.json"), atomically: true, encoding: .utf8)
+        let refused = try workspace.build(server)
+        #expect(refused.status == 3, "\(refused.stdout)\n\(refused.stderr)")
+        #expect(refused.stderr.contains("more than cacheMaxMB (50.0 MB)"), "\(refused.stderr)")
+        #expect(try Self.requests(server) == 0)
+        #expect(!FileManager.default.fileExists(atPath: workspace.output.appendingPathComponent("OfflineTours").path))
+    }
+
     /// Two jobs on two output roots share one state folder, so one ledger.
     /// Together they need more than the month has: what they spend stays
     /// within the limit, equals what the server spoke, and one is refused (exit 3).

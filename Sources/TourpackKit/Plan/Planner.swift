@@ -24,6 +24,17 @@ public struct Planner: Sendable {
             if let plan = self.plan(tour, diagnostics: &diagnostics) { plans.append(plan) }
         }
         try diagnostics.throwIfErrors()
+        // A chunk that appears twice (one sentence in two narrations) is spoken once.
+        var seen: Set<Chunk> = []
+        for index in plans.indices {
+            var repeats = 0
+            var billable = 0
+            for chunk in plans[index].items.flatMap(\.chunks) {
+                if seen.insert(chunk).inserted { billable += chunk.characters } else { repeats += 1 }
+            }
+            plans[index].cacheHits = repeats
+            plans[index].billableCharacters = billable
+        }
         return BuildPlan(
             tours: plans, voice: config.voice, formats: config.formats,
             monthlyQuota: config.budgets.monthlyQuota(for: config.voice.tier), quotaUsedBefore: quotaUsedBefore

@@ -41,6 +41,8 @@ public struct BuildState: Sendable {
             tourPlan.items.map { item in item.chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) } }
         }
         let fresh = try synthesis.freshKeys(among: keysByTour.joined().joined())
+        // A chunk spoken once serves every narration that holds it.
+        var paidFor: Set<SynthesisKey> = []
         for tourIndex in plan.tours.indices {
             var hits = 0
             var billable = 0
@@ -55,7 +57,7 @@ public struct BuildState: Sendable {
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }
                 for (chunk, key) in zip(item.chunks, keys) {
-                    if reusable || fresh.contains(key) { hits += 1 } else { billable += chunk.characters }
+                    if reusable || fresh.contains(key) || !paidFor.insert(key).inserted { hits += 1 } else { billable += chunk.characters }
                 }
             }
             plan.tours[tourIndex].cacheHits = hits

@@ -128,7 +128,14 @@ public struct QuotaLedger: Sendable {
 
     /// The audio came back: the reservation becomes used characters.
     public func settle(_ reservation: Reservation) throws {
-        try database.write { db in
+        try database.write(settlement(of: reservation))
+    }
+
+    /// The statements of `settle`, to run inside another write transaction
+    /// (the synthesis cache keeps the audio in the same one).
+    func settlement(of reservation: Reservation) -> (Database) throws -> Void {
+        let account = account
+        return { db in
             try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [reservation.id])
             // A reservation that reconcile already released (its owner looked
             // dead or it was too old) is still settled: the audio did come back.

@@ -80,6 +80,13 @@ public struct SynthesisCache: Sendable {
 
     /// Keeps `pcm` as the audio of `key`, replacing any older entry.
     public func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int) throws {
+        try store(pcm, for: key, characters: characters, alongWith: nil)
+    }
+
+    /// The same, with `extra` statements in the transaction that records the
+    /// entry: the ledger's settlement, so the chunk is paid for exactly when
+    /// it is kept, and a crash between the two cannot make it paid twice.
+    func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int, alongWith extra: ((Database) throws -> Void)?) throws {
         let url = fileURL(for: key)
         try AtomicFile.createFolder(url.deletingLastPathComponent())
         let temp = try AtomicFile.temporaryURL(for: url, in: nil)
@@ -99,6 +106,7 @@ public struct SynthesisCache: Sendable {
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [key.hex, characters, pcm.sampleRate, pcm.samples.count, bytes, now, now])
+            try extra?(db)
         }
     }
 

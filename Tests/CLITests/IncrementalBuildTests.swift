@@ -228,7 +228,6 @@ import Glibc
             try second.startBuild(server, ["--voice", try Self.writeStandardVoice(in: second), "--concurrency", "1", "--state", shared]),
         ]
         let codes = builds.map { $0.finish() }
-        #expect(codes.contains(0) || codes.contains(3))
         #expect(codes.contains(3), "together they need \(2 * each) of \(limit): one must be refused; got \(codes)")
         #expect(codes.allSatisfy { $0 == 0 || $0 == 3 }, "\(codes)")
 
@@ -237,6 +236,24 @@ import Glibc
         #expect(used <= limit)
         #expect(used == (try Self.characters(server)), "the ledger holds exactly what the server spoke")
         #expect(tiers["standard"]?["reserved"] as? Int == 0)
+    }
+
+    /// Answers cut short or garbled are retried, and the provider bills each
+    /// one: the ledger counts every answer, as the server does.
+    @Test func theLedgerCountsEveryAnswerARetryCostIncludingBadOnes() throws {
+        let server = try LocalVoiceServer(faults: ["--truncate-rate", "0.35", "--garbage-rate", "0.2", "--fault-seed", "11"])
+        let workspace = try BuildWorkspace()
+        let built = try workspace.build(server, ["--json"])
+        #expect(built.status == 0, "\(built.stderr)")
+        let faults = (try server.stats()["faultsInjected"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        #expect(faults > 0, "the seed must inject at least one bad answer")
+        let spoken = try Self.characters(server)
+        let local = try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]
+        #expect(local?["used"] as? Int == spoken)
+        #expect(try Self.summary(built)["charactersBilled"] as? Int == spoken)
+        let planned = try Executable.run(["plan", workspace.pipeline.path, "--json"], in: workspace.root)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any])
+        #expect(spoken > (plan["totals"] as? [String: Any])?["characters"] as? Int ?? .max, "bad answers were billed too")
     }
 
     /// Killed while the server holds one request it will never answer with

@@ -135,13 +135,18 @@ public struct Builder: Sendable {
 
         var summary = run.summary
         if summary.stoppedEarly == nil {
-            let evicted = try await pool.runIfActive { [config] in
-                try AudioCacheEviction.run(layout: layout, budgets: config.budgets, outputs: state.outputs, now: state.ledger.clock())
+            // The packages are published: an eviction that fails is reported, never the build's undoing.
+            do {
+                let evicted = try await pool.runIfActive { [config] in
+                    try AudioCacheEviction.run(layout: layout, budgets: config.budgets, outputs: state.outputs, now: state.ledger.clock())
+                }
+                summary.evictedFiles = evicted.files
+                summary.evictedBytes = evicted.bytes
+                let synthesisBudget = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
+                try await pool.runIfActive { _ = try state.synthesis.evict(toFit: synthesisBudget) }
+            } catch {
+                summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
             }
-            summary.evictedFiles = evicted.files
-            summary.evictedBytes = evicted.bytes
-            let synthesisBudget = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
-            _ = try? await pool.runIfActive { try state.synthesis.evict(toFit: synthesisBudget) }
         }
         try? await pool.shutdownGracefully()
 

@@ -69,19 +69,25 @@ struct ItemMaker: Sendable {
     }
 
     /// Every chunk of the item, in order; requests run concurrently, up to
-    /// the synthesizer's own in-flight limit.
+    /// the synthesizer's own in-flight limit. One chunk failing does not
+    /// cancel the others: a request in flight may already be billed, so it is
+    /// let land (and kept in the cache); then the first failure is thrown.
     private func synthesize(_ item: PlanItem, label: String) async throws -> [PCMAudio] {
         let (synthesizer, voice, rate) = (synthesizer, builder.config.voice, builder.config.tts.sampleRateHz)
-        return try await withThrowingTaskGroup(of: (Int, PCMAudio).self) { group in
+        let results = await withTaskGroup(of: (Int, Result<PCMAudio, any Error>).self) { group in
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
                     let request = SynthesisRequest(chunk: chunk, voice: voice, sampleRateHz: rate, itemLabel: label)
-                    return (index, try await synthesizer.synthesize(request))
+                    do { return (index, .success(try await synthesizer.synthesize(request))) } catch { return (index, .failure(error)) }
                 }
             }
-            var pieces = [PCMAudio?](repeating: nil, count: item.chunks.count)
-            for try await (index, pcm) in group { pieces[index] = pcm }
-            return pieces.compactMap { $0 }
+            var results = [Result<PCMAudio, any Error>?](repeating: nil, count: item.chunks.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+        return try results.map { result in
+            guard let result else { throw TourpackError.cancelled }
+            return try result.get()
         }
     }
 

@@ -114,8 +114,10 @@ struct TourPublisher: Sendable {
             try journal.commit(state: state.rootFolder)
         }
         for temp in assembly.temps + manifestTemps { staging.committed(temp) }
-        try outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
-        try outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
+        // The package is live now. The records are only what lets the next
+        // build reuse these files: losing them costs an encode, not this tour.
+        try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
+        try? outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
         return TourPackaged(
             tourId: tour.id.value, tourName: tour.name, packages: packagePaths, unchangedPackages: unchangedPaths,
             files: fresh.count, reusedFiles: assembly.staged.count - fresh.count,

@@ -3,9 +3,13 @@ public import Foundation
 /// Who holds a quota reservation or runs a build: host, PID and the
 /// process's start time, written as `host:pid:start`.
 ///
-/// The start time (field 22 of `/proc/<pid>/stat`, in clock ticks since
-/// boot) tells a live owner from a new process that reused its PID. An owner
-/// on another host cannot be checked, so its records are judged by age alone.
+/// The host is the host name plus the PID namespace (`/proc/self/ns/pid`),
+/// so two containers that share a host name but not their PIDs are two
+/// hosts. The start time (field 22 of `/proc/<pid>/stat`, in clock ticks
+/// since boot) tells a live owner from a new process that reused its PID.
+/// An owner on another host cannot be checked, and neither can any owner
+/// where there is no `/proc`: those count as alive, and their records are
+/// judged by age alone.
 public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var pid: Int32
@@ -19,8 +23,17 @@ public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
 
     /// This process.
     public static let current = ProcessOwner(
-        host: ProcessInfo.processInfo.hostName, pid: ProcessInfo.processInfo.processIdentifier,
+        host: ProcessInfo.processInfo.hostName + pidNamespace, pid: ProcessInfo.processInfo.processIdentifier,
         startTicks: startTicks(of: ProcessInfo.processInfo.processIdentifier) ?? 0)
+
+    /// `/pid:[4026531836]`, or empty where there is no `/proc`.
+    private static var pidNamespace: String {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid") else { return "" }
+        return "/" + target
+    }
+
+    /// Whether this owner can be checked here at all: on this host, with `/proc`.
+    public var isCheckable: Bool { host == Self.current.host && Self.current.startTicks != 0 }
 
     public init?(_ text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
@@ -33,7 +46,7 @@ public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
     /// False only when the owner is provably gone: it ran on this host and
     /// its PID is free or belongs to a process started at another time.
     public var mightBeAlive: Bool {
-        guard host == Self.current.host else { return true }
+        guard isCheckable else { return true }
         guard let start = Self.startTicks(of: pid) else { return false }
         return start == startTicks
     }

@@ -63,9 +63,10 @@ public struct TierUsage: Sendable, Hashable, Codable {
 ///
 /// A crash leaves its reservations behind; `reconcile` (run at the start of
 /// every build and by `tourpack quota`) releases a reservation once it is
-/// stale: its owner ran on this host and is gone (`ProcessOwner`), or it is
-/// older than `staleAfter` (an hour by default, far past any request's time
-/// limit with all its retries; this covers owners on other hosts). A chunk
+/// stale: its owner ran on this host and is gone (`ProcessOwner`), or its
+/// owner cannot be checked (another host) and it is older than `staleAfter`
+/// (an hour by default, far past any request's time limit with all its
+/// retries). A live owner on this host keeps its reservations. A chunk
 /// whose audio came back in the instant between the server answering and the
 /// settle is therefore not counted; that is at most `tts.concurrency` chunks
 /// per crash, and the README says so.
@@ -126,15 +127,18 @@ public struct QuotaLedger: Sendable {
         }
     }
 
-    /// The audio came back: the reservation becomes used characters.
-    public func settle(_ reservation: Reservation) throws {
-        try database.write(settlement(of: reservation))
+    /// The endpoint answered: the reservation becomes used characters.
+    /// - Parameter characters: what was billed, when it differs from what was
+    ///   reserved (an answer retried because its body was cut short is billed twice).
+    public func settle(_ reservation: Reservation, characters: Int? = nil) throws {
+        try database.write(settlement(of: reservation, characters: characters))
     }
 
     /// The statements of `settle`, to run inside another write transaction
     /// (the synthesis cache keeps the audio in the same one).
-    func settlement(of reservation: Reservation) -> (Database) throws -> Void {
+    func settlement(of reservation: Reservation, characters: Int? = nil) -> (Database) throws -> Void {
         let account = account
+        let billed = characters ?? reservation.characters
         return { db in
             try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [reservation.id])
             // A reservation that reconcile already released (its owner looked
@@ -144,7 +148,7 @@ public struct QuotaLedger: Sendable {
                     INSERT INTO quotaUsage (account, month, tier, used) VALUES (?, ?, ?, ?)
                     ON CONFLICT (account, month, tier) DO UPDATE SET used = used + excluded.used
                     """,
-                arguments: [account.id, reservation.month, reservation.tier.rawValue, reservation.characters])
+                arguments: [account.id, reservation.month, reservation.tier.rawValue, billed])
         }
     }
 
@@ -166,8 +170,12 @@ public struct QuotaLedger: Sendable {
             for row in rows {
                 let createdAt: Double = row["createdAt"]
                 let ownerText: String = row["owner"]
-                let gone = ProcessOwner(ownerText).map { !$0.mightBeAlive } ?? true
-                guard gone || createdAt < cutoff else { continue }
+                // Gone for sure: release now. Cannot be checked (another host):
+                // release once too old. Alive here: never, however old.
+                let owner = ProcessOwner(ownerText)
+                let gone = owner.map { !$0.mightBeAlive } ?? true
+                let unknowable = owner.map { !$0.isCheckable } ?? false
+                guard gone || (unknowable && createdAt < cutoff) else { continue }
                 try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [row["id"] as Int64])
                 released.reservations += 1
                 released.characters += row["characters"] as Int

@@ -154,6 +154,14 @@ public struct StateDatabase: Sendable {
                 CREATE INDEX quotaReservationByAccount ON quotaReservation(account, month, tier);
                 """)
         }
+        migrator.registerMigration("v2 indexes for build records") { db in
+            // `cache stats` finds each tour's latest outcome per output root;
+            // a nightly job adds a record per tour every night.
+            try db.execute(sql: """
+                CREATE INDEX buildTourByTour ON buildTour(tourId, buildId);
+                CREATE INDEX buildByOutput ON build(output, id);
+                """)
+        }
         return migrator
     }
 }

@@ -137,7 +137,33 @@ public struct SynthesisCache: Sendable {
             return chosen
         }
         for victim in victims { try forget(SynthesisKey(hex: victim.key)) }
-        return (victims.count, victims.reduce(0) { $0 + $1.bytes })
+        let orphans = try removeOrphans()
+        return (victims.count + orphans.files, victims.reduce(0) { $0 + $1.bytes } + orphans.bytes)
+    }
+
+    /// Files with no entry: a crash between the rename and the insert, or a
+    /// `cache clear` beside another root's build. Only those an hour old are
+    /// removed, so a file another job is about to record is left alone.
+    func removeOrphans() throws -> (files: Int, bytes: Int64) {
+        let known = Set(try database.read { db in try String.fetchAll(db, sql: "SELECT key FROM synthesisChunk") })
+        let cutoff = Date().addingTimeInterval(-3600)
+        var removed = (files: 0, bytes: Int64(0))
+        for shard in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] {
+            let shardURL = folder.appendingPathComponent(shard, isDirectory: true)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: shardURL.path)) ?? [] {
+                let url = shardURL.appendingPathComponent(name)
+                let key = name.hasSuffix(".flac") ? String(name.dropLast(5)) : name
+                guard !known.contains(key),
+                      let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+                      let modified = attributes[.modificationDate] as? Date, modified < cutoff
+                else { continue }
+                if (try? AtomicFile.remove(url)) == true {
+                    removed.files += 1
+                    removed.bytes += (attributes[.size] as? NSNumber)?.int64Value ?? 0
+                }
+            }
+        }
+        return removed
     }
 
     /// Forgets every entry (`cache clear`, which removes the folder itself).

@@ -66,6 +66,11 @@ public struct CacheInventory: Sendable {
     public var livePaths: Set<String> {
         Set(packages.filter { !$0.isExpired }.flatMap(\.audioPaths))
     }
+
+    /// Paths listed by any package on disk, expired or not.
+    public var listedPaths: Set<String> {
+        Set(packages.flatMap(\.audioPaths))
+    }
 }
 
 /// `tourpack cache stats`: the storage statistics of one pipeline's root and state.

@@ -47,7 +47,10 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
         for package in inventory.packages where package.isExpired && !overBudgetOnly {
             removals.append(Removal(path: "\(Layout.offlineToursFolder)/\(package.packageID)", bytes: 0, reason: "expired package"))
         }
-        let live = inventory.livePaths
+        // After a build, every package on disk pins its audio, expired or
+        // not: eviction must never leave a package.json without its files.
+        // Prune removes expired packages first, so it can free their audio.
+        let live = overBudgetOnly ? inventory.listedPaths : inventory.livePaths
         let cutoff = now.addingTimeInterval(-Double(budgets.audioMaxAgeDays) * 86_400)
         var remaining = inventory.bytes
         var unlisted: [CacheInventory.File] = []

@@ -146,6 +146,8 @@ final class SynthesisClient: Sendable {
 
         switch response.status {
         case 200..<300:
+            // Answered: the provider bills it whether or not the body is whole.
+            BilledCharacters.current?.add(request.chunk.characters)
             do {
                 let pcm = try dialect.audio(from: response.body)
                 guard pcm.sampleRate != request.sampleRateHz else { return .audio(pcm) }

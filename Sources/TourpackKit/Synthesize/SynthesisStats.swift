@@ -40,6 +40,21 @@ final class SynthesisCounters: @unchecked Sendable {
     }
 }
 
+/// Characters of every 2xx answer the endpoint gave while synthesizing one
+/// chunk, retries and split parts included: what a provider bills, even for
+/// an answer that then turned out truncated or undecodable and was retried.
+/// The build sets one as a task-local around each request and settles the
+/// ledger with it.
+final class BilledCharacters: @unchecked Sendable {
+    private let lock = NSLock()
+    private var total = 0
+
+    var value: Int { lock.withLock { total } }
+    func add(_ characters: Int) { lock.withLock { total += characters } }
+
+    @TaskLocal static var current: BilledCharacters?
+}
+
 /// An API key that never prints, dumps or reflects itself.
 ///
 /// Only the dialect's header builder reads `value`; every message that came

@@ -64,7 +64,7 @@ struct Cache: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             let layout = Layout(root: config.output)
-            let lock = dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, wait: false)
+            let lock = dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
             defer { lock?.release() }
             let now = CommandClock.now()
             let state = try StateView.existing(config)
@@ -99,7 +99,7 @@ struct Cache: AsyncParsableCommand {
             guard yes else {
                 throw TourpackError.invalidInput("cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis cache and the build records in \(config.state.path); run it again with --yes")
             }
-            let lock = try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, wait: false)
+            let lock = try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
             defer { lock.release() }
             let freed = try CacheClearing.clear(config, state: try StateView.existing(config))
             print("cleared \(config.output.path) and the caches in \(config.state.path): freed \(PlanReport.bytes(Int(freed))); the quota ledger is kept")

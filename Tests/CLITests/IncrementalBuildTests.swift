@@ -180,6 +180,22 @@ import Glibc
         #expect(replanned.stdout.contains("this build 0; 0 left after this build"), "\(replanned.stdout)")
     }
 
+    /// The output root itself is locked too: a pipeline naming the same
+    /// output with another state folder takes its turn.
+    @Test func aSecondStateFolderCannotBuildTheSameRootAtOnce() async throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        let otherState = workspace.root.appendingPathComponent("other-state")
+        let lock = try await BuildLock.acquire(stateFolder: StateLayout(state: otherState, output: workspace.output).rootFolder,
+                                               root: workspace.output, wait: false)
+        let refused = try workspace.build(server, ["--no-wait"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("another build is running on this output root (lock \(workspace.output.path))"), "\(refused.stderr)")
+        #expect(try Self.requests(server) == 0)
+        lock.release()
+        #expect(try workspace.build(server, ["--no-wait"]).status == 0)
+    }
+
     /// About 70 minutes of narration estimates at ~68 MB of AAC: more than a
     /// 50 MB cache can ever hold, so the build is refused before any request.
     @Test func aBuildWhoseOwnAudioCannotFitTheCacheIsRefusedUpFront() throws {

@@ -90,10 +90,10 @@ public struct Builder: Sendable {
         let rootFolder = state.layout.rootFolder
         let lock: BuildLock
         do {
-            lock = try await BuildLock.acquire(stateFolder: rootFolder, wait: false)
+            lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: false)
         } catch TourpackError.alreadyBuilding(let path) where options.waitForLock {
             events(.waitingForLock(path: path))
-            do { lock = try await BuildLock.acquire(stateFolder: rootFolder, wait: true) } catch is CancellationError {
+            do { lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: true) } catch is CancellationError {
                 throw TourpackError.cancelled
             }
         }

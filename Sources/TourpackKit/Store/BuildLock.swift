@@ -29,8 +29,10 @@ public final class BuildLock: @unchecked Sendable {
     public let lockURL: URL
     private let state = NSLock()
     private var descriptor: Int32?
+    private var rootDescriptor: Int32?
 
-    private init(lockURL: URL, descriptor: Int32) {
+    private init(lockURL: URL, descriptor: Int32, rootDescriptor: Int32? = nil) {
+        self.rootDescriptor = rootDescriptor
         self.lockURL = lockURL
         self.descriptor = descriptor
     }
@@ -43,22 +45,47 @@ public final class BuildLock: @unchecked Sendable {
     /// `LOCK_NB` and `Task.sleep`, so no thread of the cooperative pool is
     /// blocked and cancelling the task stops the wait (`CancellationError`).
     /// Without `wait`, a held lock is `TourpackError.alreadyBuilding` at once.
-    public static func acquire(stateFolder: URL, wait: Bool) async throws -> BuildLock {
+    ///
+    /// - Parameter root: the output root, locked too (a `flock` on the folder
+    ///   itself, which writes nothing into it), so that two pipelines that
+    ///   name the same output with different state folders still take turns.
+    ///   Always after the state lock, so two builds never wait on each other.
+    public static func acquire(stateFolder: URL, root: URL? = nil, wait: Bool) async throws -> BuildLock {
         try AtomicFile.createFolder(stateFolder)
         let url = stateFolder.appendingPathComponent(fileName)
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open lock") }
+        try await hold(fd, path: url.path, wait: wait)
+        var rootDescriptor: Int32?
+        if let root {
+            do {
+                try AtomicFile.createFolder(root)
+                let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open output root") }
+                try await hold(folder, path: root.path, wait: wait)  // closes `folder` when it throws
+                rootDescriptor = folder
+            } catch {
+                _ = close(fd)
+                throw error
+            }
+        }
+        recordHolder(fd)
+        return BuildLock(lockURL: url, descriptor: fd, rootDescriptor: rootDescriptor)
+    }
+
+    /// Takes `flock` on `fd`, polling; closes it and throws when it cannot.
+    private static func hold(_ fd: Int32, path: String, wait: Bool) async throws {
         var pause: UInt64 = 20_000_000
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
             guard code == EWOULDBLOCK else {
                 _ = close(fd)
-                throw TourpackError.storageFailed(path: url.path, errno: code, operation: "flock")
+                throw TourpackError.storageFailed(path: path, errno: code, operation: "flock")
             }
             guard wait else {
                 _ = close(fd)
-                throw TourpackError.alreadyBuilding(lockPath: url.path)
+                throw TourpackError.alreadyBuilding(lockPath: path)
             }
             do {
                 try await Task.sleep(nanoseconds: pause)
@@ -68,8 +95,6 @@ public final class BuildLock: @unchecked Sendable {
             }
             pause = min(pause * 2, 250_000_000)
         }
-        recordHolder(fd)
-        return BuildLock(lockURL: url, descriptor: fd)
     }
 
     /// Lets go of the lock; calling it again does nothing. `deinit` calls it too.
@@ -78,6 +103,11 @@ public final class BuildLock: @unchecked Sendable {
         defer { state.unlock() }
         guard let fd = descriptor else { return }
         descriptor = nil
+        if let root = rootDescriptor {
+            rootDescriptor = nil
+            _ = flock(root, LOCK_UN)
+            _ = close(root)
+        }
         _ = flock(fd, LOCK_UN)
         _ = close(fd)
     }

@@ -74,21 +74,26 @@ struct ItemMaker: Sendable {
     /// let land (and kept in the cache); then the first failure is thrown.
     private func synthesize(_ item: PlanItem, label: String) async throws -> [PCMAudio] {
         let (synthesizer, voice, rate) = (synthesizer, builder.config.voice, builder.config.tts.sampleRateHz)
-        let results = await withTaskGroup(of: (Int, Result<PCMAudio, any Error>).self) { group in
+        let outcomes = await withTaskGroup(of: ChunkOutcome.self, returning: [ChunkOutcome].self) { group in
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
                     let request = SynthesisRequest(chunk: chunk, voice: voice, sampleRateHz: rate, itemLabel: label)
-                    do { return (index, .success(try await synthesizer.synthesize(request))) } catch { return (index, .failure(error)) }
+                    do { return ChunkOutcome(index: index, result: .success(try await synthesizer.synthesize(request))) } catch {
+                        return ChunkOutcome(index: index, result: .failure(error))
+                    }
                 }
             }
-            var results = [Result<PCMAudio, any Error>?](repeating: nil, count: item.chunks.count)
-            for await (index, result) in group { results[index] = result }
-            return results
+            var outcomes: [ChunkOutcome] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
         }
-        return try results.map { result in
-            guard let result else { throw TourpackError.cancelled }
-            return try result.get()
-        }
+        guard outcomes.count == item.chunks.count else { throw TourpackError.cancelled }
+        return try outcomes.sorted { $0.index < $1.index }.map { try $0.result.get() }
+    }
+
+    private struct ChunkOutcome: Sendable {
+        var index: Int
+        var result: Result<PCMAudio, any Error>
     }
 
     /// Puts a failure into the taxonomy: synthesis, storage and budget errors

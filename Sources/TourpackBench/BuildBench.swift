@@ -10,8 +10,9 @@ import Glibc
 ///
 /// Runs the real `tourpack build` (the release executable beside this one)
 /// as a child process against an in-process serve-tts, and reports its wall
-/// time and peak memory (`ru_maxrss` from `wait4`, so each run is measured
-/// on its own):
+/// time and peak memory (the child's own `VmHWM`, which its summary reports;
+/// `ru_maxrss` from `wait4` would also count this process's memory, shared
+/// by the spawned child before `exec`):
 /// 1. the demo pipeline, as `make tour` builds it;
 /// 2. the same with the server answering after 150 ms;
 /// 3. generated tours of 30 and of `--pois` POIs (three short phases each):
@@ -87,7 +88,8 @@ enum BuildBench {
             let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
             return Measurement(
                 wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
-                pipelineSeconds: finished["wallSeconds"] as? Double ?? 0, peakKB: peakKB,
+                pipelineSeconds: finished["wallSeconds"] as? Double ?? 0,
+                peakKB: (finished["peakMemoryBytes"] as? Int).map { $0 / 1024 } ?? peakKB,
                 files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,
                 reused: finished["reusedFiles"] as? Int ?? 0, encodes: finished["encodes"] as? Int ?? 0, exitStatus: status)
         }

@@ -124,6 +124,8 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var evictedFiles = 0
     public var evictedBytes: Int64 = 0
     public var wallSeconds: Double = 0
+    /// The process's peak resident memory (`VmHWM`), when `/proc` tells it.
+    public var peakMemoryBytes: Int64?
     /// Set when the build stopped early: a signal, the endpoint unreachable, or the quota.
     public var stoppedEarly: String?
     /// The monthly quota ran out during the build (another job took what was left).

@@ -158,8 +158,20 @@ public struct Builder: Sendable {
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
         summary.wallSeconds = Self.seconds(started.duration(to: .now))
+        summary.peakMemoryBytes = Self.peakMemoryBytes()
         events(.finished(summary))
         return summary
+    }
+
+    /// `VmHWM` of `/proc/self/status`: this program's own peak, not the
+    /// `ru_maxrss` of a process started by `posix_spawn`, which also counts the
+    /// parent's memory it briefly shared before `exec`.
+    static func peakMemoryBytes() -> Int64? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
     }
 
     static func seconds(_ duration: Duration) -> Double {

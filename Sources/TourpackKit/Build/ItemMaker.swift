@@ -88,7 +88,15 @@ struct ItemMaker: Sendable {
             return outcomes
         }
         guard outcomes.count == item.chunks.count else { throw TourpackError.cancelled }
-        return try outcomes.sorted { $0.index < $1.index }.map { try $0.result.get() }
+        let ordered = outcomes.sorted { $0.index < $1.index }
+        // Never join audio out of order. (A tuple-typed child result once came
+        // back with garbage indices in release builds; this form does not, and
+        // this check keeps it that way.)
+        guard ordered.map(\.index) == Array(item.chunks.indices) else {
+            throw TourpackError.audioEncodingFailed(
+                item: label, message: "internal error: chunk results came back as \(ordered.map(\.index)), not 0..<\(item.chunks.count)")
+        }
+        return try ordered.map { try $0.result.get() }
     }
 
     private struct ChunkOutcome: Sendable {

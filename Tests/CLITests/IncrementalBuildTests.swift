@@ -244,6 +244,11 @@ import Glibc
             try second.startBuild(server, ["--voice", try Self.writeStandardVoice(in: second), "--concurrency", "1", "--state", shared]),
         ]
         let codes = builds.map { $0.finish() }
+        let outcome = builds.map { build in
+            build.events.filter { ["itemFailed", "tourFailed", "finished", "error"].contains($0["event"] as? String ?? "") }
+                .map { "\($0)" }.joined(separator: "\n")
+        }.joined(separator: "\n---\n")
+        #expect(codes.contains(3), "\(outcome)")
         #expect(codes.contains(3), "together they need \(2 * each) of \(limit): one must be refused; got \(codes)")
         #expect(codes.allSatisfy { $0 == 0 || $0 == 3 }, "\(codes)")
 

@@ -37,6 +37,20 @@ struct StateScratch {
         #expect(try again.read { db in try Int.fetchOne(db, sql: "SELECT used FROM quotaUsage") } == 5)
     }
 
+    /// Jobs that start together on a new state folder: one creates and
+    /// migrates the database, the others wait their turn, none fails.
+    @Test func manyOpeningANewDatabaseAtOnceAllSucceed() throws {
+        let scratch = StateScratch()
+        defer { scratch.remove() }
+        let failures = NSLock()
+        nonisolated(unsafe) var errors: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            do { _ = try StateDatabase(folder: scratch.state) } catch { failures.withLock { errors.append("\(error)") } }
+        }
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(try StateDatabase(folder: scratch.state).appliedMigrations().count == 2)
+    }
+
     @Test func aDatabaseFromANewerTourpackIsRefusedNotGuessedAt() throws {
         let scratch = StateScratch()
         defer { scratch.remove() }

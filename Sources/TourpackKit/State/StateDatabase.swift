@@ -1,6 +1,14 @@
 public import Foundation
 import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The build state in SQLite, `<state>/state.sqlite`: the synthesis and
 /// output cache indexes, the monthly quota ledger and the build records.
 ///
@@ -39,6 +47,13 @@ public struct StateDatabase: Sendable {
         }
         let path = url.path
         do {
+            // Opening switches a new database to WAL, and the migrator reads
+            // what is applied, then applies the rest: two processes opening a
+            // new database at once would collide on both (SQLITE_BUSY, or v1
+            // applied twice). A file lock makes them take turns; it is held
+            // for milliseconds, and only while opening.
+            let openingLock = try FileLock(url.deletingLastPathComponent().appendingPathComponent(Self.fileName + ".open-lock"))
+            defer { openingLock.unlock() }
             pool = try DatabasePool(path: path, configuration: configuration)
             if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) {
                 throw TourpackError.stateFailed(
@@ -164,4 +179,32 @@ public struct StateDatabase: Sendable {
         }
         return migrator
     }
+}
+
+/// A blocking, exclusive `flock` on a file, for the short moments (schema
+/// migration) when processes sharing a state folder must take turns. The
+/// kernel drops it if the process dies.
+final class FileLock {
+    private var descriptor: Int32
+
+    init(_ url: URL) throws {
+        descriptor = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open lock") }
+        while flock(descriptor, LOCK_EX) != 0 {
+            let code = errno
+            guard code == EINTR else {
+                _ = close(descriptor)
+                throw TourpackError.storageFailed(path: url.path, errno: code, operation: "flock")
+            }
+        }
+    }
+
+    func unlock() {
+        guard descriptor >= 0 else { return }
+        _ = flock(descriptor, LOCK_UN)
+        _ = close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { unlock() }
 }

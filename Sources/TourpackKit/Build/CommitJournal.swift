@@ -14,7 +14,7 @@ import Darwin
 /// (`<poiId>_<Phase>.<ext>`), so its old package.json and its new audio can
 /// never be swapped in one atomic step. The commit therefore goes: every temp
 /// fsynced, then this journal written atomically to
-/// `<state>/journal/<tourId>.json`, then the renames (audio first,
+/// `journal/<tourId>.json` in the root's state folder, then the renames (audio first,
 /// package.json last), one fsync per folder, and the journal deleted. A run
 /// killed between the first rename and the last leaves the journal behind,
 /// and the next build replays it (`replayAll`) before anything else, rolling
@@ -40,7 +40,7 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         self.removals = removals
     }
 
-    /// `<state>/journal`.
+    /// `journal` in the given state folder (the output root's, see `StateLayout`).
     public static func folder(state: URL) -> URL {
         state.appendingPathComponent("journal", isDirectory: true)
     }

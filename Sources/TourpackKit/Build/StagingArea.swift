@@ -12,7 +12,7 @@ import Darwin
 ///
 /// A tour's files may only appear together, once every item of the tour has
 /// succeeded, so they wait as temps until then. When the state folder is on
-/// the output's file system, they wait in `<state>/staging`: the output root
+/// the output's file system, they wait in the root's `staging` folder (`StateLayout`): the output root
 /// then never holds a temp at all, so even a run killed with SIGKILL leaves a
 /// root that `validate` accepts. Otherwise (another file system, where a
 /// rename would not be atomic) they wait beside their final paths as hidden
@@ -21,7 +21,7 @@ import Darwin
 /// Every temp handed out is remembered until it is committed or discarded,
 /// so a cancelled build can remove all of its own.
 public final class StagingArea: @unchecked Sendable {
-    /// `<state>/staging`, or nil when temps sit beside their final paths.
+    /// The root's `staging` folder, or nil when temps sit beside their final paths.
     public let folder: URL?
     private let lock = NSLock()
     private var pending: Set<URL> = []

@@ -67,14 +67,8 @@ struct Quota: AsyncParsableCommand {
                 tier.limit.map(PlanReport.grouped) ?? "unlimited", tier.left.map(PlanReport.grouped) ?? "–",
             ])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         print("quota of \(report.account), \(report.month) (UTC); * is this pipeline's voice tier")
-        for row in rows {
-            print(row.enumerated().map { column, text in
-                column == 0 ? text.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                    : String(repeating: " ", count: widths[column] - text.count) + text
-            }.joined(separator: "  "))
-        }
+        print(PlanReport.table(rows, footerFromRow: rows.count).joined(separator: "\n"))
         if released > 0 { print("released \(released) stale reservation(s) left by a build that died") }
     }
 }

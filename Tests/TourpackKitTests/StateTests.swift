@@ -295,7 +295,7 @@ struct StateScratch {
         try AtomicFile.write(bytes, to: url)
         var audio = StoreManifestFixture.encoded(1, duration: 3)
         audio.sizeBytes = Int64(bytes.count)
-        audio.sha256 = try OutputCache.sha256(of: url)
+        audio.sha256 = try FileDigest.sha256(of: url).hex
         let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", pauseMilliseconds: 350,
                             metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         try outputs.record([(url: url, key: key, audio: audio)])

@@ -135,7 +135,9 @@ public struct PlanReport: Sendable {
 
     // MARK: Formatting
 
-    static func table(_ rows: [[String]], footerFromRow footer: Int) -> [String] {
+    /// Rows in columns, the first left-aligned and the rest right-aligned, with
+    /// a rule under the header and above row `footer` (none when out of range).
+    public static func table(_ rows: [[String]], footerFromRow footer: Int) -> [String] {
         let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
         var lines: [String] = []
         for (index, row) in rows.enumerated() {

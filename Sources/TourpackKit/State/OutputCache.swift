@@ -1,4 +1,3 @@
-import Crypto
 public import Foundation
 import GRDB
 
@@ -47,9 +46,9 @@ public struct OutputCache: Sendable {
             format: format, codec: row["codec"], sampleRateHz: row["sampleRateHz"], channels: row["channels"],
             bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"], sizeBytes: row["sizeBytes"],
             sha256: row["sha256"])
-        guard SynthesisCache.fileSize(url) == audio.sizeBytes, FileManager.default.fileExists(atPath: url.path) else { return nil }
+        guard SynthesisCache.fileSize(url) == audio.sizeBytes else { return nil }
         if case .sizeAndHash = check {
-            guard let digest = try? Self.sha256(of: url), digest == audio.sha256 else { return nil }
+            guard let digest = try? FileDigest.sha256(of: url), digest.hex == audio.sha256 else { return nil }
         }
         return audio
     }
@@ -114,13 +113,5 @@ public struct OutputCache: Sendable {
             let paths = try String.fetchAll(db, sql: "SELECT path FROM outputFile").filter { $0.hasPrefix(prefix) }
             for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [path]) }
         }
-    }
-
-    static func sha256(of url: URL) throws -> String {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        var hasher = SHA256()
-        while let block = try handle.read(upToCount: 1 << 20), !block.isEmpty { hasher.update(data: block) }
-        return hasher.finalize().lowercaseHex
     }
 }

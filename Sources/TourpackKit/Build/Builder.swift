@@ -338,8 +338,7 @@ private struct BuildRun {
             fail(assembly, reason: "\(why); the previous package is untouched")
             return
         }
-        let coordinates = tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location)
-        guard let coverage = TileMath.coverage(of: coordinates, settings: config.maps) else {
+        guard let coverage = tour.mapCoverage(config.maps) else {
             staging.discard(assembly.temps)
             fail(assembly, reason: "the route has no coordinates to cover with map tiles")
             return

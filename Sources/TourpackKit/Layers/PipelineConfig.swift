@@ -89,6 +89,8 @@ public struct TTSSettings: Sendable, Hashable {
 public struct Budgets: Sendable, Hashable {
     public var cacheMaxMB: Int
     public var synthesisCacheMaxMB: Int
+    /// The map tile cache (`<state>/tiles`), least recently used first.
+    public var tileCacheMaxMB: Int
     public var audioMaxAgeDays: Int
     public var packageMaxAgeDays: Int
     /// Monthly characters per tier; a tier not listed here (and `local`) is unlimited.
@@ -99,11 +101,12 @@ public struct Budgets: Sendable, Hashable {
     ]
 
     public init(
-        cacheMaxMB: Int = 500, synthesisCacheMaxMB: Int = 2000, audioMaxAgeDays: Int = 30,
+        cacheMaxMB: Int = 500, synthesisCacheMaxMB: Int = 2000, tileCacheMaxMB: Int = 2000, audioMaxAgeDays: Int = 30,
         packageMaxAgeDays: Int = 90, monthlyCharacters: [PricingTier: Int] = Budgets.defaultMonthlyCharacters
     ) {
         self.cacheMaxMB = cacheMaxMB
         self.synthesisCacheMaxMB = synthesisCacheMaxMB
+        self.tileCacheMaxMB = tileCacheMaxMB
         self.audioMaxAgeDays = audioMaxAgeDays
         self.packageMaxAgeDays = packageMaxAgeDays
         self.monthlyCharacters = monthlyCharacters
@@ -120,11 +123,23 @@ public struct MapSettings: Sendable, Hashable {
     public var maxZoom: Int
     public var bufferMiles: Double
     public var tileKB: Int
-    public init(minZoom: Int = 12, maxZoom: Int = 16, bufferMiles: Double = 5, tileKB: Int = 15) {
+    public var selection: TileSelection
+    /// A plan with more tiles than this in one tour is refused before anything is fetched (exit 3).
+    public var maxTiles: Int
+    /// Where the tiles come from; nil: packages carry the coverage only.
+    public var source: TileSource?
+
+    public init(
+        minZoom: Int = 12, maxZoom: Int = 16, bufferMiles: Double = 5, tileKB: Int = 15,
+        selection: TileSelection = .bbox, maxTiles: Int = 60_000, source: TileSource? = nil
+    ) {
         self.minZoom = minZoom
         self.maxZoom = maxZoom
         self.bufferMiles = bufferMiles
         self.tileKB = tileKB
+        self.selection = selection
+        self.maxTiles = maxTiles
+        self.source = source
     }
 }
 

@@ -46,8 +46,12 @@ public enum PipelineLoader {
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
         "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model",
     ]
-    static let budgetKeys = ["cacheMaxMB", "synthesisCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters"]
-    static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB"]
+    static let budgetKeys = ["cacheMaxMB", "synthesisCacheMaxMB", "tileCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters"]
+    static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB", "selection", "maxTiles", "source"]
+    static let tileSourceKeys = [
+        "url", "mbtiles", "format", "apiKeyEnv", "apiKeyParam", "apiKeyHeader", "attribution", "userAgent",
+        "concurrency", "requestsPerSecond", "maxAgeDays",
+    ]
 
     public static func load(
         _ url: URL, overrides: PipelineOverrides = .init(), workingDirectory: URL? = nil
@@ -122,6 +126,11 @@ public enum PipelineLoader {
             maps.bufferMiles = reader.number(mapMap["bufferMiles"], at: "maps.bufferMiles", range: 0...100) ?? maps.bufferMiles
             maps.tileKB = reader.integer(mapMap["tileKB"], at: "maps.tileKB", range: 1...10_000) ?? maps.tileKB
             if maps.minZoom > maps.maxZoom { reader.error("maps.minZoom", "minZoom \(maps.minZoom) is above maxZoom \(maps.maxZoom)") }
+            maps.selection = reader.choice(mapMap["selection"], at: "maps.selection", as: TileSelection.self) ?? maps.selection
+            maps.maxTiles = reader.integer(mapMap["maxTiles"], at: "maps.maxTiles", range: 1...10_000_000) ?? maps.maxTiles
+            if let node = mapMap["source"], let sourceMap = reader.mapping(node, at: "maps.source", allowed: tileSourceKeys) {
+                maps.source = readTileSource(sourceMap, base: base, reader: &reader)
+            }
         }
         var chunking = ChunkingSettings()
         if let node = map["chunking"], let chunkMap = reader.mapping(node, at: "chunking", allowed: ["headroom"]) {
@@ -223,6 +232,7 @@ public enum PipelineLoader {
     static func readBudgets(_ map: [String: Node], into budgets: inout Budgets, reader: inout YAMLReader) {
         budgets.cacheMaxMB = reader.integer(map["cacheMaxMB"], at: "budgets.cacheMaxMB", range: 50...100_000) ?? budgets.cacheMaxMB
         budgets.synthesisCacheMaxMB = reader.integer(map["synthesisCacheMaxMB"], at: "budgets.synthesisCacheMaxMB", range: 50...1_000_000) ?? budgets.synthesisCacheMaxMB
+        budgets.tileCacheMaxMB = reader.integer(map["tileCacheMaxMB"], at: "budgets.tileCacheMaxMB", range: 10...1_000_000) ?? budgets.tileCacheMaxMB
         budgets.audioMaxAgeDays = reader.integer(map["audioMaxAgeDays"], at: "budgets.audioMaxAgeDays", range: 1...3650) ?? budgets.audioMaxAgeDays
         budgets.packageMaxAgeDays = reader.integer(map["packageMaxAgeDays"], at: "budgets.packageMaxAgeDays", range: 1...3650) ?? budgets.packageMaxAgeDays
         if let node = map["monthlyCharacters"],
@@ -235,7 +245,117 @@ public enum PipelineLoader {
         }
     }
 
+    /// `maps.source`: a URL template or a local MBTiles extract, and how to fetch politely.
+    static func readTileSource(_ map: [String: Node], base: URL, reader: inout YAMLReader) -> TileSource? {
+        let path = "maps.source"
+        let template = reader.string(map["url"], at: "\(path).url")
+        let extract = reader.string(map["mbtiles"], at: "\(path).mbtiles")
+        var format: TileFormat?
+        if map["format"] != nil {
+            guard let chosen = reader.choice(map["format"], at: "\(path).format", as: TileFormat.self) else { return nil }
+            format = chosen
+        }
+        let location: TileSource.Location
+        switch (template, extract) {
+        case (let template?, nil):
+            if let problem = tileTemplateProblem(template) {
+                reader.error("\(path).url", problem)
+                return nil
+            }
+            location = .url(template)
+            if format == nil {
+                let probe = template.replacingOccurrences(of: "{z}", with: "0").replacingOccurrences(of: "{x}", with: "0")
+                    .replacingOccurrences(of: "{y}", with: "0")
+                format = URLComponents(string: probe).flatMap { TileFormat(pathExtension: ($0.path as NSString).pathExtension) }
+                if format == nil {
+                    reader.error("\(path).format", "the URL does not end in .png, .jpg, .webp or .pbf; name the tiles' format (png, jpg, webp or pbf)")
+                    return nil
+                }
+            }
+        case (nil, let extract?):
+            let file = resolve(extract, against: base)
+            guard FileManager.default.isReadableFile(atPath: file.path) else {
+                reader.error("\(path).mbtiles", "\(file.path) is not a readable file")
+                return nil
+            }
+            location = .mbtiles(file)
+            if format == nil {
+                do { format = try MBTilesExtract.format(of: file) } catch {
+                    reader.error("\(path).mbtiles", "\(file.path): \(error)")
+                    return nil
+                }
+            }
+        case (nil, nil):
+            reader.error(path, "name the tiles' url (an XYZ template) or a local mbtiles extract")
+            return nil
+        case (.some, .some):
+            reader.error(path, "give url or mbtiles, not both")
+            return nil
+        }
+        guard let format else { return nil }
+        var source = TileSource(location: location, format: format)
+        if let name = reader.string(map["apiKeyEnv"], at: "\(path).apiKeyEnv") {
+            if isEnvironmentName(name) { source.apiKeyEnv = name } else {
+                reader.error("\(path).apiKeyEnv", "this is not an environment variable name; give the variable's name, not the key")
+            }
+        }
+        if let name = reader.string(map["apiKeyParam"], at: "\(path).apiKeyParam") {
+            if isToken(name) { source.apiKeyParam = name } else { reader.error("\(path).apiKeyParam", "'\(name)' is not a query parameter name") }
+        }
+        if let name = reader.string(map["apiKeyHeader"], at: "\(path).apiKeyHeader") {
+            if isToken(name) { source.apiKeyHeader = name } else { reader.error("\(path).apiKeyHeader", "'\(name)' is not an HTTP header name") }
+        }
+        if case .url(let template) = location, source.apiKeyEnv != nil, source.apiKeyHeader == nil,
+           URLComponents(string: template)?.queryItems?.contains(where: { $0.name == source.apiKeyParam }) == true {
+            reader.error("\(path).url", "the template already has a '\(source.apiKeyParam)' parameter; the key goes in the variable apiKeyEnv names, never in the file")
+        }
+        if let text = reader.string(map["attribution"], at: "\(path).attribution") {
+            if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
+                reader.error("\(path).attribution", "control and format characters are not allowed")
+            } else {
+                source.attribution = text
+            }
+        }
+        if let text = reader.string(map["userAgent"], at: "\(path).userAgent") {
+            if text.isEmpty || text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value >= 0x7F }) {
+                reader.error("\(path).userAgent", "give printable ASCII, e.g. \"tourpack (content@example.com)\"")
+            } else {
+                source.userAgent = text
+            }
+        }
+        source.concurrency = reader.integer(map["concurrency"], at: "\(path).concurrency", range: 1...64) ?? source.concurrency
+        source.requestsPerSecond = reader.number(map["requestsPerSecond"], at: "\(path).requestsPerSecond", range: 0...10_000) ?? source.requestsPerSecond
+        source.maxAgeDays = reader.integer(map["maxAgeDays"], at: "\(path).maxAgeDays", range: 1...3650) ?? source.maxAgeDays
+        return source
+    }
+
     // MARK: Checks
+
+    /// Why a tile URL template is unusable, or nil.
+    static func tileTemplateProblem(_ template: String) -> String? {
+        for placeholder in ["{z}", "{x}", "{y}"] where !template.contains(placeholder) {
+            return "the template has no \(placeholder); it needs {z}, {x} and {y}"
+        }
+        let probe = template.replacingOccurrences(of: "{z}", with: "0").replacingOccurrences(of: "{x}", with: "0")
+            .replacingOccurrences(of: "{y}", with: "0")
+        guard let components = URLComponents(string: probe), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            return "not an http(s) URL template like https://tiles.example.com/{z}/{x}/{y}.png"
+        }
+        if components.user != nil || components.password != nil {
+            return "credentials in the URL are not allowed; put the key in the variable named by apiKeyEnv"
+        }
+        if probe.contains("{") || probe.contains("}") {
+            return "only {z}, {x} and {y} may be placeholders"
+        }
+        return nil
+    }
+
+    /// An RFC 9110 token: a header or parameter name.
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0)) }
+    }
+
 
     /// Why an endpoint is unusable, or nil. Credentials in the URL are refused
     /// because URLs end up in logs; keys belong in the environment.

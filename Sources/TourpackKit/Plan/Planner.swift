@@ -65,11 +65,10 @@ public struct Planner: Sendable {
         for format in config.formats {
             bytes[format] = speechSeconds.reduce(0) { $0 + Self.estimatedFileBytes(seconds: $1, format: format) }
         }
-        let coordinates = tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location)
         let characters = items.reduce(0) { $0 + $1.characters }
         return TourPlan(
             tour: tour, items: items, cacheHits: 0, estimatedDurationSeconds: duration, estimatedBytes: bytes,
-            mapCoverage: TileMath.coverage(of: coordinates, settings: config.maps), billableCharacters: characters
+            mapCoverage: tour.mapCoverage(config.maps), billableCharacters: characters
         )
     }
 

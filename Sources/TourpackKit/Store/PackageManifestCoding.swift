@@ -127,9 +127,9 @@ extension PackageManifest {
 
     private var mapTilesValue: JSONValue {
         let b = mapTiles.bounds
-        return .object([
+        var members: [(key: String, value: JSONValue)] = [
             ("minZoom", .number(Double(mapTiles.minZoom))), ("maxZoom", .number(Double(mapTiles.maxZoom))),
-            ("bufferMiles", .number(mapTiles.bufferMiles)),
+            ("bufferMiles", .number(mapTiles.bufferMiles)), ("selection", .string(mapTiles.selection.rawValue)),
             ("bounds", .object([("south", .number(b.south)), ("west", .number(b.west)), ("north", .number(b.north)), ("east", .number(b.east))])),
             ("ranges", .array(mapTiles.ranges.map { r in
                 .object([
@@ -138,7 +138,17 @@ extension PackageManifest {
                 ])
             })),
             ("tileCount", .number(Double(mapTiles.tileCount))), ("estimatedBytes", .number(Double(mapTiles.estimatedBytes))),
-        ])
+        ]
+        // The pack's fields, when there is a pack: all of them or none.
+        if let file = mapTiles.file, let format = mapTiles.format, let stored = mapTiles.storedTiles,
+           let empty = mapTiles.emptyTiles, let size = mapTiles.sizeBytes, let sha256 = mapTiles.sha256 {
+            members += [
+                ("file", .string(file)), ("format", .string(format.rawValue)), ("storedTiles", .number(Double(stored))),
+                ("emptyTiles", .number(Double(empty))), ("sizeBytes", .number(Double(size))), ("sha256", .string(sha256)),
+                ("attribution", .string(mapTiles.attribution ?? "")),
+            ]
+        }
+        return .object(members)
     }
 
     // MARK: Timestamps

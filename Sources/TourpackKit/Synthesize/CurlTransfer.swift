@@ -98,10 +98,15 @@ final class CurlTransfer: @unchecked Sendable {
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeoutSeconds.rounded(.up))))
         try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(request.maxResponseBytes))
         try easy.set(CURLOPT_ACCEPT_ENCODING, "")  // whatever libcurl can decode; base64 JSON compresses well
-        try easy.set(CURLOPT_POST, 1)
-        try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
-        let copied = request.body.withUnsafeBytes { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
-        guard copied == CURLE_OK else { throw .unusable("could not attach the request body") }
+        switch request.method {
+        case .get:
+            try easy.set(CURLOPT_HTTPGET, 1)
+        case .post:
+            try easy.set(CURLOPT_POST, 1)
+            try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
+            let copied = request.body.withUnsafeBytes { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+            guard copied == CURLE_OK else { throw .unusable("could not attach the request body") }
+        }
         // "Expect:" off: waiting for 100-continue costs a round trip per request.
         for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
             guard let appended = curl_slist_append(headerList, line) else { throw .unusable("curl_slist_append failed") }

@@ -1,10 +1,14 @@
 import Foundation
 
-/// One HTTP POST as the transport sends it.
+/// One HTTP request as the transport sends it: a POST with a body (TTS), or
+/// a GET (map tiles).
 ///
 /// Header values may hold the API key, so `description` lists header names
 /// only: this value can be logged or printed without leaking anything.
 struct HTTPRequestSpec: Sendable, CustomStringConvertible {
+    enum Method: String, Sendable { case get = "GET", post = "POST" }
+
+    var method: Method = .post
     var url: String
     var headers: [(name: String, value: String)]
     var body: [UInt8]
@@ -19,7 +23,7 @@ struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     static let defaultMaxResponseBytes = 64 * 1024 * 1024
 
     var description: String {
-        "POST \(HTTPRequestSpec.redactedURL(url)) headers=[\(headers.map(\.name).joined(separator: ","))] body=\(body.count)B"
+        "\(method.rawValue) \(HTTPRequestSpec.redactedURL(url)) headers=[\(headers.map(\.name).joined(separator: ","))] body=\(body.count)B"
     }
 
     /// The URL without user info or query, for messages: neither may carry secrets into a log.

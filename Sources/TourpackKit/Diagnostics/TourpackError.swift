@@ -23,6 +23,9 @@ public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
     case cancelled
     /// The state database (`<state>/state.sqlite`) could not be opened, read or written.
     case stateFailed(path: String, message: String)
+    /// A map tile could not be fetched: its z/x/y, the URL without its key,
+    /// the HTTP status when there was one, and why. Fails its tour only.
+    case mapDownloadFailed(tile: String, url: String, status: Int?, message: String)
 
     public var description: String {
         switch self {
@@ -45,6 +48,9 @@ public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
             return "cancelled"
         case .stateFailed(let path, let message):
             return "\(path): state database: \(message)"
+        case .mapDownloadFailed(let tile, let url, let status, let message):
+            let answer = status.map { "HTTP \($0): " } ?? ""
+            return "mapDownloadFailed: tile \(tile) (\(url)): \(answer)\(message)"
         }
     }
 

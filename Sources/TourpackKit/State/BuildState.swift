@@ -9,6 +9,8 @@ public struct BuildState: Sendable {
     public let outputs: OutputCache
     public let ledger: QuotaLedger
     public let records: BuildRecords
+    public let tiles: TileCache
+    public let tilePacks: TilePackRecords
 
     /// Opens the state of `config` (creating the database if needed) for `account`.
     public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
@@ -19,6 +21,8 @@ public struct BuildState: Sendable {
         outputs = OutputCache(database: database, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         ledger = QuotaLedger(database: database, account: account, budgets: config.budgets, clock: clock)
         records = BuildRecords(database: database, clock: clock)
+        tiles = TileCache(database: database, folder: layout.tileFolder, clock: clock)
+        tilePacks = TilePackRecords(database: database, clock: clock)
     }
 
     /// The state when it exists already; nil (and nothing created) when the

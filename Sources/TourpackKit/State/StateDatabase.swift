@@ -177,6 +177,40 @@ public struct StateDatabase: Sendable {
                 CREATE INDEX buildByOutput ON build(output, id);
                 """)
         }
+        migrator.registerMigration("v3 map tile cache and tile packs") { db in
+            // One row per tile of a source: its bytes (a content-addressed
+            // file under <state>/tiles, NULL sha256 for a tile the source has
+            // no data for), the validators for a conditional request, and
+            // until when it is fresh. `source` is `TileSource.cacheName`: never a key.
+            try db.execute(sql: """
+                CREATE TABLE mapTile (
+                    source TEXT NOT NULL,
+                    z INTEGER NOT NULL,
+                    x INTEGER NOT NULL,
+                    y INTEGER NOT NULL,
+                    sha256 TEXT,
+                    bytes INTEGER NOT NULL DEFAULT 0,
+                    etag TEXT,
+                    lastModified TEXT,
+                    fetchedAt DOUBLE NOT NULL,
+                    freshUntil DOUBLE NOT NULL,
+                    lastUsedAt DOUBLE NOT NULL,
+                    PRIMARY KEY (source, z, x, y)
+                ) WITHOUT ROWID;
+                CREATE INDEX mapTileByLastUse ON mapTile(lastUsedAt);
+                CREATE INDEX mapTileBySha256 ON mapTile(sha256);
+
+                CREATE TABLE tilePack (
+                    path TEXT PRIMARY KEY NOT NULL,
+                    inputKey TEXT NOT NULL,
+                    sizeBytes INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    storedTiles INTEGER NOT NULL,
+                    emptyTiles INTEGER NOT NULL,
+                    createdAt DOUBLE NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -6,6 +6,7 @@ public import Foundation
 /// ```
 /// <state>/state.sqlite                  caches, quota ledger, build records (shared)
 /// <state>/synthesis/<ab>/<key>.flac     the synthesis cache (shared)
+/// <state>/tiles/<ab>/<sha256>           the map tile cache (shared), and tiles/locks/
 /// <state>/roots/<name>-<hash>/          one folder per output root:
 ///     build.lock  staging/  journal/      its lock, staged temps, commit journals
 /// ```
@@ -40,6 +41,9 @@ public struct StateLayout: Sendable, Hashable {
 
     /// The synthesis cache's FLAC files.
     public var synthesisFolder: URL { state.appendingPathComponent("synthesis", isDirectory: true) }
+
+    /// The map tile cache's files (content-addressed) and its fetch locks.
+    public var tileFolder: URL { state.appendingPathComponent("tiles", isDirectory: true) }
 
     /// The lock file a build on this root holds.
     public var lockFile: URL { rootFolder.appendingPathComponent(BuildLock.fileName) }

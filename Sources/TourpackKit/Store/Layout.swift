@@ -63,10 +63,19 @@ public struct Layout: Sendable, Hashable {
         path("\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.manifestFileName)")
     }
 
-    /// Deletes a package: its package.json, then its folder when nothing
-    /// else is in it, then fsyncs `OfflineTours`. A package already gone is fine.
+    public static let tilePackFileName = "tiles.mbtiles"
+
+    /// `OfflineTours/<packageId>/tiles.mbtiles`: the package's map tiles.
+    public func tilePack(packageID: SafeID) -> StoredPath {
+        path("\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.tilePackFileName)")
+    }
+
+    /// Deletes a package: its package.json (so nothing names what follows),
+    /// its tile pack, then its folder when nothing else is in it, then fsyncs
+    /// `OfflineTours`. A package already gone is fine.
     public static func removePackage(at folder: URL) throws {
         try AtomicFile.remove(folder.appendingPathComponent(manifestFileName))
+        try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName))
         try AtomicFile.removeFolderIfEmpty(folder)
         try AtomicFile.syncFolder(folder.deletingLastPathComponent())
     }

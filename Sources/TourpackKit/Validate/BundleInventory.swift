@@ -9,8 +9,9 @@ import Darwin
 #endif
 
 /// Everything under a Documents root, listed once: the package folders to
-/// check, every file under `AudioCache` with its size, and what does not
-/// belong (temps of an interrupted write, entries outside the layout).
+/// check, every file under `AudioCache` with its size, the tile packs in
+/// the package folders, and what does not belong (temps of an interrupted
+/// write, SQLite's side files beside a pack, entries outside the layout).
 ///
 /// The walk never follows a symlink: a link is listed as the entry it is,
 /// so a link to a folder outside the root can neither be walked into nor
@@ -32,6 +33,11 @@ struct BundleInventory: Sendable {
     var audioCacheFiles: [Entry] = []
     /// The sum of `audioCacheFiles` and the temps under `AudioCache`.
     var audioCacheBytes: Int64 = 0
+    /// `OfflineTours/<name>/tiles.mbtiles` files, sorted by path: stray unless that folder's package.json names it.
+    var tilePacks: [Entry] = []
+    /// `tiles.mbtiles-journal`, `-wal` and `-shm` beside a pack: a pack that was
+    /// opened for writing in place, or copied mid-write. The app never reads them.
+    var tilePackSideFiles: [String] = []
     /// Temp files (`AtomicFile.isTemporaryName`) anywhere in the layout.
     var temporaries: [String] = []
     /// Entries in places where the layout has none (`OfflineTours/x.txt`, `OfflineTours/<id>/notes`, `Documents/junk`).
@@ -52,6 +58,8 @@ struct BundleInventory: Sendable {
             }
         }
         audioCacheFiles.sort { $0.path < $1.path }
+        tilePacks.sort { $0.path < $1.path }
+        tilePackSideFiles.sort()
         temporaries.sort()
         misplaced.sort()
     }
@@ -71,8 +79,13 @@ struct BundleInventory: Sendable {
             let packageFolder = folder.appendingPathComponent(name)
             var hasManifest = false
             for inner in (try? Self.list(packageFolder)) ?? [] {
+                let innerInfo = Self.info(packageFolder, inner)
                 if inner == Layout.manifestFileName {
                     hasManifest = true
+                } else if inner == Layout.tilePackFileName, !innerInfo.isFolder {
+                    tilePacks.append(Entry(path: "\(relative)/\(inner)", size: innerInfo.size, isSymlink: innerInfo.isSymlink))
+                } else if Self.sideFileSuffixes.contains(where: { inner == Layout.tilePackFileName + $0 }) {
+                    tilePackSideFiles.append("\(relative)/\(inner)")
                 } else if AtomicFile.isTemporaryName(inner) {
                     temporaries.append("\(relative)/\(inner)")
                 } else {
@@ -82,6 +95,9 @@ struct BundleInventory: Sendable {
             if hasManifest { packageFolders.append(name) } else { foldersWithoutManifest.append(relative) }
         }
     }
+
+    /// The files SQLite keeps beside a database it writes to.
+    static let sideFileSuffixes = ["-journal", "-wal", "-shm"]
 
     private mutating func walkAudioCache(_ folder: URL, relative: String) {
         for name in (try? Self.list(folder)) ?? [] {

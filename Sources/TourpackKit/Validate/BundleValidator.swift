@@ -22,9 +22,11 @@ import Darwin
 /// 2. `PackageCheck` reads each package.json: JSON, schema, IDs, the audio
 ///    list, expiry, map tiles, content hash, sizes, and each path's safety.
 /// 3. `AudioFileCheck` checks each listed file: size, sha256, a full FFmpeg
-///    decode, the format table, duration, and the container details. This
-///    is the expensive part, so it runs on a `NIOThreadPool`, one thread per
-///    core, with at most two files per thread in flight; FFmpeg never
+///    decode, the format table, duration, and the container details; and
+///    `TilePackCheck` each named tile pack: size, sha256, SQLite's
+///    integrity check, the metadata and every tile. This is the expensive
+///    part, so it runs on a `NIOThreadPool`, one thread per core, with at
+///    most two files per thread in flight; neither FFmpeg nor SQLite ever
 ///    blocks Swift's cooperative pool.
 /// Then the bundle as a whole: stray files, temps, the cache budget.
 public struct BundleValidator: Sendable {
@@ -62,17 +64,17 @@ public struct BundleValidator: Sendable {
         let packages = try await pool.runIfActive {
             inventory.packageFolders.map { PackageCheck(layout: layout, name: $0, options: options).run() }
         }
-        let audioChecks = packages.flatMap(\.audioChecks)
-        let audioOutcomes = try await run(audioChecks, on: pool)
+        let fileChecks = packages.flatMap(Self.fileChecks)
+        let fileOutcomes = try await run(fileChecks, on: pool)
 
-        // Report order: packages by folder name, each package.json's checks and
-        // then its files in list order; the bundle's own checks last.
+        // Report order: packages by folder name, each package.json's checks,
+        // then its audio files in list order and its tile pack; the bundle's own checks last.
         var outcomes: [CheckOutcome] = []
         var checkIndex = 0
         for package in packages {
             outcomes += package.outcomes
-            for _ in package.audioChecks {
-                outcomes += audioOutcomes[checkIndex]
+            for _ in Self.fileChecks(package) {
+                outcomes += fileOutcomes[checkIndex]
                 checkIndex += 1
             }
         }
@@ -89,8 +91,13 @@ public struct BundleValidator: Sendable {
         return ValidationReport(root: layout.root.path, strict: options.strict, packages: packages.map(\.summary), outcomes: outcomes)
     }
 
+    /// A package's files to check on the pool: its audio in list order, then its tile pack.
+    private static func fileChecks(_ package: PackageCheck.Result) -> [any FileCheck] {
+        package.audioChecks + (package.tilePackCheck.map { [$0] } ?? [])
+    }
+
     /// Each file's checks on the pool, at most `2 × threads` at a time, results in input order.
-    private func run(_ checks: [AudioFileCheck], on pool: NIOThreadPool) async throws -> [[CheckOutcome]] {
+    private func run(_ checks: [any FileCheck], on pool: NIOThreadPool) async throws -> [[CheckOutcome]] {
         var results = [[CheckOutcome]](repeating: [], count: checks.count)
         let width = options.threads * 2
         try await withThrowingTaskGroup(of: (Int, [CheckOutcome]).self) { group in
@@ -132,6 +139,13 @@ public struct BundleValidator: Sendable {
             let kind = file.isSymlink ? "symlink" : "file"
             bundle.warning(.stray, "stray \(kind): no package lists it (\(PlanReport.bytes(Int(file.size))))\(caveat)", path: file.path)
         }
+        for pack in inventory.tilePacks where !listed.contains(pack.path) {
+            let kind = pack.isSymlink ? "symlink" : "tile pack"
+            bundle.warning(.stray, "stray \(kind): its folder's package.json does not list it (\(PlanReport.bytes(Int(pack.size))))\(caveat)", path: pack.path)
+        }
+        for path in inventory.tilePackSideFiles {
+            bundle.warning(.stray, "SQLite side file beside the tile pack (the pack was opened for writing in place?); the app never reads it", path: path)
+        }
         for path in inventory.misplaced {
             bundle.warning(.stray, "not part of the layout (AudioCache/<tourId>/..., OfflineTours/<packageId>/package.json)", path: path)
         }
@@ -147,3 +161,11 @@ public struct BundleValidator: Sendable {
         return bundle.outcomes
     }
 }
+
+/// Blocking checks of one file, run on the pool: nothing throws, every problem is an outcome.
+protocol FileCheck: Sendable {
+    func run() -> [CheckOutcome]
+}
+
+extension AudioFileCheck: FileCheck {}
+extension TilePackCheck: FileCheck {}

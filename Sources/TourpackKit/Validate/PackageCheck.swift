@@ -3,8 +3,9 @@ import Foundation
 /// The checks of one `OfflineTours/<name>/package.json` that need no audio
 /// decoding: readable JSON, the schema, the package ID, the audio list, the
 /// dates, the map tiles and the two derived fields. It also turns each audio
-/// entry into an `AudioFileCheck` for the thread pool, after making sure its
-/// path cannot leave the root.
+/// entry into an `AudioFileCheck`, and a named tile pack into a
+/// `TilePackCheck`, for the thread pool, after making sure the path cannot
+/// leave the root (a pack's is exactly `OfflineTours/<folder>/tiles.mbtiles`).
 ///
 /// A package.json that is not JSON, or that cannot be read as a package,
 /// stops here; anything less keeps going, so one run reports every problem.
@@ -21,15 +22,20 @@ struct PackageCheck {
         var summary: ValidationReport.PackageSummary
         var outcomes: [CheckOutcome]
         var audioChecks: [AudioFileCheck]
-        /// Every audio path the package.json names, as written, even when it could not be decoded as a package.
+        /// The pack's checks, when package.json names this folder's pack.
+        var tilePackCheck: TilePackCheck?
+        /// Every audio path the package.json names, as written, even when it
+        /// could not be decoded as a package, and its folder's tile pack when it names that.
         var listedPaths: Set<String>
     }
 
     var manifestPath: String { "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)" }
+    /// The only place this package's tile pack may be.
+    var tilePackPath: String { "\(Layout.offlineToursFolder)/\(name)/\(Layout.tilePackFileName)" }
 
     func run() -> Result {
         var record = OutcomeRecorder(package: name, subject: manifestPath)
-        var result = Result(summary: .init(name: name, manifest: manifestPath), outcomes: [], audioChecks: [], listedPaths: [])
+        var result = Result(summary: .init(name: name, manifest: manifestPath), outcomes: [], audioChecks: [], tilePackCheck: nil, listedPaths: [])
         check(&record, &result)
         // The package.json's own checks come first, then its audio files in list order.
         result.outcomes = record.outcomes + result.outcomes
@@ -47,6 +53,7 @@ struct PackageCheck {
             return
         }
         result.listedPaths = Self.listedPaths(in: document)
+        if Self.tilePackFile(in: document) == tilePackPath { result.listedPaths.insert(tilePackPath) }
 
         record.ran(.schema)
         let schemaProblems = PackageSchema.problems(in: document)
@@ -90,6 +97,10 @@ struct PackageCheck {
         }
 
         (result.outcomes, result.audioChecks) = audioChecks(manifest)
+        if let pack = tilePackCheck(manifest) {
+            result.outcomes += pack.outcomes
+            result.tilePackCheck = pack.check
+        }
     }
 
     private func read(_ record: inout OutcomeRecorder) -> [UInt8]? {
@@ -201,9 +212,22 @@ struct PackageCheck {
             record.error(.mapTiles, "minZoom \(tiles.minZoom) is above maxZoom \(tiles.maxZoom)")
             return
         }
-        let points = manifest.route.waypoints.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) } + manifest.pois.map(\.location)
-        let settings = MapSettings(minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, tileKB: options.limits?.tileKB ?? 15)
-        guard let expected = TileMath.coverage(of: points, settings: settings) else { return }
+        if let limits = options.limits, tiles.selection != limits.selection {
+            record.warning(.mapTiles, "selection is \(tiles.selection.rawValue), the pipeline's maps.selection is \(limits.selection.rawValue); a rebuild changes the map")
+        }
+        if let stored = tiles.storedTiles, let empty = tiles.emptyTiles, stored + empty != tiles.tileCount {
+            record.error(.mapTiles, "storedTiles \(stored) + emptyTiles \(empty) is \(stored + empty), but tileCount is \(tiles.tileCount)")
+        }
+        let (route, pois) = Self.coordinates(manifest)
+        let settings = MapSettings(
+            minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, tileKB: options.limits?.tileKB ?? 15,
+            selection: tiles.selection)
+        // The corridor goes tile by tile through the box: a hostile bufferMiles must not make that endless.
+        if tiles.selection == .corridor, let box = TileMath.coverage(of: route + pois, settings: settings), box.tileCount > TilePackCheck.maxRecomputedTiles {
+            record.error(.mapTiles, "the buffered box holds \(box.tileCount) tiles at zooms \(tiles.minZoom)...\(tiles.maxZoom), more than the \(TilePackCheck.maxRecomputedTiles) validate goes through to recompute a corridor")
+            return
+        }
+        guard let expected = TileMath.coverage(route: route, pois: pois, settings: settings) else { return }
         let (b, e) = (tiles.bounds, expected.bounds)
         let boundsMatch = [(b.south, e.south), (b.west, e.west), (b.north, e.north), (b.east, e.east)].allSatisfy { abs($0 - $1) <= 1e-9 }
         if !boundsMatch {
@@ -217,7 +241,7 @@ struct PackageCheck {
             record.error(.mapTiles, "zoom \(range.zoom): a range outside minZoom...maxZoom or listed twice")
         }
         if tiles.tileCount != expected.tileCount {
-            record.error(.mapTiles, "tileCount is \(tiles.tileCount), the ranges cover \(expected.tileCount) tiles")
+            record.error(.mapTiles, "tileCount is \(tiles.tileCount), the \(tiles.selection.rawValue) selection holds \(expected.tileCount) tiles")
         }
         // The expected tile count is small (it was just computed); the file's own figures are not trusted.
         let tileBytes = expected.tileCount * 1024
@@ -227,6 +251,34 @@ struct PackageCheck {
             }
         } else if tileBytes > 0, tiles.estimatedBytes <= 0 || tiles.estimatedBytes % tileBytes != 0 {
             record.error(.mapTiles, "estimatedBytes \(tiles.estimatedBytes) is not \(expected.tileCount) tiles × a whole number of KiB")
+        }
+    }
+
+    /// The route's waypoints and the POIs' locations, as the tile math takes them.
+    private static func coordinates(_ manifest: PackageManifest) -> (route: [Coordinate], pois: [Coordinate]) {
+        (manifest.route.waypoints.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }, manifest.pois.map(\.location))
+    }
+
+    /// The pack's checks for the pool, when package.json names a pack and
+    /// all its fields (the schema reports a partial set). A path other than
+    /// this folder's `tiles.mbtiles`, or one a symlink takes out of the
+    /// root, is refused and never opened.
+    private func tilePackCheck(_ manifest: PackageManifest) -> (outcomes: [CheckOutcome], check: TilePackCheck?)? {
+        let tiles = manifest.mapTiles
+        guard let file = tiles.file, tiles.format != nil, tiles.storedTiles != nil, tiles.sizeBytes != nil, tiles.sha256 != nil else { return nil }
+        var record = OutcomeRecorder(package: name, subject: file)
+        record.ran(.tilePack)
+        guard file == tilePackPath else {
+            record.error(.tilePack, "mapTiles.file is refused: a package's tile pack is \(tilePackPath), in its own folder; a refused pack is never opened")
+            return (record.outcomes, nil)
+        }
+        do {
+            let url = try layout.resolve(relativePath: file)
+            let (route, pois) = Self.coordinates(manifest)
+            return ([], TilePackCheck(package: name, path: file, url: url, mapTiles: tiles, route: route, pois: pois))
+        } catch {
+            record.error(.tilePack, "mapTiles.file is refused: \(Self.reason(error, path: file)); a path must stay inside the root")
+            return (record.outcomes, nil)
         }
     }
 
@@ -263,6 +315,14 @@ struct PackageCheck {
             if case .string(let path)? = entry.first(where: { $0.key == "path" })?.value { paths.insert(path) }
         }
         return paths
+    }
+
+    /// `mapTiles.file` of a document that may be no package at all.
+    static func tilePackFile(in document: JSONValue) -> String? {
+        guard case .object(let members) = document, case .object(let tiles)? = members.first(where: { $0.key == "mapTiles" })?.value,
+              case .string(let file)? = tiles.first(where: { $0.key == "file" })?.value
+        else { return nil }
+        return file
     }
 
     private static func reason(_ error: any Error, path: String) -> String {

@@ -46,10 +46,15 @@ public enum ValidationCheck: String, Sendable, Hashable, CaseIterable, Codable, 
     /// An .mp3 file is MPEG-1 Layer III whose first frame carries a Xing/Info header.
     case mp3Header
 
+    // The tile pack a package.json names.
+    /// `OfflineTours/<folder>/tiles.mbtiles` is there with package.json's size and sha256, opens as
+    /// MBTiles with intact SQLite pages, its metadata agrees, and every tile is in range and of the format.
+    case tilePack
+
     // The bundle as a whole.
     /// OfflineTours holds at least one package.
     case packages
-    /// Every file under AudioCache and OfflineTours belongs to a package.
+    /// Every file under AudioCache and OfflineTours belongs to a package (a tile pack to its folder's package.json).
     case stray
     /// No temp file of an interrupted write is left behind.
     case temporary

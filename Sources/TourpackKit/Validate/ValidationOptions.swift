@@ -37,15 +37,20 @@ public struct ValidationLimits: Sendable, Hashable {
     public var packageMaxAgeDays: Int
     /// `maps.tileKB`: `mapTiles.estimatedBytes` is `tileCount × tileKB × 1024`.
     public var tileKB: Int
+    /// `maps.selection`: a package made with another selection is a warning (an older build's package).
+    public var selection: TileSelection
 
-    public init(cacheMaxMB: Int, packageMaxAgeDays: Int, tileKB: Int) {
+    public init(cacheMaxMB: Int, packageMaxAgeDays: Int, tileKB: Int, selection: TileSelection = .bbox) {
         self.cacheMaxBytes = Int64(cacheMaxMB) * 1024 * 1024
         self.packageMaxAgeDays = packageMaxAgeDays
         self.tileKB = tileKB
+        self.selection = selection
     }
 
     public init(pipeline: PipelineConfig) {
-        self.init(cacheMaxMB: pipeline.budgets.cacheMaxMB, packageMaxAgeDays: pipeline.budgets.packageMaxAgeDays, tileKB: pipeline.maps.tileKB)
+        self.init(
+            cacheMaxMB: pipeline.budgets.cacheMaxMB, packageMaxAgeDays: pipeline.budgets.packageMaxAgeDays,
+            tileKB: pipeline.maps.tileKB, selection: pipeline.maps.selection)
     }
 }
 

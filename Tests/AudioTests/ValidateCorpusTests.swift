@@ -31,6 +31,8 @@ struct ValidateCorpusTests {
         case strayFile, leftoverTemp, dotDotInPath, symlinkOutOfRoot, malformedJSON, schemaViolation, duplicateEntry
         case mismatchedDuration, staleContentHash, wrongSizeBytes, wrongMapTiles, folderNotPackageId, opusPreSkipZero
         case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats, hostileNumbers
+        case truncatedTilePack, storedTilesOffByOne, foreignTile, tileOutsideRange, strayTilePack, missingTilePack
+        case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp
 
         var testDescription: String { rawValue }
     }
@@ -72,8 +74,45 @@ struct ValidateCorpusTests {
             }
             let manifestChecks = Set(report.outcomes.filter { $0.subject == bundle.manifestPath(format) }.map(\.check))
             #expect(manifestChecks == [.json, .schema, .canonical, .packageId, .audioList, .expiry, .mapTiles, .contentHash, .sizeBytes])
+            #expect(report.outcomes.filter { $0.subject == bundle.packPath(format) }.map(\.check) == [.tilePack])
         }
         #expect(report.text().hasSuffix("validate passed: 3 packages, 9 audio files, \(report.outcomes.count) checks; 0 errors, 0 warnings (strict)"))
+    }
+
+    @Test("validate writes nothing: no -journal or -wal appears beside a pack, nothing else changes")
+    func validateLeavesTheBundleAsItWas() async throws {
+        let bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let before = bundle.fileList()
+        #expect(before.contains(bundle.packPath(.aac)))
+        let report = try await bundle.validate()
+        #expect(report.passed)
+        #expect(bundle.fileList() == before)
+    }
+
+    @Test("with --pipeline, a package made with another tile selection is a warning")
+    func otherSelectionIsAWarning() async throws {
+        let bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let report = try await bundle.validate(limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15, selection: .corridor))
+        #expect(report.passed)
+        #expect(report.findings.count == 3, "\(report.findings.map(\.description))")
+        for finding in report.findings {
+            #expect(finding.severity == .warning && finding.check == .mapTiles && finding.message.contains("maps.selection is corridor"))
+        }
+    }
+
+    @Test("a pack with 1,200 bad tiles names five of each kind and counts the rest")
+    func manyBadTilesAreSummed() async throws {
+        var bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let range = try #require(bundle.manifest(.aac).mapTiles.ranges.last)
+        let html = Array("<!DOCTYPE html><html>".utf8)
+        let tiles = (0..<1_200).map { (TileID(z: range.zoom, x: range.minX + $0 / 40, y: range.minY + $0 % 40), html) }
+        try bundle.replacePack(.aac, tiles: tiles)
+        let report = try await bundle.validate()
+        let messages = report.findings.filter { $0.check == .tilePack }.map(\.message)
+        #expect(messages.contains { $0.hasPrefix("1200 tiles that are not png by their first bytes: 16/\(range.minX)/\(range.minY) (starts 3C 21 44 4F), ") && $0.hasSuffix(" and 1195 more") }, "\(messages)")
     }
 
     @Test("a stray file is a warning without --strict, and the run passes")
@@ -246,6 +285,62 @@ extension ValidateCorpusTests.Defect {
                 manifest.audio[1].sizeBytes = .max
             }
             return Expectation(path: bundle.manifestPath(.opus), check: .schema, words: ["mapTiles.maxZoom: 1000000000 is more than the maximum 22"], package: package(.opus))
+        case .truncatedTilePack:
+            let path = bundle.packPath(.aac)
+            let data = try Data(contentsOf: bundle.url(path))
+            try data.prefix(data.count / 2).write(to: bundle.url(path))
+            return Expectation(path: path, check: .tilePack, words: ["truncated"], package: package(.aac))
+        case .storedTilesOffByOne:
+            // The counts still add up to tileCount; only the pack disagrees.
+            try bundle.rewrite(.mp3) { manifest in
+                manifest.mapTiles.storedTiles! += 1
+                manifest.mapTiles.emptyTiles! -= 1
+            }
+            return Expectation(path: bundle.packPath(.mp3), check: .tilePack, words: ["holds 10 tiles", "storedTiles is 11"], package: package(.mp3))
+        case .foreignTile:
+            // An HTML error page and a JPEG stored as PNG tiles, recorded with the pack's own size and sha256.
+            var tiles = ValidateFixture.packTiles(bundle.manifest(.opus).mapTiles)
+            tiles[3].1 = Array("<!DOCTYPE html><html><body>Rate limited</body></html>".utf8)
+            tiles[6].1 = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8)
+            let (html, jpeg) = (tiles[3].0, tiles[6].0)
+            try bundle.replacePack(.opus, tiles: tiles)
+            return Expectation(
+                path: bundle.packPath(.opus), check: .tilePack,
+                words: ["2 tiles that are not png", "\(html) (starts 3C 21 44 4F)", "\(jpeg) (starts FF D8 FF E0)"], package: package(.opus))
+        case .tileOutsideRange:
+            // The last tile moved one column east of zoom 16's range: same count, still in order.
+            var tiles = ValidateFixture.packTiles(bundle.manifest(.aac).mapTiles)
+            let last = tiles[tiles.count - 1].0
+            let outside = TileID(z: last.z, x: last.x + 1, y: last.y)
+            tiles[tiles.count - 1].0 = outside
+            try bundle.replacePack(.aac, tiles: tiles)
+            return Expectation(path: bundle.packPath(.aac), check: .tilePack, words: ["1 tile outside package.json's range", "\(outside)"], package: package(.aac))
+        case .strayTilePack:
+            // package.json written without the pack: the file on disk is no one's.
+            try bundle.rewrite(.mp3) { manifest in
+                let tiles = manifest.mapTiles
+                manifest.mapTiles = MapCoverage(
+                    minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, selection: tiles.selection,
+                    bounds: tiles.bounds, ranges: tiles.ranges, tileCount: tiles.tileCount, estimatedBytes: tiles.estimatedBytes)
+            }
+            return Expectation(path: bundle.packPath(.mp3), check: .stray, words: ["tile pack", "package.json does not list it"], strict: true)
+        case .missingTilePack:
+            let path = bundle.packPath(.opus)
+            try fm.removeItem(at: bundle.url(path))
+            return Expectation(path: path, check: .tilePack, words: ["missing"], package: package(.opus))
+        case .tilePackSideFile:
+            let path = bundle.packPath(.aac) + "-journal"
+            try Data(count: 512).write(to: bundle.url(path))
+            return Expectation(path: path, check: .stray, words: ["SQLite side file"], strict: true)
+        case .tilePackElsewhere:
+            // The AAC package names the MP3 package's pack: refused unopened.
+            let elsewhere = bundle.packPath(.mp3)
+            try bundle.rewrite(.aac) { $0.mapTiles.file = elsewhere }
+            return Expectation(path: elsewhere, check: .tilePack, words: ["refused", bundle.packPath(.aac)], package: package(.aac))
+        case .leftoverTilePackTemp:
+            let path = "OfflineTours/\(package(.opus))/.tiles.mbtiles.tmp-00000000deadbeef"
+            try fm.copyItem(at: bundle.url(bundle.packPath(.opus)), to: bundle.url(path))
+            return Expectation(path: path, check: .temporary, words: ["temp"])
         case .mixedFormats:
             // An Opus entry smuggled into the AAC package.
             var entry = bundle.manifest(.opus).audio[2]

@@ -4,7 +4,9 @@ import Testing
 
 /// A good bundle, made the way the store makes one: a short synthetic
 /// sweep per phase, encoded by the real FFmpeg encoder into the layout's
-/// paths (temp file, then `AtomicFile.commit`), one package.json per format.
+/// paths (temp file, then `AtomicFile.commit`), a tile pack of ten small
+/// PNG tiles per package written by `MBTilesWriter`, one package.json per
+/// format.
 ///
 /// It is built once per test process and copied for each test, so every
 /// corruption starts from the same good bytes.
@@ -59,11 +61,71 @@ enum ValidateFixture {
     /// The seconds of audio per phase: different, so a swapped or shortened file shows.
     static let seconds: [Phase: Double] = [.approaching: 1.2, .detailed: 1.5, .guidedTour: 1.8]
 
+    static let attribution = "© OpenStreetMap contributors"
+
+    /// A 1×1 PNG of one colour, built by hand: the signature, IHDR, an IDAT
+    /// holding a zlib stream with one stored (uncompressed) deflate block,
+    /// and IEND, each chunk with its CRC. A real PNG any decoder opens.
+    static func png(red: UInt8, green: UInt8, blue: UInt8) -> [UInt8] {
+        func chunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+            let body = Array(type.utf8) + data
+            return bigEndian(UInt32(data.count)) + body + bigEndian(crc32(body))
+        }
+        let scanline: [UInt8] = [0, red, green, blue]  // filter type 0, then one RGB pixel
+        var adler: (a: UInt32, b: UInt32) = (1, 0)
+        for byte in scanline {
+            adler.a = (adler.a + UInt32(byte)) % 65_521
+            adler.b = (adler.b + adler.a) % 65_521
+        }
+        let length = UInt16(scanline.count)
+        let zlib: [UInt8] = [0x78, 0x01, 0x01, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8)]
+            + scanline + bigEndian(adler.b << 16 | adler.a)
+        let header = bigEndian(1) + bigEndian(1) + [8, 2, 0, 0, 0]  // 1×1, 8-bit RGB, deflate, no filter method, not interlaced
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", zlib) + chunk("IEND", [])
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }
+    }
+
+    private static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    /// The pack's tiles: the two corners of each zoom's range, sorted, each its own colour.
+    static func packTiles(_ coverage: MapCoverage) -> [(TileID, [UInt8])] {
+        coverage.ranges.flatMap { [TileID(z: $0.zoom, x: $0.minX, y: $0.minY), TileID(z: $0.zoom, x: $0.maxX, y: $0.maxY)] }
+            .sorted()
+            .map { ($0, png(red: UInt8($0.z * 10), green: UInt8($0.x & 0xFF), blue: UInt8($0.y & 0xFF))) }
+    }
+
+    /// Writes `tiles` as the package's pack (temp, then `AtomicFile.commit`)
+    /// and records it in `coverage`, as the store does.
+    static func writePack(_ tiles: [(TileID, [UInt8])], packageID: SafeID, tourName: String, coverage: inout MapCoverage, layout: Layout) throws {
+        let target = layout.tilePack(packageID: packageID)
+        let temp = try AtomicFile.temporaryURL(for: target.url)
+        let metadata = MBTilesMetadata(
+            name: tourName, format: .png, bounds: coverage.bounds, minZoom: coverage.minZoom, maxZoom: coverage.maxZoom,
+            attribution: attribution, description: "Map tiles of \(tourName)")
+        let writer = try MBTilesWriter(creating: temp, metadata: metadata)
+        for (tile, data) in tiles { try writer.add(tile, data: data) }
+        let (size, sha256) = try writer.digest()
+        try AtomicFile.commit(temp: temp, to: target.url)
+        coverage.recordPack(
+            file: "OfflineTours/\(packageID.value)/tiles.mbtiles", format: .png, storedTiles: tiles.count,
+            sizeBytes: size, sha256: sha256, attribution: attribution)
+    }
+
     /// Writes a good bundle at `root` and returns its manifests by format.
     static func build(at root: URL) throws -> [AudioFormat: PackageManifest] {
         let tour = try tour()
         let layout = Layout(root: root)
-        let coverage = try #require(TileMath.coverage(of: tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location), settings: MapSettings()))
+        let coverage = try #require(tour.mapCoverage(MapSettings()))
         var manifests: [AudioFormat: PackageManifest] = [:]
         for format in AudioFormat.allCases {
             var audio: [PackageAudio] = []
@@ -77,8 +139,11 @@ enum ValidateFixture {
                     audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: poi.narrations[phase]!.text.count))
                 }
             }
+            var packed = coverage
+            let packageID = PackageID.make(tourID: tour.id, voice: voice, format: format)
+            try writePack(packTiles(coverage), packageID: packageID, tourName: tour.name, coverage: &packed, layout: layout)
             let manifest = try PackageManifest(
-                tour: tour, voice: voice, format: format, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90)
+                tour: tour, voice: voice, format: format, audio: audio, mapTiles: packed, createdAt: createdAt, maxAgeDays: 90)
             try manifest.write(into: layout)
             manifests[format] = manifest
         }
@@ -119,6 +184,26 @@ struct ValidateBundle {
     /// `OfflineTours/<packageId>/package.json` of a format's package.
     func manifestPath(_ format: AudioFormat) -> String {
         "OfflineTours/\(manifest(format).packageId)/package.json"
+    }
+
+    /// `OfflineTours/<packageId>/tiles.mbtiles` of a format's package.
+    func packPath(_ format: AudioFormat) -> String {
+        "OfflineTours/\(manifest(format).packageId)/tiles.mbtiles"
+    }
+
+    /// Replaces a package's pack with one of `tiles` and records it, so only what the tiles get wrong remains.
+    mutating func replacePack(_ format: AudioFormat, tiles: [(TileID, [UInt8])]) throws {
+        try FileManager.default.removeItem(at: url(packPath(format)))
+        var coverage = manifest(format).mapTiles
+        let tour = try ValidateFixture.tour()
+        try ValidateFixture.writePack(tiles, packageID: SafeID(validating: manifest(format).packageId)!, tourName: tour.name, coverage: &coverage, layout: layout)
+        try rewrite(format) { $0.mapTiles = coverage }
+    }
+
+    /// Every file and folder under the root, hidden ones included, sorted.
+    func fileList() -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: root.path)
+        return ((enumerator?.allObjects as? [String]) ?? []).sorted()
     }
 
     /// The root-relative path of a format's audio entry.

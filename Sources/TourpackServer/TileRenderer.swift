@@ -60,13 +60,19 @@ struct Canvas {
         let left = max(0, x), right = min(size, x + width)
         let top = max(0, y), bottom = min(size, y + height)
         guard left < right, top < bottom else { return }
-        for row in top..<bottom {
-            var offset = (row * size + left) * 3
-            for _ in left..<right {
-                bytes[offset] = colour.r
-                bytes[offset + 1] = colour.g
-                bytes[offset + 2] = colour.b
-                offset += 3
+        // One row of the colour, then a memcpy per row: debug builds stay fast too.
+        var run = [UInt8](repeating: 0, count: (right - left) * 3)
+        for index in stride(from: 0, to: run.count, by: 3) {
+            run[index] = colour.r
+            run[index + 1] = colour.g
+            run[index + 2] = colour.b
+        }
+        let size = size
+        run.withUnsafeBytes { source in
+            bytes.withUnsafeMutableBytes { pixels in
+                for row in top..<bottom {
+                    (pixels.baseAddress! + (row * size + left) * 3).copyMemory(from: source.baseAddress!, byteCount: source.count)
+                }
             }
         }
     }

@@ -24,13 +24,13 @@ struct ServeTiles: AsyncParsableCommand {
             so a tile may fail once and succeed on retry):
               --latency-ms N       every tile answer takes at least N ms
               --failure-rate P     share answered 500 or 503
-              --rate-limit-rate P  share answered 429 with Retry-After: --retry-after
-              --truncate-rate P    share answered 200 whose body stops short of its Content-Length
-              --html-rate P        share answered 200 with an HTML error page (text/html)
-              --empty Z/X/Y        that tile has no data: 404 (or --empty-status 204); repeatable
-              --empty-every N      tiles with (x + y) % N == 0 have no data, at every zoom
+              --rate-limit-rate P  share answered 429, Retry-After: --retry-after
+              --truncate-rate P    share cut short of their Content-Length
+              --html-rate P        share answered 200 with an HTML error page
+              --empty Z/X/Y        no data there: 404 (--empty-status 204); repeatable
+              --empty-every N      no data where (x + y) % N == 0, at every zoom
               --fail Z/X/Y         that tile always answers 500; repeatable
-              --api-key-env NAME   require the key in $NAME, as ?--api-key-param= or in --api-key-header; else 401
+              --api-key-env NAME   require the key in $NAME (query or header); else 401
 
             Prints the port it listens on as the first line of stdout (useful with --port 0); \
             the access log goes to stderr. Stops cleanly on SIGINT or SIGTERM.

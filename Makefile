@@ -40,7 +40,7 @@ setup:
 
 # Python modules the tests use to check output as its consumers would
 # (package.json against its JSON Schema, validate's JUnit XML as CI reads it).
-PY_MODULES := jsonschema junitparser
+PY_MODULES := jsonschema junitparser mercantile shapely
 setup-test: setup
 	@for m in $(PY_MODULES); do \
 		python3 -c "import $$m" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $$m; \

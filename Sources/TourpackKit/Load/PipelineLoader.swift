@@ -14,6 +14,8 @@ public struct PipelineOverrides: Sendable, Hashable {
     public var state: String?
     public var speakingRate: Double?
     public var pitch: Double?
+    /// Replaces `maps.source.url` (or names one); the format comes from its extension.
+    public var tilesURL: String?
 
     public init(
         formats: [AudioFormat]? = nil, voiceFile: String? = nil, endpoint: String? = nil, api: TTSAPI? = nil,
@@ -130,6 +132,19 @@ public enum PipelineLoader {
             maps.maxTiles = reader.integer(mapMap["maxTiles"], at: "maps.maxTiles", range: 1...10_000_000) ?? maps.maxTiles
             if let node = mapMap["source"], let sourceMap = reader.mapping(node, at: "maps.source", allowed: tileSourceKeys) {
                 maps.source = readTileSource(sourceMap, base: base, reader: &reader)
+            }
+        }
+        if let template = overrides.tilesURL {
+            if let problem = tileTemplateProblem(template) {
+                diagnostics.error("--tiles-url", "", problem)
+            } else {
+                let probe = template.replacingOccurrences(of: "{z}", with: "0").replacingOccurrences(of: "{x}", with: "0")
+                    .replacingOccurrences(of: "{y}", with: "0")
+                let format = URLComponents(string: probe).flatMap { TileFormat(pathExtension: ($0.path as NSString).pathExtension) }
+                var source = maps.source ?? TileSource(location: .url(template), format: format ?? .png)
+                source.location = .url(template)
+                if let format { source.format = format }
+                maps.source = source
             }
         }
         var chunking = ChunkingSettings()

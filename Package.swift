@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "TourpackServer",
             dependencies: [
-                "TourpackKit", "CEspeakNG",
+                "TourpackKit", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),

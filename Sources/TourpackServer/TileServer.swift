@@ -1,0 +1,184 @@
+public import Logging
+import Foundation
+import HTTPTypes
+import Hummingbird
+import UnixSignals
+import TourpackKit
+
+/// How `serve-tiles` listens, what it sends, and how it misbehaves.
+public struct TileServerConfiguration: Sendable {
+    /// Loopback by default: a map source for offline builds and tests, not a public service.
+    public var host: String = TileServerInfo.defaultHost
+    /// 0 picks a free port; `onReady` learns which.
+    public var port: Int = TileServerInfo.defaultPort
+    public var faults = TileFaults()
+    /// `Cache-Control: max-age=N` (and `Expires`, N seconds on) on every tile;
+    /// nil sends neither, so a client falls back to its own freshness rule.
+    public var maxAgeSeconds: Int? = TileServerInfo.defaultMaxAgeSeconds
+    /// When set, tile requests must carry this key, in the `apiKeyHeader`
+    /// header when that is set, else in the `apiKeyParameter` query parameter.
+    public var requiredAPIKey: String?
+    public var apiKeyParameter = "key"
+    public var apiKeyHeader: String?
+    /// Rendered tiles kept in memory, most recently used first.
+    public var renderCacheCapacity = 512
+    /// The access log: one line per request (method, path, status, time,
+    /// size, fault); never a header or a query string, so never the key.
+    public var logger = Logger(label: "tourpack.serve-tiles", factory: { StreamLogHandler.standardError(label: $0) })
+
+    public init(host: String = TileServerInfo.defaultHost, port: Int = TileServerInfo.defaultPort, faults: TileFaults = TileFaults()) {
+        self.host = host
+        self.port = port
+        self.faults = faults
+    }
+
+    /// Throws `FaultConfigurationError` for out-of-range faults or settings.
+    public func validated() throws -> TileServerConfiguration {
+        _ = try faults.validated()
+        if let maxAgeSeconds, maxAgeSeconds < 0 {
+            throw FaultConfigurationError(message: "--max-age must not be negative")
+        }
+        guard !apiKeyParameter.isEmpty else { throw FaultConfigurationError(message: "--api-key-param must not be empty") }
+        if let apiKeyHeader, HTTPField.Name(apiKeyHeader) == nil {
+            throw FaultConfigurationError(message: "--api-key-header '\(apiKeyHeader)' is not a valid header name")
+        }
+        guard renderCacheCapacity >= 0 else { throw FaultConfigurationError(message: "the render cache size must not be negative") }
+        if requiredAPIKey?.isEmpty == true { throw FaultConfigurationError(message: "the required API key must not be empty") }
+        return self
+    }
+}
+
+/// Defaults shared by the CLI, the tests and `make tour`'s maps.
+public enum TileServerInfo {
+    public static let defaultHost = "127.0.0.1"
+    public static let defaultPort = 8788
+    public static let defaultMaxAgeSeconds = 86_400
+}
+
+/// The embedded map tile server (`tourpack serve-tiles`), on Hummingbird.
+///
+/// It lets `make tour` build the demo's maps with no internet, through the
+/// same fetcher a real tile server gets, and lets tests drive that fetcher
+/// over loopback with faults. Every tile is a 256×256 PNG, drawn here and
+/// encoded by libavcodec, that shows its own "z/x/y"; the same tile gives
+/// the same bytes, so its ETag never changes.
+///
+/// Start it in-process with `withRunning { port in … }` (tests, benchmarks),
+/// or `run(onReady:)` under your own cancellation; the CLI uses
+/// `runUntilSignalled`, which shuts down cleanly on SIGINT/SIGTERM.
+///
+/// Routes: `GET /{z}/{x}/{y}.png`, `GET /debug/stats`, `POST /debug/reset`
+/// (also `POST /debug/stats/reset`, as serve-tts spells it), `GET /health`.
+public struct TileServer: Sendable {
+    public let configuration: TileServerConfiguration
+    /// Live counters, the same ones `GET /debug/stats` shows.
+    public let stats = TileStats()
+    private let dice: TileFaultDice
+    private let images: TileImages
+
+    /// Throws `FaultConfigurationError` when faults or settings are out of range.
+    public init(_ configuration: TileServerConfiguration = TileServerConfiguration()) throws {
+        self.configuration = try configuration.validated()
+        dice = TileFaultDice(configuration.faults)
+        images = TileImages(capacity: configuration.renderCacheCapacity)
+    }
+
+    /// Serves until the calling task is cancelled. `onReady` gets the bound
+    /// port once the socket listens.
+    public func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onReady: onReady).run()
+    }
+
+    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and returns.
+    public func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onReady: onReady).runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+
+    /// Starts the server, runs `body` with its port, then shuts it down.
+    public func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { portSink.finish() }
+                try await run { port in portSink.yield(port) }
+            }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else {
+                try await group.next()  // surfaces the reason it stopped (e.g. the port is taken)
+                throw ServerStartError(message: "serve-tiles stopped before it was listening")
+            }
+            do {
+                let result = try await body(port)
+                group.cancelAll()
+                try? await group.waitForAll()
+                return result
+            } catch {
+                group.cancelAll()
+                try? await group.waitForAll()
+                throw error
+            }
+        }
+    }
+
+    /// The tile's PNG exactly as served, rendered on the calling thread:
+    /// for tests and tools that want the picture without a socket.
+    public static func renderPNG(z: Int, x: Int, y: Int) throws -> [UInt8] {
+        let rendered = try TileImages.render(TileID(z: z, x: x, y: y))
+        return Array(rendered.png.readableBytesView)
+    }
+
+    private func application(onReady: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+        let routes = TileRoutes(configuration: configuration, stats: stats, dice: dice, images: images)
+        let stats = self.stats
+        let router = Router()
+        router.add(middleware: TileAccessLog())
+        router.get("{z}/{x}/{y}.png") { request, context in
+            try await routes.tile(request, z: context.parameters.get("z"), x: context.parameters.get("x"), y: context.parameters.get("y"))
+        }
+        router.get("debug/stats") { _, _ in ErrorBody.json(.ok, try stats.json()) }
+        let reset: @Sendable (Request, BasicRequestContext) async throws -> Response = { _, _ in
+            stats.reset()
+            return Response(status: .noContent)
+        }
+        router.post("debug/reset", use: reset)
+        router.post("debug/stats/reset", use: reset)
+        router.get("health") { _, _ in "ok" }
+        let port = configuration.port
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: port), serverName: "tourpack-serve-tiles"),
+            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
+            logger: configuration.logger)
+    }
+}
+
+/// One structured line per request: method, path, status, milliseconds,
+/// response bytes and the injected fault if any. No headers and no query
+/// string, so a key sent as `?key=` never lands in the log.
+struct TileAccessLog<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        do {
+            let response = try await next(request, context)
+            record(request, context.logger, status: response.status.code, bytes: response.body.contentLength,
+                   fault: response.headers[ErrorBody.faultHeader], started: started)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            record(request, context.logger, status: status, bytes: nil, fault: nil, started: started)
+            throw error
+        }
+    }
+
+    private func record(_ request: Request, _ logger: Logger, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
+        let elapsed = started.duration(to: .now)
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
+            "ms": "\(String(format: "%.1f", milliseconds))",
+        ]
+        if let bytes { metadata["bytes"] = "\(bytes)" }
+        if let fault { metadata["fault"] = "\(fault)" }
+        logger.info("request", metadata: metadata)
+    }
+}

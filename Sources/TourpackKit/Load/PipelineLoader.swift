@@ -51,7 +51,7 @@ public enum PipelineLoader {
     static let budgetKeys = ["cacheMaxMB", "synthesisCacheMaxMB", "tileCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters"]
     static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB", "selection", "maxTiles", "source"]
     static let tileSourceKeys = [
-        "url", "mbtiles", "format", "apiKeyEnv", "apiKeyParam", "apiKeyHeader", "attribution", "userAgent",
+        "url", "mbtiles", "format", "name", "apiKeyEnv", "apiKeyParam", "apiKeyHeader", "attribution", "userAgent",
         "concurrency", "requestsPerSecond", "maxAgeDays",
     ]
 
@@ -340,6 +340,13 @@ public enum PipelineLoader {
         }
         source.concurrency = reader.integer(map["concurrency"], at: "\(path).concurrency", range: 1...64) ?? source.concurrency
         source.requestsPerSecond = reader.number(map["requestsPerSecond"], at: "\(path).requestsPerSecond", range: 0...10_000) ?? source.requestsPerSecond
+        if let name = reader.string(map["name"], at: "\(path).name") {
+            if name.isEmpty || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                reader.error("\(path).name", "give a short name for the tiles, e.g. outdoors-2026")
+            } else {
+                source.name = name
+            }
+        }
         source.maxAgeDays = reader.integer(map["maxAgeDays"], at: "\(path).maxAgeDays", range: 1...3650) ?? source.maxAgeDays
         return source
     }

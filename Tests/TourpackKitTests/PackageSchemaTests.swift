@@ -15,6 +15,47 @@ import Testing
         get throws { String(decoding: try StoreManifestFixture.manifest().encoded(), as: UTF8.self) }
     }
 
+    /// The same package carrying a tile pack: `mapTiles` with all seven pack fields.
+    static var withPack: String {
+        get throws {
+            var manifest = try StoreManifestFixture.manifest()
+            manifest.mapTiles.recordPack(
+                file: "OfflineTours/\(manifest.packageId)/tiles.mbtiles", format: .png, storedTiles: manifest.mapTiles.tileCount - 7,
+                sizeBytes: 123_456, sha256: String(repeating: "ab", count: 32), attribution: "© OpenStreetMap contributors")
+            manifest.contentHash = manifest.computeContentHash()
+            return String(decoding: try manifest.encoded(), as: UTF8.self)
+        }
+    }
+
+    @Test func aManifestWithATilePackPasses() throws {
+        let text = try Self.withPack
+        #expect(text.contains("\"emptyTiles\": 7"))
+        #expect(PackageSchema.problems(in: try Self.document(text)) == [])
+        #expect(try StoreSchemaTests.schemaErrors(Array(text.utf8)) == [])
+    }
+
+    /// The pack's fields: each edit, the mirror's message (a prefix), and Python must refuse it too.
+    @Test(arguments: [
+        ("\"format\": \"png\"", "\"format\": \"gif\"", "mapTiles.format: \"gif\" is not one of \"png\", \"jpg\", \"webp\", \"pbf\""),
+        ("\"file\": \"OfflineTours/", "\"file\": \"AudioCache/", "mapTiles.file: \"AudioCache/"),
+        ("/tiles.mbtiles\"", "/tiles.sqlite\"", "mapTiles.file: \"OfflineTours/"),
+        ("\"sha256\": \"\(String(repeating: "ab", count: 32))\",", "",
+         "mapTiles.sha256: missing required field (file, format, storedTiles, emptyTiles, sizeBytes, sha256 and attribution go together)"),
+        ("\"attribution\": \"© OpenStreetMap contributors\",", "", "mapTiles.attribution: missing required field"),
+        ("\"sizeBytes\": 123456", "\"sizeBytes\": 0", "mapTiles.sizeBytes: 0 is less than the minimum 1"),
+        ("\"emptyTiles\": 7", "\"emptyTiles\": -1", "mapTiles.emptyTiles: -1 is less than the minimum 0"),
+        ("\"selection\": \"bbox\"", "\"selection\": \"box\"", "mapTiles.selection: \"box\" is not one of \"bbox\", \"corridor\""),
+        ("\"selection\": \"bbox\",", "", "mapTiles.selection: missing required field"),
+    ])
+    func packEditsAreRefusedLikeTheSchemaFile(find: String, replace: String, message: String) throws {
+        let original = try Self.withPack
+        try #require(original.contains(find), "fixture text lacks \(find)")
+        let edited = original.replacingOccurrences(of: find, with: replace, options: [], range: original.range(of: find))
+        let problems = PackageSchema.problems(in: try Self.document(edited))
+        #expect(problems.contains { $0.hasPrefix(message) }, "\(problems)")
+        #expect(!(try StoreSchemaTests.schemaErrors(Array(edited.utf8))).isEmpty, "jsonschema accepted what the mirror refuses: \(replace)")
+    }
+
     @Test func generatedManifestsPassInEveryFormat() throws {
         #expect(PackageSchema.problems(in: try Self.document(Self.original)) == [])
         for format in [AudioFormat.mp3, .opus] {

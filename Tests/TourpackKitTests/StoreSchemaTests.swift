@@ -67,6 +67,11 @@ import Testing
         }
     }
 
+    @Test func aManifestWithATilePackIsValid() throws {
+        let errors = try Self.schemaErrors(Array(try PackageSchemaTests.withPack.utf8))
+        #expect(errors.isEmpty, "\(errors)")
+    }
+
     /// The schema is strict: each of these edits must be caught.
     @Test(arguments: [
         ("unknown key", "\"tourVersion\": 3,", "\"tourVersion\": 3, \"extra\": 1,"),
@@ -78,6 +83,8 @@ import Testing
         ("path escaping the layout", "\"path\": \"AudioCache/", "\"path\": \"../AudioCache/"),
         ("missing field", "\"contentHash\": ", "\"contentHashX\": "),
         ("sizeBytes as text", "\"sizeBytes\": 51110", "\"sizeBytes\": \"51110\""),
+        ("unknown tile selection", "\"selection\": \"bbox\"", "\"selection\": \"all\""),
+        ("a pack's field without the pack", "\"selection\": \"bbox\",", "\"selection\": \"bbox\", \"storedTiles\": 5,"),
     ])
     func editsAreRefused(what: String, find: String, replace: String) throws {
         let original = String(decoding: try StoreManifestFixture.manifest().encoded(), as: UTF8.self)

@@ -4,8 +4,9 @@
 /// so the schema's rules are restated here as a small tree of `Rule`s that
 /// reads like the schema file: required keys, no unknown keys
 /// (`additionalProperties: false`), types, patterns, ranges, enums and
-/// consts, and the two conditional blocks of an audio entry (the format's
-/// codec, bit rate, sample rate and extension; the phase's file label).
+/// consts, the two conditional blocks of an audio entry (the format's
+/// codec, bit rate, sample rate and extension; the phase's file label), and
+/// the `dependentRequired` group of `mapTiles`' pack fields (all or none).
 /// Duplicate keys, which JSON Schema cannot see, are refused too.
 ///
 /// The schema file stays the contract: `StoreSchemaTests` checks generated
@@ -33,6 +34,15 @@ public enum PackageSchema {
         return SafeID(validating: text)?.value == text && bytes[14] == UInt8(ascii: "5") && "89ab".utf8.contains(bytes[19])
     }
     static let audioPathPattern = Pattern(name: "AudioCache/<tourId>/<poiId>_<Phase>.<ext>") { Layout.parseAudioPath($0) != nil }
+    /// `^OfflineTours/[0-9a-f-]{36}/tiles\.mbtiles$`
+    static let tilePackPattern = Pattern(name: "OfflineTours/<packageId>/tiles.mbtiles") { text in
+        let prefix = "\(Layout.offlineToursFolder)/", suffix = "/\(Layout.tilePackFileName)"
+        guard text.hasPrefix(prefix), text.hasSuffix(suffix) else { return false }
+        let folder = text.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count)
+        return folder.count == 36 && folder.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == UInt8(ascii: "-") }
+    }
+    /// `mapTiles`' pack fields: present all together or not at all.
+    static let tilePackFields = ["file", "format", "storedTiles", "emptyTiles", "sizeBytes", "sha256", "attribution"]
 
     static let latitude = Rule.number(minimum: -90, maximum: 90)
     static let longitude = Rule.number(minimum: -180, maximum: 180)
@@ -88,6 +98,7 @@ public enum PackageSchema {
         ("mapTiles", .object([
             ("minZoom", zoom), ("maxZoom", zoom),
             ("bufferMiles", .number(minimum: 0)),
+            ("selection", .oneOf(TileSelection.allCases.map { .string($0.rawValue) })),
             ("bounds", .object([("south", latitude), ("west", longitude), ("north", latitude), ("east", longitude)])),
             ("ranges", .array(minItems: 1, items: .object([
                 ("zoom", zoom), ("minX", .integer(minimum: 0)), ("maxX", .integer(minimum: 0)),
@@ -95,7 +106,14 @@ public enum PackageSchema {
             ]))),
             ("tileCount", .integer(minimum: 0)),
             ("estimatedBytes", .integer(minimum: 0)),
-        ])),
+            ("file", .string(pattern: tilePackPattern)),
+            ("format", .oneOf(TileFormat.allCases.map { .string($0.rawValue) })),
+            ("storedTiles", .integer(minimum: 0)),
+            ("emptyTiles", .integer(minimum: 0)),
+            ("sizeBytes", .integer(minimum: 1)),
+            ("sha256", .string(pattern: sha256Pattern)),
+            ("attribution", .string()),
+        ], optional: Set(tilePackFields), together: tilePackFields)),
     ])
 
     // MARK: Rules
@@ -113,8 +131,9 @@ public enum PackageSchema {
     }
 
     indirect enum Rule: Sendable {
-        /// `type: object`, every listed key required unless `optional`, no other keys.
-        case object([(String, Rule)], optional: Set<String> = [], conditions: Conditions? = nil)
+        /// `type: object`, every listed key required unless `optional`, no other keys;
+        /// the keys of `together` are all present or all absent (`dependentRequired` among them).
+        case object([(String, Rule)], optional: Set<String> = [], together: [String] = [], conditions: Conditions? = nil)
         case array(minItems: Int = 0, items: Rule)
         case string(minLength: Int = 0, pattern: Pattern? = nil)
         case integer(minimum: Double? = nil, exclusiveMinimum: Double? = nil, maximum: Double? = nil)
@@ -127,7 +146,7 @@ public enum PackageSchema {
                 problems.append(path.description.isEmpty ? message : "\(path): \(message)")
             }
             switch self {
-            case .object(let properties, let optional, let conditions):
+            case .object(let properties, let optional, let together, let conditions):
                 guard case .object(let members) = value else { return problem("expected an object, found \(value.kindName)") }
                 var seen = Set<String>()
                 for member in members {
@@ -141,6 +160,12 @@ public enum PackageSchema {
                 }
                 for (key, _) in properties where !seen.contains(key) && !optional.contains(key) {
                     problems.append("\(path.appending(key)): missing required field")
+                }
+                if together.contains(where: seen.contains) {
+                    let names = together.dropLast().joined(separator: ", ") + " and " + (together.last ?? "")
+                    for key in together where !seen.contains(key) {
+                        problems.append("\(path.appending(key)): missing required field (\(names) go together)")
+                    }
                 }
                 if conditions == .audioEntry { PackageSchema.checkAudioEntry(members, at: path, into: &problems) }
             case .array(let minItems, let items):

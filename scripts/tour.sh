@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make tour`: start the embedded TTS endpoint on a free port, build the demo
-# pipeline against it, and stop the endpoint whatever happens (success,
-# failure, Ctrl-C). Extra arguments go to `tourpack build`; SERVE_TTS_ARGS
-# go to the server (e.g. SERVE_TTS_ARGS="--latency-ms 150").
+# `make tour`: start the embedded TTS endpoint and the embedded tile server
+# on free ports, build the demo pipeline against them, and stop both whatever
+# happens (success, failure, Ctrl-C). Extra arguments go to `tourpack build`;
+# SERVE_TTS_ARGS and SERVE_TILES_ARGS go to the servers (e.g.
+# SERVE_TTS_ARGS="--latency-ms 150", SERVE_TILES_ARGS="--failure-rate 0.07").
 set -uo pipefail
 
 bin=${TOURPACK_BIN:-.build/release/tourpack}
@@ -11,35 +12,47 @@ documents=${DOCUMENTS:-build/Documents}
 mkdir -p build
 port_file=build/.serve-tts.port
 log=build/serve-tts.log
-rm -f "$port_file"
+tiles_port_file=build/.serve-tiles.port
+tiles_log=build/serve-tiles.log
+rm -f "$port_file" "$tiles_port_file"
 
 # shellcheck disable=SC2086 # SERVE_TTS_ARGS is a list of flags, e.g. "--latency-ms 150".
 "$bin" serve-tts --port 0 ${SERVE_TTS_ARGS:-} >"$port_file" 2>"$log" &
 server=$!
-stop_server() {
-	kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-	rm -f "$port_file"
+# shellcheck disable=SC2086 # SERVE_TILES_ARGS is a list of flags.
+"$bin" serve-tiles --port 0 ${SERVE_TILES_ARGS:-} >"$tiles_port_file" 2>"$tiles_log" &
+tiles=$!
+stop_servers() {
+	kill "$server" "$tiles" 2>/dev/null
+	wait "$server" "$tiles" 2>/dev/null
+	rm -f "$port_file" "$tiles_port_file"
 }
-trap stop_server EXIT
+trap stop_servers EXIT
 trap 'exit 130' INT TERM
 
-for _ in $(seq 100); do
-	[ -s "$port_file" ] && break
-	if ! kill -0 "$server" 2>/dev/null; then
-		echo "tour: serve-tts did not start; its log ($log):" >&2
-		cat "$log" >&2
+# wait_for_port NAME PID PORT_FILE LOG: the port a server printed, or exit.
+wait_for_port() {
+	for _ in $(seq 100); do
+		[ -s "$3" ] && break
+		if ! kill -0 "$2" 2>/dev/null; then
+			echo "tour: $1 did not start; its log ($4):" >&2
+			cat "$4" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	if [ ! -s "$3" ]; then
+		echo "tour: $1 printed no port within 10 s; its log is $4" >&2
 		exit 1
 	fi
-	sleep 0.1
-done
-port=$(head -n 1 "$port_file")
-if [ -z "$port" ]; then
-	echo "tour: serve-tts printed no port within 10 s; its log is $log" >&2
-	exit 1
-fi
+	head -n 1 "$3"
+}
+port=$(wait_for_port serve-tts "$server" "$port_file" "$log") || exit 1
+tiles_port=$(wait_for_port serve-tiles "$tiles" "$tiles_port_file" "$tiles_log") || exit 1
 echo "tour: local voice (serve-tts, espeak-ng) on 127.0.0.1:$port"
+echo "tour: local map tiles (serve-tiles, generated z/x/y tiles) on 127.0.0.1:$tiles_port"
 
-"$bin" build "$pipeline" --endpoint "http://127.0.0.1:$port" "$@"
+"$bin" build "$pipeline" --endpoint "http://127.0.0.1:$port" --tiles-url "http://127.0.0.1:$tiles_port/{z}/{x}/{y}.png" "$@"
 status=$?
 
 if [ -d "$documents/OfflineTours" ]; then
@@ -49,7 +62,10 @@ if [ -d "$documents/OfflineTours" ]; then
 	example=$(find "$documents/AudioCache" -type f ! -name '.*' | sort | head -n 1)
 	echo
 	echo "Documents folder: $(cd "$documents" && pwd)"
-	echo "  $packages packages, $files audio files, $size"
+	packs=$(find "$documents/OfflineTours" -name tiles.mbtiles | wc -l)
+	echo "  $packages packages, $files audio files, $packs tile packs, $size"
 	[ -n "$example" ] && echo "  listen to one: $example"
+	pack=$(find "$documents/OfflineTours" -name tiles.mbtiles | sort | head -n 1)
+	[ -n "$pack" ] && echo "  list a map's tiles: sqlite3 '$pack' 'SELECT zoom_level, tile_column, tile_row, length(tile_data) FROM tiles LIMIT 5'"
 fi
 exit $status

@@ -90,6 +90,7 @@ final class BuildDisplay: @unchecked Sendable {
             }
             if start.recoveredCommits > 0 { text += "\nfinished \(start.recoveredCommits) commit(s) a killed run left half done" }
             if start.removedTemporaries > 0 { text += "\nremoved \(start.removedTemporaries) temp file(s) a killed run left" }
+            if start.tiles > 0 { text += "\nmaps: \(PlanReport.grouped(start.tiles)) tiles to pack" }
             return text
         case .itemDone(let done):
             let sizes = done.bytes.sorted { $0.key < $1.key }.map { "\($0.key) \(PlanReport.bytes(Int($0.value)))" }.joined(separator: ", ")
@@ -97,13 +98,14 @@ final class BuildDisplay: @unchecked Sendable {
             return "\(counter()) \(done.tourName) / \(done.poiName) / \(done.phase.fileLabel)  \(PlanReport.duration(done.durationSeconds))  \(sizes)\(reused)"
         case .itemFailed(let failure):
             return "\(counter()) FAILED \(failure.message)"
-        case .mapsDone:
+        case .mapsDone, .mapsProgress:
             return nil
         case .tourPackaged(let packaged) where packaged.packages.isEmpty:
             return "up to date \(packaged.tourName): \(packaged.reusedFiles) files reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
         case .tourPackaged(let packaged):
             var text = "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "
                 + "\(PlanReport.bytes(Int(packaged.bytes))) → \(packaged.packages.joined(separator: ", "))"
+            if !packaged.tilePacks.isEmpty { text += " + \(packaged.tilePacks.count) tile pack\(packaged.tilePacks.count == 1 ? "" : "s")" }
             if !packaged.superseded.isEmpty { text += " (replaced \(packaged.superseded.joined(separator: ", ")))" }
             return text
         case .tourFailed(let failure):
@@ -122,6 +124,11 @@ final class BuildDisplay: @unchecked Sendable {
                 + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) characters billed, "
                 + "\(summary.cacheHits) chunks from cache, \(summary.encodes) encodes · "
                 + "\(String(format: "%.2f", summary.wallSeconds)) s")
+        if summary.tileRequests > 0 || summary.tilePacks > 0 {
+            lines.append(
+                "maps: \(summary.tilePacks) tile pack\(summary.tilePacks == 1 ? "" : "s") written · \(summary.tileRequests) tile requests: "
+                    + "\(summary.tilesDownloaded) downloaded, \(summary.tilesRenewed) renewed (304), \(summary.tilesEmpty) empty")
+        }
         if summary.evictedFiles > 0 {
             lines.append("evicted \(summary.evictedFiles) unreferenced file(s), \(PlanReport.bytes(Int(summary.evictedBytes))), to keep within cacheMaxMB")
         }
@@ -132,7 +139,7 @@ final class BuildDisplay: @unchecked Sendable {
 
     private func showOnBar(_ event: BuildEvent) {
         switch event {
-        case .itemDone, .mapsDone:
+        case .itemDone, .mapsDone, .mapsProgress:
             break
         case .finished(let summary):
             clearBar()
@@ -162,7 +169,8 @@ final class BuildDisplay: @unchecked Sendable {
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let eta = progress.secondsLeft(elapsed: elapsed).map { "ETA \(PlanReport.duration($0))" } ?? "ETA –"
         let tour = progress.currentTour.map { " · \(Self.clip($0, 32))" } ?? ""
-        let text = "\(bar) \(String(format: "%3d", Int(fraction * 100)))%  \(progress.itemsSettled)/\(progress.items) items\(tour) · \(eta)"
+        let tiles = progress.tiles > 0 ? " · \(progress.tilesDone)/\(progress.tiles) tiles" : ""
+        let text = "\(bar) \(String(format: "%3d", Int(fraction * 100)))%  \(progress.itemsSettled)/\(progress.items) items\(tiles)\(tour) · \(eta)"
         FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
         barShown = true
     }
@@ -185,6 +193,7 @@ final class BuildDisplay: @unchecked Sendable {
         case .started(let start): emit(start, name: "started")
         case .itemDone(let done): emit(done, name: "itemDone")
         case .itemFailed(let failure): emit(failure, name: "itemFailed")
+        case .mapsProgress(let maps): emit(maps, name: "mapsProgress")
         case .mapsDone(let tourID, let tiles): emit(MapsDone(tourId: tourID.value, tileCount: tiles), name: "mapsDone")
         case .tourPackaged(let packaged): emit(packaged, name: "tourPackaged")
         case .tourFailed(let failure): emit(failure, name: "tourFailed")

@@ -38,6 +38,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Override the voice's pitch (-20…20).")
     var pitch: Double?
 
+    @Option(help: "Override the map tile source's URL template (http(s)://…/{z}/{x}/{y}.png).")
+    var tilesURL: String?
+
     /// Flag values are checked while parsing, so a mistake shows this command's usage.
     func validate() throws {
         _ = try parsedFormats()
@@ -73,6 +76,7 @@ struct PipelineOptions: ParsableArguments {
         overrides.state = state
         overrides.speakingRate = speakingRate
         overrides.pitch = pitch
+        overrides.tilesURL = tilesURL
         return try PipelineLoader.load(URL(fileURLWithPath: pipeline), overrides: overrides)
     }
 }

@@ -10,7 +10,11 @@ public enum BuildEvent: Sendable, Hashable {
     case itemDone(ItemDone)
     /// One item failed; its tour will not be packaged.
     case itemFailed(ItemFailure)
-    /// A tour's map coverage is worked out (the "maps" share of progress).
+    /// Tiles settled so far across the build (fresh in the cache, fetched,
+    /// renewed or empty); sent a few times a second at most while tiles move.
+    case mapsProgress(MapsProgress)
+    /// A tour's map is ready: its tile pack staged, or, without a tile
+    /// source, its coverage worked out.
     case mapsDone(tourID: SafeID, tileCount: Int)
     /// A tour's audio and package.json files are at their final paths.
     case tourPackaged(TourPackaged)
@@ -18,6 +22,12 @@ public enum BuildEvent: Sendable, Hashable {
     case tourFailed(TourFailure)
     /// The build is over; the summary is final.
     case finished(BuildSummary)
+}
+
+/// The maps phase's count of tiles.
+public struct MapsProgress: Sendable, Hashable, Codable {
+    public var tilesDone: Int
+    public var tilesTotal: Int
 }
 
 /// The work a build is about to do.
@@ -37,6 +47,9 @@ public struct BuildStart: Sendable, Hashable, Codable {
     public var cacheHits: Int
     /// Characters the build expects to send and pay for.
     public var billableCharacters: Int
+    /// Map tiles the packs hold, summed over tours (a tile two tours share
+    /// counts twice); 0 without a tile source.
+    public var tiles: Int = 0
 }
 
 /// One finished item.
@@ -83,6 +96,8 @@ public struct TourPackaged: Sendable, Hashable, Codable {
     /// Packages of the same tour and format under another voice: their audio
     /// paths were just replaced, so they were removed.
     public var superseded: [String]
+    /// Root-relative paths of the tile packs written (unchanged packs are not).
+    public var tilePacks: [String] = []
 }
 
 /// A tour that was not packaged.
@@ -109,6 +124,13 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var reusedFiles = 0
     /// Bytes of audio written.
     public var bytes: Int64 = 0
+    /// Tile requests sent (retries included), tiles downloaded, renewed by a 304, and found empty.
+    public var tileRequests = 0
+    public var tilesDownloaded = 0
+    public var tilesRenewed = 0
+    public var tilesEmpty = 0
+    /// Tile packs written (one per package whose pack changed).
+    public var tilePacks = 0
     /// Characters of the narration the built tours hold.
     public var characters = 0
     /// Characters sent to the endpoint and paid for (settled in the ledger).

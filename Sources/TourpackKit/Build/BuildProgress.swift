@@ -2,9 +2,8 @@
 ///
 /// The weights are the app's own: audio 70%, maps 25%, bundling 5%. Audio
 /// advances per item (done, failed or skipped alike, so the bar always
-/// reaches the end); maps and bundling advance per tour. tourpack does not
-/// download tiles, so a tour's "maps" share is its coverage being worked out,
-/// just before its package is bundled.
+/// reaches the end); maps advance per tile when the pipeline names a tile
+/// source (per tour otherwise: its coverage worked out); bundling per tour.
 public struct BuildProgress: Sendable, Hashable {
     public static let audioWeight = 0.70
     public static let mapsWeight = 0.25
@@ -16,6 +15,8 @@ public struct BuildProgress: Sendable, Hashable {
     public private(set) var itemsFailed = 0
     public private(set) var itemsSkipped = 0
     public private(set) var toursMapped = 0
+    public private(set) var tiles = 0
+    public private(set) var tilesDone = 0
     public private(set) var toursBundled = 0
     public private(set) var toursFailed = 0
     /// The tour whose item finished last.
@@ -28,6 +29,9 @@ public struct BuildProgress: Sendable, Hashable {
         case .started(let start):
             items = start.items
             tours = start.tours
+            tiles = start.tiles
+        case .mapsProgress(let maps):
+            tilesDone = maps.tilesDone
         case .itemDone(let done):
             itemsDone += 1
             currentTour = done.tourName
@@ -54,7 +58,7 @@ public struct BuildProgress: Sendable, Hashable {
         guard items > 0, tours > 0 else { return 0 }
         // A failed tour will never be mapped or bundled; its shares count as settled.
         let audio = Double(min(itemsSettled, items)) / Double(items)
-        let maps = Double(min(toursMapped + toursFailed, tours)) / Double(tours)
+        let maps = tiles > 0 ? Double(min(tilesDone, tiles)) / Double(tiles) : Double(min(toursMapped + toursFailed, tours)) / Double(tours)
         let bundling = Double(min(toursBundled + toursFailed, tours)) / Double(tours)
         return min(1, Self.audioWeight * audio + Self.mapsWeight * maps + Self.bundlingWeight * bundling)
     }

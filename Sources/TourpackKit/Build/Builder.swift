@@ -33,6 +33,8 @@ public struct Builder: Sendable {
         public var refreshExpiringDays = 0
         /// The ledger's account; nil takes the pipeline's endpoint and the key from the environment.
         public var account: QuotaAccount?
+        /// Overrides the tile fetches' retries (the TTS policy by default).
+        public var tileRetry: RetryPolicy?
 
         public init() {}
     }
@@ -110,18 +112,21 @@ public struct Builder: Sendable {
         // Before any request: what the caches already hold, and whether the
         // quota and the cache budget can take the rest.
         let annotated = try state.annotate(plan, config: config, encoder: encoder.fingerprint)
-        if let refusal = annotated.budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) {
+        if let refusal = annotated.budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) ?? annotated.tileRefusal(config.maps) {
             throw TourpackError.budgetExceeded(refusal)
         }
         let statsBefore = synthesizer.stats
+        let mapTiles = config.maps.source == nil ? 0 : plan.tours.reduce(0) { $0 + ($1.mapCoverage?.tileCount ?? 0) }
 
         events(.started(BuildStart(
             tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
             formats: config.formats, output: layout.root.path, recoveredCommits: recovered, removedTemporaries: removed,
-            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters)))
+            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters, tiles: mapTiles)))
 
         let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
         pool.start()
+        let tileProgress = TileProgress(total: mapTiles)
+        let maps = try makeTilePackMaker(state: state, pool: pool, staging: staging, layout: layout, progress: tileProgress)
         let caching = CachingSynthesizer(
             inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool)
         var run = BuildRun(
@@ -129,8 +134,8 @@ public struct Builder: Sendable {
             synthesizer: caching,
             publisher: TourPublisher(
                 config: config, layout: layout, staging: staging, index: .scan(layout), state: state.layout,
-                outputs: state.outputs, refreshWithinDays: options.refreshExpiringDays),
-            assemblies: plan.tours.map(TourAssembly.init))
+                outputs: state.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
+            assemblies: plan.tours.map { TourAssembly(plan: $0, hasTileSource: maps != nil) }, maps: maps, tileProgress: tileProgress)
         await run.runAll()
 
         var summary = run.summary
@@ -144,6 +149,10 @@ public struct Builder: Sendable {
                 summary.evictedBytes = evicted.bytes
                 let synthesisBudget = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
                 try await pool.runIfActive { _ = try state.synthesis.evict(toFit: synthesisBudget) }
+                if maps != nil {
+                    let tileBudget = Int64(config.budgets.tileCacheMaxMB) * 1_048_576
+                    try await pool.runIfActive { _ = try state.tiles.evict(toFit: tileBudget) }
+                }
             } catch {
                 summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
             }
@@ -157,10 +166,47 @@ public struct Builder: Sendable {
         summary.retries = statsAfter.retries - statsBefore.retries
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
+        if let fetched = maps?.fetcher?.stats {
+            summary.tileRequests = fetched.requests
+            summary.tilesDownloaded = fetched.downloaded
+            summary.tilesRenewed = fetched.notModified
+            summary.tilesEmpty = fetched.empty
+        }
         summary.wallSeconds = Self.seconds(started.duration(to: .now))
         summary.peakMemoryBytes = Self.peakMemoryBytes()
         events(.finished(summary))
         return summary
+    }
+
+    /// The maps phase's maker when the pipeline names a tile source; nil
+    /// otherwise (packages then carry the coverage only). A key variable
+    /// that is named but unset is a configuration error naming the variable.
+    private func makeTilePackMaker(
+        state: BuildState, pool: NIOThreadPool, staging: StagingArea, layout: Layout, progress: TileProgress
+    ) throws -> TilePackMaker? {
+        guard let source = config.maps.source else { return nil }
+        var fetcher: TileFetcher?
+        var extract: MBTilesReader?
+        switch source.location {
+        case .url(let template):
+            var key: String?
+            if let variable = source.apiKeyEnv {
+                guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                    throw TourpackError.invalidInput("maps.source.apiKeyEnv: the environment variable \(variable) is not set")
+                }
+                key = value
+            }
+            fetcher = try TileFetcher(
+                source: source, template: template, apiKey: key, retry: options.tileRetry ?? RetryPolicy(settings: config.tts),
+                timeoutSeconds: config.tts.timeoutSeconds, clock: options.now)
+        case .mbtiles(let file):
+            do { extract = try MBTilesReader(file) } catch {
+                throw TourpackError.invalidInput("maps.source.mbtiles: \(error)")
+            }
+        }
+        return TilePackMaker(
+            config: config, source: source, cache: state.tiles, packs: state.tilePacks, fetcher: fetcher, extract: extract,
+            pool: pool, staging: staging, layout: layout, progress: progress)
     }
 
     /// `VmHWM` of `/proc/self/status`: this program's own peak, not the
@@ -191,7 +237,14 @@ private struct BuildRun {
     let synthesizer: CachingSynthesizer
     let publisher: TourPublisher
     var assemblies: [TourAssembly]
+    let maps: TilePackMaker?
+    let tileProgress: TileProgress
     var summary = BuildSummary()
+    /// The next tour whose maps to make, and how many tours' maps are under way.
+    private var nextMaps = 0
+    private var mapsInFlight = 0
+    private var tickerRunning = false
+    private var tilesReported = -1
     /// Every item in plan order, and the next one to start.
     private let jobs: [(tourIndex: Int, item: PlanItem)]
     private var nextJob = 0
@@ -201,7 +254,7 @@ private struct BuildRun {
 
     init(builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
          events: @escaping @Sendable (BuildEvent) -> Void, state: BuildState, record: Int64, synthesizer: CachingSynthesizer,
-         publisher: TourPublisher, assemblies: [TourAssembly]) {
+         publisher: TourPublisher, assemblies: [TourAssembly], maps: TilePackMaker?, tileProgress: TileProgress) {
         self.builder = builder
         self.layout = layout
         self.staging = staging
@@ -212,6 +265,8 @@ private struct BuildRun {
         self.synthesizer = synthesizer
         self.publisher = publisher
         self.assemblies = assemblies
+        self.maps = maps
+        self.tileProgress = tileProgress
         // Longest first: the long narrations are the critical path (their
         // synthesis and encode take longest), so starting them early lets the
         // short ones fill in around them. Ties keep plan order.
@@ -231,7 +286,14 @@ private struct BuildRun {
     mutating func runAll() async {
         await withTaskGroup(of: ItemOutcome.self) { group in
             for _ in 0..<window { startNext(in: &group) }
+            for _ in 0..<Self.mapsWindow { startNextMaps(in: &group) }
             while let outcome = await group.next() {
+                if case .tick = outcome {
+                    tickerRunning = false
+                    reportTiles()
+                    startTicker(in: &group)
+                    continue
+                }
                 record(outcome)
                 if Task.isCancelled, !cancelled {
                     cancelled = true
@@ -243,6 +305,8 @@ private struct BuildRun {
                     // after the provider has billed. Anything else stops now.
                     if !summary.quotaRanOut || cancelled { group.cancelAll() }
                     skipUnstarted()
+                } else if case .mapsReady = outcome {
+                    startNextMaps(in: &group)
                 } else {
                     startNext(in: &group)
                 }
@@ -275,8 +339,62 @@ private struct BuildRun {
         }
     }
 
+    /// Tours whose maps are made at once: their tiles share the fetcher's
+    /// `concurrency`, so two keep it busy across a tour's end without
+    /// holding every tour's tile list in memory.
+    static let mapsWindow = 2
+
+    /// Starts the maps of the next tour that has not failed, and the ticker that reports their progress.
+    private mutating func startNextMaps(in group: inout TaskGroup<ItemOutcome>) {
+        guard let maps else { return }
+        while nextMaps < assemblies.count {
+            let index = nextMaps
+            nextMaps += 1
+            let tour = assemblies[index].tour
+            guard !assemblies[index].hasFailed, let coverage = tour.mapCoverage(config.maps) else {
+                assemblies[index].mapsPending = false
+                if assemblies[index].hasFailed { tileProgress.add(assemblies[index].plan.mapCoverage?.tileCount ?? 0) }
+                settle(index)
+                continue
+            }
+            let packPaths = config.formats.map { layout.tilePack(packageID: PackageID.make(tourID: tour.id, voice: config.voice, format: $0)) }
+            mapsInFlight += 1
+            group.addTask {
+                do {
+                    return .mapsReady(tourIndex: index, result: .success(try await maps.make(tour: tour, coverage: coverage, packPaths: packPaths)))
+                } catch {
+                    return .mapsReady(tourIndex: index, result: .failure(error as? TourpackError ?? .cancelled))
+                }
+            }
+            startTicker(in: &group)
+            return
+        }
+    }
+
+    /// A child that wakes the loop every 250 ms while tiles are moving, so
+    /// `mapsProgress` goes out a few times a second at most.
+    private mutating func startTicker(in group: inout TaskGroup<ItemOutcome>) {
+        guard !tickerRunning, mapsInFlight > 0 else { return }
+        tickerRunning = true
+        group.addTask {
+            try? await Task.sleep(for: .milliseconds(250))
+            return .tick
+        }
+    }
+
+    private mutating func reportTiles() {
+        let done = tileProgress.done
+        guard done != tilesReported, tileProgress.total > 0 else { return }
+        tilesReported = done
+        events(.mapsProgress(MapsProgress(tilesDone: min(done, tileProgress.total), tilesTotal: tileProgress.total)))
+    }
+
     /// Counts the items that will never start once the build is stopping.
     private mutating func skipUnstarted() {
+        while nextMaps < assemblies.count {
+            assemblies[nextMaps].mapsPending = false
+            nextMaps += 1
+        }
         while nextJob < jobs.count {
             let tourIndex = jobs[nextJob].tourIndex
             assemblies[tourIndex].skipped += 1
@@ -317,13 +435,32 @@ private struct BuildRun {
         case .cancelled(let tourIndex):
             assemblies[tourIndex].outstanding -= 1
             assemblies[tourIndex].skipped += 1
+        case .mapsReady(let tourIndex, let result):
+            mapsInFlight -= 1
+            assemblies[tourIndex].mapsPending = false
+            switch result {
+            case .success(let pack):
+                assemblies[tourIndex].pack = pack
+                events(.mapsDone(tourID: assemblies[tourIndex].tour.id, tileCount: pack.storedTiles + pack.emptyTiles))
+            case .failure(let error):
+                if error == .cancelled {
+                    if !cancelled { cancelled = true; stopReason = error.description }
+                } else {
+                    assemblies[tourIndex].mapFailure = error
+                    summary.failures.append("\(assemblies[tourIndex].tour.name): \(error.description)")
+                }
+            }
+            reportTiles()
+            settle(tourIndex)
+        case .tick:
+            break
         }
     }
 
     /// Publishes or gives up a tour once every item is settled; once only.
     /// After a signal nothing more is published: the build only cleans up.
     private mutating func settle(_ index: Int) {
-        guard !assemblies[index].isClosed, assemblies[index].outstanding == 0 else { return }
+        guard !assemblies[index].isClosed, assemblies[index].outstanding == 0, !assemblies[index].mapsPending else { return }
         assemblies[index].isClosed = true
         let assembly = assemblies[index]
         let tour = assembly.tour
@@ -331,10 +468,12 @@ private struct BuildRun {
             staging.discard(assembly.temps)
             return
         }
-        if assembly.hasFailed || assembly.skipped > 0 {
+        if assembly.hasFailed || assembly.skipped > 0 || (maps != nil && assembly.pack == nil) {
             staging.discard(assembly.temps)
             let failed = assembly.failures.count
-            let why = failed > 0 ? "\(failed) item\(failed == 1 ? "" : "s") failed" : "stopped before it finished: \(stopReason ?? "")"
+            let why = assembly.mapFailure.map { "its map failed: \($0.description)" }
+                ?? (maps != nil && assembly.pack == nil && failed == 0 && assembly.skipped == 0 ? "stopped before its map was made: \(stopReason ?? "")" : nil)
+                ?? (failed > 0 ? "\(failed) item\(failed == 1 ? "" : "s") failed" : "stopped before it finished: \(stopReason ?? "")")
             fail(assembly, reason: "\(why); the previous package is untouched")
             return
         }
@@ -343,13 +482,14 @@ private struct BuildRun {
             fail(assembly, reason: "the route has no coordinates to cover with map tiles")
             return
         }
-        events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount))
+        if maps == nil { events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount)) }
         do {
             let packaged = try publisher.publish(assembly, coverage: coverage, now: builder.options.now())
             if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
             summary.files += packaged.files
             summary.reusedFiles += packaged.reusedFiles
             summary.bytes += packaged.bytes
+            summary.tilePacks += packaged.tilePacks.count
             try? state.records.recordTour(record, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
             events(.tourPackaged(packaged))
         } catch {

@@ -15,6 +15,10 @@ enum ItemOutcome: Sendable {
     case done(tourIndex: Int, item: PlanItem, files: [StagedFile], durationSeconds: Double)
     case failed(tourIndex: Int, item: PlanItem, error: TourpackError)
     case cancelled(tourIndex: Int)
+    /// A tour's maps phase is over: its tile pack is staged, or it failed.
+    case mapsReady(tourIndex: Int, result: Result<StagedTilePack, TourpackError>)
+    /// Time to report the tiles' progress.
+    case tick
 }
 
 /// A tour on its way to being packaged: which items are still out, the
@@ -27,20 +31,26 @@ struct TourAssembly {
     var outstanding: Int
     var staged: [StagedFile] = []
     /// The temps among `staged`: what a failed or cancelled tour discards.
-    var temps: [URL] { staged.compactMap(\.temp) }
+    var temps: [URL] { staged.compactMap(\.temp) + (pack?.temp.map { [$0] } ?? []) }
     var failures: [ItemFailure] = []
     /// Items never started because the tour had already failed.
     var skipped = 0
     /// Published or given up; nothing more happens to it.
     var isClosed = false
+    /// The tile pack is still being made (a tile source is set and its maps are not ready).
+    var mapsPending: Bool
+    var pack: StagedTilePack?
+    /// Why the maps phase failed (`mapDownloadFailed`, storage): the tour is not packaged.
+    var mapFailure: TourpackError?
 
-    init(plan: TourPlan) {
+    init(plan: TourPlan, hasTileSource: Bool) {
         self.plan = plan
         outstanding = plan.items.count
+        mapsPending = hasTileSource
     }
 
     var tour: Tour { plan.tour }
-    var hasFailed: Bool { !failures.isEmpty }
+    var hasFailed: Bool { !failures.isEmpty || mapFailure != nil }
 
     /// The failure of `item` as the event and summary report it.
     static func failure(of item: PlanItem, in tour: Tour, error: TourpackError) -> ItemFailure {
@@ -66,6 +76,7 @@ struct TourPublisher: Sendable {
     let index: PackageIndex
     let state: StateLayout
     let outputs: OutputCache
+    let tilePacks: TilePackRecords
     let refreshWithinDays: Int
 
     /// Builds the manifests from the staged audio, stages those that
@@ -74,23 +85,44 @@ struct TourPublisher: Sendable {
     func publish(_ assembly: TourAssembly, coverage: MapCoverage, now: Date) throws -> TourPackaged {
         let tour = assembly.tour
         var manifestMoves: [CommitJournal.Move] = []
+        var packMoves: [CommitJournal.Move] = []
+        var packPaths: [String] = []
         var packagePaths: [String] = []
         var unchangedPaths: [String] = []
         var writtenFormats: [AudioFormat] = []
         var packageIDs: Set<String> = []
         var manifestTemps: [URL] = []
+        var packTemps: [URL] = []
+        var packSource = assembly.pack?.temp
         do {
             for format in config.formats {
                 let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
-                let manifest = try PackageManifest(
-                    tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: coverage,
-                    createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays)
-                guard let packageID = SafeID(validating: manifest.packageId) else {
-                    throw TourpackError.invalidInput("package ID \(manifest.packageId) is not a UUID")
+                let packageID = PackageID.make(tourID: tour.id, voice: config.voice, format: format)
+                var mapTiles = coverage
+                if let pack = assembly.pack, let source = config.maps.source {
+                    let target = layout.tilePack(packageID: packageID)
+                    mapTiles = pack.coverage(coverage, file: target.relativePath, source: source)
+                    if !pack.upToDate.contains(target.relativePath), let made = pack.temp {
+                        // The first package takes the staged pack; each other one a hard link to it.
+                        let temp: URL
+                        if let first = packSource {
+                            temp = first
+                            packSource = nil
+                        } else {
+                            temp = try staging.temporaryURL(for: target.url)
+                            packTemps.append(temp)
+                            try AtomicFile.link(made, to: temp)
+                        }
+                        packMoves.append(CommitJournal.Move(from: temp.path, to: target.url.path))
+                        packPaths.append(target.relativePath)
+                    }
                 }
+                let manifest = try PackageManifest(
+                    tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: mapTiles,
+                    createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays)
                 let final = layout.manifest(packageID: packageID)
                 packageIDs.insert(manifest.packageId)
-                if try isUnchanged(final.url, tour: tour, format: format, audio: audio, coverage: coverage, now: now) {
+                if try isUnchanged(final.url, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
                     unchangedPaths.append(final.relativePath)
                     continue
                 }
@@ -101,28 +133,33 @@ struct TourPublisher: Sendable {
                 packagePaths.append(final.relativePath)
                 writtenFormats.append(format)
             }
-            for temp in assembly.temps { try AtomicFile.syncFile(temp) }
+            if let unused = packSource { staging.discard([unused]) }
+            for temp in assembly.staged.compactMap(\.temp) { try AtomicFile.syncFile(temp) }
         } catch {
-            staging.discard(manifestTemps)
+            staging.discard(manifestTemps + packTemps)
             throw error
         }
         let removals = index.superseded(tourID: tour.id, formats: writtenFormats, keeping: packageIDs)
         let fresh = assembly.staged.filter { $0.temp != nil }
-        let moves = fresh.compactMap { file in file.temp.map { CommitJournal.Move(from: $0.path, to: file.final.path) } } + manifestMoves
+        // Audio first, then the packs, then the package.json files that name them.
+        let moves = fresh.compactMap { file in file.temp.map { CommitJournal.Move(from: $0.path, to: file.final.path) } } + packMoves + manifestMoves
         if !moves.isEmpty || !removals.isEmpty {
             let journal = CommitJournal(tourId: tour.id.value, moves: moves, removals: removals.map(\.path))
             try journal.commit(state: state.rootFolder)
         }
-        for temp in assembly.temps + manifestTemps { staging.committed(temp) }
+        for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
         // The package is live now. The records are only what lets the next
         // build reuse these files: losing them costs an encode, not this tour.
         try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
         try? outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
+        if let pack = assembly.pack {
+            for path in packPaths { try? tilePacks.save(pack.record, for: path) }
+        }
         return TourPackaged(
             tourId: tour.id.value, tourName: tour.name, packages: packagePaths, unchangedPackages: unchangedPaths,
             files: fresh.count, reusedFiles: assembly.staged.count - fresh.count,
             bytes: fresh.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
-            superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" })
+            superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" }, tilePacks: packPaths)
     }
 
     /// True when the package at `url` already says exactly what a new one

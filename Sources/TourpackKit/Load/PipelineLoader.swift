@@ -14,6 +14,8 @@ public struct PipelineOverrides: Sendable, Hashable {
     public var state: String?
     public var speakingRate: Double?
     public var pitch: Double?
+    /// Replaces `maps.source.url` (or names one); the format comes from its extension.
+    public var tilesURL: String?
 
     public init(
         formats: [AudioFormat]? = nil, voiceFile: String? = nil, endpoint: String? = nil, api: TTSAPI? = nil,
@@ -49,7 +51,7 @@ public enum PipelineLoader {
     static let budgetKeys = ["cacheMaxMB", "synthesisCacheMaxMB", "tileCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters"]
     static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB", "selection", "maxTiles", "source"]
     static let tileSourceKeys = [
-        "url", "mbtiles", "format", "apiKeyEnv", "apiKeyParam", "apiKeyHeader", "attribution", "userAgent",
+        "url", "mbtiles", "format", "name", "apiKeyEnv", "apiKeyParam", "apiKeyHeader", "attribution", "userAgent",
         "concurrency", "requestsPerSecond", "maxAgeDays",
     ]
 
@@ -130,6 +132,19 @@ public enum PipelineLoader {
             maps.maxTiles = reader.integer(mapMap["maxTiles"], at: "maps.maxTiles", range: 1...10_000_000) ?? maps.maxTiles
             if let node = mapMap["source"], let sourceMap = reader.mapping(node, at: "maps.source", allowed: tileSourceKeys) {
                 maps.source = readTileSource(sourceMap, base: base, reader: &reader)
+            }
+        }
+        if let template = overrides.tilesURL {
+            if let problem = tileTemplateProblem(template) {
+                diagnostics.error("--tiles-url", "", problem)
+            } else {
+                let probe = template.replacingOccurrences(of: "{z}", with: "0").replacingOccurrences(of: "{x}", with: "0")
+                    .replacingOccurrences(of: "{y}", with: "0")
+                let format = URLComponents(string: probe).flatMap { TileFormat(pathExtension: ($0.path as NSString).pathExtension) }
+                var source = maps.source ?? TileSource(location: .url(template), format: format ?? .png)
+                source.location = .url(template)
+                if let format { source.format = format }
+                maps.source = source
             }
         }
         var chunking = ChunkingSettings()
@@ -325,6 +340,13 @@ public enum PipelineLoader {
         }
         source.concurrency = reader.integer(map["concurrency"], at: "\(path).concurrency", range: 1...64) ?? source.concurrency
         source.requestsPerSecond = reader.number(map["requestsPerSecond"], at: "\(path).requestsPerSecond", range: 0...10_000) ?? source.requestsPerSecond
+        if let name = reader.string(map["name"], at: "\(path).name") {
+            if name.isEmpty || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                reader.error("\(path).name", "give a short name for the tiles, e.g. outdoors-2026")
+            } else {
+                source.name = name
+            }
+        }
         source.maxAgeDays = reader.integer(map["maxAgeDays"], at: "\(path).maxAgeDays", range: 1...3650) ?? source.maxAgeDays
         return source
     }

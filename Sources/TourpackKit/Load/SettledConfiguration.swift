@@ -14,6 +14,21 @@ extension PipelineConfig {
         } else {
             keyLine = "no key"
         }
+        var tiles = "no tile source: packages carry the coverage only"
+        if let source = maps.source {
+            let key = source.apiKeyEnv.map { name in
+                "key from $\(name) (\(environment[name].map { $0.isEmpty ? "empty" : "set" } ?? "not set")) in "
+                    + (source.apiKeyHeader.map { "header \($0)" } ?? "query \(source.apiKeyParam)")
+            } ?? "no key"
+            switch source.location {
+            case .url(let template):
+                tiles = "tiles \(template) (\(source.format.rawValue)) · \(key) · concurrency \(source.concurrency) · "
+                    + (source.requestsPerSecond > 0 ? "\(source.requestsPerSecond.compactText)/s" : "no rate limit")
+                    + " · fresh \(source.maxAgeDays) d unless the server says · cached as \(source.name ?? "the template")"
+            case .mbtiles(let file):
+                tiles = "tiles from the extract \(shown(file)) (\(source.format.rawValue))"
+            }
+        }
         let quotas = PricingTier.allCases.compactMap { tier in budgets.monthlyQuota(for: tier).map { "\(tier.rawValue) \(PlanReport.grouped($0))" } }
         var lines = [
             "pipeline  \(shown(sourceFile)) (version \(version))",
@@ -24,8 +39,9 @@ extension PipelineConfig {
             "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
             "output    \(shown(output))",
             "state     \(shown(state))",
-            "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
-            "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.tileKB) KB/tile",
+            "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · tile cache \(budgets.tileCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
+            "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.selection.rawValue) · at most \(PlanReport.grouped(maps.maxTiles)) tiles a package · \(maps.tileKB) KB/tile",
+            "          \(tiles)",
             "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
         ]
         lines = lines.map { "  " + $0 }

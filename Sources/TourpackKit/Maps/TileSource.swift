@@ -74,6 +74,10 @@ public struct TileSource: Sendable, Hashable {
     public var requestsPerSecond: Double
     /// How long a tile stays fresh when the server says nothing (no max-age, no Expires).
     public var maxAgeDays: Int
+    /// What the tile cache files this source's tiles under (`maps.source.name`);
+    /// nil: the template itself. Naming it keeps the cache when the server
+    /// moves (a mirror, a new port) but serves the same tiles.
+    public var name: String?
 
     public static let defaultUserAgent = "tourpack (offline tour packages)"
 
@@ -98,6 +102,7 @@ public struct TileSource: Sendable, Hashable {
     /// (or the extract's path) and the format; never the key, which changes
     /// who pays, not what a tile holds.
     public var cacheName: String {
+        if let name { return "name \(format.rawValue) \(name)" }
         switch location {
         case .url(let template): return "url \(format.rawValue) \(template)"
         case .mbtiles(let file): return "mbtiles \(format.rawValue) \(file.standardizedFileURL.path)"

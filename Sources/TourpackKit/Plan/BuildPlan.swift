@@ -17,6 +17,18 @@ public struct PlanItem: Sendable, Hashable {
     }
 }
 
+/// One tour's map under one selection, as `plan` shows it beside the other.
+public struct TileSelectionPlan: Sendable, Hashable, Codable {
+    public var selection: TileSelection
+    public var tiles: Int
+    /// Tiles the tile cache holds fresh: no request.
+    public var fresh: Int
+    /// The tiles of the pack at `maps.tileKB` each.
+    public var estimatedBytes: Int
+    /// Tiles a build would ask the server for (new, or stale: conditionally).
+    public var toFetch: Int { tiles - fresh }
+}
+
 /// What building one tour costs and makes, worked out before anything is spent.
 public struct TourPlan: Sendable, Hashable {
     public var tour: Tour
@@ -26,6 +38,8 @@ public struct TourPlan: Sendable, Hashable {
     public var estimatedDurationSeconds: Double
     public var estimatedBytes: [AudioFormat: Int]
     public var mapCoverage: MapCoverage?
+    /// With a tile source: the map under `bbox`, then under `corridor`.
+    public var tileSelections: [TileSelectionPlan] = []
 
     public var phases: Int { items.count }
     public var chunks: Int { items.reduce(0) { $0 + $1.chunks.count } }
@@ -65,6 +79,20 @@ public struct BuildPlan: Sendable, Hashable {
 
     /// The audio this build would put in the AudioCache, estimated, in every format.
     public var estimatedAudioBytes: Int { formats.reduce(0) { $0 + estimatedBytes($1) } }
+
+    /// Why `maps.maxTiles` refuses this plan before any tile is fetched, with
+    /// the numbers; nil when every tour's pack fits, or no tile source is set.
+    public func tileRefusal(_ maps: MapSettings) -> String? {
+        guard maps.source != nil else { return nil }
+        let over = tours.compactMap { plan -> String? in
+            guard let coverage = plan.mapCoverage, coverage.tileCount > maps.maxTiles else { return nil }
+            return "\(plan.tour.name) needs \(coverage.tileCount.groupedText) tiles"
+        }
+        guard !over.isEmpty else { return nil }
+        return "\(over.joined(separator: "; ")) (\(maps.selection.rawValue), zoom \(maps.minZoom)–\(maps.maxZoom), "
+            + "\(maps.bufferMiles.compactText) miles), more than maps.maxTiles (\(maps.maxTiles.groupedText)) per package. "
+            + "Try selection: corridor, a lower maxZoom or a smaller bufferMiles. Nothing was fetched."
+    }
 
     /// Why a budget refuses this plan before anything is spent, with the
     /// numbers; nil when it fits. The build exits 3 with this message.

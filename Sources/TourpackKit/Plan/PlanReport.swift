@@ -31,6 +31,28 @@ public struct PlanReport: Sendable {
                 + [Self.grouped(plan.tileCount), Self.bytes(plan.mapBytes)]
         )
         lines.append(contentsOf: Self.table(rows, footerFromRow: rows.count - 1))
+        if let source = config.maps.source, !plan.tours.isEmpty {
+            lines.append("")
+            lines.append("map tiles from \(source.displayName) (\(source.format.rawValue)), zoom \(config.maps.minZoom)–\(config.maps.maxZoom), "
+                + "+\(config.maps.bufferMiles.compactText) mi; * is the pipeline's selection (maps.selection), maxTiles \(Self.grouped(config.maps.maxTiles)) per package")
+            var tileRows: [[String]] = [["tour", "selection", "tiles", "fresh in cache", "to fetch", "est. pack"]]
+            for selection in TileSelection.allCases {
+                for tourPlan in plan.tours {
+                    guard let entry = tourPlan.tileSelections.first(where: { $0.selection == selection }) else { continue }
+                    tileRows.append(Self.tileRow(Self.truncate(tourPlan.tour.name, 34), entry, chosen: selection == config.maps.selection, limit: config.maps.maxTiles))
+                }
+            }
+            var totals: [[String]] = []
+            for selection in TileSelection.allCases {
+                let entries = plan.tours.compactMap { $0.tileSelections.first { $0.selection == selection } }
+                let total = TileSelectionPlan(
+                    selection: selection, tiles: entries.reduce(0) { $0 + $1.tiles }, fresh: entries.reduce(0) { $0 + $1.fresh },
+                    estimatedBytes: entries.reduce(0) { $0 + $1.estimatedBytes })
+                totals.append(Self.tileRow("total", total, chosen: selection == config.maps.selection, limit: nil))
+            }
+            lines.append(contentsOf: Self.table(tileRows + totals, footerFromRow: tileRows.count))
+            if let refusal = plan.tileRefusal(config.maps) { lines.append("maps: REFUSED: \(refusal)") }
+        }
         lines.append("")
         lines.append(quotaLine())
         for tourPlan in plan.tours {
@@ -43,6 +65,12 @@ public struct PlanReport: Sendable {
             )
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func tileRow(_ name: String, _ entry: TileSelectionPlan, chosen: Bool, limit: Int?) -> [String] {
+        let over = limit.map { entry.tiles > $0 } ?? false
+        return [name, entry.selection.rawValue + (chosen ? " *" : ""), grouped(entry.tiles) + (over && chosen ? " OVER" : ""),
+                grouped(entry.fresh), grouped(entry.toFetch), bytes(entry.estimatedBytes)]
     }
 
     func quotaLine() -> String {
@@ -70,7 +98,7 @@ public struct PlanReport: Sendable {
                     characters: tourPlan.characters, billableCharacters: tourPlan.billableCharacters, cacheHits: tourPlan.cacheHits,
                     estimatedDurationSeconds: Self.rounded(tourPlan.estimatedDurationSeconds),
                     estimatedBytes: Dictionary(uniqueKeysWithValues: tourPlan.estimatedBytes.map { ($0.key.rawValue, $0.value) }),
-                    mapTiles: tourPlan.mapCoverage
+                    mapTiles: tourPlan.mapCoverage, tileSelections: tourPlan.tileSelections.map(PlanDocument.TileEntry.init)
                 )
             },
             totals: PlanDocument.Totals(
@@ -98,6 +126,18 @@ public struct PlanReport: Sendable {
             var estimatedDurationSeconds: Double
             var estimatedBytes: [String: Int]
             var mapTiles: MapCoverage?
+            var tileSelections: [TileEntry]
+        }
+        struct TileEntry: Encodable {
+            var selection: String
+            var tiles, fresh, toFetch, estimatedBytes: Int
+            init(_ plan: TileSelectionPlan) {
+                selection = plan.selection.rawValue
+                tiles = plan.tiles
+                fresh = plan.fresh
+                toFetch = plan.toFetch
+                estimatedBytes = plan.estimatedBytes
+            }
         }
         struct Totals: Encodable {
             var tours, pois, phases, chunks, requests, characters, billableCharacters, cacheHits: Int

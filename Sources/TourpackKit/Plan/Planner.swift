@@ -66,10 +66,19 @@ public struct Planner: Sendable {
             bytes[format] = speechSeconds.reduce(0) { $0 + Self.estimatedFileBytes(seconds: $1, format: format) }
         }
         let characters = items.reduce(0) { $0 + $1.characters }
-        return TourPlan(
+        var plan = TourPlan(
             tour: tour, items: items, cacheHits: 0, estimatedDurationSeconds: duration, estimatedBytes: bytes,
             mapCoverage: tour.mapCoverage(config.maps), billableCharacters: characters
         )
+        if config.maps.source != nil {
+            plan.tileSelections = TileSelection.allCases.map { selection in
+                var settings = config.maps
+                settings.selection = selection
+                let count = tour.mapCoverage(settings)?.tileCount ?? 0
+                return TileSelectionPlan(selection: selection, tiles: count, fresh: 0, estimatedBytes: count * settings.tileKB * 1024)
+            }
+        }
+        return plan
     }
 
     /// Spoken seconds of an item: its text at 14 characters a second, scaled

@@ -67,6 +67,26 @@ public struct BuildState: Sendable {
             plan.tours[tourIndex].cacheHits = hits
             plan.tours[tourIndex].billableCharacters = billable
         }
+        if let source = config.maps.source, case .url = source.location {
+            for tourIndex in plan.tours.indices {
+                let tour = plan.tours[tourIndex].tour
+                for (index, selectionPlan) in plan.tours[tourIndex].tileSelections.enumerated() {
+                    var settings = config.maps
+                    settings.selection = selectionPlan.selection
+                    let known = try tiles.entries(source: source.cacheName, tiles: tour.mapTiles(settings))
+                    plan.tours[tourIndex].tileSelections[index].fresh = known.values.filter { entry in
+                        tiles.isFresh(entry) && (entry.sha256.map { FileManager.default.fileExists(atPath: tiles.blobURL($0).path) } ?? true)
+                    }.count
+                }
+            }
+        } else if config.maps.source != nil {
+            // A local extract: nothing is fetched.
+            for tourIndex in plan.tours.indices {
+                for index in plan.tours[tourIndex].tileSelections.indices {
+                    plan.tours[tourIndex].tileSelections[index].fresh = plan.tours[tourIndex].tileSelections[index].tiles
+                }
+            }
+        }
         let usage = try ledger.usage(of: config.voice.tier)
         plan.quotaUsedBefore = usage.used + usage.reserved
         return plan

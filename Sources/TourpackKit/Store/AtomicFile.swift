@@ -124,6 +124,27 @@ public enum AtomicFile {
         return false
     }
 
+    /// Makes `temp` (a fresh temp from `temporaryURL`) a second name of the
+    /// finished file `source`: a hard link, so a pack that two packages carry
+    /// is written and synced once. Falls back to a copy where links are not allowed.
+    public static func link(_ source: URL, to temp: URL) throws {
+        _ = unlink(temp.path)
+        #if canImport(Glibc)
+        let linked = Glibc.link(source.path, temp.path)
+        #elseif canImport(Musl)
+        let linked = Musl.link(source.path, temp.path)
+        #else
+        let linked = Darwin.link(source.path, temp.path)
+        #endif
+        if linked == 0 { return }
+        do {
+            try FileManager.default.copyItem(at: source, to: temp)
+            try syncFile(temp)
+        } catch {
+            throw TourpackError.storageFailed(path: temp.path, errno: errno == 0 ? EIO : errno, operation: "link or copy \(source.lastPathComponent)")
+        }
+    }
+
     /// Deletes a folder if it is empty; one that is gone or still holds files is left alone.
     public static func removeFolderIfEmpty(_ folder: URL) throws {
         guard rmdir(folder.path) == 0 || errno == ENOENT || errno == ENOTEMPTY else { throw failure(folder, "rmdir") }

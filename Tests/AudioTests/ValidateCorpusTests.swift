@@ -115,6 +115,34 @@ struct ValidateCorpusTests {
         #expect(messages.contains { $0.hasPrefix("1200 tiles that are not png by their first bytes: 16/\(range.minX)/\(range.minY) (starts 3C 21 44 4F), ") && $0.hasSuffix(" and 1195 more") }, "\(messages)")
     }
 
+    @Test("a corridor package's pack is held to the recomputed corridor")
+    func corridorPack() async throws {
+        var bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        let tour = try ValidateFixture.tour()
+        let settings = MapSettings(selection: .corridor)
+        let corridor = try #require(tour.mapCoverage(settings))
+        let selected = tour.mapTiles(settings)
+        // The first and last tile the corridor keeps at each zoom.
+        let kept = Dictionary(grouping: selected, by: \.z).values.flatMap { [$0.min()!, $0.max()!] }.sorted()
+        let png = ValidateFixture.png(red: 1, green: 2, blue: 3)
+        try bundle.rewrite(.aac) { $0.mapTiles = corridor }
+        try bundle.replacePack(.aac, tiles: kept.map { ($0, png) })
+        let good = try await bundle.validate(strict: true)
+        #expect(good.findings.isEmpty, "\(good.findings.map(\.description))")
+
+        // A tile inside the ranges that the corridor does not keep, if the corridor is narrower than its ranges here.
+        let keptSet = Set(selected)
+        let outside = corridor.ranges.lazy.flatMap { r in (r.minX...r.maxX).lazy.flatMap { x in (r.minY...r.maxY).lazy.map { TileID(z: r.zoom, x: x, y: $0) } } }
+            .first { !keptSet.contains($0) }
+        if let outside {
+            try bundle.replacePack(.aac, tiles: (kept + [outside]).sorted().map { ($0, png) })
+            let report = try await bundle.validate()
+            #expect(report.findings.contains { $0.check == .tilePack && $0.path == bundle.packPath(.aac) && $0.message.contains("1 tile outside the corridor") && $0.message.contains("\(outside)") },
+                    "\(report.findings.map(\.description))")
+        }
+    }
+
     @Test("a stray file is a warning without --strict, and the run passes")
     func strayIsAWarning() async throws {
         var bundle = try ValidateFixture.copy()

@@ -27,8 +27,10 @@ struct TilePackCheck: Sendable {
     /// Bad tiles named per kind of problem; the rest are counted.
     static let shownTiles = 5
     /// The most tiles a box may hold for validate to recompute a corridor
-    /// over it; a hostile bufferMiles could otherwise ask for billions.
-    static let maxRecomputedTiles = 2_000_000
+    /// over it; a hostile bufferMiles could otherwise ask for billions. A
+    /// build's corridor is far smaller (`maps.maxTiles`, 60,000 by default):
+    /// 10 million covers the box of a 1,000 km diagonal at zooms 12–16.
+    static let maxRecomputedTiles = 10_000_000
 
     var package: String
     /// `OfflineTours/<package>/tiles.mbtiles`: already checked to be this package's pack.

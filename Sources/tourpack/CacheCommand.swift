@@ -10,7 +10,7 @@ struct Cache: AsyncParsableCommand {
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Packages, files, bytes (in total and per tour), expired and failed counts, unreferenced audio, temps, synthesis-cache size.")
+            abstract: "Packages, files, bytes (in total and per tour), expired and failed counts, unreferenced audio, temps, synthesis- and tile-cache sizes, tile packs.")
 
         @OptionGroup var options: PipelineOptions
         @Flag(help: "Print the statistics as JSON.") var json = false
@@ -34,6 +34,8 @@ struct Cache: AsyncParsableCommand {
                 "  old audio    \(stats.expiredAudioFiles) files older than \(config.budgets.audioMaxAgeDays) days",
                 "  temp files   \(stats.temporaries)",
                 "  synthesis    \(stats.synthesisCacheEntries) chunks, \(size(stats.synthesisCacheBytes)) of \(size(stats.synthesisBudgetBytes)) budget",
+                "  map tiles    \(stats.tileCacheEntries) cached, \(size(stats.tileCacheBytes)) of \(size(stats.tileBudgetBytes)) budget",
+                "  tile packs   \(stats.tilePacks) packs, \(size(stats.tilePackBytes))",
                 "  failed       \(stats.failedTours) tour\(stats.failedTours == 1 ? "" : "s") whose last build failed",
                 "  builds       " + (stats.builds.isEmpty ? "none recorded"
                     : BuildRecord.Status.allCases.compactMap { status in stats.builds[status.rawValue].map { "\($0) \(status.rawValue)" } }.joined(separator: ", ")),
@@ -75,6 +77,8 @@ struct Cache: AsyncParsableCommand {
                 try state?.outputs.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
                 // The synthesis cache keeps its own budget, and drops chunks too old to reuse.
                 _ = try state?.synthesis.evict(toFit: Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576)
+                // So does the tile cache, least recently used tiles first.
+                _ = try state?.tiles.evict(toFit: Int64(config.budgets.tileCacheMaxMB) * 1_048_576)
             }
             if json {
                 print(try CacheText.json(plan))
@@ -88,7 +92,7 @@ struct Cache: AsyncParsableCommand {
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove everything the pipeline wrote: AudioCache, OfflineTours, the synthesis cache and the build records.",
+            abstract: "Remove everything the pipeline wrote: AudioCache, OfflineTours, the synthesis and tile caches and the build records.",
             discussion: "The quota ledger stays: it records characters already paid for this month, so clearing it would let jobs pass the quota.")
 
         @OptionGroup var options: PipelineOptions
@@ -97,7 +101,7 @@ struct Cache: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             guard yes else {
-                throw TourpackError.invalidInput("cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis cache and the build records in \(config.state.path); run it again with --yes")
+                throw TourpackError.invalidInput("cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis and tile caches and the build records in \(config.state.path); run it again with --yes")
             }
             let lock = try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
             defer { lock.release() }

@@ -102,6 +102,14 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
     /// Chunks in the synthesis cache, and its budget (`synthesisCacheMaxMB`).
     public var synthesisCacheEntries = 0
     public var synthesisBudgetBytes: Int64 = 0
+    /// Map tiles in the state's tile cache, the bytes of their files, and its budget (`tileCacheMaxMB`).
+    public var tileCacheEntries = 0
+    public var tileCacheBytes: Int64 = 0
+    public var tileBudgetBytes: Int64 = 0
+    /// Tile packs (`OfflineTours/*/tiles.mbtiles`) and their bytes: they ship
+    /// with the packages, outside the AudioCache budget.
+    public var tilePacks = 0
+    public var tilePackBytes: Int64 = 0
     /// Tours of this root whose latest build attempt failed, from the build records.
     public var failedTours = 0
     /// The failed tours by id, with the reason their last attempt gave.
@@ -129,6 +137,14 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
         temporaries = inventory.temporaries.count
         synthesisCacheBytes = Self.folderBytes(config.state.appendingPathComponent("synthesis", isDirectory: true))
         synthesisBudgetBytes = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
+        tileBudgetBytes = Int64(config.budgets.tileCacheMaxMB) * 1_048_576
+        let packages = config.output.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: packages.path)) ?? [] {
+            let pack = packages.appendingPathComponent(name).appendingPathComponent(Layout.tilePackFileName)
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: pack.path))?[.size] as? NSNumber else { continue }
+            tilePacks += 1
+            tilePackBytes += size.int64Value
+        }
         var byTour: [String: Tour] = [:]
         for file in inventory.files {
             let tourID = file.path.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
@@ -146,6 +162,7 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
         guard let state else { return }
         let output = URL(fileURLWithPath: self.output)
         synthesisCacheEntries = try state.synthesis.totals().entries
+        (tileCacheEntries, tileCacheBytes) = try state.tiles.totals()
         let failed = try state.records.failedTours(output: output)
         failedTours = failed.count
         failedTourReasons = Dictionary(failed.map { ($0.tourId, $0.message ?? "") }, uniquingKeysWith: { first, _ in first })

@@ -112,20 +112,22 @@ enum AudioCacheEviction {
 /// deleting one under a waiter would let two builds run.
 public enum CacheClearing {
     /// Removes `AudioCache`, `OfflineTours`, this root's staging and
-    /// journals, the synthesis cache, and the output-cache rows and build
+    /// journals, the synthesis and tile caches, and the output-cache rows and build
     /// records of this root; returns the bytes freed. Call it only while
     /// holding the root's `BuildLock`.
     public static func clear(_ config: PipelineConfig, state: BuildState?) throws -> Int64 {
         let layout = StateLayout(config)
         var freed: Int64 = 0
         let folders = [Layout.audioCacheFolder, Layout.offlineToursFolder].map { config.output.appendingPathComponent($0, isDirectory: true) }
-            + [layout.rootFolder.appendingPathComponent("staging"), layout.rootFolder.appendingPathComponent("journal"), layout.synthesisFolder]
+            + [layout.rootFolder.appendingPathComponent("staging"), layout.rootFolder.appendingPathComponent("journal"), layout.synthesisFolder,
+               layout.tileFolder]
         for folder in folders {
             freed += CacheStatistics.folderBytes(folder)
             try remove(folder)
         }
         if let state {
             try state.synthesis.forgetAll()
+            try state.tiles.forgetAll()
             try state.outputs.forgetAll(under: config.output)
             try state.records.forgetAll(output: config.output)
         }

@@ -327,3 +327,67 @@ import Glibc
         #expect(try Self.stat(tiles, "requests") == 0)
     }
 }
+
+/// Map sources beyond one server and one build: a local extract, two builds
+/// sharing a state folder, and a pipeline that drops its source.
+@Suite(.serialized) struct MapSourceTests {
+    @Test func aLocalExtractIsReadInsteadOfTheNetworkWithItsRowsConverted() throws {
+        let voice = try LocalVoiceServer()
+        let tiles = try LocalTileServer()
+        let first = try MapBuildTests.workspace(source: MapBuildTests.source(tiles))
+        #expect(try first.build(voice).status == 0)
+        // The first build's pack of the north tour becomes the extract of a second pipeline.
+        let north = try #require(try MapBuildTests.manifests(first)[MapBuildTests.northID])
+        let extract = first.root.appendingPathComponent("alps-extract.mbtiles")
+        try FileManager.default.copyItem(at: first.output.appendingPathComponent(try #require(north.mapTiles.file)), to: extract)
+        tiles.stop()
+
+        let second = try MapBuildTests.workspace(source: "mbtiles: \(extract.path)\nattribution: Extract tiles")
+        let result = try second.build(voice)
+        #expect(result.status == 0, "\(result.stderr)")
+        let manifests = try MapBuildTests.manifests(second)
+        let copied = try MapBuildTests.packTiles(second.output.appendingPathComponent(try #require(manifests[MapBuildTests.northID]?.mapTiles.file)))
+        let original = try MapBuildTests.packTiles(extract)
+        #expect(!copied.isEmpty && copied == original)
+        // The south tour's tiles the extract lacks are counted empty, not failed.
+        let south = try #require(manifests[MapBuildTests.southID]?.mapTiles)
+        #expect(south.emptyTiles! > 0 && south.storedTiles! + south.emptyTiles! == south.tileCount)
+        #expect(manifests.values.allSatisfy { $0.mapTiles.attribution == "Extract tiles" })
+    }
+
+    @Test func twoBuildsSharingAStateFolderFetchEachTileOnce() throws {
+        let voice = try LocalVoiceServer()
+        let tiles = try LocalTileServer(flags: ["--latency-ms", "60"])
+        let workspace = try MapBuildTests.workspace(source: MapBuildTests.source(tiles, concurrency: 2))
+        // A second root (an opus job, say) with the same state folder and tours.
+        let other = workspace.root.appendingPathComponent("Documents-opus")
+        let a = try workspace.startBuild(voice)
+        let b = try RunningBuild(
+            arguments: ["build", workspace.pipeline.path, "--endpoint", voice.endpoint, "--json", "--output", other.path, "--format", "opus"],
+            in: workspace.root)
+        #expect(a.finish() == 0)
+        #expect(b.finish() == 0)
+        let counts = try MapBuildTests.perTile(tiles)
+        #expect(!counts.isEmpty)
+        #expect(counts.values.allSatisfy { $0["ok"] == 1 }, "fetched twice: \(counts.filter { $0.value["ok"] != 1 })")
+        let packs = RootCheck.allFiles(under: other).filter { $0.hasSuffix("tiles.mbtiles") }
+        #expect(packs.count == 2)
+    }
+
+    @Test func droppingTheTileSourceRemovesThePacksWithTheNewPackages() throws {
+        let voice = try LocalVoiceServer()
+        let tiles = try LocalTileServer()
+        let workspace = try MapBuildTests.workspace(source: MapBuildTests.source(tiles))
+        #expect(try workspace.build(voice).status == 0)
+        #expect(RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("tiles.mbtiles") }.count == 2)
+        var yaml = try String(contentsOf: workspace.pipeline, encoding: .utf8)
+        yaml = String(yaml[..<yaml.range(of: "  source:")!.lowerBound])
+        try yaml.write(to: workspace.pipeline, atomically: true, encoding: .utf8)
+        let result = try workspace.build(voice)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(RootCheck.allFiles(under: workspace.output).filter { $0.contains("mbtiles") }.isEmpty)
+        #expect(try MapBuildTests.manifests(workspace).values.allSatisfy { $0.mapTiles.file == nil })
+        let validate = try Executable.run(["validate", workspace.output.path, "--strict"], in: workspace.root)
+        #expect(validate.status == 0, "\(validate.stdout)")
+    }
+}

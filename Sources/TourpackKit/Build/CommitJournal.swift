@@ -33,11 +33,16 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// Package folders to delete after the moves: packages of the same tour
     /// and format under another voice, whose audio the moves replace.
     public var removals: [String]
+    /// Files to delete after the moves: a tile pack that the new package.json
+    /// no longer names (the pipeline dropped its tile source). Optional, so
+    /// journals written before it existed still replay.
+    public var deletions: [String]?
 
-    public init(tourId: String, moves: [Move], removals: [String]) {
+    public init(tourId: String, moves: [Move], removals: [String], deletions: [String] = []) {
         self.tourId = tourId
         self.moves = moves
         self.removals = removals
+        self.deletions = deletions.isEmpty ? nil : deletions
     }
 
     /// `journal` in the given state folder (the output root's, see `StateLayout`).
@@ -97,6 +102,12 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         for removal in removals {
             try Layout.removePackage(at: URL(fileURLWithPath: removal, isDirectory: true))
         }
+        var deletedFrom: [String] = []
+        for deletion in deletions ?? [] where try AtomicFile.remove(URL(fileURLWithPath: deletion)) {
+            let folder = URL(fileURLWithPath: deletion).deletingLastPathComponent().path
+            if !deletedFrom.contains(folder) { deletedFrom.append(folder) }
+        }
+        for folder in deletedFrom { try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
     }
 
     private static func remove(_ url: URL) throws {

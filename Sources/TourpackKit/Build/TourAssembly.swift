@@ -94,11 +94,17 @@ struct TourPublisher: Sendable {
         var manifestTemps: [URL] = []
         var packTemps: [URL] = []
         var packSource = assembly.pack?.temp
+        var packDeletions: [String] = []
         do {
             for format in config.formats {
                 let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
                 let packageID = PackageID.make(tourID: tour.id, voice: config.voice, format: format)
                 var mapTiles = coverage
+                if assembly.pack == nil {
+                    // No tile source now: a pack an earlier build left goes with the new package.json.
+                    let target = layout.tilePack(packageID: packageID)
+                    if FileManager.default.fileExists(atPath: target.url.path) { packDeletions.append(target.url.path) }
+                }
                 if let pack = assembly.pack, let source = config.maps.source {
                     let target = layout.tilePack(packageID: packageID)
                     mapTiles = pack.coverage(coverage, file: target.relativePath, source: source)
@@ -143,8 +149,8 @@ struct TourPublisher: Sendable {
         let fresh = assembly.staged.filter { $0.temp != nil }
         // Audio first, then the packs, then the package.json files that name them.
         let moves = fresh.compactMap { file in file.temp.map { CommitJournal.Move(from: $0.path, to: file.final.path) } } + packMoves + manifestMoves
-        if !moves.isEmpty || !removals.isEmpty {
-            let journal = CommitJournal(tourId: tour.id.value, moves: moves, removals: removals.map(\.path))
+        if !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty {
+            let journal = CommitJournal(tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions)
             try journal.commit(state: state.rootFolder)
         }
         for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }

@@ -194,12 +194,16 @@ struct TilePackMaker: Sendable {
             if lock == nil { try await Task.sleep(for: .milliseconds(15)) }
         }
         defer { lock?.unlock() }
-        let current = try await pool.runIfActive { try cache.entry(source: name, tile: tile) }
-        if let current, cache.isFresh(current), current.sha256.map({ FileManager.default.fileExists(atPath: cache.blobURL($0).path) }) ?? true {
+        // Under the lock, what the cache holds now (another build may have just fetched it), and whether its file is there.
+        let (current, hasFile) = try await pool.runIfActive {
+            let current = try cache.entry(source: name, tile: tile)
+            let previous = current ?? stale
+            return (current, previous?.sha256.map { FileManager.default.fileExists(atPath: cache.blobURL($0).path) } ?? true)
+        }
+        if let current, cache.isFresh(current), hasFile {
             return current.sha256
         }
         let previous = current ?? stale
-        let hasFile = previous?.sha256.map { FileManager.default.fileExists(atPath: cache.blobURL($0).path) } ?? true
         let validators = previous.map { TileValidators(etag: $0.etag, lastModified: $0.lastModified) }
         let conditional = hasFile && !(validators?.isEmpty ?? true) ? validators : nil
         switch try await fetcher.fetch(tile, conditional: conditional) {

@@ -67,6 +67,7 @@ bench: build-release
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench tts
 	.build/release/tourpack-bench build
+	.build/release/tourpack-bench maps
 	.build/release/tourpack-bench validate
 
 clean:

@@ -11,8 +11,10 @@ struct Build: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the pipeline: synthesize, encode and write the Documents layout.",
         discussion: """
-            Writes <output>/AudioCache/<tourId>/<poiId>_<Phase>.<ext> and \
-            <output>/OfflineTours/<packageId>/package.json. A tour's files appear \
+            Writes <output>/AudioCache/<tourId>/<poiId>_<Phase>.<ext>, \
+            <output>/OfflineTours/<packageId>/package.json and, with a map tile \
+            source (maps.source), the tour's map as \
+            <output>/OfflineTours/<packageId>/tiles.mbtiles. A tour's files appear \
             together, once every item of the tour has succeeded; a tour that fails \
             leaves its previous package untouched while the other tours go on. \
             One build per output root at a time: a second one waits, or with \
@@ -21,13 +23,15 @@ struct Build: AsyncParsableCommand {
 
             Incremental: a file whose inputs did not change is kept (0 requests, \
             0 encodes), a chunk already spoken comes from the synthesis cache, and \
-            a package that would say the same is left as it is. Before any \
-            request, a build the monthly quota or cacheMaxMB cannot take is \
-            refused with exit code 3 and the numbers.
+            a package that would say the same is left as it is; a map tile is \
+            fetched once (a stale one is asked for conditionally). Before any \
+            request, a build the monthly quota, cacheMaxMB or maps.maxTiles \
+            cannot take is refused with exit code 3 and the numbers. A map tile \
+            that keeps failing fails its tour (mapDownloadFailed).
 
             Output: a progress bar on a terminal, one line per item otherwise, or \
-            NDJSON events with --json (started, itemDone, itemFailed, mapsDone, \
-            tourPackaged, tourFailed, finished).
+            NDJSON events with --json (started, itemDone, itemFailed, mapsProgress, \
+            mapsDone, tourPackaged, tourFailed, finished).
             """
     )
 
@@ -114,7 +118,9 @@ struct Build: AsyncParsableCommand {
                 for item in tourPlan.items {
                     writes.append(layout.audioFile(tourID: item.tourID, poiID: item.poiID, phase: item.phase, format: format).relativePath)
                 }
-                writes.append(layout.manifest(packageID: PackageID.make(tourID: tourPlan.tour.id, voice: config.voice, format: format)).relativePath)
+                let packageID = PackageID.make(tourID: tourPlan.tour.id, voice: config.voice, format: format)
+                if config.maps.source != nil { writes.append(layout.tilePack(packageID: packageID).relativePath) }
+                writes.append(layout.manifest(packageID: packageID).relativePath)
             }
         }
         let report = PlanReport(plan: plan, config: config)

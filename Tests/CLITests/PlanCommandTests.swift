@@ -23,9 +23,14 @@ import Testing
         let tours = try #require(object["tours"] as? [[String: Any]])
         let glockner = try #require(tours.first { $0["name"] as? String == "Grossglockner High Alpine Road" })
         let tiles = try #require(glockner["mapTiles"] as? [String: Any])
-        #expect(tiles["minZoom"] as? Int == 12 && tiles["maxZoom"] as? Int == 16)
+        // The demo keeps its maps small (zoom 11–13) so `make tour` stays fast.
+        #expect(tiles["minZoom"] as? Int == 11 && tiles["maxZoom"] as? Int == 13 && tiles["selection"] as? String == "bbox")
         let ranges = try #require(tiles["ranges"] as? [[String: Any]])
-        #expect(ranges.count == 5)
+        #expect(ranges.count == 3)
+        // Both selections, with what a build would fetch.
+        let selections = try #require(glockner["tileSelections"] as? [[String: Any]])
+        #expect(selections.compactMap { $0["selection"] as? String } == ["bbox", "corridor"])
+        #expect(selections.allSatisfy { ($0["tiles"] as? Int ?? 0) >= ($0["toFetch"] as? Int ?? -1) })
         let quota = try #require(object["quota"] as? [String: Any])
         #expect(quota["tier"] as? String == "local")
         #expect(quota["monthlyLimit"] is NSNull)

@@ -8,11 +8,13 @@
 ///     Chunk/       narration text                      ->  [Chunk] under the endpoint's limit
 ///     Synthesize/  Chunk + VoicePreset over libcurl    ->  PCMAudio (s16 mono)
 ///     Encode/      [PCMAudio] joined once, FFmpeg      ->  EncodedAudio (.m4a/.mp3/.opus)
-///     Store/       EncodedAudio + Tour                 ->  AudioCache files, package.json
+///     Maps/        a tour's tiles (TileMath) over libcurl ->  tiles.mbtiles, via the tile cache in State/
+///     Store/       EncodedAudio + Tour + tile pack     ->  AudioCache files, package.json
 ///     Validate/    a Documents root                    ->  ValidationReport (every finding, text/JSON/JUnit)
 ///
 /// `Build/` runs the stages as one pipeline (`Builder`): items flow from
-/// synthesis to encoding as their chunks arrive, wait in a staging folder,
+/// synthesis to encoding as their chunks arrive while each tour's map tiles
+/// are fetched beside them (`TilePackMaker`); both wait in a staging folder,
 /// and are published a tour at a time through a commit journal, so a killed
 /// run never leaves a half-written package.
 ///
@@ -20,7 +22,7 @@
 /// time, so one run reports everything (`DiagnosticCollector`). Failures of
 /// the work itself are `TourpackError`s, which carry the context a person
 /// needs (file, JSON path, POI and phase, HTTP status) and map onto the exit
-/// codes of SPEC.md. C libraries (libcurl, FFmpeg, espeak-ng) sit behind the
+/// codes of SPEC.md. C libraries (libcurl, FFmpeg, espeak-ng; SQLite through GRDB) sit behind the
 /// `C*` targets; one Swift type owns each C resource.
 public enum TourpackPipeline {
     /// The version written into generated files and the encoder cache key.

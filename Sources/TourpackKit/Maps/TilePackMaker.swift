@@ -188,7 +188,7 @@ struct TilePackMaker: Sendable {
     /// sharing the state never fetch it both: the second finds it fresh.
     private func settle(_ tile: TileID, stale: TileCache.Entry?, fetcher: TileFetcher) async throws -> String? {
         let (cache, name, pool) = (self.cache, source.cacheName, self.pool)
-        var lock: TileFetchLock?
+        var lock: FileLock?
         while lock == nil {
             lock = try await pool.runIfActive { try cache.tryLock(source: name, tile: tile) }
             if lock == nil { try await Task.sleep(for: .milliseconds(15)) }

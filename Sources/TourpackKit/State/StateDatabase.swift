@@ -215,16 +215,30 @@ public struct StateDatabase: Sendable {
     }
 }
 
-/// A blocking, exclusive `flock` on a file, for the short moments (schema
-/// migration) when processes sharing a state folder must take turns. The
-/// kernel drops it if the process dies.
-final class FileLock {
+/// An exclusive `flock` on a file, for the short moments (schema migration,
+/// fetching one map tile) when processes sharing a state folder must take
+/// turns. Held by its own open file description, so it also excludes other
+/// tasks of this process; the kernel drops it if the process dies.
+final class FileLock: @unchecked Sendable {
     private var descriptor: Int32
 
-    init(_ url: URL) throws {
+    /// Waits for the lock.
+    convenience init(_ url: URL) throws {
+        try self.init(url, wait: true)
+    }
+
+    /// The lock when it is free now; nil when another holder has it.
+    static func attempt(_ url: URL) throws -> FileLock? {
+        do { return try FileLock(url, wait: false) } catch let error as TourpackError {
+            if case .storageFailed(_, let code, "flock") = error, code == EWOULDBLOCK { return nil }
+            throw error
+        }
+    }
+
+    private init(_ url: URL, wait: Bool) throws {
         descriptor = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open lock") }
-        while flock(descriptor, LOCK_EX) != 0 {
+        while flock(descriptor, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             guard code == EINTR else {
                 _ = close(descriptor)

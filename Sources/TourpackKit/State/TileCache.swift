@@ -217,40 +217,15 @@ public struct TileCache: Sendable {
     }
 
     /// Takes the lock that lets one process at a time fetch the tiles that
-    /// hash to one of 64 stripes; nil when another holds it. Held by an open
-    /// file description, so it excludes other tasks of this process as well,
-    /// and the kernel drops it if the process dies.
-    func tryLock(source: String, tile: TileID) throws -> TileFetchLock? {
+    /// hash to one of 64 stripes; nil when another holds it (a build, or
+    /// another task of this one).
+    func tryLock(source: String, tile: TileID) throws -> FileLock? {
         let digest = SHA256.hash(data: Data("\(source)|\(tile)".utf8))
         let stripe = Int(digest.first(where: { _ in true }) ?? 0) % Self.lockStripes
         let locks = folder.appendingPathComponent("locks", isDirectory: true)
         try AtomicFile.createFolder(locks)
-        let path = locks.appendingPathComponent("\(stripe).lock").path
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw TourpackError.storageFailed(path: path, errno: errno, operation: "open lock") }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            _ = close(descriptor)
-            if code == EWOULDBLOCK || code == EINTR { return nil }
-            throw TourpackError.storageFailed(path: path, errno: code, operation: "flock")
-        }
-        return TileFetchLock(descriptor: descriptor)
+        return try FileLock.attempt(locks.appendingPathComponent("\(stripe).lock"))
     }
-}
-
-/// A held tile-fetch stripe lock; released on `unlock()` or when dropped.
-final class TileFetchLock: @unchecked Sendable {
-    private var descriptor: Int32
-    init(descriptor: Int32) { self.descriptor = descriptor }
-
-    func unlock() {
-        guard descriptor >= 0 else { return }
-        _ = flock(descriptor, LOCK_UN)
-        _ = close(descriptor)
-        descriptor = -1
-    }
-
-    deinit { unlock() }
 }
 
 /// What a package's tile pack was made from, so a rebuild whose tiles did not

@@ -71,28 +71,7 @@ public struct TTSServer: Sendable {
 
     /// Starts the server, runs `body` with its port, then shuts it down.
     public func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
-        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { portSink.finish() }
-                try await run { port in portSink.yield(port) }
-            }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else {
-                try await group.next()  // surfaces the reason it stopped (e.g. the port is taken)
-                throw ServerStartError(message: "serve-tts stopped before it was listening")
-            }
-            do {
-                let result = try await body(port)
-                group.cancelAll()
-                try? await group.waitForAll()
-                return result
-            } catch {
-                group.cancelAll()
-                try? await group.waitForAll()
-                throw error
-            }
-        }
+        try await ServerLifecycle.withRunning(name: "serve-tts", serve: { try await run(onReady: $0) }, body)
     }
 
     private func application(onReady: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {

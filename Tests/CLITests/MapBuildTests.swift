@@ -187,9 +187,10 @@ import Glibc
         #expect(summary["tilesRenewed"] as? Int == tileCount)
     }
 
-    @Test func tilesWithoutDataAreCountedEmpty() throws {
+    @Test(arguments: ["404", "204"])
+    func tilesWithoutDataAreCountedEmpty(status: String) throws {
         let voice = try LocalVoiceServer()
-        let tiles = try LocalTileServer(flags: ["--empty-every", "3"])
+        let tiles = try LocalTileServer(flags: ["--empty-every", "3", "--empty-status", status])
         let workspace = try Self.workspace(source: Self.source(tiles))
         let result = try workspace.build(voice)
         #expect(result.status == 0, "\(result.stderr)")
@@ -204,6 +205,12 @@ import Glibc
             #expect(packed.count == map.storedTiles)
             #expect(packed.keys.allSatisfy { ($0.x + $0.y) % 3 != 0 })
         }
+        #expect(try Self.stat(tiles, "empty") > 0)
+        // cache stats counts the tiles it keeps (empty ones included) and the packs.
+        let stats = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stderr)")
+        #expect(object["tileCacheEntries"] as? Int == (try Self.perTile(tiles)).count)
+        #expect((object["tileCacheBytes"] as? Int ?? 0) > 0 && object["tilePacks"] as? Int == 2)
     }
 
     @Test func aTileThatKeepsFailingFailsOnlyItsTourAndKeepsTheOldPackage() throws {

@@ -148,6 +148,26 @@ struct EncoderTests {
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
 
+    /// A full disk cannot be made portably in a test; a folder that is a file
+    /// fails the same way, through `OutputContainer`'s checks on the file's
+    /// open, writes and close, and the message must say which file.
+    @Test("an error writing the file names the file", arguments: AudioFormat.allCases)
+    func writeErrorNamesTheFile(format: AudioFormat) throws {
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let notAFolder = directory.appendingPathComponent("AudioCache")
+        try Data("a file, not a folder".utf8).write(to: notAFolder)
+        let url = notAFolder.appendingPathComponent("poi_Detailed.\(format.fileExtension)")
+        let pcm = PCMAudio(samples: [Int16](repeating: 0, count: 2_400), sampleRate: 24_000)
+        do {
+            _ = try FFmpegAudioEncoder().encode(pcm, as: format, metadata: Fixtures.metadata, to: url)
+            Issue.record("encoding into a path under a file succeeded")
+        } catch {
+            #expect("\(error)".contains(url.path), "\(error)")
+            #expect("\(error)".contains("Not a directory"), "\(error)")
+        }
+    }
+
     @Test("one PCM into several formats")
     func severalFormats() throws {
         let directory = try Fixtures.temporaryDirectory()

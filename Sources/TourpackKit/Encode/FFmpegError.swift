@@ -1,16 +1,27 @@
 import CFFmpegShims
 
 /// A failed FFmpeg call, with FFmpeg's own description of the error code.
+///
+/// A call on a file carries the file's path: FFmpeg's own messages (say
+/// "av_interleaved_write_frame: No space left on device") do not say which
+/// file, and a full disk is found only through them.
 public struct FFmpegError: Error, Sendable, CustomStringConvertible {
     public var operation: String
     public var code: Int32
+    /// The file being opened, written or closed, when the call was on one.
+    public var path: String?
 
-    public init(_ operation: String, code: Int32) {
+    public init(_ operation: String, code: Int32, path: String? = nil) {
         self.operation = operation
         self.code = code
+        self.path = path
     }
 
-    public var description: String { "\(operation): \(FFmpegError.text(for: code)) (\(code))" }
+    public var description: String {
+        let call = "\(operation): \(FFmpegError.text(for: code)) (\(code))"
+        guard let path else { return call }
+        return "\(path): \(call)"
+    }
 
     /// `av_strerror` through the shim, since `av_err2str` is a macro Swift cannot import.
     public static func text(for code: Int32) -> String {
@@ -21,8 +32,8 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
 
     /// Throws when an FFmpeg return code is negative; returns it otherwise.
     @discardableResult
-    static func check(_ code: Int32, _ operation: @autoclosure () -> String) throws(FFmpegError) -> Int32 {
-        if code < 0 { throw FFmpegError(operation(), code: code) }
+    static func check(_ code: Int32, _ operation: @autoclosure () -> String, path: String? = nil) throws(FFmpegError) -> Int32 {
+        if code < 0 { throw FFmpegError(operation(), code: code, path: path) }
         return code
     }
 }

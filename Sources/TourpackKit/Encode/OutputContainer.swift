@@ -8,8 +8,16 @@ import Foundation
 /// The file is opened through libavformat's `file` protocol, which is
 /// seekable: the mp3 muxer goes back to fill in the Xing/Info header, and the
 /// mp4 muxer rewrites the file to move the moov atom before mdat.
+///
+/// Every call that opens, writes or closes the file names it in its error:
+/// a full disk (ENOSPC) or a folder removed under the build surfaces as the
+/// negative return of `avio_open`, `av_interleaved_write_frame` (the muxer
+/// returns the AVIOContext's write error), `av_write_trailer` or
+/// `avio_closep`, and each goes through `checkFile` below.
 final class OutputContainer {
     let pointer: UnsafeMutablePointer<AVFormatContext>
+    /// The file written, for error messages.
+    let path: String
     private(set) var stream: UnsafeMutablePointer<AVStream>?
     private var ioOpen = false
 
@@ -22,6 +30,12 @@ final class OutputContainer {
         try FFmpegError.check(avformat_alloc_output_context2(&context, nil, muxer, url.path), "avformat_alloc_output_context2(\(muxer))")
         guard let context else { throw FFmpegError("avformat_alloc_output_context2(\(muxer))", code: tp_averror(ENOMEM)) }
         pointer = context
+        path = url.path
+    }
+
+    /// Throws, naming the file, when a call on it returned a negative code.
+    private func checkFile(_ code: Int32, _ operation: String) throws(FFmpegError) {
+        try FFmpegError.check(code, operation, path: path)
     }
 
     deinit {
@@ -58,10 +72,10 @@ final class OutputContainer {
 
     /// Opens the file and writes the header with muxer options (`movflags`).
     func writeHeader(options: [String: String]) throws {
-        try FFmpegError.check(avio_open(&pointer.pointee.pb, pointer.pointee.url, AVIO_FLAG_WRITE), "avio_open")
+        try checkFile(avio_open(&pointer.pointee.pb, pointer.pointee.url, AVIO_FLAG_WRITE), "avio_open")
         ioOpen = true
         let dictionary = try FFmpegDictionary(options)
-        try FFmpegError.check(avformat_write_header(pointer, &dictionary.pointer), "avformat_write_header")
+        try checkFile(avformat_write_header(pointer, &dictionary.pointer), "avformat_write_header")
         try dictionary.requireConsumed("avformat_write_header")
     }
 
@@ -70,15 +84,15 @@ final class OutputContainer {
     func write(_ packet: Packet, codecTimeBase: AVRational) throws(FFmpegError) {
         packet.pointer.pointee.stream_index = stream?.pointee.index ?? 0
         av_packet_rescale_ts(packet.pointer, codecTimeBase, streamTimeBase)
-        try FFmpegError.check(av_interleaved_write_frame(pointer, packet.pointer), "av_interleaved_write_frame")
+        try checkFile(av_interleaved_write_frame(pointer, packet.pointer), "av_interleaved_write_frame")
     }
 
     /// Writes the trailer (the mp4 moov and its faststart move, the mp3 Xing
     /// header, the last Ogg page) and closes the file; both results are checked,
     /// since a full disk surfaces here.
     func finish() throws(FFmpegError) {
-        try FFmpegError.check(av_write_trailer(pointer), "av_write_trailer")
+        try checkFile(av_write_trailer(pointer), "av_write_trailer")
         ioOpen = false
-        try FFmpegError.check(avio_closep(&pointer.pointee.pb), "avio_closep")
+        try checkFile(avio_closep(&pointer.pointee.pb), "avio_closep")
     }
 }

@@ -118,8 +118,23 @@ struct ConfigFixture {
         let errors = fixture.errors(Self.minimal + "tts:\n  endpoint: https://example.com/v1?key=abc\n  apiKeyEnv: sk-live-123\n")
         #expect(errors == [
             "pipelines/p.yaml: tts.endpoint: the endpoint is a base URL and takes no query or fragment (an API key never goes in a URL)",
-            "pipelines/p.yaml: tts.apiKeyEnv: 'sk-live-123' is not an environment variable name; give the variable's name, not the key",
+            "pipelines/p.yaml: tts.apiKeyEnv: \(PipelineLoader.notAnEnvironmentName)",
         ])
+    }
+
+    /// A key pasted where the variable's name belongs is refused, and the
+    /// message never repeats it: not for a key with a dash, nor for one that
+    /// is letters and digits only (a Google key), nor for a name too long.
+    @Test(arguments: ["sk-live-123", "AIzaSyD4k3yP4st3dH3r3xxxxxxxxxxxxxxxxxx", String(repeating: "K", count: 65), "9LIVES", "my_tts_key"])
+    func aPastedKeyIsRefusedAndNeverEchoed(value: String) throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let tts = fixture.errors(Self.minimal + "tts:\n  apiKeyEnv: '\(value)'\n")
+        #expect(tts == ["pipelines/p.yaml: tts.apiKeyEnv: \(PipelineLoader.notAnEnvironmentName)"])
+        let maps = fixture.errors(Self.minimal + "maps:\n  source:\n    url: 'https://tiles.example.com/{z}/{x}/{y}.png'\n    apiKeyEnv: '\(value)'\n")
+        #expect(maps.count == 1 && maps.first?.contains("maps.source.apiKeyEnv: this is not an environment variable name") == true, "\(maps)")
+        for message in tts + maps { #expect(!message.contains(value)) }
+        #expect(try fixture.load(Self.minimal + "tts: {apiKeyEnv: \(String(repeating: "K", count: 64))}\n").tts.apiKeyEnv?.count == 64)
     }
 
     @Test func flagsOverrideTheFileWhichOverridesDefaults() throws {

@@ -213,9 +213,7 @@ public enum PipelineLoader {
             if let problem = endpointProblem(endpoint) { reader.error("tts.endpoint", problem) } else { tts.endpoint = endpoint }
         }
         if let name = reader.string(map["apiKeyEnv"], at: "tts.apiKeyEnv") {
-            if isEnvironmentName(name) { tts.apiKeyEnv = name } else {
-                reader.error("tts.apiKeyEnv", "'\(name)' is not an environment variable name; give the variable's name, not the key")
-            }
+            if isEnvironmentName(name) { tts.apiKeyEnv = name } else { reader.error("tts.apiKeyEnv", notAnEnvironmentName) }
         }
         tts.concurrency = reader.integer(map["concurrency"], at: "tts.concurrency", range: 1...256) ?? tts.concurrency
         tts.requestsPerMinute = reader.integer(map["requestsPerMinute"], at: "tts.requestsPerMinute", range: 1...1_000_000) ?? tts.requestsPerMinute
@@ -310,9 +308,7 @@ public enum PipelineLoader {
         guard let format else { return nil }
         var source = TileSource(location: location, format: format)
         if let name = reader.string(map["apiKeyEnv"], at: "\(path).apiKeyEnv") {
-            if isEnvironmentName(name) { source.apiKeyEnv = name } else {
-                reader.error("\(path).apiKeyEnv", "this is not an environment variable name; give the variable's name, not the key")
-            }
+            if isEnvironmentName(name) { source.apiKeyEnv = name } else { reader.error("\(path).apiKeyEnv", notAnEnvironmentName) }
         }
         if let name = reader.string(map["apiKeyParam"], at: "\(path).apiKeyParam") {
             if isToken(name) { source.apiKeyParam = name } else { reader.error("\(path).apiKeyParam", "'\(name)' is not a query parameter name") }
@@ -395,10 +391,20 @@ public enum PipelineLoader {
         return nil
     }
 
+    /// Whether `name` is an environment variable name as `apiKeyEnv` takes
+    /// it: `[A-Z_][A-Z0-9_]*`, at most 64 characters. Uppercase only, and
+    /// short, so that an API key pasted in by mistake (mixed case, dashes,
+    /// or long) is refused rather than taken for a name and printed.
     static func isEnvironmentName(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else { return false }
-        return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+        let scalars = name.unicodeScalars
+        guard let first = scalars.first, scalars.count <= 64, !("0"..."9").contains(first) else { return false }
+        return scalars.allSatisfy { $0 == "_" || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
     }
+
+    /// The error for an `apiKeyEnv` that is not a variable name. It never
+    /// quotes the value: that may be the key itself.
+    static let notAnEnvironmentName =
+        "this is not an environment variable name (A-Z, 0-9 and _, not starting with a digit, at most 64 characters); give the variable's name, not the key"
 
     static func resolve(_ path: String, against base: URL) -> URL {
         let expanded = path.hasPrefix("~/") ? FileManager.default.homeDirectoryForCurrentUser.path + path.dropFirst(1) : path

@@ -93,6 +93,19 @@ import Testing
         #expect(throws: MBTilesError.self) { try writer.add(TileID(z: 13, x: 0, y: 1), data: [1]) }
     }
 
+    /// MBTiles 1.3 requires a `json` row with `vector_layers` for vector tiles, and only for them.
+    @Test func vectorPacksCarryTheirLayers() {
+        let box = MapBounds(south: 46, west: 7, north: 47, east: 8)
+        let raster = MBTilesMetadata(name: "r", format: .png, bounds: box, minZoom: 10, maxZoom: 12, attribution: "a")
+        #expect(!raster.rows.contains { $0.name == "json" })
+        let vector = MBTilesMetadata(name: "v", format: .pbf, bounds: box, minZoom: 10, maxZoom: 12, attribution: "a")
+        #expect(vector.rows.first { $0.name == "json" }?.value == #"{"vector_layers":[]}"#)
+        let layers = #"{"vector_layers":[{"id":"roads","fields":{}}]}"#
+        let extract = MBTilesMetadata(name: "v", format: .pbf, bounds: box, minZoom: 10, maxZoom: 12, attribution: "a", json: layers)
+        #expect(extract.rows.first { $0.name == "json" }?.value == layers)
+        #expect(extract.rows.map(\.name) == extract.rows.map(\.name).sorted())
+    }
+
     @Test func numbersHaveOneFixedForm() {
         #expect(MBTilesMetadata.number(12.5) == "12.5")
         #expect(MBTilesMetadata.number(-0.000_000_000_1) == "0")

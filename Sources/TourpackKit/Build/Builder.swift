@@ -70,6 +70,7 @@ public struct Builder: Sendable {
     ///   in the summary, not thrown; only a failure before any work (the
     ///   lock, the state, a budget refusal) throws.
     public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws -> BuildSummary {
+        try StateLayout(config).checkApart()
         let state = try BuildState(config: config, account: account, clock: options.now)
         let record = try state.records.queue(pipeline: config.sourceFile, output: config.output)
         do {
@@ -104,14 +105,19 @@ public struct Builder: Sendable {
         try state.records.reconcile()
         try state.ledger.reconcile()
 
-        let layout = Layout(root: config.output)
-        let staging = try StagingArea(state: rootFolder, output: config.output)
+        // The root may be reached through a symlink: resolved once, and every write goes under the real path.
+        var resolved = config
+        resolved.output = OutputTree.realPath(config.output)
+        let layout = Layout(root: resolved.output)
+        let staging = try StagingArea(state: rootFolder, output: layout.root)
         let recovered = try CommitJournal.replayAll(state: rootFolder)
+        // Before any request and before any folder under the root: no symlink may carry a write out of it.
+        try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
         let removed = try staging.removeLeftovers(in: layout)
 
         // Before any request: what the caches already hold, and whether the
         // quota and the cache budget can take the rest.
-        let annotated = try state.annotate(plan, config: config, encoder: encoder.fingerprint)
+        let annotated = try state.annotate(plan, config: resolved, encoder: encoder.fingerprint)
         if let refusal = annotated.budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) ?? annotated.tileRefusal(config.maps) {
             throw TourpackError.budgetExceeded(refusal)
         }
@@ -206,7 +212,7 @@ public struct Builder: Sendable {
         }
         return TilePackMaker(
             config: config, source: source, cache: state.tiles, packs: state.tilePacks, fetcher: fetcher, extract: extract,
-            pool: pool, staging: staging, layout: layout, progress: progress)
+            extractJSON: try? extract?.metadata()["json"], pool: pool, staging: staging, layout: layout, progress: progress)
     }
 
     /// `VmHWM` of `/proc/self/status`: this program's own peak, not the

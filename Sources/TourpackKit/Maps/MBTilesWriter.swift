@@ -20,11 +20,16 @@ public struct MBTilesMetadata: Sendable, Hashable {
     public var type: String
     /// The pack's own version; the tiles change with the build, not this.
     public var version: String
+    /// Vector tiles (`pbf`) only: the `json` row with `vector_layers`, which
+    /// MBTiles 1.3 requires for them. Copied from a local extract; for a URL
+    /// source tourpack cannot know the layers and writes `{"vector_layers":[]}`.
+    public var json: String?
 
     public init(
         name: String, format: TileFormat, bounds: MapBounds, minZoom: Int, maxZoom: Int, attribution: String,
-        description: String = "", type: String = "baselayer", version: String = "1"
+        description: String = "", type: String = "baselayer", version: String = "1", json: String? = nil
     ) {
+        self.json = json ?? (format == .pbf ? #"{"vector_layers":[]}"# : nil)
         self.name = name
         self.format = format
         self.bounds = bounds
@@ -46,12 +51,14 @@ public struct MBTilesMetadata: Sendable, Hashable {
     public var rows: [(name: String, value: String)] {
         let b = bounds
         let c = center
+        let vector: [(name: String, value: String)] = json.map { [("json", $0)] } ?? []
         return [
             ("attribution", attribution),
             ("bounds", [b.west, b.south, b.east, b.north].map(Self.number).joined(separator: ",")),
             ("center", "\(Self.number(c.longitude)),\(Self.number(c.latitude)),\(c.zoom)"),
             ("description", description),
             ("format", format.rawValue),
+        ] + vector + [
             ("maxzoom", String(maxZoom)),
             ("minzoom", String(minZoom)),
             ("name", name),

@@ -61,6 +61,8 @@ struct TilePackMaker: Sendable {
     /// nil for a local extract.
     let fetcher: TileFetcher?
     let extract: MBTilesReader?
+    /// A vector extract's `json` metadata (its `vector_layers`), carried into the packs.
+    let extractJSON: String?
     let pool: NIOThreadPool
     let staging: StagingArea
     let layout: Layout
@@ -69,7 +71,7 @@ struct TilePackMaker: Sendable {
     /// - Parameter packPaths: the pack's final path in each of the tour's packages (one per format).
     func make(tour: Tour, coverage: MapCoverage, packPaths: [StoredPath]) async throws(TourpackError) -> StagedTilePack {
         let tiles = tour.mapTiles(config.maps)
-        let metadata = MBTilesMetadata(tour: tour, coverage: coverage, source: source)
+        let metadata = MBTilesMetadata(tour: tour, coverage: coverage, source: source, extractJSON: extractJSON)
         do {
             let contents: [TileID: String?]  // tile → sha256 of its bytes, or nil when empty
             let key: String
@@ -295,10 +297,11 @@ struct TilePackMaker: Sendable {
 }
 
 extension MBTilesMetadata {
-    /// A tour's pack: named by the tour, its coverage's box and zooms, the source's format and attribution.
-    init(tour: Tour, coverage: MapCoverage, source: TileSource) {
+    /// A tour's pack: named by the tour, its coverage's box and zooms, the
+    /// source's format and attribution, and a vector extract's layers.
+    init(tour: Tour, coverage: MapCoverage, source: TileSource, extractJSON: String? = nil) {
         self.init(
             name: tour.name, format: source.format, bounds: coverage.bounds, minZoom: coverage.minZoom, maxZoom: coverage.maxZoom,
-            attribution: source.attribution)
+            attribution: source.attribution, json: source.format == .pbf ? extractJSON : nil)
     }
 }

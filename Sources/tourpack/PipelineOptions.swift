@@ -48,9 +48,15 @@ struct PipelineOptions: ParsableArguments {
     }
 
     /// `--format` values, repeated or comma-separated; nil when none was given.
+    /// An empty value (`--format ''`, `--format aac,`) is refused: it would
+    /// otherwise leave no format at all, and a build of nothing that exits 0.
     private func parsedFormats() throws -> [AudioFormat]? {
         guard !formats.isEmpty else { return nil }
-        return try formats.flatMap { $0.split(separator: ",").map(String.init) }.map { name in
+        return try formats.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }.map { name in
+            let name = name.trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty else {
+                throw ValidationError("--format: an empty format name; give one or more of aac, mp3, opus (e.g. --format aac,opus)")
+            }
             guard let format = AudioFormat(rawValue: name.lowercased()) else {
                 throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
             }

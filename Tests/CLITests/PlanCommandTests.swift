@@ -62,6 +62,18 @@ import Testing
         #expect(missing.stderr.contains("pipelines/nope.yaml: cannot read: no such file"))
     }
 
+    /// `--format ''` used to settle on no format at all, so a build made
+    /// nothing and exited 0; an empty name anywhere in the list is a usage error.
+    @Test(arguments: [[""], ["aac,"], [",opus"], ["aac", ""], [" "]])
+    func anEmptyFormatIsAUsageError(values: [String]) throws {
+        let flags = values.flatMap { ["--format", $0] }
+        for command in [["plan", "pipelines/demo.yaml"], ["build", "pipelines/demo.yaml", "--dry-run"]] {
+            let result = try Executable.run(command + flags)
+            #expect(result.status == 2, "\(command) \(values): \(result.stdout)")
+            #expect(result.stderr.contains("--format: an empty format name"), "\(result.stderr)")
+        }
+    }
+
     @Test func helpReadsWell() throws {
         let root = try Executable.run(["--help"])
         #expect(root.status == 0)

@@ -40,7 +40,7 @@ struct Build: AsyncParsableCommand {
     @Option(help: "Build only this tour (its id); the others are skipped.")
     var tour: String?
 
-    @Flag(help: "Show the plan and the files a build would write, and stop: no request, no file.")
+    @Flag(help: "Show the plan and the files a build would write, and stop: no request, no file. Exits 3 when a budget would refuse the build.")
     var dryRun = false
 
     @Flag(help: "Print NDJSON events on stdout instead of a progress display.")
@@ -129,14 +129,16 @@ struct Build: AsyncParsableCommand {
             let document: [String: Any] = ["dryRun": true, "output": layout.root.path, "plan": planObject, "writes": writes]
             let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
-            return
+        } else {
+            print(config.settledDescription())
+            print()
+            print(report.text())
+            print()
+            print("dry run: nothing was synthesized or written. A build would write \(writes.count) files under \(layout.root.path):")
+            for path in writes { print("  \(path)") }
         }
-        print(config.settledDescription())
-        print()
-        print(report.text())
-        print()
-        print("dry run: nothing was synthesized or written. A build would write \(writes.count) files under \(layout.root.path):")
-        for path in writes { print("  \(path)") }
+        // The real build would stop here with exit 3; the dry run says so the same way.
+        if let refusal = report.refusal { throw TourpackError.budgetExceeded(refusal) }
     }
 }
 

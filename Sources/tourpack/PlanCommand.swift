@@ -9,7 +9,11 @@ struct Plan: AsyncParsableCommand {
             For each tour and in total: POIs, phases, chunks, requests and characters; \
             cache hits; the tier's monthly quota and what is left after the build; the \
             estimated audio duration and size per format; and the map tiles the app \
-            must download. Nothing is synthesized and nothing is written.
+            must download. Nothing is synthesized and nothing is written. When a \
+            budget (the monthly quota, cacheMaxMB, maps.maxTiles) would refuse the \
+            build, the last line starts with "refused:" and gives the reason (in \
+            --json, the "refused" field; null when the build would run); the plan \
+            itself still exits 0.
             """
     )
 

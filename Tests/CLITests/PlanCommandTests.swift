@@ -35,6 +35,38 @@ import Testing
         #expect(quota["tier"] as? String == "local")
         #expect(quota["monthlyLimit"] is NSNull)
         #expect(quota["fits"] as? Bool == true)
+        #expect(object["refused"] is NSNull)
+    }
+
+    /// A plan the quota would refuse says so ("refused:", exit 0), and a dry
+    /// run of it exits 3 as the build would, after printing the plan.
+    @Test func aPlanABudgetWouldRefuseSaysSoAndTheDryRunExitsThree() throws {
+        let workspace = try BuildWorkspace(extraYAML: "budgets: {monthlyCharacters: {standard: 1}}")
+        let voice = Executable.packageRoot.appendingPathComponent("voices/en-US-standard.yaml").path
+        let plan = try Executable.run(["plan", workspace.pipeline.path, "--voice", voice], in: workspace.root)
+        #expect(plan.status == 0, "\(plan.stderr)")
+        let refusedLine = try #require(plan.stdout.split(separator: "\n").last.map(String.init))
+        #expect(refusedLine.hasPrefix("refused: the standard tier's monthly quota is 1 characters"), "\(plan.stdout)")
+
+        let json = try Executable.run(["plan", workspace.pipeline.path, "--voice", voice, "--json"], in: workspace.root)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stderr)")
+        #expect((object["refused"] as? String)?.hasPrefix("the standard tier's monthly quota is 1 characters") == true)
+
+        let dryRun = try Executable.run(["build", workspace.pipeline.path, "--voice", voice, "--dry-run"], in: workspace.root)
+        #expect(dryRun.status == 3, "\(dryRun.stdout)\n\(dryRun.stderr)")
+        #expect(dryRun.stdout.contains("dry run: nothing was synthesized or written"))
+        #expect(dryRun.stderr.contains("budget refused the build: the standard tier's monthly quota is 1 characters"), "\(dryRun.stderr)")
+        let dryJSON = try Executable.run(["build", workspace.pipeline.path, "--voice", voice, "--dry-run", "--json"], in: workspace.root)
+        #expect(dryJSON.status == 3)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(dryJSON.stdout.utf8)) as? [String: Any], "\(dryJSON.stdout)")
+        #expect(((document["plan"] as? [String: Any])?["refused"] as? String) != nil)
+        #expect(!FileManager.default.fileExists(atPath: workspace.output.path))
+        #expect(!FileManager.default.fileExists(atPath: workspace.state.path))
+
+        // Within the quota, nothing is refused and the dry run exits 0.
+        let fits = try Executable.run(["build", workspace.pipeline.path, "--dry-run"], in: workspace.root)
+        #expect(fits.status == 0, "\(fits.stderr)")
+        #expect(!fits.stdout.contains("refused:"))
     }
 
     @Test func badTourExitsTwoWithEveryMessage() throws {

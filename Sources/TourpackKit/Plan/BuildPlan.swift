@@ -109,4 +109,12 @@ public struct BuildPlan: Sendable, Hashable {
         }
         return nil
     }
+
+    /// Why the build of this plan would be refused (exit 3), in the order the
+    /// build checks: the quota and the cache budget, then `maps.maxTiles`;
+    /// nil when it would go ahead. `plan` prints it and `build --dry-run`
+    /// exits 3 with it, so neither says yes to a build that will say no.
+    public func refusal(_ config: PipelineConfig) -> String? {
+        budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) ?? tileRefusal(config.maps)
+    }
 }

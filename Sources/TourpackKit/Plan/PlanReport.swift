@@ -64,8 +64,12 @@ public struct PlanReport: Sendable {
                     + "(+\(coverage.bufferMiles.compactText) mi)"
             )
         }
+        if let refusal { lines.append("refused: \(refusal)") }
         return lines.joined(separator: "\n")
     }
+
+    /// Why a build of this plan would be refused with exit 3; nil when it would run.
+    public var refusal: String? { plan.refusal(config) }
 
     static func tileRow(_ name: String, _ entry: TileSelectionPlan, chosen: Bool, limit: Int?) -> [String] {
         let over = limit.map { entry.tiles > $0 } ?? false
@@ -112,7 +116,8 @@ public struct PlanReport: Sendable {
                 tier: plan.voice.tier.rawValue, monthlyLimit: plan.monthlyQuota, usedBefore: plan.quotaUsedBefore,
                 thisBuild: plan.billableCharacters, leftAfter: plan.quotaLeftAfter,
                 fits: plan.quotaLeftAfter.map { $0 >= 0 } ?? true
-            )
+            ),
+            refused: refusal
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -171,6 +176,22 @@ public struct PlanReport: Sendable {
         var tours: [TourEntry]
         var totals: Totals
         var quota: Quota
+        /// Why the build would be refused (exit 3), or null: written out either way.
+        var refused: String?
+
+        enum CodingKeys: String, CodingKey { case version, pipeline, voice, formats, tours, totals, quota, refused }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(version, forKey: .version)
+            try c.encode(pipeline, forKey: .pipeline)
+            try c.encode(voice, forKey: .voice)
+            try c.encode(formats, forKey: .formats)
+            try c.encode(tours, forKey: .tours)
+            try c.encode(totals, forKey: .totals)
+            try c.encode(quota, forKey: .quota)
+            try c.encode(refused, forKey: .refused)
+        }
     }
 
     // MARK: Formatting

@@ -20,6 +20,11 @@ import Darwin
 /// and the next build replays it (`replayAll`) before anything else, rolling
 /// the tour forward to the new package. A run killed before the journal
 /// exists leaves the old package untouched and only temps, which are removed.
+///
+/// Every rename and deletion under an output root reaches its folder from the
+/// root through real folders only (`AtomicFile.move(_:to:under:)`), so a
+/// symlink swapped in for `AudioCache` or a tour or package folder after the
+/// build's preflight is refused, not followed.
 public struct CommitJournal: Sendable, Hashable, Codable {
     /// A finished temp and the final path it becomes; both absolute.
     public struct Move: Sendable, Hashable, Codable {
@@ -94,7 +99,8 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             let from = URL(fileURLWithPath: move.from)
             let to = URL(fileURLWithPath: move.to)
             guard access(move.from, F_OK) == 0 else { continue }
-            try AtomicFile.move(from, to: to)
+            // Into the output, the folder is reached from the root through real folders only.
+            if let root = Layout.root(of: to) { try AtomicFile.move(from, to: to, under: root) } else { try AtomicFile.move(from, to: to) }
             let folder = to.deletingLastPathComponent().path
             if !folders.contains(folder) { folders.append(folder) }
         }
@@ -103,11 +109,17 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             try Layout.removePackage(at: URL(fileURLWithPath: removal, isDirectory: true))
         }
         var deletedFrom: [String] = []
-        for deletion in deletions ?? [] where try AtomicFile.remove(URL(fileURLWithPath: deletion)) {
+        for deletion in deletions ?? [] where try Self.remove(output: URL(fileURLWithPath: deletion)) {
             let folder = URL(fileURLWithPath: deletion).deletingLastPathComponent().path
             if !deletedFrom.contains(folder) { deletedFrom.append(folder) }
         }
         for folder in deletedFrom { try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
+    }
+
+    /// Deletes an output file, its folder reached from the root through real folders only.
+    private static func remove(output url: URL) throws -> Bool {
+        if let root = Layout.root(of: url) { return try AtomicFile.remove(url, under: root) }
+        return try AtomicFile.remove(url)
     }
 
     private static func remove(_ url: URL) throws {

@@ -23,6 +23,8 @@ import Darwin
 public final class StagingArea: @unchecked Sendable {
     /// The root's `staging` folder, or nil when temps sit beside their final paths.
     public let folder: URL?
+    /// The output root: folders under it are created through real folders only.
+    public let output: URL
     private let lock = NSLock()
     private var pending: Set<URL> = []
 
@@ -31,11 +33,16 @@ public final class StagingArea: @unchecked Sendable {
         let staging = state.appendingPathComponent("staging", isDirectory: true)
         try AtomicFile.createFolder(staging)
         try AtomicFile.createFolder(output)
+        self.output = output
         folder = try Self.device(of: staging) == Self.device(of: output) ? staging : nil
     }
 
     /// A fresh temp for `finalURL`; the encoder writes it, a commit moves it.
+    /// The final path's folder is made (or found) from the root through real
+    /// folders only, so a symlinked `AudioCache` or tour folder is refused
+    /// before any temp is written beside it.
     public func temporaryURL(for finalURL: URL) throws -> URL {
+        try AtomicFile.createFolder(finalURL.deletingLastPathComponent(), under: output)
         let temp = try AtomicFile.temporaryURL(for: finalURL, in: folder)
         lock.withLock { _ = pending.insert(temp) }
         return temp
@@ -77,9 +84,11 @@ public final class StagingArea: @unchecked Sendable {
         }
         for top in [Layout.audioCacheFolder, Layout.offlineToursFolder] {
             let parent = layout.root.appendingPathComponent(top, isDirectory: true)
+            // Never through a symlink: the preflight refuses one, and a sweep must not reach out of the root.
+            guard OutputTree.kind(parent) == .folder else { continue }
             removed += try AtomicFile.removeStaleTemporaries(in: parent).count
             let children = (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
-            for child in children.sorted() {
+            for child in children.sorted() where OutputTree.kind(parent.appendingPathComponent(child)) == .folder {
                 removed += try AtomicFile.removeStaleTemporaries(in: parent.appendingPathComponent(child, isDirectory: true)).count
             }
         }

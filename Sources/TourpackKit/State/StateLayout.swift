@@ -45,6 +45,28 @@ public struct StateLayout: Sendable, Hashable {
     /// The map tile cache's files (content-addressed) and its fetch locks.
     public var tileFolder: URL { state.appendingPathComponent("tiles", isDirectory: true) }
 
+    /// Refuses (exit 2) a state folder inside the output root, or an output
+    /// root inside the state folder, compared by their real paths.
+    ///
+    /// The loader compares the paths as written; a `--state` reached through a
+    /// symlink into the output passes that and would put state.sqlite, the
+    /// caches and the staged temps inside the bundle that ships to phones.
+    /// So the build checks again, after `realpath` of the deepest existing
+    /// ancestor of each, before it opens or creates anything in the state.
+    public func checkApart() throws {
+        let (realState, realOutput) = (OutputTree.realPath(state), OutputTree.realPath(output))
+        if OutputTree.isSameOrInside(state, output) {
+            throw TourpackError.invalidInput(
+                "the state folder \(state.path) lies inside the output \(output.path) (really \(realState.path) inside \(realOutput.path)); "
+                    + "state.sqlite and the caches would ship in the bundle; choose a state folder outside the output")
+        }
+        if OutputTree.isSameOrInside(output, state) {
+            throw TourpackError.invalidInput(
+                "the output \(output.path) lies inside the state folder \(state.path) (really \(realOutput.path) inside \(realState.path)); "
+                    + "choose an output outside the state folder")
+        }
+    }
+
     /// The lock file a build on this root holds.
     public var lockFile: URL { rootFolder.appendingPathComponent(BuildLock.fileName) }
 }

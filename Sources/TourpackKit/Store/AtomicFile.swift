@@ -22,6 +22,15 @@ import Darwin
 /// `validate` and `removeStaleTemporaries(in:)` can find leftovers of a
 /// killed run. Every failure is `TourpackError.storageFailed` with the path,
 /// the errno and the operation.
+///
+/// Files are created and opened with `O_NOFOLLOW`, so a symlink at a temp's
+/// or a file's own name is refused (`ELOOP`), never written through. Under an
+/// output root, `createFolder(_:under:)`, `move(_:to:under:)` and
+/// `remove(_:under:)` reach the folder from the root with
+/// `openat(O_NOFOLLOW | O_DIRECTORY)`, one component at a time, so a symlink
+/// swapped in for `AudioCache` or a tour folder mid-build is refused too
+/// (see `OutputTree`). Folders are still fsynced through symlinks: a state
+/// folder may live behind one, and an fsync writes nothing.
 public enum AtomicFile {
     /// The marker between the final name and the random suffix of a temp.
     public static let temporaryMarker = ".tmp-"
@@ -41,7 +50,7 @@ public enum AtomicFile {
     /// Writes `bytes` into a temp from `temporaryURL(for:in:)` and fsyncs it,
     /// so a failed write is reported as such before any rename.
     public static func fill(_ temp: URL, with bytes: some ContiguousBytes) throws {
-        let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_CLOEXEC, operation: "open temp")
+        let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, operation: "open temp")
         defer { _ = close(fd) }
         try bytes.withUnsafeBytes { buffer in try writeAll(buffer, to: fd, path: temp.path) }
         guard fsync(fd) == 0 else { throw failure(temp, "fsync") }
@@ -64,7 +73,7 @@ public enum AtomicFile {
             let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
             let padded = String(repeating: "0", count: 16 - suffix.count) + suffix
             let temp = folder.appendingPathComponent(".\(finalURL.lastPathComponent)\(temporaryMarker)\(padded)")
-            let fd = posixOpen(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            let fd = posixOpen(temp.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if fd >= 0 {
                 _ = close(fd)
                 return temp
@@ -82,7 +91,7 @@ public enum AtomicFile {
     /// leftover behind.
     public static func commit(temp: URL, to finalURL: URL) throws {
         do {
-            let fd = try openFile(temp, flags: O_RDONLY | O_CLOEXEC, operation: "open temp")
+            let fd = try openFile(temp, flags: O_RDONLY | O_NOFOLLOW | O_CLOEXEC, operation: "open temp")
             let synced = fsync(fd) == 0
             let syncErrno = errno
             _ = close(fd)
@@ -98,7 +107,7 @@ public enum AtomicFile {
     /// fsyncs a finished file before it is renamed: the first half of
     /// `commit(temp:to:)`, for callers that rename many files in one go.
     public static func syncFile(_ url: URL) throws {
-        let fd = try openFile(url, flags: O_RDONLY | O_CLOEXEC, operation: "open")
+        let fd = try openFile(url, flags: O_RDONLY | O_NOFOLLOW | O_CLOEXEC, operation: "open")
         defer { _ = close(fd) }
         guard fsync(fd) == 0 else { throw failure(url, "fsync") }
     }
@@ -108,6 +117,82 @@ public enum AtomicFile {
     /// afterwards (`syncFolder`), so a batch of renames lands close together.
     public static func move(_ temp: URL, to finalURL: URL) throws {
         guard rename(temp.path, finalURL.path) == 0 else { throw failure(finalURL, "rename") }
+    }
+
+    /// Renames a synced temp to `finalURL`, whose folder is reached from
+    /// `root` through real folders only: the root is opened as given (it may
+    /// be reached through a symlink), each folder below it with
+    /// `openat(O_NOFOLLOW)`, and the rename lands in the folder that walk
+    /// opened. A symlink on the way is refused with `ELOOP` (a file in the
+    /// way with `ENOTDIR`), naming the path; nothing is renamed.
+    public static func move(_ temp: URL, to finalURL: URL, under root: URL) throws {
+        let folder = try openFolder(finalURL.deletingLastPathComponent(), under: root, create: false)
+        defer { _ = close(folder) }
+        guard renameat(AT_FDCWD, temp.path, folder, finalURL.lastPathComponent) == 0 else { throw failure(finalURL, "rename") }
+    }
+
+    /// `remove(_:)` of a file whose folder is reached from `root` through real folders only (see `move(_:to:under:)`).
+    /// A folder that is gone holds nothing to remove.
+    @discardableResult
+    public static func remove(_ url: URL, under root: URL) throws -> Bool {
+        let folder: Int32
+        do {
+            folder = try openFolder(url.deletingLastPathComponent(), under: root, create: false)
+        } catch TourpackError.storageFailed(_, let code, _) where code == ENOENT {
+            return false
+        }
+        defer { _ = close(folder) }
+        if unlinkat(folder, url.lastPathComponent, 0) == 0 { return true }
+        guard errno == ENOENT else { throw failure(url, "unlink") }
+        return false
+    }
+
+    /// Creates `folder` and its missing parents below `root`, refusing a
+    /// symlink or a file on the way (`ELOOP`, `ENOTDIR`) instead of following
+    /// it. Each new folder's parent is fsynced.
+    public static func createFolder(_ folder: URL, under root: URL) throws {
+        _ = close(try openFolder(folder, under: root, create: true))
+    }
+
+    /// Opens `folder` from `root`: the root as given, then every component
+    /// below it with `O_NOFOLLOW | O_DIRECTORY`, creating missing ones when
+    /// `create` is set. A folder not under `root` is opened as given.
+    private static func openFolder(_ folder: URL, under root: URL, create: Bool) throws -> Int32 {
+        let rootParts = root.standardizedFileURL.pathComponents
+        let parts = folder.standardizedFileURL.pathComponents
+        let below = parts.count >= rootParts.count && Array(parts.prefix(rootParts.count)) == rootParts
+            ? Array(parts.dropFirst(rootParts.count)) : []
+        let start = below.isEmpty && parts != rootParts ? folder : root
+        if create { try createFolder(start) }
+        var fd = try openFile(start, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC, operation: "open folder")
+        var path = start.standardizedFileURL
+        for name in below {
+            path.appendPathComponent(name)
+            var next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0, errno == ENOENT, create {
+                if mkdirat(fd, name, 0o755) == 0 {
+                    guard fsync(fd) == 0 else {
+                        let error = failure(path.deletingLastPathComponent(), "fsync folder")
+                        _ = close(fd)
+                        throw error
+                    }
+                } else if errno != EEXIST {
+                    let error = failure(path, "mkdir")
+                    _ = close(fd)
+                    throw error
+                }
+                next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            guard next >= 0 else {
+                // A symlink answers ELOOP on Linux; some systems say ENOTDIR or EMLINK for O_NOFOLLOW.
+                let error = failure(path, "open folder without following symlinks")
+                _ = close(fd)
+                throw error
+            }
+            _ = close(fd)
+            fd = next
+        }
+        return fd
     }
 
     /// Removes an abandoned temp file; a temp that is already gone is fine.

@@ -73,11 +73,30 @@ public struct Layout: Sendable, Hashable {
     /// Deletes a package: its package.json (so nothing names what follows),
     /// its tile pack, then its folder when nothing else is in it, then fsyncs
     /// `OfflineTours`. A package already gone is fine.
+    /// The folder is reached from the root through real folders only
+    /// (`AtomicFile.remove(_:under:)`): a package folder that is a symlink is
+    /// refused, never emptied.
     public static func removePackage(at folder: URL) throws {
-        try AtomicFile.remove(folder.appendingPathComponent(manifestFileName))
-        try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName))
+        let manifest = folder.appendingPathComponent(manifestFileName)
+        if let root = root(of: manifest) {
+            try AtomicFile.remove(manifest, under: root)
+            try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName), under: root)
+        } else {
+            try AtomicFile.remove(manifest)
+            try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName))
+        }
         try AtomicFile.removeFolderIfEmpty(folder)
         try AtomicFile.syncFolder(folder.deletingLastPathComponent())
+    }
+
+    /// The output root of a file at `<root>/AudioCache/<tourId>/<name>` or
+    /// `<root>/OfflineTours/<packageId>/<name>`, or nil for any other path.
+    /// A commit journal records absolute paths; this recovers the root its
+    /// renames must stay under.
+    public static func root(of file: URL) -> URL? {
+        let parts = file.standardizedFileURL.pathComponents
+        guard parts.count >= 5, [audioCacheFolder, offlineToursFolder].contains(parts[parts.count - 3]) else { return nil }
+        return file.standardizedFileURL.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
     /// What an `AudioCache` path names, or nil when it is not one of ours.

@@ -79,6 +79,26 @@ import TourpackServer
         }
     }
 
+    /// The status is said once: the 429's final message used to read
+    /// "HTTP 429: HTTP 429: slow down".
+    @Test func aRateLimitThatNeverClearsSaysItsStatusOnce() async throws {
+        let faults = FaultInjection(rateLimitRate: 1, retryAfterSeconds: 0)
+        try await withServer(faults: faults) { port, _ in
+            let options = HTTPSpeechSynthesizer.Options(
+                retry: RetryPolicy(maxAttempts: 2, initialBackoffSeconds: 0.001, maxBackoffSeconds: 0.001, deadlineSeconds: 60))
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil, options: options)
+            do {
+                _ = try await synthesizer.synthesize(speechRequest("Slow down.", label: "alps/poi-1/Detailed"))
+                Issue.record("expected a 429 in the end")
+            } catch let error as TourpackError {
+                let text = "\(error)"
+                #expect(text.hasPrefix("alps/poi-1/Detailed: audio generation failed: HTTP 429: "), "\(text)")
+                #expect(text.components(separatedBy: "HTTP 429").count == 2, "\(text)")
+                #expect(text.contains("gave up after 2 tries"), "\(text)")
+            }
+        }
+    }
+
     @Test func deadlineStopsRetriesThatWouldOutlastIt() async throws {
         let faults = FaultInjection(rateLimitRate: 1, retryAfterSeconds: 30)
         try await withServer(faults: faults) { port, server in

@@ -38,7 +38,8 @@ final class SynthesisClient: Sendable {
     /// What one try came to.
     private enum Outcome {
         case audio(PCMAudio)
-        /// Worth another try: `status` is nil for a transport failure.
+        /// Worth another try: `status` is nil for a transport failure. `reason`
+        /// never repeats the status: the final error adds "HTTP <status>: " once.
         case retryable(status: Int?, reason: String, retryAfter: Double?, transport: TransportFailure?)
         case tooLong(status: Int, message: String)
         case final(TourpackError)
@@ -91,7 +92,8 @@ final class SynthesisClient: Sendable {
                     let why = outOfTime ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
                                         : "gave up after \(attempt) tries"
                     options.logger.notice("tts request failed", metadata: [
-                        "item": "\(request.itemLabel)", "attempts": "\(attempt)", "reason": "\(reason)",
+                        "item": "\(request.itemLabel)", "attempts": "\(attempt)", "status": "\(status.map(String.init) ?? "none")",
+                        "reason": "\(reason)",
                     ])
                     if let transport, status == nil {
                         throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(url), reason: "\(transport.reason); \(why)")
@@ -100,7 +102,8 @@ final class SynthesisClient: Sendable {
                 }
                 counters.update { $0.retries += 1 }
                 options.logger.notice("tts retry", metadata: [
-                    "item": "\(request.itemLabel)", "attempt": "\(attempt)", "reason": "\(reason)",
+                    "item": "\(request.itemLabel)", "attempt": "\(attempt)", "status": "\(status.map(String.init) ?? "none")",
+                    "reason": "\(reason)",
                     "wait_ms": "\(Int(wait * 1000))",
                 ])
                 do { try await options.sleep(Self.duration(wait)) } catch { throw TourpackError.cancelled }
@@ -160,7 +163,7 @@ final class SynthesisClient: Sendable {
         case 429, 500, 502, 503, 504:
             let message = scrub(TTSErrorBody.message(from: response.body))
             let retryAfter = RetryPolicy.retryAfterSeconds(response.headers["retry-after"])
-            return .retryable(status: response.status, reason: "HTTP \(response.status): \(message)", retryAfter: retryAfter, transport: nil)
+            return .retryable(status: response.status, reason: message, retryAfter: retryAfter, transport: nil)
         default:
             let message = scrub(TTSErrorBody.message(from: response.body))
             if TTSErrorBody.isInputTooLong(status: response.status, message: message) {

@@ -49,7 +49,8 @@ struct Build: AsyncParsableCommand {
     @Flag(help: "Fail at once when another build holds the lock, instead of waiting.")
     var noWait = false
 
-    @Option(help: ArgumentHelp(
+    /// Unconditional, so `-1` is read as the value and refused by `validate` with a message.
+    @Option(parsing: .unconditional, help: ArgumentHelp(
         "Also give a new createdAt/expiresAt to packages that expire within DAYS (the nightly job's flag).",
         discussion: "Unchanged packages that do not expire within DAYS are left as they are; without the flag only expired ones are refreshed.",
         valueName: "DAYS"))

@@ -20,10 +20,13 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Override the TTS API dialect: google or openai.")
     var api: String?
 
-    @Option(help: "Override the requests in flight at most.")
+    // The numbers take their value unconditionally, so a negative one
+    // (`--pitch -2`, `--pitch -0`) is a value, not an unknown option "-2";
+    // the range is then checked with the settled configuration.
+    @Option(parsing: .unconditional, help: "Override the requests in flight at most.")
     var concurrency: Int?
 
-    @Option(help: "Override the requests per minute at most.")
+    @Option(parsing: .unconditional, help: "Override the requests per minute at most.")
     var requestsPerMinute: Int?
 
     @Option(help: "Override the output root (the app's Documents folder).")
@@ -32,10 +35,10 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Override the state folder.")
     var state: String?
 
-    @Option(help: "Override the voice's speaking rate (0.25–4).")
+    @Option(parsing: .unconditional, help: "Override the voice's speaking rate (0.25–4).")
     var speakingRate: Double?
 
-    @Option(help: "Override the voice's pitch (-20…20).")
+    @Option(parsing: .unconditional, help: "Override the voice's pitch (-20…20).")
     var pitch: Double?
 
     @Option(help: "Override the map tile source's URL template (http(s)://…/{z}/{x}/{y}.png).")

@@ -106,6 +106,30 @@ import Testing
         }
     }
 
+    /// A negative number is the option's value, not an unknown option "-1"
+    /// ("Missing value for '--pitch <pitch>'"), and its range is then checked.
+    @Test func negativeNumbersAreValuesAndTheirRangeIsChecked() throws {
+        for (value, expected) in [("-2", -2.0), ("-0", 0.0)] {
+            let result = try Executable.run(["plan", "pipelines/demo.yaml", "--pitch", value, "--json"])
+            #expect(result.status == 0, "--pitch \(value): \(result.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            #expect((object["voice"] as? [String: Any])?["pitch"] as? Double == expected)
+            #expect(!result.stdout.contains("-0,"), "a negative zero reached the plan")
+        }
+        let refusals: [([String], String)] = [
+            (["plan", "pipelines/demo.yaml", "--pitch", "-25"], "--pitch: -25.0 is out of range -20...20"),
+            (["plan", "pipelines/demo.yaml", "--speaking-rate", "-1"], "--speaking-rate: -1.0 is out of range 0.25...4"),
+            (["plan", "pipelines/demo.yaml", "--concurrency", "-3"], "--concurrency: -3 is out of range 1...256"),
+            (["build", "pipelines/demo.yaml", "--dry-run", "--refresh-expiring", "-1"], "--refresh-expiring: DAYS must be 0 or more, not -1"),
+        ]
+        for (arguments, message) in refusals {
+            let result = try Executable.run(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Missing value"), "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test func helpReadsWell() throws {
         let root = try Executable.run(["--help"])
         #expect(root.status == 0)

@@ -175,7 +175,8 @@ public enum PipelineLoader {
             }
         }
         if let pitch = overrides.pitch {
-            if VoiceLoader.pitchRange.contains(pitch) { voice.pitch = pitch } else {
+            // `--pitch -0` is 0: a negative zero would print, and hash into the package ID, as "-0".
+            if VoiceLoader.pitchRange.contains(pitch) { voice.pitch = pitch == 0 ? 0 : pitch } else {
                 diagnostics.error("--pitch", "", "\(pitch) is out of range -20...20")
             }
         }

@@ -38,7 +38,8 @@ public enum VoiceLoader {
         let rate = map["speakingRate"].map { reader.number($0, at: "speakingRate", range: speakingRateRange) } ?? 1.0
         let pitch = map["pitch"].map { reader.number($0, at: "pitch", range: pitchRange) } ?? 0.0
         guard !reader.diagnostics.hasErrors, let provider, let languageCode, let name, let tier, let rate, let pitch else { return nil }
-        return VoicePreset(provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch)
+        // `pitch: -0` is 0, as `--pitch -0` is.
+        return VoicePreset(provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch == 0 ? 0 : pitch)
     }
 }
 

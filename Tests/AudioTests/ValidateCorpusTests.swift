@@ -33,6 +33,7 @@ struct ValidateCorpusTests {
         case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats, hostileNumbers
         case truncatedTilePack, storedTilesOffByOne, foreignTile, tileOutsideRange, strayTilePack, missingTilePack
         case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp
+        case symlinkedAudioCache, symlinkedTourFolder, symlinkedOfflineTours, symlinkedPackageFolder, symlinkInsideRoot
 
         var testDescription: String { rawValue }
     }
@@ -248,6 +249,35 @@ extension ValidateCorpusTests.Defect {
             try fm.moveItem(at: bundle.url(path), to: outside)
             try fm.createSymbolicLink(at: bundle.url(path), withDestinationURL: outside)
             return Expectation(path: path, check: .path, words: ["outside the output root"], package: package(.mp3))
+        case .symlinkedAudioCache:
+            // The audio moved to another folder of the root and linked back: every path still resolves inside.
+            try fm.moveItem(at: bundle.url("AudioCache"), to: bundle.url("Stash"))
+            try fm.createSymbolicLink(atPath: bundle.url("AudioCache").path, withDestinationPath: "Stash")
+            return Expectation(path: "AudioCache", check: .symlink, words: ["symlink to Stash"])
+        case .symlinkedTourFolder:
+            let path = "AudioCache/\(bundle.manifest(.aac).tourId)"
+            try fm.moveItem(at: bundle.url(path), to: bundle.url("AudioCache/real"))
+            try fm.createSymbolicLink(atPath: bundle.url(path).path, withDestinationPath: "real")
+            return Expectation(path: path, check: .symlink, words: ["symlink to real"])
+        case .symlinkedOfflineTours:
+            // Every package outside the root: validate must not pass a root of 0 packages.
+            let outside = bundle.folder.appendingPathComponent("elsewhere-tours")
+            try fm.moveItem(at: bundle.url("OfflineTours"), to: outside)
+            try fm.createSymbolicLink(at: bundle.url("OfflineTours"), withDestinationURL: outside)
+            return Expectation(path: "OfflineTours", check: .symlink, words: ["symlink to \(outside.path)"])
+        case .symlinkedPackageFolder:
+            let path = "OfflineTours/\(package(.aac))"
+            let outside = bundle.folder.appendingPathComponent("elsewhere-package")
+            try fm.moveItem(at: bundle.url(path), to: outside)
+            try fm.createSymbolicLink(at: bundle.url(path), withDestinationURL: outside)
+            return Expectation(path: path, check: .symlink, words: ["symlink to \(outside.path)"])
+        case .symlinkInsideRoot:
+            // A listed audio file linked to a copy inside the root: its package's finding.
+            let path = bundle.audioPath(.opus, 1)
+            let copy = (path as NSString).deletingLastPathComponent + "/copy.bin"
+            try fm.moveItem(at: bundle.url(path), to: bundle.url(copy))
+            try fm.createSymbolicLink(atPath: bundle.url(path).path, withDestinationPath: "copy.bin")
+            return Expectation(path: path, check: .symlink, words: ["audio[1].path is a symlink to copy.bin"], package: package(.opus))
         case .malformedJSON:
             try bundle.editText(.opus) { String($0.prefix($0.count / 2)) }
             return Expectation(path: bundle.manifestPath(.opus), check: .json, words: ["not valid JSON", "line"], package: package(.opus))

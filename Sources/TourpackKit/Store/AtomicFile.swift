@@ -123,8 +123,8 @@ public enum AtomicFile {
     /// `root` through real folders only: the root is opened as given (it may
     /// be reached through a symlink), each folder below it with
     /// `openat(O_NOFOLLOW)`, and the rename lands in the folder that walk
-    /// opened. A symlink on the way is refused with `ELOOP` (a file in the
-    /// way with `ENOTDIR`), naming the path; nothing is renamed.
+    /// opened. A symlink or a file on the way is refused, naming the path
+    /// and saying it is a symlink; nothing is renamed.
     public static func move(_ temp: URL, to finalURL: URL, under root: URL) throws {
         let folder = try openFolder(finalURL.deletingLastPathComponent(), under: root, create: false)
         defer { _ = close(folder) }
@@ -148,8 +148,8 @@ public enum AtomicFile {
     }
 
     /// Creates `folder` and its missing parents below `root`, refusing a
-    /// symlink or a file on the way (`ELOOP`, `ENOTDIR`) instead of following
-    /// it. Each new folder's parent is fsynced.
+    /// symlink or a file on the way instead of following it. Each new
+    /// folder's parent is fsynced.
     public static func createFolder(_ folder: URL, under root: URL) throws {
         _ = close(try openFolder(folder, under: root, create: true))
     }
@@ -184,10 +184,13 @@ public enum AtomicFile {
                 next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
             guard next >= 0 else {
-                // A symlink answers ELOOP on Linux; some systems say ENOTDIR or EMLINK for O_NOFOLLOW.
-                let error = failure(path, "open folder without following symlinks")
+                // A symlink answers ENOTDIR (O_DIRECTORY) or ELOOP (O_NOFOLLOW): say which it was.
+                let code = errno
+                var info = stat()
+                let isLink = fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFLNK
                 _ = close(fd)
-                throw error
+                throw TourpackError.storageFailed(
+                    path: path.path, errno: code, operation: isLink ? "open folder (a symlink, never followed under the output root)" : "open folder")
             }
             _ = close(fd)
             fd = next

@@ -13,9 +13,10 @@ import Darwin
 /// the package folders, and what does not belong (temps of an interrupted
 /// write, SQLite's side files beside a pack, entries outside the layout).
 ///
-/// The walk never follows a symlink: a link is listed as the entry it is,
-/// so a link to a folder outside the root can neither be walked into nor
-/// make the walk loop. Sizes are `lstat` sizes, what the files take on the
+/// The walk never follows a symlink: a link under AudioCache or
+/// OfflineTours (or either folder as a link) is listed in `symlinks` and
+/// nowhere else, so a link to a folder outside the root can neither be
+/// walked into nor make the walk loop. Sizes are `lstat` sizes, what the files take on the
 /// phone before block rounding.
 struct BundleInventory: Sendable {
     struct Entry: Sendable, Hashable {
@@ -40,6 +41,16 @@ struct BundleInventory: Sendable {
     var tilePackSideFiles: [String] = []
     /// Temp files (`AtomicFile.isTemporaryName`) anywhere in the layout.
     var temporaries: [String] = []
+    /// A symlink at or under AudioCache or OfflineTours.
+    struct Link: Sendable, Hashable {
+        /// Relative to the root, slash-separated.
+        var path: String
+        /// What the link says, as written (`readlink`).
+        var target: String
+    }
+
+    /// Every symlink at or under AudioCache and OfflineTours, sorted by path; none is followed.
+    var symlinks: [Link] = []
     /// Entries in places where the layout has none (`OfflineTours/x.txt`, `OfflineTours/<id>/notes`, `Documents/junk`).
     var misplaced: [String] = []
 
@@ -49,6 +60,8 @@ struct BundleInventory: Sendable {
             let info = Self.info(root, name)
             if AtomicFile.isTemporaryName(name) {
                 temporaries.append(name)
+            } else if name == Layout.audioCacheFolder || name == Layout.offlineToursFolder, info.isSymlink {
+                addLink(root, name, relative: name)
             } else if name == Layout.audioCacheFolder, info.isFolder {
                 walkAudioCache(root.appendingPathComponent(name), relative: name)
             } else if name == Layout.offlineToursFolder, info.isFolder {
@@ -62,6 +75,12 @@ struct BundleInventory: Sendable {
         tilePackSideFiles.sort()
         temporaries.sort()
         misplaced.sort()
+        symlinks.sort { $0.path < $1.path }
+    }
+
+    private mutating func addLink(_ folder: URL, _ name: String, relative: String) {
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: folder.appendingPathComponent(name).path)) ?? "?"
+        symlinks.append(Link(path: relative, target: target))
     }
 
     private mutating func walkOfflineTours(_ folder: URL) throws {
@@ -72,6 +91,10 @@ struct BundleInventory: Sendable {
                 temporaries.append(relative)
                 continue
             }
+            if info.isSymlink {
+                addLink(folder, name, relative: relative)
+                continue
+            }
             guard info.isFolder else {
                 misplaced.append(relative)
                 continue
@@ -80,7 +103,12 @@ struct BundleInventory: Sendable {
             var hasManifest = false
             for inner in (try? Self.list(packageFolder)) ?? [] {
                 let innerInfo = Self.info(packageFolder, inner)
+                if innerInfo.isSymlink { addLink(packageFolder, inner, relative: "\(relative)/\(inner)") }
                 if inner == Layout.manifestFileName {
+                    hasManifest = true
+                } else if innerInfo.isSymlink {
+                    continue
+                } else if inner == Layout.manifestFileName {
                     hasManifest = true
                 } else if inner == Layout.tilePackFileName, !innerInfo.isFolder {
                     tilePacks.append(Entry(path: "\(relative)/\(inner)", size: innerInfo.size, isSymlink: innerInfo.isSymlink))
@@ -103,6 +131,10 @@ struct BundleInventory: Sendable {
         for name in (try? Self.list(folder)) ?? [] {
             let path = "\(relative)/\(name)"
             let info = Self.info(folder, name)
+            if info.isSymlink {
+                addLink(folder, name, relative: path)
+                continue
+            }
             if info.isFolder {
                 walkAudioCache(folder.appendingPathComponent(name), relative: path)
                 continue

@@ -28,7 +28,7 @@ import Darwin
 ///    part, so it runs on a `NIOThreadPool`, one thread per core, with at
 ///    most two files per thread in flight; neither FFmpeg nor SQLite ever
 ///    blocks Swift's cooperative pool.
-/// Then the bundle as a whole: stray files, temps, the cache budget.
+/// Then the bundle as a whole: symlinks, stray files, temps, the cache budget.
 public struct BundleValidator: Sendable {
     public var options: ValidationOptions
 
@@ -117,7 +117,7 @@ public struct BundleValidator: Sendable {
         return results
     }
 
-    /// Temps, strays, package folders without package.json, and the cache budget.
+    /// Temps, symlinks, strays, package folders without package.json, and the cache budget.
     /// A file of a package whose package.json cannot be read looks stray; the
     /// message says so, since the fix is then the package.json, not the file.
     private func bundleOutcomes(_ inventory: BundleInventory, listed: Set<String>, unreadablePackages: Int) -> [CheckOutcome] {
@@ -132,6 +132,15 @@ public struct BundleValidator: Sendable {
         bundle.ran(.temporary)
         for temp in inventory.temporaries {
             bundle.error(.temporary, "leftover temp file of an interrupted write; the next build removes it, or delete it", path: temp)
+        }
+        bundle.ran(.symlink)
+        // A link a package lists is that package's finding (`PackageCheck`); every other one is the bundle's.
+        for link in inventory.symlinks where !listed.contains(link.path) {
+            bundle.error(
+                .symlink,
+                "symlink to \(link.target): AudioCache, OfflineTours and everything in them must be real folders and files, "
+                    + "since a link can take the app's reads and a build's writes out of the root; never followed",
+                path: link.path)
         }
         bundle.ran(.stray)
         let caveat = unreadablePackages == 0 ? "" : "; \(unreadablePackages == 1 ? "a package.json" : "\(unreadablePackages) package.json files") could not be read and may list it"

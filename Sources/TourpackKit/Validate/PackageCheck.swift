@@ -274,8 +274,11 @@ struct PackageCheck {
         }
         do {
             let url = try layout.resolve(relativePath: file)
+            if let target = Self.symlinkTarget(url) {
+                record.error(.symlink, "the tile pack is a symlink to \(target); it must be a real file in its package folder")
+            }
             let (route, pois) = Self.coordinates(manifest)
-            return ([], TilePackCheck(package: name, path: file, url: url, mapTiles: tiles, route: route, pois: pois))
+            return (record.outcomes.filter { $0.check == .symlink }, TilePackCheck(package: name, path: file, url: url, mapTiles: tiles, route: route, pois: pois))
         } catch {
             record.error(.tilePack, "mapTiles.file is refused: \(Self.reason(error, path: file)); a path must stay inside the root")
             return (record.outcomes, nil)
@@ -292,6 +295,9 @@ struct PackageCheck {
             record.ran(.path)
             do {
                 let url = try layout.resolve(relativePath: entry.path)
+                if let target = Self.symlinkTarget(url) {
+                    record.error(.symlink, "audio[\(index)].path is a symlink to \(target); an audio file must be a real file in its tour folder")
+                }
                 if let tourID = SafeID(validating: manifest.tourId), let poiID = SafeID(validating: entry.poiId) {
                     let expected = Layout.audioRelativePath(tourID: tourID, poiID: poiID, phase: entry.phase, format: entry.format)
                     if entry.path != expected {
@@ -323,6 +329,13 @@ struct PackageCheck {
               case .string(let file)? = tiles.first(where: { $0.key == "file" })?.value
         else { return nil }
         return file
+    }
+
+    /// What `url` links to when it is itself a symlink (`lstat`); nil for anything else.
+    /// A listed file that is a link is its package's `symlink` finding, not the bundle's.
+    private static func symlinkTarget(_ url: URL) -> String? {
+        guard OutputTree.kind(url) == .symlink else { return nil }
+        return (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) ?? "?"
     }
 
     private static func reason(_ error: any Error, path: String) -> String {

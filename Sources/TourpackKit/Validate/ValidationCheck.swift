@@ -58,6 +58,9 @@ public enum ValidationCheck: String, Sendable, Hashable, CaseIterable, Codable, 
     case stray
     /// No temp file of an interrupted write is left behind.
     case temporary
+    /// Nothing under AudioCache or OfflineTours, nor either folder itself, is a symlink: a link can
+    /// take the app's reads, and a build's writes, out of the root (a package folder elsewhere).
+    case symlink
     /// AudioCache fits the pipeline's `budgets.cacheMaxMB`.
     case cacheBudget
 

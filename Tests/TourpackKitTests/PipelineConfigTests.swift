@@ -97,6 +97,21 @@ struct ConfigFixture {
         ])
     }
 
+    /// A voice's name reaches package.json: a bidi override or another
+    /// invisible format character is refused with the file and key; the
+    /// joiners some scripts need are not.
+    @Test func voiceNamesRefuseFormatCharacters() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        try fixture.write("voices/v.yaml", "provider: \"goo\\u200Bgle\"\nlanguageCode: en-US\nname: \"en-US-\\u202EF2-laruen\"\ntier: standard\n")
+        #expect(fixture.errors(Self.minimal) == [
+            "voices/v.yaml: provider: invisible format character U+200B is not allowed in a name (of the format characters, only the joiners U+200C and U+200D are)",
+            "voices/v.yaml: name: control character U+202E is not allowed",
+        ])
+        try fixture.write("voices/v.yaml", "provider: local\nlanguageCode: fa-IR\nname: \"fa\\u200Cir\"\ntier: local\n")
+        #expect(try fixture.load(Self.minimal).voice.name == "fa\u{200C}ir")
+    }
+
     @Test func versionIsRequiredAndChecked() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }

@@ -220,7 +220,8 @@ extension TourValidator {
         return checkedText(value, at: path.appending(key))
     }
 
-    /// A short, single-line, non-empty string without control characters.
+    /// A short, single-line, non-empty name without control or invisible
+    /// format characters (see `NameCharacters`).
     mutating func checkedText(_ value: JSONValue, at path: JSONPath) -> String? {
         guard case .string(let raw) = value else {
             error(path, "expected a string, found \(value.kindName)")
@@ -230,8 +231,8 @@ extension TourValidator {
             error(path, "must not be empty")
             return nil
         }
-        if let bad = raw.unicodeScalars.first(where: { Self.isForbiddenControl($0, allowLineBreaks: false) }) {
-            error(path, "control character U+\(Self.hex(bad)) is not allowed")
+        if let problem = NameCharacters.problem(in: raw) {
+            error(path, problem)
             return nil
         }
         if raw.unicodeScalars.count > 500 {
@@ -314,6 +315,36 @@ extension TourValidator {
     static func hex(_ scalar: Unicode.Scalar) -> String {
         let digits = String(scalar.value, radix: 16, uppercase: true)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
+
+/// The characters a name may hold: tour, POI and waypoint names, and a
+/// voice's name and provider. Names reach package.json and the app's screens,
+/// so they refuse what a person cannot see or what changes how the text
+/// around it reads:
+/// - control characters (C0, DEL, C1) and the line and paragraph separators;
+/// - every format character (Unicode general category Cf): the bidi
+///   embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069), the
+///   marks (U+200E, U+200F, U+061C), zero-width space and word joiner, soft
+///   hyphen, the byte-order mark and the tag characters;
+/// - except ZWNJ (U+200C) and ZWJ (U+200D), which spell real names in
+///   Persian, the Indic scripts and others.
+///
+/// Narrations keep their own, looser rule (line breaks and format
+/// characters other than the bidi controls pass): they are spoken, not shown.
+enum NameCharacters {
+    /// Why `text` is not a valid name, for its first offending character; nil when it is.
+    static func problem(in text: String) -> String? {
+        for scalar in text.unicodeScalars {
+            if TourValidator.isForbiddenControl(scalar, allowLineBreaks: false) {
+                return "control character U+\(TourValidator.hex(scalar)) is not allowed"
+            }
+            if scalar.properties.generalCategory == .format, scalar != "\u{200C}", scalar != "\u{200D}" {
+                return "invisible format character U+\(TourValidator.hex(scalar)) is not allowed in a name "
+                    + "(of the format characters, only the joiners U+200C and U+200D are)"
+            }
+        }
+        return nil
     }
 }
 

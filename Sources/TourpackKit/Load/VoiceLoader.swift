@@ -34,6 +34,10 @@ public enum VoiceLoader {
             reader.error("languageCode", "not a BCP-47 language code like en-US: \"\(languageCode)\"")
         }
         let name = reader.string(map["name"], at: "name")
+        // The voice's name and provider reach package.json: the names' rule.
+        for (key, value) in [("provider", provider), ("name", name)] {
+            if let value, let problem = NameCharacters.problem(in: value) { reader.error(key, problem) }
+        }
         let tier = reader.choice(map["tier"], at: "tier", as: PricingTier.self)
         let rate = map["speakingRate"].map { reader.number($0, at: "speakingRate", range: speakingRateRange) } ?? 1.0
         let pitch = map["pitch"].map { reader.number($0, at: "pitch", range: pitchRange) } ?? 0.0

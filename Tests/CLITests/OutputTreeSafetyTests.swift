@@ -128,6 +128,36 @@ import Glibc
         #expect(Self.entries(under: inside).isEmpty)
     }
 
+    /// The swap a preflight cannot see: one Alps request is held while the
+    /// others land, so the tour's folder exists; it is then replaced by a
+    /// link out of the root. The held item's files must be refused, not
+    /// written through the link: the tour fails, the other tour ships.
+    @Test func aTourFolderSwappedMidBuildIsRefused() throws {
+        let workspace = try BuildWorkspace()
+        defer { workspace.remove() }
+        let server = try LocalVoiceServer(faults: ["--hold-text", "HELD-HERE", "--stall-ms", "4000"])
+        defer { server.stop() }
+        let outside = workspace.root.appendingPathComponent("outside", isDirectory: true)
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        try workspace.writeTours(alps: "HELD-HERE is the road.", lakes: "The lake lies still below the pass.")
+        let build = try workspace.startBuild(server)
+        func alpsItemDone() -> Bool {
+            build.events.contains { $0["event"] as? String == "itemDone" && $0["tourId"] as? String == BuildWorkspace.alpsID }
+        }
+        while !alpsItemDone(), build.waitForEvent("itemDone") != nil {}
+        try #require(alpsItemDone(), "no Alps item finished: \(build.events)")
+        let tourFolder = workspace.output.appendingPathComponent("AudioCache/\(BuildWorkspace.alpsID)")
+        #expect((try server.stats()["faultsInjected"] as? [String: Int])?["held"] == 1, "the held request is still pending")
+        try FileManager.default.moveItem(at: tourFolder, to: workspace.root.appendingPathComponent("moved-alps"))
+        try FileManager.default.createSymbolicLink(at: tourFolder, withDestinationURL: outside)
+
+        #expect(build.finish() == 1)
+        #expect(Self.entries(under: outside).isEmpty, "written outside the root: \(Self.entries(under: outside))")
+        let failed = build.events.first { $0["event"] as? String == "tourFailed" }
+        #expect(failed?["tourId"] as? String == BuildWorkspace.alpsID, "\(build.events)")
+        #expect(build.events.contains { $0["event"] as? String == "tourPackaged" && $0["tourId"] as? String == BuildWorkspace.lakesID })
+    }
+
     @Test func outputRootReachedThroughASymlinkBuilds() throws {
         let setup = try Setup()
         let link = setup.workspace.root.appendingPathComponent("documents-link")

@@ -139,30 +139,12 @@ public struct Layout: Sendable, Hashable {
         return url
     }
 
-    /// Whether `url`, with symlinks resolved as far as the path exists, lies
-    /// strictly inside the root.
+    /// Whether `url`, with symlinks resolved as far as the path exists
+    /// (`OutputTree.realPath`), lies strictly inside the root.
     public func contains(_ url: URL) -> Bool {
-        let rootComponents = Layout.resolvedComponents(root)
-        let components = Layout.resolvedComponents(url)
+        let rootComponents = OutputTree.realPath(root).pathComponents
+        let components = OutputTree.realPath(url).pathComponents
         return components.count > rootComponents.count && Array(components.prefix(rootComponents.count)) == rootComponents
-    }
-
-    /// `realpath(3)` of the longest existing prefix, then the rest as written.
-    /// (Foundation's `resolvingSymlinksInPath` gives up on paths that do not
-    /// exist yet, which is exactly the case a symlink escape hides in.)
-    private static func resolvedComponents(_ url: URL) -> [String] {
-        var existing = url.standardizedFileURL
-        var rest: [String] = []
-        while true {
-            if let resolved = realpath(existing.path, nil) {
-                defer { free(resolved) }
-                return URL(fileURLWithPath: String(cString: resolved)).standardizedFileURL.pathComponents + rest.reversed()
-            }
-            let parent = existing.deletingLastPathComponent()
-            if parent.path == existing.path { return url.standardizedFileURL.pathComponents }
-            rest.append(existing.lastPathComponent)
-            existing = parent
-        }
     }
 
     private func path(_ relative: String) -> StoredPath {

@@ -23,6 +23,31 @@ import Testing
     }
 }
 
+@Suite struct SSMLNothingToSpeakTests {
+    @Test(arguments: [
+        "<speak/>",
+        "<speak></speak>",
+        #"<speak><break time="2s"/> <break strength="strong"/></speak>"#,
+        "<speak>\n  <p> <s>\t</s> </p>\n</speak>",
+        "<speak><!-- only a note --><![CDATA[   ]]>&#32;&#xA0;</speak>",
+        #"<?xml version="1.0"?><speak><prosody rate="slow"><break time="1s"/></prosody></speak>"#,
+    ])
+    func tagsAndWhitespaceAloneSayNothing(_ text: String) {
+        #expect(SSML.validate(text) == [])
+        #expect(SSML.hasNothingToSpeak(text))
+    }
+
+    @Test(arguments: [
+        #"<speak><break time="1s"/>Go.</speak>"#,
+        "<speak>&amp;</speak>",
+        "<speak><![CDATA[a < b]]></speak>",
+        #"<speak><say-as interpret-as="characters">ORF</say-as></speak>"#,
+    ])
+    func anyTextIsSomethingToSay(_ text: String) {
+        #expect(!SSML.hasNothingToSpeak(text))
+    }
+}
+
 @Suite struct SSMLValidateTests {
     @Test(arguments: [
         #"<speak>Hello.</speak>"#,

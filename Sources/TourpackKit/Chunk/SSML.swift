@@ -58,6 +58,26 @@ public enum SSML {
         return sorted(scanner.problems + SSMLStructure(scanner: scanner).problems)
     }
 
+    /// Whether SSML gives the voice nothing to say: no text, character
+    /// reference or CDATA outside its tags but whitespace, as in
+    /// `<speak><break time="2s"/></speak>` or `<speak/>`. Such a narration is
+    /// well-formed, yet it would be sent, and billed, for silence; the loader
+    /// refuses it as empty. Chunks are not checked with it: only a whole
+    /// narration must have something to say.
+    public static func hasNothingToSpeak(_ text: String) -> Bool {
+        let scanner = SSMLScanner(text)
+        func spoken(_ scalars: ArraySlice<Unicode.Scalar>) -> Bool { scalars.contains { !$0.properties.isWhitespace } }
+        return !scanner.tokens.contains { token in
+            switch token.kind {
+            case .text: return spoken(scanner.scalars[token.range])
+            case .entity(let scalar): return !scalar.properties.isWhitespace
+            // Between "<![CDATA[" and "]]>".
+            case .cdata: return spoken(scanner.scalars[token.range].dropFirst(9).dropLast(3))
+            default: return false
+            }
+        }
+    }
+
     /// Problems by position, keeping the order they were found in for equal positions.
     static func sorted(_ problems: [SSMLProblem]) -> [SSMLProblem] {
         problems.enumerated()

@@ -163,6 +163,10 @@ struct TourValidator {
             let problems = SSML.validate(raw)
             for problem in problems { error(path, problem.message) }
             if !problems.isEmpty { return nil }
+            if SSML.hasNothingToSpeak(raw) {
+                error(path, "narration is empty: its SSML has no text to speak, only tags")
+                return nil
+            }
         }
         return narration
     }

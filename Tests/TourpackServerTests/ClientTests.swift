@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Testing
-import TourpackKit
+@testable import TourpackKit
 import TourpackServer
 
 /// The libcurl client against the real serve-tts over loopback.
@@ -129,19 +129,27 @@ import TourpackServer
         #expect(synthesizer.stats.requests == 2)
     }
 
-    @Test func oversizedResponseIsRefusedNotRetried() async throws {
+    /// A 2xx answer whose body passes the cap was still answered, so the
+    /// provider bills it: every such try counts its characters, as the 2xx
+    /// path does, and it is retried as a fault of that request, never taken
+    /// for "network unavailable".
+    @Test func anOversizedAnswerIsBilledAndRetried() async throws {
         try await withServer { port, server in
             var options = HTTPSpeechSynthesizer.Options()
             options.maxResponseBytes = 10_000  // a second of 24 kHz audio is ~64 kB in base64
-            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil, options: options)
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, maxAttempts: 2), apiKey: nil, options: options)
+            let request = speechRequest("A sentence that makes more than ten kilobytes of audio.")
+            let billed = BilledCharacters()
             do {
-                _ = try await synthesizer.synthesize(speechRequest("A sentence that makes more than ten kilobytes of audio."))
+                _ = try await BilledCharacters.$current.withValue(billed) { try await synthesizer.synthesize(request) }
                 Issue.record("expected the cap to refuse the body")
             } catch TourpackError.audioGenerationFailed(_, let status, let message) {
-                #expect(status == nil)
-                #expect(message.contains("response larger than"))
+                #expect(status == 200)
+                #expect(message.contains("response larger than 10000 bytes"), "\(message)")
+                #expect(message.contains("gave up after 2 tries"), "\(message)")
             }
-            #expect(server.stats.snapshot.synthesizeRequests == 1)
+            #expect(server.stats.snapshot.synthesizeRequests == 2)
+            #expect(billed.value == 2 * request.chunk.characters)
         }
     }
 

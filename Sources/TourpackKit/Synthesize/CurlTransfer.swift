@@ -155,10 +155,11 @@ final class CurlTransfer: @unchecked Sendable {
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return .failure(.timedOut(detail))
-        case CURLE_FILESIZE_EXCEEDED:
-            return .failure(.responseTooLarge(limit: maxResponseBytes))
-        case CURLE_WRITE_ERROR where overflowed:
-            return .failure(.responseTooLarge(limit: maxResponseBytes))
+        case CURLE_FILESIZE_EXCEEDED, CURLE_WRITE_ERROR where overflowed:
+            // Aborted after the status line (by Content-Length, or by the
+            // body passing the cap): the easy handle still knows the status.
+            let status = easy.info(CURLINFO_RESPONSE_CODE)
+            return .failure(.responseTooLarge(limit: maxResponseBytes, status: status > 0 ? status : nil))
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT:
             return .failure(.unusable(detail))
         default:

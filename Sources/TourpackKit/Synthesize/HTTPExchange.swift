@@ -53,8 +53,10 @@ enum TransportFailure: Error, Sendable, Equatable {
     case timedOut(String)
     /// Refused, reset, DNS, TLS, or a body cut short: worth another try.
     case connection(String)
-    /// The body passed the 64 MB cap.
-    case responseTooLarge(limit: Int)
+    /// The body passed the 64 MB cap. `status` is the status line's code when
+    /// it had arrived: the server answered, and libcurl stopped reading the
+    /// body, so a 2xx here was billed all the same.
+    case responseTooLarge(limit: Int, status: Int?)
     /// The request could not be set up (bad URL, unsupported protocol).
     case unusable(String)
     case cancelled
@@ -70,7 +72,8 @@ enum TransportFailure: Error, Sendable, Equatable {
         switch self {
         case .timedOut(let m): return "timed out: \(m)"
         case .connection(let m): return m
-        case .responseTooLarge(let limit): return "response larger than \(limit / (1024 * 1024)) MB"
+        case .responseTooLarge(let limit, _):
+            return limit >= 1024 * 1024 ? "response larger than \(limit / (1024 * 1024)) MB" : "response larger than \(limit) bytes"
         case .unusable(let m): return m
         case .cancelled: return "cancelled"
         }

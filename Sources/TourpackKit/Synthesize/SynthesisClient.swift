@@ -131,6 +131,13 @@ final class SynthesisClient: Sendable {
         case .failure(let failure):
             let reason = scrub(failure.reason)
             options.logger.debug("tts request", metadata: ["item": "\(request.itemLabel)", "attempt": "\(attempt)", "error": "\(reason)", "ms": "\(elapsedMs)"])
+            if case .responseTooLarge(_, let status?) = failure, (200..<300).contains(status) {
+                // The endpoint answered 2xx and only its body was refused, at
+                // the cap: billed like any 2xx answer, and worth another try,
+                // since the endpoint is up.
+                BilledCharacters.current?.add(request.chunk.characters)
+                return .retryable(status: status, reason: reason, retryAfter: nil, transport: nil)
+            }
             guard failure.isRetryable else {
                 return .final(.audioGenerationFailed(item: request.itemLabel, status: nil, message: reason))
             }

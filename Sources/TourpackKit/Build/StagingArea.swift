@@ -48,6 +48,18 @@ public final class StagingArea: @unchecked Sendable {
         return temp
     }
 
+    /// A temp for a file that waits long before it is published (a tile
+    /// pack, made while the audio is still being spoken): in the staging
+    /// folder, its final folder is made only when the tour is published
+    /// (by its package.json's temp), so a run killed meanwhile leaves no
+    /// empty package folder in the root.
+    public func temporaryURL(deferringFolderOf finalURL: URL) throws -> URL {
+        guard let folder else { return try temporaryURL(for: finalURL) }
+        let temp = try AtomicFile.temporaryURL(for: finalURL, in: folder, creatingFinalFolder: false)
+        lock.withLock { _ = pending.insert(temp) }
+        return temp
+    }
+
     /// Forgets a temp that has been renamed to its final path.
     public func committed(_ temp: URL) {
         lock.withLock { _ = pending.remove(temp) }

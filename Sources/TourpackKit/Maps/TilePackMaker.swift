@@ -104,7 +104,7 @@ struct TilePackMaker: Sendable {
                     emptyTiles: known.record.emptyTiles, inputKey: key, upToDate: known.upToDate)
             }
             guard let first = packPaths.first else { throw TourpackError.invalidInput("\(tour.name): no package to put the tile pack in") }
-            let temp = try staging.temporaryURL(for: first.url)
+            let temp = try staging.temporaryURL(deferringFolderOf: first.url)
             do {
                 var pack = try await write(tiles, contents: contents, metadata: metadata, into: temp)
                 pack.inputKey = key

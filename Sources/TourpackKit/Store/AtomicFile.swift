@@ -65,10 +65,10 @@ public enum AtomicFile {
     ///
     /// `folder` puts the temp elsewhere (a staging folder on the same file
     /// system, so the rename stays atomic); by default it sits beside the file.
-    public static func temporaryURL(for finalURL: URL, in staging: URL? = nil) throws -> URL {
+    public static func temporaryURL(for finalURL: URL, in staging: URL? = nil, creatingFinalFolder: Bool = true) throws -> URL {
         let folder = staging ?? finalURL.deletingLastPathComponent()
         try createFolder(folder)
-        if staging != nil { try createFolder(finalURL.deletingLastPathComponent()) }
+        if staging != nil, creatingFinalFolder { try createFolder(finalURL.deletingLastPathComponent()) }
         for _ in 0..<8 {
             let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
             let padded = String(repeating: "0", count: 16 - suffix.count) + suffix

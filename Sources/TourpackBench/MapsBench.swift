@@ -118,7 +118,7 @@ enum MapsBench {
                      bigWarm.pipelineSeconds, bigWarm.tileRequests, bigWarm.serverRequests, bigWarm.tilePacks))
         let complete = cold.tilesDownloaded == cold.plannedTiles && bigCold.tilesDownloaded == bigCold.plannedTiles
         let warmQuiet = bigWarm.tileRequests == 0 && bigWarm.serverRequests == 0 && bigWarm.tilePacks == 0
-        let memoryOK = bigCold.peakBytes > 0 && bigCold.peakBytes < 200 * 1_048_576
+        let memoryOK = bigCold.peakBytes > 0 && bigCold.peakBytes < Budgets.bytes(megabytes: 200)
         print("every planned tile downloaded on the cold builds: \(complete ? "PASS" : "FAIL")")
         print("tile requests on the warm rebuild: \(bigWarm.tileRequests) (\(warmQuiet ? "PASS" : "FAIL"))")
         print(String(format: "peak memory %@ tiles < 200 MB: %.1f MB (%@)", bigTiles.grouped, mb(bigCold.peakBytes), memoryOK ? "PASS" : "FAIL"))

@@ -76,9 +76,9 @@ struct Cache: AsyncParsableCommand {
                 try plan.apply(to: layout)
                 try state?.outputs.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
                 // The synthesis cache keeps its own budget, and drops chunks too old to reuse.
-                _ = try state?.synthesis.evict(toFit: Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576)
+                _ = try state?.synthesis.evict(toFit: config.budgets.synthesisCacheMaxBytes)
                 // So does the tile cache, least recently used tiles first.
-                _ = try state?.tiles.evict(toFit: Int64(config.budgets.tileCacheMaxMB) * 1_048_576)
+                _ = try state?.tiles.evict(toFit: config.budgets.tileCacheMaxBytes)
             }
             if json {
                 print(try CacheText.json(plan))

@@ -118,7 +118,7 @@ public struct Builder: Sendable {
         // Before any request: what the caches already hold, and whether the
         // quota and the cache budget can take the rest.
         let annotated = try state.annotate(plan, config: resolved, encoder: encoder.fingerprint)
-        if let refusal = annotated.budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) ?? annotated.tileRefusal(config.maps) {
+        if let refusal = annotated.budgetRefusal(cacheMaxBytes: config.budgets.cacheMaxBytes) ?? annotated.tileRefusal(config.maps) {
             throw TourpackError.budgetExceeded(refusal)
         }
         let statsBefore = synthesizer.stats
@@ -153,10 +153,10 @@ public struct Builder: Sendable {
                 }
                 summary.evictedFiles = evicted.files
                 summary.evictedBytes = evicted.bytes
-                let synthesisBudget = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
+                let synthesisBudget = config.budgets.synthesisCacheMaxBytes
                 try await pool.runIfActive { _ = try state.synthesis.evict(toFit: synthesisBudget) }
                 if maps != nil {
-                    let tileBudget = Int64(config.budgets.tileCacheMaxMB) * 1_048_576
+                    let tileBudget = config.budgets.tileCacheMaxBytes
                     try await pool.runIfActive { _ = try state.tiles.evict(toFit: tileBudget) }
                 }
             } catch {

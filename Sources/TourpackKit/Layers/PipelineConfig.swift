@@ -116,6 +116,18 @@ public struct Budgets: Sendable, Hashable {
     public func monthlyQuota(for tier: PricingTier) -> Int? {
         tier == .local ? nil : monthlyCharacters[tier]
     }
+
+    /// `cacheMaxMB` in bytes: the AudioCache budget that the plan, the
+    /// eviction after a build, `cache` and `validate` all hold the root to.
+    public var cacheMaxBytes: Int64 { Self.bytes(megabytes: cacheMaxMB) }
+    /// `synthesisCacheMaxMB` in bytes: what the synthesis cache is evicted to fit.
+    public var synthesisCacheMaxBytes: Int64 { Self.bytes(megabytes: synthesisCacheMaxMB) }
+    /// `tileCacheMaxMB` in bytes: what the map tile cache is evicted to fit.
+    public var tileCacheMaxBytes: Int64 { Self.bytes(megabytes: tileCacheMaxMB) }
+
+    /// Megabytes in bytes. A budget's MB are MiB (1,048,576 bytes) everywhere
+    /// in tourpack; this is the one place that says so.
+    public static func bytes(megabytes: Int) -> Int64 { Int64(megabytes) * 1_048_576 }
 }
 
 public struct MapSettings: Sendable, Hashable {

@@ -96,13 +96,13 @@ public struct BuildPlan: Sendable, Hashable {
 
     /// Why a budget refuses this plan before anything is spent, with the
     /// numbers; nil when it fits. The build exits 3 with this message.
-    public func budgetRefusal(cacheMaxMB: Int) -> String? {
+    public func budgetRefusal(cacheMaxBytes: Int64) -> String? {
         if let quota = monthlyQuota, let left = quotaLeftAfter, left < 0 {
             return "the \(voice.tier.rawValue) tier's monthly quota is \(quota.groupedText) characters; "
                 + "\(quotaUsedBefore.groupedText) are used or reserved this month and this build needs \(billableCharacters.groupedText) more "
                 + "(\(cacheHits) chunks come from the cache), \((-left).groupedText) over. Nothing was sent."
         }
-        let budget = cacheMaxMB * 1_048_576
+        let budget = Int(cacheMaxBytes)
         if estimatedAudioBytes > budget {
             return "this build's own audio is estimated at \(PlanReport.bytes(estimatedAudioBytes)) "
                 + "(\(formats.map(\.rawValue).joined(separator: ", "))), more than cacheMaxMB (\(PlanReport.bytes(budget))). Nothing was sent."
@@ -115,6 +115,6 @@ public struct BuildPlan: Sendable, Hashable {
     /// nil when it would go ahead. `plan` prints it and `build --dry-run`
     /// exits 3 with it, so neither says yes to a build that will say no.
     public func refusal(_ config: PipelineConfig) -> String? {
-        budgetRefusal(cacheMaxMB: config.budgets.cacheMaxMB) ?? tileRefusal(config.maps)
+        budgetRefusal(cacheMaxBytes: config.budgets.cacheMaxBytes) ?? tileRefusal(config.maps)
     }
 }

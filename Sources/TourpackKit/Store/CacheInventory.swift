@@ -129,15 +129,15 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
         unreadablePackages = inventory.unreadablePackages.count
         files = inventory.files.count
         bytes = inventory.bytes
-        budgetBytes = Int64(config.budgets.cacheMaxMB) * 1_048_576
+        budgetBytes = config.budgets.cacheMaxBytes
         let unreferenced = inventory.files.filter { !live.contains($0.path) }
         unreferencedFiles = unreferenced.count
         unreferencedBytes = unreferenced.reduce(0) { $0 + $1.size }
         expiredAudioFiles = inventory.files.filter { $0.modified < audioCutoff }.count
         temporaries = inventory.temporaries.count
         synthesisCacheBytes = Self.folderBytes(config.state.appendingPathComponent("synthesis", isDirectory: true))
-        synthesisBudgetBytes = Int64(config.budgets.synthesisCacheMaxMB) * 1_048_576
-        tileBudgetBytes = Int64(config.budgets.tileCacheMaxMB) * 1_048_576
+        synthesisBudgetBytes = config.budgets.synthesisCacheMaxBytes
+        tileBudgetBytes = config.budgets.tileCacheMaxBytes
         let packages = config.output.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: packages.path)) ?? [] {
             let pack = packages.appendingPathComponent(name).appendingPathComponent(Layout.tilePackFileName)

@@ -43,7 +43,7 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     ///   - overBudgetOnly: only evict over the budget; leave expired packages and old audio.
     public init(inventory: CacheInventory, budgets: Budgets, now: Date, lastUsed: [String: Date] = [:], overBudgetOnly: Bool = false) {
         bytesBefore = inventory.bytes
-        budgetBytes = Int64(budgets.cacheMaxMB) * 1_048_576
+        budgetBytes = budgets.cacheMaxBytes
         for package in inventory.packages where package.isExpired && !overBudgetOnly {
             removals.append(Removal(path: "\(Layout.offlineToursFolder)/\(package.packageID)", bytes: 0, reason: "expired package"))
         }
@@ -95,7 +95,7 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
 enum AudioCacheEviction {
     static func run(layout: Layout, budgets: Budgets, outputs: OutputCache, now: Date) throws -> (files: Int, bytes: Int64) {
         let inventory = try CacheInventory.scan(layout, now: now)
-        guard inventory.bytes > Int64(budgets.cacheMaxMB) * 1_048_576 else { return (0, 0) }
+        guard inventory.bytes > budgets.cacheMaxBytes else { return (0, 0) }
         let lastUsed = try outputs.lastUsed(relativeTo: layout.root)
         let plan = CachePrunePlan(inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: true)
         try plan.apply(to: layout)

@@ -41,7 +41,7 @@ public struct ValidationLimits: Sendable, Hashable {
     public var selection: TileSelection
 
     public init(cacheMaxMB: Int, packageMaxAgeDays: Int, tileKB: Int, selection: TileSelection = .bbox) {
-        self.cacheMaxBytes = Int64(cacheMaxMB) * 1024 * 1024
+        self.cacheMaxBytes = Budgets.bytes(megabytes: cacheMaxMB)
         self.packageMaxAgeDays = packageMaxAgeDays
         self.tileKB = tileKB
         self.selection = selection

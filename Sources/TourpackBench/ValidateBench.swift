@@ -64,7 +64,7 @@ enum ValidateBench {
         for tourIndex in 0..<tourCount {
             let pois = min(100, perFormat - tourIndex * 100)
             let tour = try tour(index: tourIndex, pois: pois)
-            let coverage = TileMath.coverage(of: tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location), settings: MapSettings())!
+            let coverage = TileMath.coverage(of: tour.coordinates, settings: MapSettings())!
             for format in AudioFormat.allCases {
                 let (source, audio) = encoded[format]!
                 var items: [PackageAudio] = []

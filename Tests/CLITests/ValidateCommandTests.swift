@@ -21,7 +21,7 @@ import TourpackKit
             let tour = try #require(TourLoader().load(tours, into: &diagnostics), "\(diagnostics.diagnostics)")
             let voice = VoicePreset(provider: "local", languageCode: "en-US", name: "en-us", tier: .local)
             let layout = Layout(root: root)
-            let coverage = try #require(TileMath.coverage(of: tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location), settings: MapSettings()))
+            let coverage = try #require(TileMath.coverage(of: tour.coordinates, settings: MapSettings()))
             for format in AudioFormat.allCases {
                 var audio: [PackageAudio] = []
                 for poi in tour.pois {

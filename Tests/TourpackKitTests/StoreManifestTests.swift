@@ -50,7 +50,7 @@ enum StoreManifestFixture {
     }
 
     static var coverage: MapCoverage {
-        TileMath.coverage(of: tour.route.waypoints.map(\.coordinate) + tour.pois.map(\.location), settings: MapSettings())!
+        TileMath.coverage(of: tour.coordinates, settings: MapSettings())!
     }
 
     static func manifest(tour: Tour = tour, audio: [PackageAudio] = audio, coverage: MapCoverage = coverage, createdAt: Date = createdAt) throws -> PackageManifest {

@@ -24,6 +24,10 @@ public struct Tour: Sendable, Hashable {
         self.pois = pois
         self.sourceFile = sourceFile
     }
+
+    /// Every point the tour names: its route's waypoints, then its POIs'
+    /// locations. A map that covers the tour covers all of these.
+    public var coordinates: [Coordinate] { route.waypoints.map(\.coordinate) + pois.map(\.location) }
 }
 
 /// A UUID that passed validation, kept in lowercase: the only kind of ID that

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TourpackKit
 import TourpackServer
 
 #if canImport(Glibc)
@@ -87,7 +88,7 @@ enum BuildBench {
             let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
             let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
             return Measurement(
-                wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
+                wallSeconds: wall.seconds,
                 pipelineSeconds: finished["wallSeconds"] as? Double ?? 0,
                 peakKB: (finished["peakMemoryBytes"] as? Int).map { $0 / 1024 } ?? peakKB,
                 files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,

@@ -63,7 +63,7 @@ enum TTSBench {
             let started = ContinuousClock.now
             try await speakAll(synthesizer, (0..<requests).map(request))
             let elapsed = started.duration(to: .now)
-            return Double(requests) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            return Double(requests) / elapsed.seconds
         }
     }
 
@@ -105,7 +105,7 @@ enum TTSBench {
             return FaultRun(
                 total: requests, delivered: delivered, injected: stats.totalFaults, served: stats.synthesizeRequests, byKind: stats.faultsInjected,
                 retries: synthesizer.stats.retries,
-                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                seconds: elapsed.seconds)
         }
     }
 }

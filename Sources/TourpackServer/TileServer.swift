@@ -151,7 +151,7 @@ struct TileAccessLog<Context: RequestContext>: RouterMiddleware {
 
     private func record(_ request: Request, _ logger: Logger, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
         let elapsed = started.duration(to: .now)
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let milliseconds = elapsed.seconds * 1000
         var metadata: Logger.Metadata = [
             "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
             "ms": "\(String(format: "%.1f", milliseconds))",

@@ -68,8 +68,7 @@ final class BuildDisplay: @unchecked Sendable {
     // MARK: Lines
 
     private var elapsed: Double {
-        let parts = started.duration(to: clock.now).components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+        started.duration(to: clock.now).seconds
     }
 
     private func counter() -> String {

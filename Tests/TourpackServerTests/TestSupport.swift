@@ -101,9 +101,8 @@ final class SleepRecorder: @unchecked Sendable {
     }
 
     private func record(_ duration: Duration) {
-        let parts = duration.components
         lock.lock()
-        storage.append(Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
+        storage.append(duration.seconds)
         lock.unlock()
     }
 }

@@ -178,7 +178,7 @@ public struct Builder: Sendable {
             summary.tilesRenewed = fetched.notModified
             summary.tilesEmpty = fetched.empty
         }
-        summary.wallSeconds = Self.seconds(started.duration(to: .now))
+        summary.wallSeconds = started.duration(to: .now).seconds
         summary.peakMemoryBytes = Self.peakMemoryBytes()
         events(.finished(summary))
         return summary
@@ -224,10 +224,6 @@ public struct Builder: Sendable {
               let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "")
         else { return nil }
         return kilobytes * 1024
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

@@ -144,7 +144,7 @@ final class TileFetcher: Sendable {
                 throw .mapDownloadFailed(tile: "\(tile)", url: displayURL(tile), status: status, message: reason)
             case .retryable(let status, let reason, let retryAfter):
                 let wait = retry.delay(afterFailedAttempts: attempt, retryAfter: retryAfter)
-                let elapsed = SynthesisClient.seconds(started.duration(to: .now))
+                let elapsed = started.duration(to: .now).seconds
                 if attempt >= retry.maxAttempts || elapsed + wait > retry.deadlineSeconds {
                     throw .mapDownloadFailed(
                         tile: "\(tile)", url: displayURL(tile), status: status, message: "\(reason); gave up after \(attempt) tries")

@@ -35,7 +35,7 @@ public actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
         let now = clock.now
         let elapsed = lastRefill.duration(to: now)
         lastRefill = now
-        tokens = min(Double(burst), tokens + Self.seconds(elapsed) * tokensPerSecond)
+        tokens = min(Double(burst), tokens + elapsed.seconds * tokensPerSecond)
         tokens -= 1
         guard tokens < 0 else { return }
         let wait = -tokens / tokensPerSecond
@@ -45,10 +45,5 @@ public actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
             tokens += 1
             throw error
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let parts = duration.components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

@@ -68,7 +68,7 @@ final class SynthesisClient: Sendable {
                 let start = clock.now
                 let due = deadline ?? start.advanced(by: Self.duration(retry.deadlineSeconds))
                 deadline = due
-                let remaining = Self.seconds(start.duration(to: due))
+                let remaining = start.duration(to: due).seconds
                 outcome = await attemptOnce(request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)))
                 await inFlight.release()
             } catch {
@@ -122,7 +122,7 @@ final class SynthesisClient: Sendable {
         }
         let started = ContinuousClock.now
         let result = await transport.perform(spec)
-        let elapsedMs = Int(Self.seconds(started.duration(to: .now)) * 1000)
+        let elapsedMs = Int(started.duration(to: .now).seconds * 1000)
 
         let response: HTTPResponse
         switch result {
@@ -184,11 +184,6 @@ final class SynthesisClient: Sendable {
 
     static func duration(_ seconds: Double) -> Duration {
         .nanoseconds(Int64((max(0, min(seconds, 1e9)) * 1e9).rounded()))
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        let parts = duration.components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 
     private static func format(_ seconds: Double) -> String { String(format: "%g", seconds) }

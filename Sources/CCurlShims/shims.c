@@ -18,15 +18,6 @@ CURLcode tp_curl_easy_setopt_header_function(CURL *handle, size_t (*callback)(ch
 CURLcode tp_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
-CURLcode tp_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *value) {
-    return curl_easy_getinfo(handle, info, value);
-}
 CURLMcode tp_curl_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
-}
-CURLSHcode tp_curl_share_setopt_long(CURLSH *handle, CURLSHoption option, long value) {
-    return curl_share_setopt(handle, option, value);
-}
-CURLcode tp_curl_easy_setopt_share(CURL *handle, CURLSH *share) {
-    return curl_easy_setopt(handle, CURLOPT_SHARE, share);
 }

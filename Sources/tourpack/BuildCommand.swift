@@ -173,7 +173,6 @@ enum SignalCancellation {
     private final class SignalCount: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0
-        var value: Int { lock.withLock { count } }
         func increment() -> Int { lock.withLock { count += 1; return count } }
     }
 }

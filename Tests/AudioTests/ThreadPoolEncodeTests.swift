@@ -3,8 +3,9 @@ import NIOPosix
 import Testing
 import TourpackKit
 
-/// The build encodes on a `NIOThreadPool`, so FFmpeg's blocking work stays
-/// off Swift's cooperative pool. This runs that path for real.
+/// The build joins and encodes inside `NIOThreadPool.runIfActive` (see
+/// `ItemMaker`), so FFmpeg's blocking work stays off Swift's cooperative
+/// pool. This makes the same call the same way, with real FFmpeg.
 @Suite struct ThreadPoolEncodeTests {
     @Test func encodesEveryFormatOnTheThreadPool() async throws {
         let directory = try Fixtures.temporaryDirectory()
@@ -18,7 +19,8 @@ import TourpackKit
         let metadata = AudioMetadata(title: "Pool – Detailed", album: "Test Road", language: "en-US")
         let results: [AudioFormat: EncodedAudio]
         do {
-            results = try await FFmpegAudioEncoder().encode(pcm, into: urls, metadata: metadata, on: pool)
+            let (encoder, targets) = (FFmpegAudioEncoder(), urls)
+            results = try await pool.runIfActive { try encoder.encode(pcm, into: targets, metadata: metadata) }
             try await pool.shutdownGracefully()
         } catch {
             try? await pool.shutdownGracefully()

@@ -15,13 +15,7 @@ CURLcode tp_curl_easy_setopt_write_function(CURL *handle, size_t (*callback)(cha
 CURLcode tp_curl_easy_setopt_header_function(CURL *handle, size_t (*callback)(char *, size_t, size_t, void *));
 // curl_easy_getinfo is variadic; this reads a long (e.g. the response code).
 CURLcode tp_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
-// curl_easy_getinfo is variadic; this reads a double (e.g. the total time).
-CURLcode tp_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *value);
 // curl_multi_setopt is variadic too.
 CURLMcode tp_curl_multi_setopt_long(CURLM *handle, CURLMoption option, long value);
-// curl_share_setopt is variadic too.
-CURLSHcode tp_curl_share_setopt_long(CURLSH *handle, CURLSHoption option, long value);
-// curl_easy_setopt for CURLOPT_SHARE (a CURLSH pointer).
-CURLcode tp_curl_easy_setopt_share(CURL *handle, CURLSH *share);
 
 #endif

@@ -1,7 +1,6 @@
 import CFFmpeg
 import CFFmpegShims
 public import Foundation
-public import NIOPosix
 
 /// The default encode stage: joined PCM in, one AAC (.m4a), MP3 or Ogg Opus
 /// file out, made in-process with libavcodec, libavformat and libswresample.
@@ -194,13 +193,4 @@ extension AudioEncoding {
             results[format] = try encode(pcm, as: format, metadata: metadata, to: url)
         }
         return results
-    }
-
-    /// The same, run on `pool` so the blocking FFmpeg work stays off Swift's
-    /// cooperative thread pool.
-    public func encode(_ pcm: PCMAudio, into temporaryURLs: [AudioFormat: URL], metadata: AudioMetadata, on pool: NIOThreadPool) async throws -> [AudioFormat: EncodedAudio] {
-        try await pool.runIfActive { [self] in
-            try encode(pcm, into: temporaryURLs, metadata: metadata)
-        }
-    }
-}
+    }}

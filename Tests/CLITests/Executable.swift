@@ -4,10 +4,25 @@ import Foundation
 struct Executable {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// `TOURPACK_BIN` when set, else the debug build beside the tests.
+    /// `TOURPACK_BIN` when set, else the `tourpack` that SwiftPM built beside
+    /// these tests, in whichever configuration (`debug`, `release`) and build
+    /// folder (`--scratch-path`) they were built.
     static var tourpack: URL {
         if let path = ProcessInfo.processInfo.environment["TOURPACK_BIN"] { return URL(fileURLWithPath: path) }
-        return packageRoot.appendingPathComponent(".build/debug/tourpack")
+        return productsFolder.appendingPathComponent("tourpack")
+    }
+
+    /// The folder SwiftPM puts a build's products in. The test bundle is one
+    /// of them: on Linux it is the running executable, so `Bundle.main` sits
+    /// in that folder; on macOS it is an `.xctest` bundle loaded into a runner
+    /// that lives elsewhere, so the bundle's own folder is the one.
+    static var productsFolder: URL {
+        #if os(macOS)
+        if let tests = Bundle.allBundles.first(where: { $0.bundleURL.pathExtension == "xctest" }) {
+            return tests.bundleURL.deletingLastPathComponent()
+        }
+        #endif
+        return Bundle.main.bundleURL
     }
 
     struct Result {

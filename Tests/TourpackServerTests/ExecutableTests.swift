@@ -4,7 +4,8 @@ import TourpackKit
 
 /// The real `tourpack serve-tts` executable, as scripts and `make tour` run it.
 @Suite struct ExecutableTests {
-    /// `.build/debug/tourpack`, next to the test bundle.
+    /// The `tourpack` that SwiftPM built next to the test bundle (the running
+    /// test binary's folder, or a folder above it).
     static func tourpackExecutable() -> URL? {
         var candidates: [URL] = []
         let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -13,8 +14,6 @@ import TourpackKit
             candidates.append(folder.appendingPathComponent("tourpack"))
             folder.deleteLastPathComponent()
         }
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/tourpack"))
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) && !$0.hasDirectoryPath }
     }
 

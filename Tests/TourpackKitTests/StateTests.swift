@@ -127,7 +127,7 @@ struct StateScratch {
     }
 
     @Test func theAccountIsTheEndpointAndAFingerprintNeverTheKey() {
-        let key = "AIzaSy-secret-key-0123456789"
+        let key = "test-secret-key-0123456789"
         let account = QuotaAccount(endpoint: "https://user:pw@texttospeech.googleapis.com/?key=\(key)", apiKey: key)
         #expect(!account.id.contains(key) && !account.id.contains("secret") && !account.id.contains("pw"))
         #expect(account.id.hasPrefix("https://texttospeech.googleapis.com/#"))

@@ -113,13 +113,14 @@ public struct ServerStartError: Error, CustomStringConvertible {
 /// One structured line per request: method, path, status, milliseconds,
 /// response bytes, the injected fault if any, and Hummingbird's request id.
 /// No bodies, headers or query strings, so neither narration nor a key
-/// ever lands in the log.
+/// ever lands in the log. serve-tts also counts responses by status in its
+/// stats; serve-tiles keeps its own counters and passes nil.
 struct AccessLog<Context: RequestContext>: RouterMiddleware {
-    let stats: ServerStats
+    let stats: ServerStats?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
-        stats.update { $0.totalRequests += 1 }
+        stats?.update { $0.totalRequests += 1 }
         do {
             let response = try await next(request, context)
             record(request, context.logger, status: response.status.code, bytes: response.body.contentLength,
@@ -133,7 +134,7 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
     }
 
     private func record(_ request: Request, _ logger: Logger, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
-        stats.update { $0.responsesByStatus[String(status), default: 0] += 1 }
+        stats?.update { $0.responsesByStatus[String(status), default: 0] += 1 }
         let elapsed = started.duration(to: .now)
         let milliseconds = elapsed.seconds * 1000
         var metadata: Logger.Metadata = [

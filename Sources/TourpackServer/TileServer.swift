@@ -110,7 +110,7 @@ public struct TileServer: Sendable {
         let routes = TileRoutes(configuration: configuration, stats: stats, dice: dice, images: images)
         let stats = self.stats
         let router = Router()
-        router.add(middleware: TileAccessLog())
+        router.add(middleware: AccessLog(stats: nil))
         router.get("{z}/{x}/{y}.png") { request, context in
             try await routes.tile(request, z: context.parameters.get("z"), x: context.parameters.get("x"), y: context.parameters.get("y"))
         }
@@ -128,36 +128,5 @@ public struct TileServer: Sendable {
             configuration: .init(address: .hostname(configuration.host, port: port), serverName: "tourpack-serve-tiles"),
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
             logger: configuration.logger)
-    }
-}
-
-/// One structured line per request: method, path, status, milliseconds,
-/// response bytes and the injected fault if any. No headers and no query
-/// string, so a key sent as `?key=` never lands in the log.
-struct TileAccessLog<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let started = ContinuousClock.now
-        do {
-            let response = try await next(request, context)
-            record(request, context.logger, status: response.status.code, bytes: response.body.contentLength,
-                   fault: response.headers[ErrorBody.faultHeader], started: started)
-            return response
-        } catch {
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            record(request, context.logger, status: status, bytes: nil, fault: nil, started: started)
-            throw error
-        }
-    }
-
-    private func record(_ request: Request, _ logger: Logger, status: Int, bytes: Int?, fault: String?, started: ContinuousClock.Instant) {
-        let elapsed = started.duration(to: .now)
-        let milliseconds = elapsed.seconds * 1000
-        var metadata: Logger.Metadata = [
-            "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
-            "ms": "\(String(format: "%.1f", milliseconds))",
-        ]
-        if let bytes { metadata["bytes"] = "\(bytes)" }
-        if let fault { metadata["fault"] = "\(fault)" }
-        logger.info("request", metadata: metadata)
     }
 }

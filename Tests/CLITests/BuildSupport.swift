@@ -13,24 +13,7 @@ final class LocalVoiceServer {
 
     /// - Parameter faults: extra serve-tts flags, e.g. `["--latency-ms", "400"]`.
     init(faults: [String] = []) throws {
-        process.executableURL = Executable.tourpack
-        process.arguments = ["serve-tts", "--port", "0"] + faults
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        var line = Data()
-        let deadline = Date().addingTimeInterval(20)
-        while !line.contains(0x0A), Date() < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first, let port = Int(text) else {
-            process.terminate()
-            throw SetupFailure("serve-tts printed no port")
-        }
-        self.port = port
+        port = try ServerProcess.start(process, arguments: ["serve-tts", "--port", "0"] + faults)
     }
 
     /// The server's `/debug/stats` counters.
@@ -46,6 +29,35 @@ final class LocalVoiceServer {
     }
 
     deinit { stop() }
+}
+
+/// Starts one of tourpack's embedded servers (`serve-tts`, `serve-tiles`)
+/// on `--port 0` and reads the port it prints alone on its first line.
+enum ServerProcess {
+    /// - Parameters:
+    ///   - environment: added to the server's environment.
+    ///   - stderr: where its access log goes; discarded when nil.
+    static func start(_ process: Process, arguments: [String], environment: [String: String] = [:], stderr: FileHandle? = nil) throws -> Int {
+        process.executableURL = Executable.tourpack
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = stderr ?? FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var line = Data()
+        let deadline = Date().addingTimeInterval(20)
+        while !line.contains(0x0A), Date() < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first, let port = Int(text) else {
+            if process.isRunning { process.terminate() }
+            throw SetupFailure("tourpack \(arguments.joined(separator: " ")) printed no port")
+        }
+        return port
+    }
 }
 
 struct SetupFailure: Error, CustomStringConvertible {

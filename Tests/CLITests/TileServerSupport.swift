@@ -23,30 +23,12 @@ final class LocalTileServer {
     ///   - environment: added to the server's environment (the variable `--api-key-env` names).
     ///   - accessLog: where the server's stderr (its access log) goes; discarded when nil.
     init(flags: [String] = [], environment: [String: String] = [:], accessLog: URL? = nil) throws {
-        process.executableURL = Executable.tourpack
-        process.arguments = ["serve-tiles", "--port", "0"] + flags
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        process.standardOutput = out
+        var log: FileHandle?
         if let accessLog {
             _ = FileManager.default.createFile(atPath: accessLog.path, contents: nil)
-            process.standardError = try FileHandle(forWritingTo: accessLog)
-        } else {
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            log = try FileHandle(forWritingTo: accessLog)
         }
-        try process.run()
-        var line = Data()
-        let deadline = Date().addingTimeInterval(20)
-        while !line.contains(0x0A), Date() < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first, let port = Int(text) else {
-            if process.isRunning { process.terminate() }
-            throw SetupFailure("serve-tiles printed no port (flags: \(flags.joined(separator: " ")))")
-        }
-        self.port = port
+        port = try ServerProcess.start(process, arguments: ["serve-tiles", "--port", "0"] + flags, environment: environment, stderr: log)
     }
 
     /// The server's `/debug/stats` counters: `requests`, `ok`, `notModified`,

@@ -146,24 +146,7 @@ public struct SynthesisCache: Sendable {
     /// removed, so a file another job is about to record is left alone.
     func removeOrphans() throws -> (files: Int, bytes: Int64) {
         let known = Set(try database.read { db in try String.fetchAll(db, sql: "SELECT key FROM synthesisChunk") })
-        let cutoff = Date().addingTimeInterval(-3600)
-        var removed = (files: 0, bytes: Int64(0))
-        for shard in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] {
-            let shardURL = folder.appendingPathComponent(shard, isDirectory: true)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: shardURL.path)) ?? [] {
-                let url = shardURL.appendingPathComponent(name)
-                let key = name.hasSuffix(".flac") ? String(name.dropLast(5)) : name
-                guard !known.contains(key),
-                      let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-                      let modified = attributes[.modificationDate] as? Date, modified < cutoff
-                else { continue }
-                if (try? AtomicFile.remove(url)) == true {
-                    removed.files += 1
-                    removed.bytes += (attributes[.size] as? NSNumber)?.int64Value ?? 0
-                }
-            }
-        }
-        return removed
+        return OrphanSweep.run(folder: folder, known: known, suffix: ".flac", graceSeconds: 3_600)
     }
 
     /// Forgets every entry (`cache clear`, which removes the folder itself).

@@ -190,22 +190,7 @@ public struct TileCache: Sendable {
     /// another job has just written and is about to index is left alone.
     func removeOrphans(graceSeconds: Double = 3_600) throws -> (files: Int, bytes: Int64) {
         let known = Set(try database.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM mapTile WHERE sha256 IS NOT NULL") })
-        let cutoff = Date().addingTimeInterval(-graceSeconds)
-        var removed = (files: 0, bytes: Int64(0))
-        for shard in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where shard.count == 2 {
-            let shardURL = folder.appendingPathComponent(shard, isDirectory: true)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: shardURL.path)) ?? [] where !known.contains(name) {
-                let url = shardURL.appendingPathComponent(name)
-                guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-                      let modified = attributes[.modificationDate] as? Date, graceSeconds == 0 || modified < cutoff
-                else { continue }
-                if (try? AtomicFile.remove(url)) == true {
-                    removed.files += 1
-                    removed.bytes += (attributes[.size] as? NSNumber)?.int64Value ?? 0
-                }
-            }
-        }
-        return removed
+        return OrphanSweep.run(folder: folder, known: known, graceSeconds: graceSeconds)
     }
 
     /// Forgets every tile (`cache clear`, which removes the folder itself).

@@ -49,7 +49,7 @@ enum EncodeBench {
     /// The ffmpeg CLI arguments that match `EncoderRecipe` for each format.
     static func cliArguments(_ format: AudioFormat, raw: URL, output: URL, aacCoder: AACCoder = .chosen) -> [String] {
         var arguments = ["-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", "24000", "-ac", "1", "-i", raw.path,
-                         "-ar", String(format.sampleRateHz), "-ac", "1",
+                         "-ar", String(format.defaultSampleRate(endpointRate: 24_000)), "-ac", "1",
                          "-metadata", "title=\(metadata.title)", "-metadata", "album=\(metadata.album)"]
         switch format {
         case .aac: arguments += ["-c:a", "aac", "-aac_coder", aacCoder.rawValue, "-b:a", "118k", "-movflags", "+faststart"]

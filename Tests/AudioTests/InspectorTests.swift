@@ -47,7 +47,8 @@ struct InspectorTests {
         #expect(!measured.decoded && decoded.decoded)
         #expect(measured.sampleCount == decoded.sampleCount)
         #expect(measured.bitRate == decoded.bitRate)
-        let expected = Int64((Double(pcm.samples.count) * Double(format.sampleRateHz) / Double(pcm.sampleRate)).rounded())
+        let decodedRate = format == .opus ? 48_000 : format.defaultSampleRate(endpointRate: pcm.sampleRate)
+        let expected = Int64((Double(pcm.samples.count) * Double(decodedRate) / Double(pcm.sampleRate)).rounded())
         #expect(abs(decoded.sampleCount - expected) <= 16, "\(decoded.sampleCount) samples, expected \(expected)")
     }
 }

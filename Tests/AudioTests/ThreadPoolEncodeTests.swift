@@ -19,8 +19,13 @@ import TourpackKit
         let metadata = AudioMetadata(title: "Pool – Detailed", album: "Test Road", language: "en-US")
         let results: [AudioFormat: EncodedAudio]
         do {
-            let (encoder, targets) = (FFmpegAudioEncoder(), urls)
-            results = try await pool.runIfActive { try encoder.encode(pcm, into: targets, metadata: metadata) }
+            let encoder = FFmpegAudioEncoder()
+            let targets = urls.map { EncodeTarget(format: $0.key, sampleRateHz: $0.key.defaultSampleRate(endpointRate: 24_000), url: $0.value) }
+            results = try await pool.runIfActive {
+                let session = try encoder.open(targets, inputRate: pcm.sampleRate, metadata: metadata)
+                try pcm.samples.withUnsafeBufferPointer { try session.write($0) }
+                return try session.finish()
+            }
             try await pool.shutdownGracefully()
         } catch {
             try? await pool.shutdownGracefully()
@@ -31,7 +36,7 @@ import TourpackKit
         for (format, encoded) in results {
             let url = try #require(urls[format])
             #expect(encoded.codec == format.codecName)
-            #expect(encoded.sampleRateHz == format.sampleRateHz)
+            #expect(encoded.sampleRateHz == format.defaultSampleRate(endpointRate: 24_000))
             #expect(encoded.sizeBytes == (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value)
             #expect(abs(encoded.durationSeconds - pcm.durationSeconds) < 0.1, "\(format): \(encoded.durationSeconds) vs \(pcm.durationSeconds)")
             let inspection = try AudioFileInspector().inspect(url)

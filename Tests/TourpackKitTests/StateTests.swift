@@ -30,7 +30,7 @@ struct StateScratch {
         defer { scratch.remove() }
         let database = try StateDatabase(folder: scratch.state)
         #expect(try database.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
-        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs"])
+        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes"])
         // Opening again migrates nothing and keeps the data.
         try database.write { db in try db.execute(sql: "INSERT INTO quotaUsage (account, month, tier, used) VALUES ('a', '2026-11', 'standard', 5)") }
         let again = try StateDatabase(folder: scratch.state)
@@ -296,12 +296,12 @@ struct StateScratch {
         var audio = StoreManifestFixture.encoded(1, duration: 3)
         audio.sizeBytes = Int64(bytes.count)
         audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", pauseMilliseconds: 350,
+        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
                             metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         try outputs.record([(url: url, key: key, audio: audio)])
 
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
-        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", pauseMilliseconds: 350,
+        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350,
                                      metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         #expect(try outputs.reusable(url, key: otherEncoder, check: .sizeAndHash) == nil)
 
@@ -335,7 +335,7 @@ struct StateScratch {
         let unlisted = ["old", "middle", "recent"].map { layout.root.appendingPathComponent("AudioCache/\(StoreManifestFixture.tourID)/\($0).m4a") }
         for (index, url) in unlisted.enumerated() {
             try AtomicFile.write(Data(count: 150_000), to: url)
-            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", pauseMilliseconds: 0,
+            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0,
                                                           metadata: AudioMetadata(title: "\(index)", album: "", language: "")),
                                  audio: StoreManifestFixture.encoded(index, duration: 1))])
             clock.advance(seconds: 60)

@@ -64,7 +64,7 @@ enum StoreManifestFixture {
             item.encoded.format = format
             item.encoded.codec = format.codecName
             item.encoded.bitrateKbps = format.bitrateKbps
-            item.encoded.sampleRateHz = format.sampleRateHz
+            item.encoded.sampleRateHz = format.defaultSampleRate(endpointRate: 24_000)
             return item
         }
         return try PackageManifest(tour: tour, voice: voice, format: format, audio: converted, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 30)

@@ -280,6 +280,7 @@ private struct BuildRun {
     }
 
     private var config: PipelineConfig { builder.config }
+    private var recipe: ItemRecipe { ItemRecipe(config: builder.config, joiner: builder.joiner, encoder: builder.encoder) }
 
     /// Items in flight at most: enough to keep every request slot and every
     /// encode thread busy, and no more, so memory does not grow with the tour.
@@ -334,7 +335,7 @@ private struct BuildRun {
                 continue
             }
             let maker = ItemMaker(
-                builder: builder, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour,
+                recipe: recipe, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour,
                 synthesizer: synthesizer, outputs: state.outputs)
             group.addTask { await maker.make(item, tourIndex: tourIndex) }
             return

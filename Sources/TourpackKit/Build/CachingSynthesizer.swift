@@ -6,22 +6,24 @@ import NIOPosix
 ///
 /// A miss reserves the chunk's characters (refused with `budgetExceeded`
 /// when the month cannot take them, even if another job took them a moment
-/// ago) and asks the wrapped synthesizer. When audio came back, it is kept in
+/// ago) and asks the wrapped synthesizer to speak the chunk into a temp
+/// beside its cache file. When audio came back, the temp is renamed into
 /// the cache and the reservation settled in one transaction, for what the
-/// endpoint billed: every 2xx answer, so a reply retried because its body was
-/// cut short counts twice. When no answer came back, the reservation is
-/// released; when answers came back but no usable audio, what they billed is
-/// settled. A cache that cannot be written costs the next build a request,
-/// not this one its item: the reservation is then settled on its own and the
-/// failure only counted.
+/// endpoint billed: every 2xx answer, so a reply retried because its body
+/// was cut short counts twice. When no answer came back, the reservation is
+/// released; when answers came back but no usable audio, what they billed
+/// is settled. A cache that cannot be written costs the next build a
+/// request, not this one its item: the temp is used as it is, the
+/// reservation settled on its own, and the failure counted.
 ///
 /// The same chunk asked for twice at once (one sentence in two narrations)
 /// is requested once: later callers wait for the first one's audio. The
 /// shared request is cancelled only when every caller waiting for it is.
 ///
-/// SQLite and FLAC work run on the build's thread pool, never on the
-/// cooperative pool.
-struct CachingSynthesizer: SpeechSynthesizer {
+/// What comes back is a file and its shape, never samples: the join reads
+/// the file block by block. SQLite and file work run on the build's thread
+/// pool, never on the cooperative pool.
+struct CachingSynthesizer: Sendable {
     let inner: any SpeechSynthesizer
     let cache: SynthesisCache
     let ledger: QuotaLedger
@@ -40,12 +42,12 @@ struct CachingSynthesizer: SpeechSynthesizer {
 
     var stats: SynthesisStats { inner.stats }
 
-    func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio {
-        let key = SynthesisKey(chunk: request.chunk, voice: request.voice, sampleRateHz: request.sampleRateHz)
+    /// The chunk's audio, from the cache or the endpoint.
+    func chunk(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk {
         let cache = cache
-        if let cached = try await pool.runIfActive({ try cache.load(key) }) {
+        if let cached = try await pool.runIfActive({ try cache.lookup(key) }) {
             counters.update { $0.hits += 1 }
-            return cached
+            return SpokenChunk(cached)
         }
         let inFlight = inFlight
         let (task, ticket) = inFlight.join(key) {
@@ -64,21 +66,23 @@ struct CachingSynthesizer: SpeechSynthesizer {
     }
 
     /// A miss: reserve, request, keep and settle (or release).
-    private func fetch(_ request: SynthesisRequest, key: SynthesisKey) async throws -> PCMAudio {
+    private func fetch(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk {
         let (cache, ledger, tier, characters) = (cache, ledger, tier, request.chunk.characters)
         // Another item may have fetched and kept it since this one looked.
-        if let cached = try await pool.runIfActive({ try cache.load(key) }) {
+        if let cached = try await pool.runIfActive({ try cache.lookup(key) }) {
             counters.update { $0.hits += 1 }
-            return cached
+            return SpokenChunk(cached)
         }
+        let temp = try await pool.runIfActive { try cache.temporaryURL(for: key) }
         let reservation = try await pool.runIfActive { try ledger.reserve(characters, tier: tier) }
         let billed = BilledCharacters()
-        let pcm: PCMAudio
+        let shape: ChunkShape
         do {
-            pcm = try await BilledCharacters.$current.withValue(billed) { try await inner.synthesize(request) }
+            shape = try await BilledCharacters.$current.withValue(billed) { try await inner.synthesize(request, to: temp) }
         } catch {
             let answered = billed.value
             _ = try? await pool.runIfActive {
+                AtomicFile.discard(temp: temp)
                 if answered > 0 { try ledger.settle(reservation, characters: answered) } else { try ledger.release(reservation) }
             }
             if answered > 0 { counters.update { $0.billedCharacters += answered } }
@@ -86,20 +90,54 @@ struct CachingSynthesizer: SpeechSynthesizer {
         }
         // A synthesizer that does not count answers (not HTTP) bills the chunk once.
         let charged = billed.value > 0 ? billed.value : characters
-        // Kept and paid for in one transaction: a crash leaves both or neither.
-        do {
-            try await pool.runIfActive {
-                try cache.store(pcm, for: key, characters: characters, alongWith: ledger.settlement(of: reservation, characters: charged))
-            }
-        } catch {
-            counters.update { $0.storeFailures += 1 }
-            try await pool.runIfActive { try ledger.settle(reservation, characters: charged) }
-        }
         counters.update {
             $0.misses += 1
             $0.billedCharacters += charged
         }
-        return pcm
+        let rate = request.sampleRateHz
+        guard shape.samples > 0 else {
+            // Nothing to keep: an empty answer is paid for and asked again next time.
+            try await pool.runIfActive {
+                AtomicFile.discard(temp: temp)
+                try ledger.settle(reservation, characters: charged)
+            }
+            return SpokenChunk(url: nil, shape: shape, sampleRate: rate)
+        }
+        // Kept and paid for in one transaction: a crash leaves both or neither.
+        do {
+            let kept = try await pool.runIfActive {
+                try cache.adopt(temp, for: key, shape: shape, sampleRate: rate, characters: characters, alongWith: ledger.settlement(of: reservation, characters: charged))
+            }
+            return SpokenChunk(kept)
+        } catch {
+            counters.update {
+                $0.storeFailures += 1
+                if $0.firstStoreFailure == nil { $0.firstStoreFailure = "\(cache.fileURL(for: key).path): \(error)" }
+            }
+            try await pool.runIfActive { try ledger.settle(reservation, characters: charged) }
+            // The temp is still whole (or already renamed): the join reads it
+            // where it is; the orphan sweep removes it later.
+            let url = FileManager.default.fileExists(atPath: temp.path) ? temp : cache.fileURL(for: key)
+            return SpokenChunk(url: url, shape: shape, sampleRate: rate)
+        }
+    }
+}
+
+/// One chunk's audio as the join reads it: a FLAC file (nil when the chunk
+/// came back empty) and its shape.
+struct SpokenChunk: Sendable, Hashable {
+    var url: URL?
+    var shape: ChunkShape
+    var sampleRate: Int
+
+    init(url: URL?, shape: ChunkShape, sampleRate: Int) {
+        self.url = url
+        self.shape = shape
+        self.sampleRate = sampleRate
+    }
+
+    init(_ cached: CachedChunk) {
+        self.init(url: cached.url, shape: cached.shape, sampleRate: cached.sampleRate)
     }
 }
 
@@ -114,7 +152,7 @@ final class InFlightChunks: @unchecked Sendable {
     }
 
     private struct Entry {
-        var task: Task<PCMAudio, any Error>
+        var task: Task<SpokenChunk, any Error>
         var waiters: Int
     }
 
@@ -123,7 +161,7 @@ final class InFlightChunks: @unchecked Sendable {
 
     /// The request already fetching `key`, or a new one from `start`.
     /// `start` runs under the lock, so the task cannot `finish` before it is recorded.
-    func join(_ key: SynthesisKey, start: () -> Task<PCMAudio, any Error>) -> (Task<PCMAudio, any Error>, Ticket) {
+    func join(_ key: SynthesisKey, start: () -> Task<SpokenChunk, any Error>) -> (Task<SpokenChunk, any Error>, Ticket) {
         lock.withLock {
             if var entry = entries[key] {
                 entry.waiters += 1
@@ -162,6 +200,8 @@ struct CacheCounts: Sendable, Hashable {
     /// Characters settled in the ledger.
     var billedCharacters = 0
     var storeFailures = 0
+    /// The first cache file that could not be kept, and why: for the warning.
+    var firstStoreFailure: String?
 }
 
 final class CacheCounters: @unchecked Sendable {

@@ -1,31 +1,62 @@
 import Foundation
 import NIOPosix
 
+/// What making one item needs from the build: the settings it reads, the
+/// stages it drives, and where its files go. Nothing else of the `Builder`.
+struct ItemRecipe: Sendable {
+    var formats: [AudioFormat]
+    /// The rate each format is encoded at (`PipelineConfig.sampleRate(for:)`).
+    var sampleRates: [AudioFormat: Int]
+    var voice: VoicePreset
+    /// The rate asked of the endpoint, which every chunk is kept at.
+    var endpointRate: Int
+    var joiner: PCMJoiner
+    var encoder: any AudioEncoding
+
+    init(config: PipelineConfig, joiner: PCMJoiner, encoder: any AudioEncoding) {
+        formats = config.formats
+        sampleRates = Dictionary(uniqueKeysWithValues: config.formats.map { ($0, config.sampleRate(for: $0)) })
+        voice = config.voice
+        endpointRate = config.tts.sampleRateHz
+        self.joiner = joiner
+        self.encoder = encoder
+    }
+
+    /// The output cache's key of one format's file of `item`: the chunks,
+    /// the encoder, the file's rate, the pause and the tags.
+    func outputKey(_ item: PlanItem, format: AudioFormat, metadata: AudioMetadata) -> OutputKey {
+        OutputKey(
+            chunks: item.keys, format: format, encoder: encoder.fingerprint, sampleRateHz: sampleRates[format] ?? 0,
+            pauseMilliseconds: joiner.pauseMilliseconds, metadata: metadata)
+    }
+}
+
 /// Makes one item: every format whose file the output cache can vouch for is
 /// kept as it is; for the others, the chunks are synthesized concurrently
-/// (through the synthesis cache and the ledger), joined as PCM the moment
-/// the last one arrives, and encoded once per missing format into staged temps.
+/// (through the synthesis cache and the ledger) and streamed, in order, as
+/// each becomes ready, through the join into one encoder per missing format,
+/// writing staged temps.
+///
+/// A chunk that arrives early waits as its FLAC file in the synthesis cache;
+/// only one block of samples is in memory at a time, so an item costs the
+/// same memory whether it lasts thirty seconds or thirty minutes.
 struct ItemMaker: Sendable {
-    let builder: Builder
+    let recipe: ItemRecipe
     let layout: Layout
     let staging: StagingArea
     let pool: NIOThreadPool
     let tour: Tour
-    let synthesizer: any SpeechSynthesizer
+    let synthesizer: CachingSynthesizer
     let outputs: OutputCache
 
     /// Never throws: a failure is an outcome, named by tour, POI and phase.
     func make(_ item: PlanItem, tourIndex: Int) async -> ItemOutcome {
-        let config = builder.config
         let label = item.label(tourName: tour.name)
         let metadata = item.metadata(tour: tour)
-        let chunkKeys = item.chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }
-        let wanted = Dictionary(uniqueKeysWithValues: config.formats.map { format in
+        let wanted = Dictionary(uniqueKeysWithValues: recipe.formats.map { format in
             (format, (
                 final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
-                key: OutputKey(
-                    chunks: chunkKeys, format: format, encoder: builder.encoder.fingerprint,
-                    pauseMilliseconds: config.audio.pauseMilliseconds, metadata: metadata)))
+                key: recipe.outputKey(item, format: format, metadata: metadata)))
         })
         var temps: [AudioFormat: URL] = [:]
         do {
@@ -39,19 +70,23 @@ struct ItemMaker: Sendable {
             }
             var encoded = reused
             var duration = reused.values.first?.durationSeconds ?? 0
-            let missing = config.formats.filter { reused[$0] == nil }
+            let missing = recipe.formats.filter { reused[$0] == nil }
             if !missing.isEmpty {
-                let pieces = try await synthesize(item, label: label)
                 for format in missing { temps[format] = try staging.temporaryURL(for: wanted[format]!.final) }
-                let (joiner, encoder, targets) = (builder.joiner, builder.encoder, temps)
-                let (made, seconds) = try await pool.runIfActive {
-                    let pcm = try joiner.join(pieces)
-                    return (try encoder.encode(pcm, into: targets, metadata: metadata), pcm.durationSeconds)
+                let targets = missing.map { EncodeTarget(format: $0, sampleRateHz: recipe.sampleRates[$0]!, url: temps[$0]!) }
+                let made: (files: [AudioFormat: EncodedAudio], samples: Int)
+                do {
+                    made = try await stream(item, label: label, into: targets, metadata: metadata)
+                } catch let damaged as DamagedChunk {
+                    // A cache file that fails its checks is dropped and spoken again, once.
+                    let cache = synthesizer.cache
+                    try await pool.runIfActive { try cache.forget(damaged.key) }
+                    made = try await stream(item, label: label, into: targets, metadata: metadata)
                 }
-                encoded.merge(made) { _, new in new }
-                duration = seconds
+                encoded.merge(made.files) { _, new in new }
+                duration = Double(made.samples) / Double(recipe.endpointRate)
             }
-            let files = config.formats.compactMap { format -> StagedFile? in
+            let files = recipe.formats.compactMap { format -> StagedFile? in
                 guard let target = wanted[format], let audio = encoded[format] else { return nil }
                 return StagedFile(
                     temp: temps[format], final: target.final,
@@ -68,41 +103,108 @@ struct ItemMaker: Sendable {
         }
     }
 
-    /// Every chunk of the item, in order; requests run concurrently, up to
-    /// the synthesizer's own in-flight limit. One chunk failing does not
-    /// cancel the others: a request in flight may already be billed, so it is
-    /// let land (and kept in the cache); then the first failure is thrown.
-    private func synthesize(_ item: PlanItem, label: String) async throws -> [PCMAudio] {
-        let (synthesizer, voice, rate) = (synthesizer, builder.config.voice, builder.config.tts.sampleRateHz)
-        let outcomes = await withTaskGroup(of: ChunkOutcome.self, returning: [ChunkOutcome].self) { group in
+    /// Requests every chunk of the item concurrently (the synthesizer keeps
+    /// its own in-flight limit) and, as they land, renders them in order
+    /// through the join into the encoders. One chunk failing does not cancel
+    /// the others: a request in flight may already be billed, so it is let
+    /// land (and kept in the cache); then the first failure is thrown.
+    private func stream(
+        _ item: PlanItem, label: String, into targets: [EncodeTarget], metadata: AudioMetadata
+    ) async throws -> (files: [AudioFormat: EncodedAudio], samples: Int) {
+        let (synthesizer, recipe, keys) = (synthesizer, recipe, item.keys)
+        let session = try await pool.runIfActive {
+            SessionBox(try recipe.encoder.open(targets, inputRate: recipe.endpointRate, metadata: metadata))
+        }
+        let join = JoinStream(joiner: recipe.joiner, chunks: item.chunks.count, rate: recipe.endpointRate)
+        let failure: (any Error)? = await withTaskGroup(of: ChunkOutcome.self, returning: (any Error)?.self) { group in
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
-                    let request = SynthesisRequest(chunk: chunk, voice: voice, sampleRateHz: rate, itemLabel: label)
-                    do { return ChunkOutcome(index: index, result: .success(try await synthesizer.synthesize(request))) } catch {
+                    let request = SynthesisRequest(chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label)
+                    do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch {
                         return ChunkOutcome(index: index, result: .failure(error))
                     }
                 }
             }
-            var outcomes: [ChunkOutcome] = []
-            for await outcome in group { outcomes.append(outcome) }
-            return outcomes
+            var ready: [Int: SpokenChunk] = [:]
+            var failure: (any Error)?
+            for await outcome in group {
+                switch outcome.result {
+                case .success(let chunk):
+                    ready[outcome.index] = chunk
+                    join.record(outcome.index, chunk.shape)
+                case .failure(let error):
+                    failure = failure ?? error
+                }
+                guard failure == nil else { continue }
+                while let (index, piece) = join.next() {
+                    guard let chunk = ready.removeValue(forKey: index) else {
+                        failure = TourpackError.audioEncodingFailed(item: label, message: "internal error: chunk \(index) was joined before it arrived")
+                        break
+                    }
+                    do {
+                        let key = keys[index]
+                        try await pool.runIfActive { try Self.render(chunk, key: key, piece: piece, rate: recipe.endpointRate, into: session) }
+                    } catch {
+                        failure = error
+                        break
+                    }
+                }
+            }
+            return failure
         }
-        guard outcomes.count == item.chunks.count else { throw TourpackError.cancelled }
-        let ordered = outcomes.sorted { $0.index < $1.index }
-        // Never join audio out of order. (A tuple-typed child result once came
-        // back with garbage indices in release builds; this form does not, and
-        // this check keeps it that way.)
-        guard ordered.map(\.index) == Array(item.chunks.indices) else {
-            throw TourpackError.audioEncodingFailed(
-                item: label, message: "internal error: chunk results came back as \(ordered.map(\.index)), not 0..<\(item.chunks.count)")
+        if let failure {
+            try? await pool.runIfActive { session.session.discard() }
+            throw failure
         }
-        return try ordered.map { try $0.result.get() }
+        if Task.isCancelled {
+            try? await pool.runIfActive { session.session.discard() }
+            throw TourpackError.cancelled
+        }
+        guard join.isComplete else {
+            try? await pool.runIfActive { session.session.discard() }
+            throw TourpackError.audioEncodingFailed(item: label, message: "internal error: the join stopped before its last chunk")
+        }
+        return try await pool.runIfActive {
+            do {
+                return (try session.session.finish(), session.session.samplesWritten)
+            } catch {
+                session.session.discard()
+                throw error
+            }
+        }
+    }
+
+    /// One chunk's piece of the join, read block by block from its file into
+    /// every encoder. Blocking.
+    private static func render(_ chunk: SpokenChunk, key: SynthesisKey, piece: JoinPiece, rate: Int, into box: SessionBox) throws {
+        guard let url = chunk.url, chunk.sampleRate == rate else {
+            throw DamagedChunk(key: key, reason: "kept at \(chunk.sampleRate) Hz, not \(rate) Hz")
+        }
+        var renderer = PieceRenderer(piece)
+        let session = box.session
+        do {
+            try FLACFile.stream(url) { block in
+                try renderer.feed(block) { samples in
+                    do { try session.write(samples) } catch { throw EncoderFailure(error: error) }
+                }
+            }
+            try renderer.finish { samples in
+                do { try session.write(samples) } catch { throw EncoderFailure(error: error) }
+            }
+        } catch let failure as EncoderFailure {
+            throw failure.error
+        } catch {
+            throw DamagedChunk(key: key, reason: "\(url.path): \(error)")
+        }
     }
 
     private struct ChunkOutcome: Sendable {
         var index: Int
-        var result: Result<PCMAudio, any Error>
+        var result: Result<SpokenChunk, any Error>
     }
+
+    /// An error of the encoders, carried out of the chunk reader's callback.
+    private struct EncoderFailure: Error { var error: any Error }
 
     /// Puts a failure into the taxonomy: synthesis, storage and budget errors
     /// are already `TourpackError`s; anything from joining or FFmpeg is an encoding failure.
@@ -110,4 +212,18 @@ struct ItemMaker: Sendable {
         if let known = error as? TourpackError { return known }
         return .audioEncodingFailed(item: label, message: "\(error)")
     }
+}
+
+/// A synthesis-cache file that did not read back as it was kept.
+struct DamagedChunk: Error, CustomStringConvertible {
+    var key: SynthesisKey
+    var reason: String
+    var description: String { "a synthesis-cache file is damaged: \(reason)" }
+}
+
+/// The encode session, handed between the item's task and the thread pool,
+/// used by one of them at a time.
+private final class SessionBox: @unchecked Sendable {
+    let session: any AudioEncodeSession
+    init(_ session: any AudioEncodeSession) { self.session = session }
 }

@@ -11,7 +11,11 @@ public struct AudioInspection: Sendable, Hashable {
     public var containerName: String
     /// The codec name as ffprobe reports it: `aac`, `mp3`, `opus`.
     public var codecName: String
+    /// The rate the decoder puts out (always 48 kHz for Opus).
     public var sampleRateHz: Int
+    /// The rate the file was encoded from: Opus's OpusHead records the
+    /// input's rate (RFC 7845, 5.1); for the other codecs, `sampleRateHz`.
+    public var encodedSampleRateHz: Int
     public var channels: Int
     /// The audio payload's bit rate: packet bytes over the encoded duration
     /// (priming and padding included, so a CBR file reads exactly its rate).
@@ -71,6 +75,19 @@ public struct AudioFileInspector: Sendable {
         return result
     }
 
+    /// The input sample rate of an OpusHead (the stream's extradata):
+    /// "OpusHead", version, channels, pre-skip (16 bits), then the rate (32
+    /// bits, little-endian). Nil for other codecs, or when it says 0 (unknown).
+    private static func opusInputRate(_ parameters: UnsafeMutablePointer<AVCodecParameters>) -> Int? {
+        guard parameters.pointee.codec_id == AV_CODEC_ID_OPUS, let extradata = parameters.pointee.extradata,
+              parameters.pointee.extradata_size >= 16
+        else { return nil }
+        let bytes = UnsafeBufferPointer(start: extradata, count: Int(parameters.pointee.extradata_size))
+        guard bytes.starts(with: Array("OpusHead".utf8)) else { return nil }
+        let rate = Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
+        return rate > 0 ? rate : nil
+    }
+
     private func demux(_ url: URL, decode: Bool) throws -> AudioInspection {
         let input = try InputContainer(url: url)
         let stream = try input.bestAudioStream()
@@ -78,7 +95,8 @@ public struct AudioFileInspector: Sendable {
         let rate = Int(parameters.pointee.sample_rate)
         var result = AudioInspection(
             containerName: input.formatName, codecName: String(cString: avcodec_get_name(parameters.pointee.codec_id)),
-            sampleRateHz: rate, channels: Int(parameters.pointee.ch_layout.nb_channels), bitRate: 0, sampleCount: 0, decodedSamples: 0,
+            sampleRateHz: rate, encodedSampleRateHz: Self.opusInputRate(parameters) ?? rate,
+            channels: Int(parameters.pointee.ch_layout.nb_channels), bitRate: 0, sampleCount: 0, decodedSamples: 0,
             primingSamples: 0, paddingSamples: 0, containerDurationSeconds: input.durationSeconds, packetCount: 0,
             decoded: decode, errorCount: 0, errors: [])
         func record(_ operation: String, _ code: Int32) {

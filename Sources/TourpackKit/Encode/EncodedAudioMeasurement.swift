@@ -9,7 +9,7 @@ extension EncodedAudio {
         let inspection = try AudioFileInspector().measure(url)
         let (size, digest) = try FileDigest.sha256(of: url)
         self.init(
-            format: format, codec: inspection.codecName, sampleRateHz: inspection.sampleRateHz,
+            format: format, codec: inspection.codecName, sampleRateHz: inspection.encodedSampleRateHz,
             channels: inspection.channels, bitrateKbps: inspection.bitRateKbps,
             durationSeconds: inspection.durationSeconds, sizeBytes: size, sha256: digest)
     }

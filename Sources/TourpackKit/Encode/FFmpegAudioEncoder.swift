@@ -2,63 +2,130 @@ import CFFmpeg
 import CFFmpegShims
 public import Foundation
 
-/// The default encode stage: joined PCM in, one AAC (.m4a), MP3 or Ogg Opus
-/// file out, made in-process with libavcodec, libavformat and libswresample.
+/// The default encode stage: a stream of PCM in, one AAC (.m4a), MP3 or Ogg
+/// Opus file per format out, made in-process with libavcodec, libavformat
+/// and libswresample.
 ///
 /// The loop follows FFmpeg's own examples: libswresample converts the PCM to
 /// the codec's rate and sample format block by block into an audio FIFO; the
 /// FIFO feeds the encoder exactly `frame_size` samples per frame (the last
 /// frame short when the codec allows it); frame timestamps count samples and
 /// each packet is rescaled to the stream's time base; at the end the
-/// resampler and then the encoder are flushed. Memory stays bounded: apart
-/// from the caller's PCM, only one input block, the FIFO and a frame live.
+/// resampler and then the encoder are flushed. Every format of a phase is
+/// fed from the same blocks (`FFmpegEncodeSession`), so memory is one block,
+/// the FIFOs and a frame per format, whatever the narration's length.
 ///
-/// The encoder writes only to the temporary URL it is given; the store stage
-/// fsyncs and renames. The returned `EncodedAudio` is measured from the file
-/// that was written, not from the settings that were asked for.
+/// The encoder writes only to the temporary URLs it is given; the store
+/// stage fsyncs and renames. The returned `EncodedAudio` is measured from
+/// the file that was written, not from the settings that were asked for.
 public struct FFmpegAudioEncoder: AudioEncoding {
     /// The native AAC encoder's coder; `AACCoder.chosen` unless a benchmark compares.
     public var aacCoder: AACCoder
-    /// How many input samples go through the resampler at a time.
-    public var blockSamples: Int
 
-    public init(aacCoder: AACCoder = .chosen, blockSamples: Int = 8192) {
+    public init(aacCoder: AACCoder = .chosen) {
         self.aacCoder = aacCoder
-        self.blockSamples = max(256, blockSamples)
     }
 
     /// The recipe's revision: bump it whenever `EncoderRecipe` or the encode
     /// loop changes what is written, so cached files are made again.
-    static let recipeRevision = 1
+    /// 2: AAC and Opus at the endpoint's rate, AAC asked for its nominal 128k.
+    static let recipeRevision = 2
 
     /// libavcodec's and libavformat's versions, the recipe's revision and the
-    /// AAC coder. The block size is left out: it does not change the output.
+    /// AAC coder. Each file's rate is part of its own cache key.
     public var fingerprint: String {
         "ffmpeg avcodec \(avcodec_version()) avformat \(avformat_version()) recipe \(Self.recipeRevision) aac \(aacCoder.rawValue)"
     }
 
-    /// Encodes `pcm` once into `format` at `temporaryURL` (replacing any file there).
-    public func encode(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio {
-        guard !pcm.samples.isEmpty, pcm.sampleRate > 0 else { throw PCMJoiner.JoinError.empty }
-        try? FileManager.default.removeItem(at: temporaryURL)
+    public func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession {
+        try FFmpegEncodeSession(targets: targets, inputRate: inputRate, metadata: metadata, aacCoder: aacCoder)
+    }
+}
+
+/// One phase's files being encoded from one stream of PCM.
+final class FFmpegEncodeSession: AudioEncodeSession {
+    private var encoders: [(target: EncodeTarget, encoder: FormatEncoder)] = []
+    private(set) var samplesWritten = 0
+    let inputRate: Int
+
+    init(targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata, aacCoder: AACCoder) throws {
+        guard inputRate > 0 else { throw PCMJoiner.JoinError.invalidSampleRate(chunk: 0, rate: inputRate) }
+        self.inputRate = inputRate
         do {
-            try FFmpegLogCapture.explaining { try write(pcm, as: format, metadata: metadata, to: temporaryURL) }
-            return try EncodedAudio(measuring: temporaryURL, as: format)
+            for target in targets.sorted(by: { $0.format < $1.format }) {
+                try? FileManager.default.removeItem(at: target.url)
+                let encoder = try FFmpegLogCapture.explaining {
+                    try FormatEncoder(target: target, inputRate: inputRate, metadata: metadata, aacCoder: aacCoder)
+                }
+                encoders.append((target, encoder))
+            }
         } catch {
-            try? FileManager.default.removeItem(at: temporaryURL)
-            throw error
+            discard()
+            throw Self.naming(error, targets.first?.url)
         }
     }
 
-    private func write(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to url: URL) throws {
+    func write(_ samples: UnsafeBufferPointer<Int16>) throws {
+        guard !samples.isEmpty else { return }
+        for (target, encoder) in encoders {
+            do { try FFmpegLogCapture.explaining { try encoder.write(samples) } } catch { throw Self.naming(error, target.url) }
+        }
+        samplesWritten += samples.count
+    }
+
+    func finish() throws -> [AudioFormat: EncodedAudio] {
+        guard samplesWritten > 0 else { throw PCMJoiner.JoinError.empty }
+        var results: [AudioFormat: EncodedAudio] = [:]
+        for (target, encoder) in encoders {
+            do {
+                // Closing happens inside the capture too: the AAC encoder logs its statistics then.
+                try FFmpegLogCapture.explaining {
+                    try encoder.finish()
+                    encoder.close()
+                }
+                results[target.format] = try EncodedAudio(measuring: target.url, as: target.format)
+            } catch {
+                throw Self.naming(error, target.url)
+            }
+        }
+        encoders.removeAll()
+        return results
+    }
+
+    func discard() {
+        for (target, encoder) in encoders {
+            _ = try? FFmpegLogCapture.explaining { encoder.close() }
+            try? FileManager.default.removeItem(at: target.url)
+        }
+        encoders.removeAll()
+    }
+
+    /// FFmpeg's errors say what failed ("No space left on device"), not on
+    /// which file: add the path.
+    private static func naming(_ error: any Error, _ url: URL?) -> any Error {
+        guard var ffmpeg = error as? FFmpegError, let url, !ffmpeg.operation.contains(url.path) else { return error }
+        ffmpeg.operation = "\(url.path): \(ffmpeg.operation)"
+        return ffmpeg
+    }
+}
+
+/// One format's file: container, codec, resampler, FIFO and frame loop.
+private final class FormatEncoder {
+    private var parts: (container: OutputContainer, converter: SampleConverter, run: EncodeRun)?
+    private var container: OutputContainer { parts!.container }
+    private var converter: SampleConverter { parts!.converter }
+    private var run: EncodeRun { parts!.run }
+
+    init(target: EncodeTarget, inputRate: Int, metadata: AudioMetadata, aacCoder: AACCoder) throws {
+        let format = target.format
         let recipe = EncoderRecipe(format: format, aacCoder: aacCoder)
-        let container = try OutputContainer(muxer: recipe.muxerName, url: url)
+        let container = try OutputContainer(muxer: recipe.muxerName, url: target.url)
         let encoder = try CodecContext(encoderNamed: recipe.encoderName)
         let supported = encoder.supportedSampleFormats
         guard let sampleFormat = recipe.sampleFormats.first(where: supported.contains) else {
             throw FFmpegError("\(recipe.encoderName) takes none of the sample formats we convert to", code: tp_averror(EINVAL))
         }
-        let rate = Int32(format.sampleRateHz)
+        let rate = Int32(target.sampleRateHz)
         let context = encoder.pointer
         context.pointee.sample_fmt = sampleFormat
         context.pointee.sample_rate = rate
@@ -69,31 +136,34 @@ public struct FFmpegAudioEncoder: AudioEncoding {
         try encoder.open(options: recipe.codecOptions)
 
         try container.addStream(for: encoder)
-        try tag(container, metadata, recipe: recipe)
+        try Self.tag(container, metadata, recipe: recipe)
         try container.writeHeader(options: recipe.muxerOptions)
 
         let frameSize = context.pointee.frame_size > 0 ? Int(context.pointee.frame_size) : 1024
-        let converter = try SampleConverter(inputRate: pcm.sampleRate, outputRate: format.sampleRateHz, outputFormat: sampleFormat)
+        let converter = try SampleConverter(inputRate: inputRate, outputRate: target.sampleRateHz, outputFormat: sampleFormat)
         let fifo = try AudioSampleFIFO(format: sampleFormat, initialCapacity: frameSize * 4)
         let run = try EncodeRun(encoder: encoder, container: container, fifo: fifo, frameSize: frameSize, sampleFormat: sampleFormat, rate: rate)
+        parts = (container, converter, run)
+    }
 
-        try pcm.samples.withUnsafeBufferPointer { samples in
-            var start = 0
-            while start < samples.count {
-                let end = min(samples.count, start + blockSamples)
-                try converter.convert(UnsafeBufferPointer(rebasing: samples[start..<end]), into: fifo)
-                try run.sendWholeFrames()
-                start = end
-            }
-        }
-        try converter.flush(into: fifo)
+    /// Frees the codec, resampler and container now (the caller captures
+    /// what FFmpeg logs while they close).
+    func close() { parts = nil }
+
+    func write(_ samples: UnsafeBufferPointer<Int16>) throws {
+        try converter.convert(samples, into: run.fifo)
+        try run.sendWholeFrames()
+    }
+
+    func finish() throws {
+        try converter.flush(into: run.fifo)
         try run.sendWholeFrames()
         try run.sendRemainder()
         try run.drain()
         try container.finish()
     }
 
-    private func tag(_ container: OutputContainer, _ metadata: AudioMetadata, recipe: EncoderRecipe) throws {
+    private static func tag(_ container: OutputContainer, _ metadata: AudioMetadata, recipe: EncoderRecipe) throws {
         if recipe.tagsOnStream {
             try container.setStreamTag("title", metadata.title)
             try container.setStreamTag("album", metadata.album)
@@ -182,15 +252,3 @@ private final class EncodeRun {
         }
     }
 }
-
-extension AudioEncoding {
-    /// Encodes one PCM into several formats, one file per entry of
-    /// `temporaryURLs`, in the spec table's order. The build synthesizes a
-    /// phase once and calls this, so each format is made from the same PCM.
-    public func encode(_ pcm: PCMAudio, into temporaryURLs: [AudioFormat: URL], metadata: AudioMetadata) throws -> [AudioFormat: EncodedAudio] {
-        var results: [AudioFormat: EncodedAudio] = [:]
-        for (format, url) in temporaryURLs.sorted(by: { $0.key < $1.key }) {
-            results[format] = try encode(pcm, as: format, metadata: metadata, to: url)
-        }
-        return results
-    }}

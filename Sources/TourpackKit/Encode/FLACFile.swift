@@ -32,7 +32,11 @@ public enum FLACFile {
         }
         try? FileManager.default.removeItem(at: url)
         do {
-            try FFmpegLogCapture.explaining { try encode(pcm, to: url) }
+            try FFmpegLogCapture.explaining {
+                let writer = try FLACWriter(url: url, sampleRate: pcm.sampleRate)
+                try pcm.samples.withUnsafeBufferPointer { try writer.write($0) }
+                try writer.finish()
+            }
         } catch {
             try? FileManager.default.removeItem(at: url)
             throw error
@@ -41,13 +45,26 @@ public enum FLACFile {
 
     /// Reads a FLAC file written by `write` back to exactly the same samples and rate. A truncated or corrupt file throws (never returns partial audio silently).
     public static func read(_ url: URL) throws -> PCMAudio {
-        let (result, messages, count) = FFmpegLogCapture.run { Result { try decode(url) } }
+        var samples: [Int16] = []
+        let rate = try stream(url) { samples.append(contentsOf: $0) }
+        return PCMAudio(samples: samples, sampleRate: rate)
+    }
+
+    /// Calls `body` with the file's samples in order, one decoded frame at
+    /// a time, so a long chunk is never held whole. The checks are those of
+    /// `read`, and the MD5 is compared at the end: a damaged file throws,
+    /// possibly after some blocks were delivered, so a caller that streams
+    /// must be ready to throw away what it made from them.
+    /// - Returns: the sample rate.
+    @discardableResult
+    public static func stream(_ url: URL, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int {
+        let (result, messages, count) = FFmpegLogCapture.run { Result { try decode(url, body) } }
         switch result {
-        case .success(let pcm):
+        case .success(let rate):
             guard count == 0 else {
                 throw FFmpegError("\(operation(url)): FFmpeg reported \(count) error(s): \(messages.joined(separator: "; "))", code: invalidData)
             }
-            return pcm
+            return rate
         case .failure(var error as FFmpegError):
             if !messages.isEmpty { error.operation += " (FFmpeg: \(messages.joined(separator: "; ")))" }
             throw error
@@ -56,56 +73,9 @@ public enum FLACFile {
         }
     }
 
-    // MARK: Writing
-
-    private static func encode(_ pcm: PCMAudio, to url: URL) throws {
-        let container = try OutputContainer(muxer: "flac", url: url)
-        let encoder = try CodecContext(encoderNamed: "flac")
-        let context = encoder.pointer
-        let rate = Int32(pcm.sampleRate)
-        context.pointee.sample_fmt = AV_SAMPLE_FMT_S16
-        context.pointee.sample_rate = rate
-        tp_channel_layout_mono(&context.pointee.ch_layout)
-        context.pointee.time_base = AVRational(num: 1, den: rate)
-        if container.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        try encoder.open()
-
-        try container.addStream(for: encoder)
-        // No 8 KiB PADDING block: the file is never retagged in place.
-        try container.writeHeader(options: ["metadata_header_padding": "0"])
-
-        let frameSize = context.pointee.frame_size > 0 ? Int(context.pointee.frame_size) : 4096
-        let frame = try Frame()
-        let packet = try Packet()
-        func receivePackets() throws {
-            while try encoder.receive(into: packet) == .got {
-                try container.write(packet, codecTimeBase: context.pointee.time_base)
-            }
-        }
-        // The flac encoder takes a short last frame (AV_CODEC_CAP_SMALL_LAST_FRAME).
-        try pcm.samples.withUnsafeBytes { bytes in
-            var start = 0
-            while start < pcm.samples.count {
-                let count = min(frameSize, pcm.samples.count - start)
-                try frame.allocate(sampleCount: count, format: AV_SAMPLE_FMT_S16, sampleRate: rate)
-                guard let plane = frame.planes[0] else { throw FFmpegError("av_frame_get_buffer: no plane", code: tp_averror(ENOMEM)) }
-                UnsafeMutableRawPointer(plane).copyMemory(from: bytes.baseAddress! + start * 2, byteCount: count * 2)
-                frame.pointer.pointee.pts = Int64(start)
-                try encoder.send(frame)
-                try receivePackets()
-                start += count
-            }
-        }
-        // Draining yields a last, empty packet carrying the final STREAMINFO
-        // (sample count, MD5), which the muxer writes back over the header.
-        try encoder.send(nil as Frame?)
-        try receivePackets()
-        try container.finish()
-    }
-
     // MARK: Reading
 
-    private static func decode(_ url: URL) throws -> PCMAudio {
+    private static func decode(_ url: URL, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int {
         let input = try InputContainer(url: url)
         let stream = try input.bestAudioStream()
         let parameters = stream.pointee.codecpar!
@@ -128,8 +98,8 @@ public enum FLACFile {
         decoder.pointer.pointee.err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_EXPLODE
         try decoder.open()
 
-        var samples: [Int16] = []
-        samples.reserveCapacity(Int(min(info.totalSamples, 1 << 26)))
+        var delivered: Int64 = 0
+        var digest = Insecure.MD5()
         let packet = try Packet()
         let frame = try Frame()
         func receiveFrames() throws {
@@ -144,13 +114,21 @@ public enum FLACFile {
                     throw corrupt(url, "decoder gave \(name) with \(frame.pointer.pointee.ch_layout.nb_channels) channel(s)")
                 }
                 let count = frame.sampleCount
-                guard Int64(samples.count + count) <= info.totalSamples else {
+                guard delivered + Int64(count) <= info.totalSamples else {
                     throw corrupt(url, "decoded more than STREAMINFO's \(info.totalSamples) samples")
                 }
                 // Mono: S16 and S16P have the same single plane.
                 guard count > 0 else { continue }
                 guard let plane = frame.planes[0] else { throw corrupt(url, "decoded frame has no data") }
-                samples.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(plane).assumingMemoryBound(to: Int16.self), count: count))
+                let samples = UnsafeBufferPointer(start: UnsafeRawPointer(plane).assumingMemoryBound(to: Int16.self), count: count)
+                // FLAC's MD5 is over the samples as little-endian signed 16-bit integers.
+                #if _endian(big)
+                Array(samples).map(\.littleEndian).withUnsafeBytes { digest.update(bufferPointer: $0) }
+                #else
+                digest.update(bufferPointer: UnsafeRawBufferPointer(samples))
+                #endif
+                delivered += Int64(count)
+                try body(samples)
             }
         }
         while true {
@@ -165,11 +143,11 @@ public enum FLACFile {
         try FFmpegError.check(decoder.send(nil as Packet?), "\(operation(url)): avcodec_send_packet (drain)")
         try receiveFrames()
 
-        guard Int64(samples.count) == info.totalSamples else {
-            throw corrupt(url, "decoded \(samples.count) samples, STREAMINFO says \(info.totalSamples)")
+        guard delivered == info.totalSamples else {
+            throw corrupt(url, "decoded \(delivered) samples, STREAMINFO says \(info.totalSamples)")
         }
-        guard info.md5 == md5(of: samples) else { throw corrupt(url, "MD5 of the decoded samples differs from STREAMINFO's") }
-        return PCMAudio(samples: samples, sampleRate: info.sampleRate)
+        guard info.md5 == Array(digest.finalize()) else { throw corrupt(url, "MD5 of the decoded samples differs from STREAMINFO's") }
+        return info.sampleRate
     }
 
     /// The fields of the 34-byte STREAMINFO block (FLAC format, section
@@ -198,14 +176,6 @@ public enum FLACFile {
         }
     }
 
-    /// FLAC's MD5 is over the samples as little-endian signed 16-bit integers.
-    private static func md5(of samples: [Int16]) -> [UInt8] {
-        #if _endian(big)
-        let samples = samples.map(\.littleEndian)
-        #endif
-        return samples.withUnsafeBytes { Array(Insecure.MD5.hash(data: $0)) }
-    }
-
     private static func operation(_ url: URL) -> String { "FLACFile.read(\(url.lastPathComponent))" }
 
     private static func corrupt(_ url: URL, _ reason: String) -> FFmpegError {
@@ -215,4 +185,88 @@ public enum FLACFile {
     /// AVERROR_INVALIDDATA, i.e. -MKTAG('I','N','D','A'): FFERRTAG is a macro
     /// Swift cannot import, and the value is part of FFmpeg's stable ABI.
     private static let invalidData: Int32 = -0x4144_4E49
+}
+
+/// Writes mono 16-bit PCM as native FLAC, block by block: what the
+/// synthesis cache keeps of each chunk, written while the endpoint's answer
+/// is decoded, so the chunk is never held whole.
+///
+/// The muxer rewrites STREAMINFO at `finish`, so the file records its total
+/// sample count and the MD5 of its samples, which `FLACFile.stream` checks.
+/// Not thread-safe; one owner at a time.
+final class FLACWriter {
+    private let container: OutputContainer
+    private let encoder: CodecContext
+    private let frame: Frame
+    private let packet: Packet
+    private let rate: Int32
+    private let frameSize: Int
+    private var pending: [Int16] = []
+    private var written: Int64 = 0
+
+    init(url: URL, sampleRate: Int) throws {
+        guard sampleRate > 0 else {
+            throw TourpackError.invalidInput("\(url.path): sample rate \(sampleRate) Hz cannot be written as FLAC")
+        }
+        container = try OutputContainer(muxer: "flac", url: url)
+        encoder = try CodecContext(encoderNamed: "flac")
+        rate = Int32(sampleRate)
+        let context = encoder.pointer
+        context.pointee.sample_fmt = AV_SAMPLE_FMT_S16
+        context.pointee.sample_rate = rate
+        tp_channel_layout_mono(&context.pointee.ch_layout)
+        context.pointee.time_base = AVRational(num: 1, den: rate)
+        if container.wantsGlobalHeader { context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        try encoder.open()
+        try container.addStream(for: encoder)
+        // No 8 KiB PADDING block: the file is never retagged in place.
+        try container.writeHeader(options: ["metadata_header_padding": "0"])
+        frameSize = context.pointee.frame_size > 0 ? Int(context.pointee.frame_size) : 4096
+        frame = try Frame()
+        packet = try Packet()
+        pending.reserveCapacity(frameSize)
+    }
+
+    /// Samples written so far.
+    var sampleCount: Int64 { written + Int64(pending.count) }
+
+    func write(_ samples: UnsafeBufferPointer<Int16>) throws {
+        var start = 0
+        while start < samples.count {
+            let take = min(frameSize - pending.count, samples.count - start)
+            pending.append(contentsOf: UnsafeBufferPointer(rebasing: samples[start..<(start + take)]))
+            start += take
+            if pending.count == frameSize { try sendPending() }
+        }
+    }
+
+    /// Sends the last, short frame (the flac encoder takes one), drains the
+    /// encoder and closes the file. An empty stream is refused.
+    func finish() throws {
+        if !pending.isEmpty { try sendPending() }
+        guard written > 0 else { throw TourpackError.invalidInput("no samples to write as FLAC") }
+        // Draining yields a last, empty packet carrying the final STREAMINFO
+        // (sample count, MD5), which the muxer writes back over the header.
+        try encoder.send(nil as Frame?)
+        try receivePackets()
+        try container.finish()
+    }
+
+    private func sendPending() throws {
+        let count = pending.count
+        try frame.allocate(sampleCount: count, format: AV_SAMPLE_FMT_S16, sampleRate: rate)
+        guard let plane = frame.planes[0] else { throw FFmpegError("av_frame_get_buffer: no plane", code: tp_averror(ENOMEM)) }
+        pending.withUnsafeBytes { UnsafeMutableRawPointer(plane).copyMemory(from: $0.baseAddress!, byteCount: count * 2) }
+        frame.pointer.pointee.pts = written
+        try encoder.send(frame)
+        try receivePackets()
+        written += Int64(count)
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    private func receivePackets() throws {
+        while try encoder.receive(into: packet) == .got {
+            try container.write(packet, codecTimeBase: encoder.pointer.pointee.time_base)
+        }
+    }
 }

@@ -41,6 +41,14 @@ public final class PCMResampler {
         return output
     }
 
+    /// Converts the next block and hands what came out to `emit`; an empty
+    /// block (no base address) flushes the resampler's delay.
+    func convert(_ input: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        var block: [Int16] = []
+        try convert(input, into: &block)
+        try block.withUnsafeBufferPointer { try emit($0) }
+    }
+
     private func convert(_ input: UnsafeBufferPointer<Int16>, into output: inout [Int16]) throws {
         let capacity = Int(swr_get_out_samples(context, Int32(input.count))) + 32
         let chunkCount = max(capacity, 32)

@@ -40,17 +40,71 @@ public struct EncodedAudio: Sendable, Hashable {
     }
 }
 
-/// The encode stage: joined PCM in, one finished file out.
+/// One file an encode session writes: its format, the rate it is encoded
+/// at, and the temporary URL it goes to.
+public struct EncodeTarget: Sendable, Hashable {
+    public var format: AudioFormat
+    public var sampleRateHz: Int
+    public var url: URL
+
+    public init(format: AudioFormat, sampleRateHz: Int, url: URL) {
+        self.format = format
+        self.sampleRateHz = sampleRateHz
+        self.url = url
+    }
+}
+
+/// The encode stage: one stream of joined PCM in, one finished file per
+/// target out, every format fed from the same blocks.
 ///
-/// The encoder writes to `temporaryURL` only; the store stage fsyncs and
-/// renames it to its final path. The default is `FFmpegAudioEncoder`.
+/// The encoder writes to the targets' temporary URLs only; the store stage
+/// fsyncs and renames them to their final paths. The default is
+/// `FFmpegAudioEncoder`.
 public protocol AudioEncoding: Sendable {
-    func encode(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio
+    /// Opens one file per target for PCM at `inputRate`.
+    func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession
     /// Names the encoder's settings and library versions. It is part of each
     /// output file's cache key, so a change to either makes the files again.
     var fingerprint: String { get }
 }
 
+/// The files of one phase while its PCM streams in. Blocking: run it on a
+/// thread pool, one caller at a time (it may move between threads).
+public protocol AudioEncodeSession: AnyObject {
+    /// Encodes the next samples into every file.
+    func write(_ samples: UnsafeBufferPointer<Int16>) throws
+    /// Flushes and closes every file, and measures what was written.
+    /// Throws `PCMJoiner.JoinError.empty` when no sample was written.
+    func finish() throws -> [AudioFormat: EncodedAudio]
+    /// Removes every file; for a session that will not be finished.
+    func discard()
+    /// Samples written so far, at the input's rate.
+    var samplesWritten: Int { get }
+}
+
 extension AudioEncoding {
     public var fingerprint: String { String(describing: Self.self) }
+
+    /// Encodes `pcm` once into `format` at `temporaryURL`, at `sampleRateHz`
+    /// (the format's default for the PCM's rate when nil).
+    public func encode(_ pcm: PCMAudio, as format: AudioFormat, sampleRateHz: Int? = nil, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio {
+        let rate = sampleRateHz ?? format.defaultSampleRate(endpointRate: pcm.sampleRate)
+        let session = try open([EncodeTarget(format: format, sampleRateHz: rate, url: temporaryURL)], inputRate: pcm.sampleRate, metadata: metadata)
+        do {
+            try pcm.samples.withUnsafeBufferPointer { samples in
+                var start = 0
+                while start < samples.count {
+                    let end = min(samples.count, start + 8192)
+                    try session.write(UnsafeBufferPointer(rebasing: samples[start..<end]))
+                    start = end
+                }
+            }
+            guard let encoded = try session.finish()[format] else { throw PCMJoiner.JoinError.empty }
+            return encoded
+        } catch {
+            session.discard()
+            try? FileManager.default.removeItem(at: temporaryURL)
+            throw error
+        }
+    }
 }

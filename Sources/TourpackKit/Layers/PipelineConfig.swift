@@ -164,5 +164,20 @@ public struct ChunkingSettings: Sendable, Hashable {
 public struct AudioSettings: Sendable, Hashable {
     /// The pause put between a phase's chunks when they are joined.
     public var pauseMilliseconds: Int
-    public init(pauseMilliseconds: Int = 350) { self.pauseMilliseconds = pauseMilliseconds }
+    /// Rates the pipeline names per format (`audio.sampleRateHz`); the others
+    /// take `AudioFormat.defaultSampleRate(endpointRate:)`.
+    public var sampleRates: [AudioFormat: Int]
+
+    public init(pauseMilliseconds: Int = 350, sampleRates: [AudioFormat: Int] = [:]) {
+        self.pauseMilliseconds = pauseMilliseconds
+        self.sampleRates = sampleRates
+    }
+}
+
+extension PipelineConfig {
+    /// The rate `format`'s files are encoded at: the pipeline's choice, or
+    /// the format's default for the endpoint's rate.
+    public func sampleRate(for format: AudioFormat) -> Int {
+        audio.sampleRates[format] ?? format.defaultSampleRate(endpointRate: tts.sampleRateHz)
+    }
 }

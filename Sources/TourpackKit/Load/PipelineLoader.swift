@@ -152,8 +152,20 @@ public enum PipelineLoader {
             chunking.headroom = reader.integer(chunkMap["headroom"], at: "chunking.headroom", range: 0...2000) ?? chunking.headroom
         }
         var audio = AudioSettings()
-        if let node = map["audio"], let audioMap = reader.mapping(node, at: "audio", allowed: ["pauseMs"]) {
+        if let node = map["audio"], let audioMap = reader.mapping(node, at: "audio", allowed: ["pauseMs", "sampleRateHz"]) {
             audio.pauseMilliseconds = reader.integer(audioMap["pauseMs"], at: "audio.pauseMs", range: 0...5000) ?? audio.pauseMilliseconds
+            if let node = audioMap["sampleRateHz"],
+               let rates = reader.mapping(node, at: "audio.sampleRateHz", allowed: AudioFormat.allCases.map(\.rawValue)) {
+                for format in AudioFormat.allCases {
+                    let path = "audio.sampleRateHz.\(format.rawValue)"
+                    guard let rate = reader.integer(rates[format.rawValue], at: path, range: 1...384_000) else { continue }
+                    if format.sampleRates.contains(rate) {
+                        audio.sampleRates[format] = rate
+                    } else {
+                        reader.error(path, "\(format.rawValue) cannot be encoded at \(rate) Hz; it takes \(format.sampleRates.map(String.init).joined(separator: ", "))")
+                    }
+                }
+            }
         }
 
         // voice, last: its file has its own diagnostics

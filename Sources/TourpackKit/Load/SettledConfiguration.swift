@@ -35,7 +35,7 @@ extension PipelineConfig {
             "tours     \(tourGlobs.map { shown(URL(fileURLWithPath: $0)) }.joined(separator: ", "))",
             "voice     \(voice.name) · \(voice.languageCode) · \(voice.provider) · tier \(voice.tier.rawValue) · rate \(voice.speakingRate) · pitch \(voice.pitch)"
                 + (voiceFile.map { " (\(shown($0)))" } ?? " (default)"),
-            "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \($0.bitrateKbps) kbps \($0.sampleRateHz) Hz mono)" }.joined(separator: ", "))",
+            "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \($0.bitrateKbps) kbps \(sampleRate(for: $0)) Hz mono)" }.joined(separator: ", "))",
             "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
             "output    \(shown(output))",
             "state     \(shown(state))",

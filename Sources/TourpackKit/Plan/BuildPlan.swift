@@ -7,6 +7,9 @@ public struct PlanItem: Sendable, Hashable {
     public var poiIndex: Int
     public var phase: Phase
     public var chunks: [Chunk]
+    /// Each chunk's key in the synthesis cache, made once by the planner and
+    /// carried through the plan, the caches and the build.
+    public var keys: [SynthesisKey]
 
     public var characters: Int { chunks.reduce(0) { $0 + $1.characters } }
     /// `tour/poi/phase` by name, for messages a person reads.

@@ -50,7 +50,9 @@ public struct Planner: Sendable {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
                     let chunks = try chunker.chunks(for: narration)
-                    items.append(PlanItem(tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks))
+                    items.append(PlanItem(
+                        tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
+                        keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }))
                 } catch {
                     diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", error.message)
                     failed = true

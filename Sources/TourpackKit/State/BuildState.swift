@@ -41,23 +41,20 @@ public struct BuildState: Sendable {
     public func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String) throws -> BuildPlan {
         var plan = plan
         let output = Layout(root: config.output)
-        let keysByTour = plan.tours.map { tourPlan in
-            tourPlan.items.map { item in item.chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) } }
-        }
-        let fresh = try synthesis.freshKeys(among: keysByTour.joined().joined())
+        let fresh = try synthesis.freshKeys(among: plan.tours.flatMap { $0.items.flatMap(\.keys) })
         // A chunk spoken once serves every narration that holds it.
         var paidFor: Set<SynthesisKey> = []
         for tourIndex in plan.tours.indices {
             var hits = 0
             var billable = 0
             let tour = plan.tours[tourIndex].tour
-            for (itemIndex, item) in plan.tours[tourIndex].items.enumerated() {
-                let keys = keysByTour[tourIndex][itemIndex]
+            for item in plan.tours[tourIndex].items {
+                let keys = item.keys
                 let reusable = try config.formats.allSatisfy { format in
                     let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
                     let key = OutputKey(
-                        chunks: keys, format: format, encoder: encoder, pauseMilliseconds: config.audio.pauseMilliseconds,
-                        metadata: item.metadata(tour: tour))
+                        chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
+                        pauseMilliseconds: config.audio.pauseMilliseconds, metadata: item.metadata(tour: tour))
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }
                 for (chunk, key) in zip(item.chunks, keys) {

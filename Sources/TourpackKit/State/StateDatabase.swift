@@ -211,6 +211,15 @@ public struct StateDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v4 chunk shapes") { db in
+            // Where each chunk's speech starts and ends (`ChunkShape`), so a
+            // join plans its seams without decoding a chunk twice. NULL: not
+            // measured yet (an entry from before); -1, -1: only silence.
+            try db.execute(sql: """
+                ALTER TABLE synthesisChunk ADD COLUMN audibleStart INTEGER;
+                ALTER TABLE synthesisChunk ADD COLUMN audibleEnd INTEGER;
+                """)
+        }
         return migrator
     }
 }

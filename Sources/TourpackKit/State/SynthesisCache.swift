@@ -57,57 +57,103 @@ public struct SynthesisCache: Sendable {
         return found.filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
     }
 
-    /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
-    /// becomes the most recently used entry.
-    public func load(_ key: SynthesisKey) throws -> PCMAudio? {
+    /// The chunk's entry when it is fresh and its file is there; nil
+    /// otherwise (a missing file also drops the entry). A hit becomes the
+    /// most recently used entry. Reads no audio, unless the entry predates
+    /// chunk shapes: then its file is decoded once to measure it.
+    public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
         let cutoff = self.cutoff
         let row = try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT createdAt, samples, sampleRate FROM synthesisChunk WHERE key = ?", arguments: [key.hex])
+            try Row.fetchOne(
+                db, sql: "SELECT createdAt, samples, sampleRate, audibleStart, audibleEnd FROM synthesisChunk WHERE key = ?",
+                arguments: [key.hex])
         }
-        guard let row else { return nil }
-        guard (row["createdAt"] as Double) >= cutoff else { return nil }
+        guard let row, (row["createdAt"] as Double) >= cutoff else { return nil }
         let url = fileURL(for: key)
-        guard let pcm = try? FLACFile.read(url), pcm.samples.count == (row["samples"] as Int), pcm.sampleRate == (row["sampleRate"] as Int) else {
+        guard FileManager.default.fileExists(atPath: url.path) else {
             try forget(key)
             return nil
         }
+        let samples: Int = row["samples"]
+        var shape: ChunkShape
+        if let start = row["audibleStart"] as Int?, let end = row["audibleEnd"] as Int? {
+            shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil)
+        } else {
+            var meter = ShapeMeter()
+            guard (try? FLACFile.stream(url, { meter.add($0) })) != nil, meter.count == samples else {
+                try forget(key)
+                return nil
+            }
+            shape = meter.shape
+        }
         let now = clock().timeIntervalSince1970
+        let audible = shape.audible
         try database.write { db in
-            try db.execute(sql: "UPDATE synthesisChunk SET lastUsedAt = ? WHERE key = ?", arguments: [now, key.hex])
+            try db.execute(
+                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ? WHERE key = ?",
+                arguments: [now, audible?.lowerBound ?? -1, audible?.upperBound ?? -1, key.hex])
+        }
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: row["sampleRate"])
+    }
+
+    /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
+    /// becomes the most recently used entry. For tools and tests: the build
+    /// streams the file instead.
+    public func load(_ key: SynthesisKey) throws -> PCMAudio? {
+        guard let entry = try lookup(key) else { return nil }
+        guard let pcm = try? FLACFile.read(entry.url), pcm.samples.count == entry.shape.samples, pcm.sampleRate == entry.sampleRate else {
+            try forget(key)
+            return nil
         }
         return pcm
     }
 
     /// Keeps `pcm` as the audio of `key`, replacing any older entry.
     public func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int) throws {
-        try store(pcm, for: key, characters: characters, alongWith: nil)
-    }
-
-    /// The same, with `extra` statements in the transaction that records the
-    /// entry: the ledger's settlement, so the chunk is paid for exactly when
-    /// it is kept, and a crash between the two cannot make it paid twice.
-    func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int, alongWith extra: ((Database) throws -> Void)?) throws {
-        let url = fileURL(for: key)
-        try AtomicFile.createFolder(url.deletingLastPathComponent())
-        let temp = try AtomicFile.temporaryURL(for: url, in: nil)
+        let temp = try temporaryURL(for: key)
         do {
             try FLACFile.write(pcm, to: temp)
-            try AtomicFile.move(temp, to: url)
         } catch {
             AtomicFile.discard(temp: temp)
             throw error
         }
+        _ = try adopt(temp, for: key, shape: ShapeMeter.shape(of: pcm.samples), sampleRate: pcm.sampleRate, characters: characters, alongWith: nil)
+    }
+
+    /// A fresh temp beside the file `key` would be kept in: where a
+    /// synthesizer writes the chunk, so keeping it is one rename.
+    func temporaryURL(for key: SynthesisKey) throws -> URL {
+        let url = fileURL(for: key)
+        try AtomicFile.createFolder(url.deletingLastPathComponent())
+        return try AtomicFile.temporaryURL(for: url, in: nil)
+    }
+
+    /// Keeps the FLAC file at `temp` (from `temporaryURL(for:)`) as the
+    /// audio of `key`, replacing any older entry, with `extra` statements in
+    /// the transaction that records the entry: the ledger's settlement, so
+    /// the chunk is paid for exactly when it is kept, and a crash between
+    /// the two cannot make it paid twice.
+    func adopt(
+        _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith extra: ((Database) throws -> Void)?
+    ) throws -> CachedChunk {
+        let url = fileURL(for: key)
+        try AtomicFile.move(temp, to: url)
         let bytes = Self.fileSize(url)
         let now = clock().timeIntervalSince1970
         try database.write { db in
             try db.execute(
                 sql: """
-                    INSERT OR REPLACE INTO synthesisChunk (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT OR REPLACE INTO synthesisChunk
+                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [key.hex, characters, pcm.sampleRate, pcm.samples.count, bytes, now, now])
+                arguments: [
+                    key.hex, characters, sampleRate, shape.samples, bytes, now, now,
+                    shape.audible?.lowerBound ?? -1, shape.audible?.upperBound ?? -1,
+                ])
             try extra?(db)
         }
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: sampleRate)
     }
 
     /// Entries and the bytes of their files.
@@ -163,4 +209,12 @@ public struct SynthesisCache: Sendable {
     static func fileSize(_ url: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
     }
+}
+
+/// A chunk's entry in the synthesis cache: its FLAC file and its shape.
+public struct CachedChunk: Sendable, Hashable {
+    public var key: SynthesisKey
+    public var url: URL
+    public var shape: ChunkShape
+    public var sampleRate: Int
 }

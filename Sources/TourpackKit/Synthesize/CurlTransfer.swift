@@ -63,8 +63,14 @@ final class CurlTransfer: @unchecked Sendable {
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let maxResponseBytes: Int
     private var body: [UInt8] = []
+    private var bodyBytes = 0
     private var headers: [String: String] = [:]
     private var overflowed = false
+    /// Where a 2xx body goes instead of memory (`HTTPRequestSpec.spool`).
+    private let spool: URL?
+    private var spoolDescriptor: Int32 = -1
+    private var spoolDecided = false
+    private var spoolError: Int32 = 0
     /// Resumed exactly once, by the multi thread.
     var continuation: CheckedContinuation<Result<HTTPResponse, TransportFailure>, Never>?
     /// Set under the multi's lock by a cancelled task.
@@ -73,12 +79,14 @@ final class CurlTransfer: @unchecked Sendable {
     init(_ request: HTTPRequestSpec) throws(TransportFailure) {
         easy = try CurlEasy()
         maxResponseBytes = request.maxResponseBytes
+        spool = request.spool
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         try configure(request)
     }
 
     deinit {
+        if spoolDescriptor >= 0 { close(spoolDescriptor) }
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
@@ -125,11 +133,37 @@ final class CurlTransfer: @unchecked Sendable {
     private static func milliseconds(_ seconds: Double) -> Int { max(1, Int((seconds * 1000).rounded(.up))) }
 
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard body.count + bytes.count <= maxResponseBytes else {
+        guard bodyBytes + bytes.count <= maxResponseBytes else {
             overflowed = true
             return 0  // libcurl aborts with CURLE_WRITE_ERROR
         }
-        body.append(contentsOf: bytes)
+        bodyBytes += bytes.count
+        if let spool, !spoolDecided {
+            // The status line is in by the first body byte: only audio goes
+            // to disk; an error's body stays in memory for its message.
+            spoolDecided = true
+            if (200..<300).contains(easy.info(CURLINFO_RESPONSE_CODE)) {
+                spoolDescriptor = open(spool.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                if spoolDescriptor < 0 {
+                    spoolError = errno
+                    return 0
+                }
+            }
+        }
+        guard spoolDescriptor >= 0 else {
+            body.append(contentsOf: bytes)
+            return bytes.count
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(spoolDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                spoolError = errno
+                return 0
+            }
+            offset += written
+        }
         return bytes.count
     }
 
@@ -146,10 +180,19 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The outcome once libcurl reports the transfer done with `code`.
     func outcome(_ code: CURLcode) -> Result<HTTPResponse, TransportFailure> {
+        if spoolDescriptor >= 0 {
+            close(spoolDescriptor)
+            spoolDescriptor = -1
+        }
         if code == CURLE_OK {
             return .success(HTTPResponse(
-                status: easy.info(CURLINFO_RESPONSE_CODE), headers: headers, body: body,
+                status: easy.info(CURLINFO_RESPONSE_CODE), headers: headers, body: body, bodyBytes: bodyBytes,
+                spooled: spool != nil && spoolDecided && spoolError == 0 && (200..<300).contains(easy.info(CURLINFO_RESPONSE_CODE)),
                 newConnections: easy.info(CURLINFO_NUM_CONNECTS)))
+        }
+        if code == CURLE_WRITE_ERROR, spoolError != 0, let spool {
+            let status = easy.info(CURLINFO_RESPONSE_CODE)
+            return .failure(.spoolFailed(path: spool.path, reason: errnoDescription(spoolError), status: status > 0 ? status : nil))
         }
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         switch code {

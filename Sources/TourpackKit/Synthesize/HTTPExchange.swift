@@ -19,6 +19,9 @@ struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     var stallTimeoutSeconds: Double
     /// Bodies larger than this are refused (64 MB by default).
     var maxResponseBytes: Int = HTTPRequestSpec.defaultMaxResponseBytes
+    /// When set, a 2xx body is written to this file as it arrives instead
+    /// of being held in memory (a chunk's audio); other bodies stay in memory.
+    var spool: URL?
 
     static let defaultMaxResponseBytes = 64 * 1024 * 1024
 
@@ -42,7 +45,12 @@ struct HTTPRequestSpec: Sendable, CustomStringConvertible {
 struct HTTPResponse: Sendable {
     var status: Int
     var headers: [String: String]
+    /// The body, unless it went to the request's spool file.
     var body: [UInt8]
+    /// The body's length, wherever it went.
+    var bodyBytes: Int
+    /// The body is in the request's spool file.
+    var spooled = false
     /// New connections this exchange opened (0 when one was reused).
     var newConnections: Int
 }
@@ -59,12 +67,15 @@ enum TransportFailure: Error, Sendable, Equatable {
     case responseTooLarge(limit: Int, status: Int?)
     /// The request could not be set up (bad URL, unsupported protocol).
     case unusable(String)
+    /// The 2xx body could not be written to the spool file (a full disk):
+    /// the answer was billed, but this machine cannot keep it.
+    case spoolFailed(path: String, reason: String, status: Int?)
     case cancelled
 
     var isRetryable: Bool {
         switch self {
         case .timedOut, .connection: return true
-        case .responseTooLarge, .unusable, .cancelled: return false
+        case .responseTooLarge, .unusable, .spoolFailed, .cancelled: return false
         }
     }
 
@@ -75,6 +86,7 @@ enum TransportFailure: Error, Sendable, Equatable {
         case .responseTooLarge(let limit, _):
             return limit >= 1024 * 1024 ? "response larger than \(limit / (1024 * 1024)) MB" : "response larger than \(limit) bytes"
         case .unusable(let m): return m
+        case .spoolFailed(let path, let reason, _): return "cannot write the answer to \(path): \(reason)"
         case .cancelled: return "cancelled"
         }
     }

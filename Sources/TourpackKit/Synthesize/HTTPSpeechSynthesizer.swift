@@ -1,4 +1,6 @@
+public import Foundation
 public import Logging
+import NIOPosix
 
 /// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
 ///
@@ -71,9 +73,9 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
     /// Counters since this synthesizer was made, shared by all its copies.
     public var stats: SynthesisStats { core.counters.snapshot }
 
-    public func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio {
+    public func synthesize(_ request: SynthesisRequest, to destination: URL) async throws -> ChunkShape {
         do {
-            return try await core.synthesize(request)
+            return try await core.synthesize(request, to: destination)
         } catch let refusal as InputTooLong {
             guard let splitter, let parts = splitter(request.chunk), parts.count > 1 else {
                 core.counters.update { $0.failures += 1 }
@@ -83,19 +85,34 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
             core.options.logger.notice("tts chunk split", metadata: [
                 "item": "\(request.itemLabel)", "parts": "\(parts.count)", "characters": "\(request.chunk.characters)",
             ])
-            var joined = PCMAudio(samples: [], sampleRate: request.sampleRateHz)
-            for part in parts {
+            // Each part into a file of its own, then the parts, in order, into the chunk's file.
+            let files = parts.indices.map { destination.appendingPathExtension("part\($0)") }
+            defer { for file in files { try? FileManager.default.removeItem(at: file) } }
+            var shapes: [ChunkShape] = []
+            for (part, file) in zip(parts, files) {
                 var partRequest = request
                 partRequest.chunk = part
                 do {
-                    joined.samples += try await core.synthesize(partRequest).samples
+                    shapes.append(try await core.synthesize(partRequest, to: file))
                 } catch let again as InputTooLong {
                     core.counters.update { $0.failures += 1 }
                     throw TourpackError.audioGenerationFailed(
                         item: request.itemLabel, status: again.status, message: "\(again.message) (even after splitting)")
                 }
             }
-            return joined
+            let (rate, measured) = (request.sampleRateHz, shapes)
+            return try await core.pool.runIfActive {
+                let recorder = ChunkRecorder(destination: destination, rate: rate)
+                do {
+                    for (shape, file) in zip(measured, files) where shape.samples > 0 {
+                        try FLACFile.stream(file) { try recorder.take($0, inputRate: rate) }
+                    }
+                    return try recorder.finish()
+                } catch {
+                    recorder.discard()
+                    throw TourpackError.stateFailed(path: destination.path, message: "cannot join the split chunk's parts: \(error)")
+                }
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOPosix
 
 /// The shared state behind every copy of an `HTTPSpeechSynthesizer`, and
 /// the try-wait-retry loop for one chunk.
@@ -11,6 +12,8 @@ final class SynthesisClient: Sendable {
     let options: HTTPSpeechSynthesizer.Options
     let retry: RetryPolicy
     let counters = SynthesisCounters()
+    /// Where answers are decoded and written: never the cooperative pool.
+    let pool: NIOThreadPool
     private let inFlight: ConcurrencyLimit
     private let rateLimiter: RequestRateLimiter<ContinuousClock>?
     private let url: String
@@ -23,6 +26,8 @@ final class SynthesisClient: Sendable {
         self.transport = transport
         self.options = options
         self.retry = retry
+        pool = NIOThreadPool(numberOfThreads: max(1, min(2, ProcessInfo.processInfo.activeProcessorCount)))
+        pool.start()
         inFlight = ConcurrencyLimit(limit: settings.concurrency)
         if settings.requestsPerMinute > 0 {
             let burst = min(max(1, settings.concurrency), max(1, settings.requestsPerMinute / 60))
@@ -35,9 +40,11 @@ final class SynthesisClient: Sendable {
         url = base + dialect.path
     }
 
+    deinit { pool.shutdownGracefully { _ in } }
+
     /// What one try came to.
     private enum Outcome {
-        case audio(PCMAudio)
+        case audio(ChunkShape)
         /// Worth another try: `status` is nil for a transport failure. `reason`
         /// never repeats the status: the final error adds "HTTP <status>: " once.
         case retryable(status: Int?, reason: String, retryAfter: Double?, transport: TransportFailure?)
@@ -45,8 +52,9 @@ final class SynthesisClient: Sendable {
         case final(TourpackError)
     }
 
-    /// Speaks one chunk with retries. Throws `TourpackError`, or `InputTooLong` for the caller to split.
-    func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio {
+    /// Speaks one chunk with retries into a FLAC file at `destination`.
+    /// Throws `TourpackError`, or `InputTooLong` for the caller to split.
+    func synthesize(_ request: SynthesisRequest, to destination: URL) async throws -> ChunkShape {
         let body: [UInt8]
         do { body = try dialect.body(for: request, settings: settings) } catch {
             throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: nil, message: "could not encode the request: \(error)")
@@ -69,16 +77,17 @@ final class SynthesisClient: Sendable {
                 let due = deadline ?? start.advanced(by: Self.duration(retry.deadlineSeconds))
                 deadline = due
                 let remaining = start.duration(to: due).seconds
-                outcome = await attemptOnce(request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)))
+                outcome = await attemptOnce(
+                    request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)), destination: destination)
                 await inFlight.release()
             } catch {
                 throw TourpackError.cancelled
             }
 
             switch outcome {
-            case .audio(let pcm):
+            case .audio(let shape):
                 counters.update { $0.charactersSynthesized += request.chunk.characters }
-                return pcm
+                return shape
             case .tooLong(let status, let message):
                 throw InputTooLong(status: status, message: message)
             case .final(let error):
@@ -111,11 +120,13 @@ final class SynthesisClient: Sendable {
         }
     }
 
-    private func attemptOnce(_ request: SynthesisRequest, body: [UInt8], attempt: Int, timeout: Double) async -> Outcome {
+    private func attemptOnce(_ request: SynthesisRequest, body: [UInt8], attempt: Int, timeout: Double, destination: URL) async -> Outcome {
+        let spool = destination.appendingPathExtension("answer")
+        defer { try? FileManager.default.removeItem(at: spool) }
         let spec = HTTPRequestSpec(
             url: url, headers: dialect.headers(apiKey: key), body: body, totalTimeoutSeconds: timeout,
             connectTimeoutSeconds: options.connectTimeoutSeconds, stallTimeoutSeconds: min(options.stallTimeoutSeconds, timeout),
-            maxResponseBytes: options.maxResponseBytes)
+            maxResponseBytes: options.maxResponseBytes, spool: spool)
         counters.update {
             $0.requests += 1
             $0.charactersSent += request.chunk.characters
@@ -138,6 +149,10 @@ final class SynthesisClient: Sendable {
                 BilledCharacters.current?.add(request.chunk.characters)
                 return .retryable(status: status, reason: reason, retryAfter: nil, transport: nil)
             }
+            if case .spoolFailed(let path, let reason, let status) = failure {
+                if let status, (200..<300).contains(status) { BilledCharacters.current?.add(request.chunk.characters) }
+                return .final(.stateFailed(path: path, message: "cannot keep the endpoint's answer: \(reason)"))
+            }
             guard failure.isRetryable else {
                 return .final(.audioGenerationFailed(item: request.itemLabel, status: nil, message: reason))
             }
@@ -147,25 +162,27 @@ final class SynthesisClient: Sendable {
         }
         counters.update {
             $0.connectionsOpened += response.newConnections
-            $0.bytesReceived += response.body.count
+            $0.bytesReceived += response.bodyBytes
         }
         options.logger.debug("tts request", metadata: [
             "item": "\(request.itemLabel)", "attempt": "\(attempt)", "status": "\(response.status)",
-            "bytes": "\(response.body.count)", "ms": "\(elapsedMs)",
+            "bytes": "\(response.bodyBytes)", "ms": "\(elapsedMs)",
         ])
 
         switch response.status {
         case 200..<300:
             // Answered: the provider bills it whether or not the body is whole.
             BilledCharacters.current?.add(request.chunk.characters)
-            do {
-                let pcm = try dialect.audio(from: response.body)
-                guard pcm.sampleRate != request.sampleRateHz else { return .audio(pcm) }
-                return .audio(try pcm.resampled(to: request.sampleRateHz))
-            } catch let undecodable as UndecodableBody {
+            let decoded = await decode(response, spool: spool, into: destination, rate: request.sampleRateHz)
+            switch decoded {
+            case .success(let shape):
+                return .audio(shape)
+            case .failure(let undecodable as UndecodableBody):
                 return .retryable(status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
-            } catch {
-                return .final(.audioGenerationFailed(item: request.itemLabel, status: response.status, message: "resampling failed: \(error)"))
+            case .failure(let error as TourpackError):
+                return .final(error)
+            case .failure(let error):
+                return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
             }
         case 429, 500, 502, 503, 504:
             let message = scrub(TTSErrorBody.message(from: response.body))
@@ -177,6 +194,31 @@ final class SynthesisClient: Sendable {
                 return .tooLong(status: response.status, message: message)
             }
             return .final(.audioGenerationFailed(item: request.itemLabel, status: response.status, message: message))
+        }
+    }
+
+    /// Decodes a 2xx answer (spooled, or in memory when it was empty or
+    /// short) into the FLAC file at `destination`, on the client's thread pool.
+    private func decode(_ response: HTTPResponse, spool: URL, into destination: URL, rate: Int) async -> Result<ChunkShape, any Error> {
+        let dialect = dialect
+        do {
+            return try await pool.runIfActive {
+                let recorder = ChunkRecorder(destination: destination, rate: rate)
+                var decoder = dialect.answerDecoder()
+                do {
+                    if response.spooled { return .success(try recorder.decode(spool: spool, with: &decoder)) }
+                    try response.body.withUnsafeBytes { bytes in
+                        try decoder.feed(bytes) { samples, inputRate in try recorder.take(samples, inputRate: inputRate) }
+                    }
+                    try decoder.finish()
+                    return .success(try recorder.finish())
+                } catch {
+                    recorder.discard()
+                    return .failure(error)
+                }
+            }
+        } catch {
+            return .failure(TourpackError.cancelled)
         }
     }
 

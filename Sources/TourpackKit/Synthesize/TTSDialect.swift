@@ -8,8 +8,9 @@ protocol TTSDialect: Sendable {
     /// Content type plus the key, in the one header this API reads it from.
     func headers(apiKey: APIKey?) -> [(name: String, value: String)]
     func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8]
-    /// The audio of a 2xx body; a throw here is retryable (truncated or garbled).
-    func audio(from body: [UInt8]) throws(UndecodableBody) -> PCMAudio
+    /// Decodes a 2xx body as it is read; a throw of `UndecodableBody` is
+    /// retryable (truncated or garbled).
+    func answerDecoder() -> any AnswerDecoder
 }
 
 /// A 2xx body that holds no usable audio: worth another try.
@@ -51,16 +52,7 @@ struct GoogleDialect: TTSDialect {
         return Array(try JSONEncoder().encode(body))
     }
 
-    private struct Answer: Decodable { var audioContent: String? }
-
-    func audio(from body: [UInt8]) throws(UndecodableBody) -> PCMAudio {
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)) else {
-            throw UndecodableBody(reason: "the response is not the expected JSON (\(body.count) bytes)")
-        }
-        guard let content = answer.audioContent else { throw UndecodableBody(reason: "the response has no audioContent") }
-        guard let wav = Data(base64Encoded: content) else { throw UndecodableBody(reason: "audioContent is not base64") }
-        do { return try WAV.decode(Array(wav)) } catch { throw UndecodableBody(reason: "audioContent: \(error)") }
-    }
+    func answerDecoder() -> any AnswerDecoder { GoogleAnswerDecoder() }
 }
 
 /// OpenAI-compatible `POST /v1/audio/speech`, asking for a WAV body.
@@ -88,9 +80,7 @@ struct OpenAIDialect: TTSDialect {
         return Array(try JSONEncoder().encode(body))
     }
 
-    func audio(from body: [UInt8]) throws(UndecodableBody) -> PCMAudio {
-        do { return try WAV.decode(body) } catch { throw UndecodableBody(reason: "\(error)") }
-    }
+    func answerDecoder() -> any AnswerDecoder { WAVStreamDecoder() }
 
     /// This API takes no SSML: keep the words, drop the markup.
     static func plainText(fromSSML ssml: String) -> String {

@@ -84,22 +84,42 @@ struct AudioFileCheck: Sendable {
         if inspection.codecName != format.codecName {
             record.error(.format, "codec is \(inspection.codecName), expected \(format.codecName)")
         }
-        if inspection.sampleRateHz != format.sampleRateHz {
-            record.error(.format, "sample rate is \(inspection.sampleRateHz) Hz, expected \(format.sampleRateHz) Hz")
+        if inspection.encodedSampleRateHz != entry.sampleRateHz {
+            record.error(.format, "sample rate is \(inspection.encodedSampleRateHz) Hz, package.json says \(entry.sampleRateHz) Hz")
         }
         if inspection.channels != format.channels {
             record.error(.format, "\(inspection.channels) channels, expected \(format.channels) (mono)")
         }
-        let nominal = Double(format.bitrateKbps)
-        let measured = Double(inspection.bitRate) / 1000
-        if inspection.durationSeconds >= ValidationTolerance.minimumSecondsForBitRate, abs(measured - nominal) > nominal * ValidationTolerance.bitRateFraction {
-            record.error(.format, "bit rate is \(inspection.bitRateKbps) kbps, expected \(format.bitrateKbps) kbps ±\(Int(ValidationTolerance.bitRateFraction * 100))%")
-        }
+        checkBitRate(inspection, &record)
 
         record.ran(.duration)
-        let tolerance = ValidationTolerance.durationSeconds(for: format)
+        let tolerance = ValidationTolerance.durationSeconds(for: format, sampleRateHz: entry.sampleRateHz)
         if abs(inspection.durationSeconds - entry.durationSeconds) > tolerance {
             record.error(.duration, "decodes to \(Self.seconds(inspection.durationSeconds)) s, package.json says \(Self.seconds(entry.durationSeconds)) s (tolerance \(Self.seconds(tolerance)) s)")
+        }
+    }
+
+    /// The bit rate as each format means it. package.json states the
+    /// nominal rate the encoder was asked for. AAC and Opus are variable: they
+    /// rightly spend fewer bits on simple or quiet audio, so any average below
+    /// the nominal rate is fine, and only one well above it (a wrong setting)
+    /// is an error. MP3 is constant: it must be what it says.
+    private func checkBitRate(_ inspection: AudioInspection, _ record: inout OutcomeRecorder) {
+        guard inspection.durationSeconds >= ValidationTolerance.minimumSecondsForBitRate else { return }
+        let format = entry.format
+        let nominal = Double(entry.bitrateKbps)
+        let measured = Double(inspection.bitRate) / 1000
+        let fraction = ValidationTolerance.bitRateFraction
+        let percent = Int(fraction * 100)
+        switch format {
+        case .mp3:
+            if abs(measured - nominal) > nominal * fraction {
+                record.error(.format, "bit rate is \(inspection.bitRateKbps) kbps; a constant-rate MP3 must be its nominal \(entry.bitrateKbps) kbps ±\(percent)%")
+            }
+        case .aac, .opus:
+            if measured > nominal * (1 + fraction) {
+                record.error(.format, "average bit rate is \(inspection.bitRateKbps) kbps, more than \(percent)% above the nominal \(entry.bitrateKbps) kbps: a wrong encoder setting")
+            }
         }
     }
 
@@ -141,7 +161,7 @@ struct AudioFileCheck: Sendable {
         }
         // Without the end-of-stream page the last granule is not the end; that is reported above.
         guard pages.endsWithEOS, let granule = pages.endGranule, let preSkip = pages.preSkip, let playable = pages.playableSeconds else { return }
-        let tolerance = ValidationTolerance.durationSeconds(for: .opus)
+        let tolerance = ValidationTolerance.durationSeconds(for: .opus, sampleRateHz: entry.sampleRateHz)
         if playable < 0 {
             record.error(.oggOpus, "end granule \(granule) is less than the pre-skip \(preSkip)")
         } else if abs(playable - entry.durationSeconds) > tolerance {

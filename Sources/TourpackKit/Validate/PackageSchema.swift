@@ -88,7 +88,7 @@ public enum PackageSchema {
             ("format", .oneOf(AudioFormat.allCases.map { .string($0.rawValue) })),
             ("codec", .oneOf(AudioFormat.allCases.map { .string($0.codecName) })),
             ("bitrateKbps", .integer(exclusiveMinimum: 0)),
-            ("sampleRateHz", .oneOf([.number(44_100), .number(48_000)])),
+            ("sampleRateHz", .oneOf(Set(AudioFormat.allCases.flatMap(\.sampleRates)).sorted().map { .number(Double($0)) })),
             ("channels", .const(.number(1))),
             ("durationSeconds", .number(exclusiveMinimum: 0)),
             ("sizeBytes", .integer(exclusiveMinimum: 0)),
@@ -214,12 +214,14 @@ public enum PackageSchema {
         guard case .string(let formatName)? = member("format"), let format = AudioFormat(rawValue: formatName) else { return }
         let pinned: [(String, JSONValue)] = [
             ("codec", .string(format.codecName)), ("bitrateKbps", .number(Double(format.bitrateKbps))),
-            ("sampleRateHz", .number(Double(format.sampleRateHz))),
         ]
         for (key, expected) in pinned {
             if let value = member(key), value != expected {
                 problems.append("\(path.appending(key)): expected \(Rule.shown(expected)) for format \(format.rawValue), found \(Rule.shown(value))")
             }
+        }
+        if case .number(let rate)? = member("sampleRateHz"), !format.sampleRates.contains(Int(rate)) {
+            problems.append("\(path.appending("sampleRateHz")): \(format.rawValue) cannot be at \(Rule.shown(.number(rate))) Hz; expected one of \(format.sampleRates.map(String.init).joined(separator: ", "))")
         }
         guard case .string(let audioPath)? = member("path") else { return }
         if !audioPath.hasSuffix(".\(format.fileExtension)") {

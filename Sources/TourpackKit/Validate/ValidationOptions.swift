@@ -79,14 +79,16 @@ public enum ValidationTolerance {
     /// One frame plus the encoder delay, in seconds, plus 1 ms of rounding:
     /// AAC 1024 + 1024 at 44.1 kHz (47.4 ms), MP3 1152 + 1105 (LAME's 576
     /// plus the decoder's 529) at 44.1 kHz (52.2 ms), Opus 960 + 312 at 48 kHz (27.5 ms).
-    public static func durationSeconds(for format: AudioFormat) -> Double {
+    public static func durationSeconds(for format: AudioFormat, sampleRateHz: Int) -> Double {
         let samples: Int
         switch format {
         case .aac: samples = 1024 + 1024
         case .mp3: samples = 1152 + 1105
         case .opus: samples = 960 + 312
         }
-        return Double(samples) / Double(format.sampleRateHz) + 0.001
+        // Opus always codes at 48 kHz inside, whatever rate its header records.
+        let rate = format == .opus ? 48_000 : max(1, sampleRateHz)
+        return Double(samples) / Double(rate) + 0.001
     }
 
     /// The demuxer FFmpeg names for each format's container.

@@ -1,0 +1,364 @@
+import Foundation
+
+/// Decodes an endpoint's answer as it is read, a block of bytes at a time,
+/// into 16-bit mono samples: so a five-minute chunk is never held whole,
+/// neither as its base64 text, its WAV bytes nor its samples.
+///
+/// `feed` hands each block's samples to `emit` with the WAV's sample rate.
+/// A body that is cut short, garbled or not what the API promises throws
+/// `UndecodableBody`, a retryable fault of that request; what `emit` throws
+/// (a cache file that cannot be written) passes through unchanged.
+protocol AnswerDecoder {
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws
+    /// The body ended: throws when it ended early.
+    mutating func finish() throws
+}
+
+/// RIFF/WAVE with 16-bit PCM, streamed: the header chunks are parsed as they
+/// arrive, unknown chunks skipped, and the data chunk turned into samples
+/// (stereo averaged to mono, as `WAV.decode` does).
+struct WAVStreamDecoder: AnswerDecoder {
+    private enum Stage {
+        /// Collecting the 12-byte RIFF header, then each chunk's 8-byte header and, for `fmt `, its body.
+        case header
+        /// Skipping the rest of a chunk we do not read.
+        case skipping(Int)
+        /// Samples; `remaining` bytes of the data chunk are still due (nil: until the end of the body).
+        case data(remaining: Int?)
+        case done
+    }
+
+    private var stage = Stage.header
+    private var pending: [UInt8] = []
+    private var sawRIFF = false
+    private var format: (channels: Int, rate: Int)?
+    private var declaredBytes = 0
+    private var dataBytes = 0
+    private var carry: [UInt8] = []
+    private var block: [Int16] = []
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+        var input = bytes[...]
+        while !input.isEmpty {
+            switch stage {
+            case .done:
+                return
+            case .skipping(let count):
+                let take = min(count, input.count)
+                input = input.dropFirst(take)
+                stage = count == take ? .header : .skipping(count - take)
+            case .header:
+                pending.append(contentsOf: input)
+                input = input.suffix(0)
+                if let rest = try parseHeader() {
+                    try rest.withUnsafeBytes { try feed($0, emit: emit) }
+                }
+            case .data(let remaining):
+                let take = remaining.map { min($0, input.count) } ?? input.count
+                try decodeSamples(UnsafeRawBufferPointer(rebasing: input.prefix(take)), emit: emit)
+                input = input.dropFirst(take)
+                dataBytes += take
+                if let remaining {
+                    stage = remaining == take ? .done : .data(remaining: remaining - take)
+                }
+            }
+        }
+    }
+
+    /// Parses what `pending` holds; returns the bytes after the data chunk's
+    /// header once it is reached (and switches to `.data`), nil while more is needed.
+    private mutating func parseHeader() throws -> [UInt8]? {
+        func u32(_ at: Int) -> Int { Int(pending[at]) | Int(pending[at + 1]) << 8 | Int(pending[at + 2]) << 16 | Int(pending[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(pending[at]) | Int(pending[at + 1]) << 8 }
+        func tag(_ at: Int) -> String { String(decoding: pending[at..<at + 4], as: UTF8.self) }
+        while true {
+            if !sawRIFF {
+                guard pending.count >= 12 else { return nil }
+                guard tag(0) == "RIFF", tag(8) == "WAVE" else { throw UndecodableBody(reason: "\(WAV.DecodeError.notRIFF)") }
+                sawRIFF = true
+                pending.removeFirst(12)
+            }
+            guard pending.count >= 8 else { return nil }
+            let id = tag(0)
+            let size = u32(4)
+            switch id {
+            case "fmt ":
+                guard pending.count >= 8 + 16 else { return nil }
+                guard size >= 16 else { throw UndecodableBody(reason: "unsupported WAV: a fmt chunk of \(size) bytes") }
+                let (code, channels, rate, bits) = (u16(8), u16(10), u32(12), u16(22))
+                guard code == 1 || code == 0xFFFE else { throw UndecodableBody(reason: "unsupported WAV: format code \(code), expected PCM") }
+                guard bits == 16 else { throw UndecodableBody(reason: "unsupported WAV: \(bits)-bit samples, expected 16") }
+                guard channels == 1 || channels == 2 else { throw UndecodableBody(reason: "unsupported WAV: \(channels) channels") }
+                guard rate > 0 else { throw UndecodableBody(reason: "unsupported WAV: sample rate 0") }
+                format = (channels, rate)
+                let whole = size + (size & 1)
+                if pending.count >= 8 + whole {
+                    pending.removeFirst(8 + whole)
+                } else {
+                    let skip = 8 + whole - pending.count
+                    pending.removeAll()
+                    stage = .skipping(skip)
+                    return nil
+                }
+            case "data":
+                guard format != nil else { throw UndecodableBody(reason: "\(WAV.DecodeError.missingChunk("fmt "))") }
+                // Streaming writers put 0 or 0xFFFFFFFF here: take what is present.
+                let open = size == 0 || size == 0xFFFF_FFFF
+                declaredBytes = open ? 0 : size
+                stage = .data(remaining: open ? nil : size)
+                let rest = Array(pending.dropFirst(8))
+                pending = []
+                return rest
+            default:
+                let whole = size + (size & 1)
+                if pending.count >= 8 + whole {
+                    pending.removeFirst(8 + whole)
+                } else {
+                    let skip = 8 + whole - pending.count
+                    pending.removeAll()
+                    stage = .skipping(skip)
+                    return nil
+                }
+            }
+        }
+    }
+
+    private mutating func decodeSamples(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+        guard let format else { return }
+        let frameBytes = 2 * format.channels
+        carry.append(contentsOf: bytes)
+        let frames = carry.count / frameBytes
+        guard frames > 0 else { return }
+        block.removeAll(keepingCapacity: true)
+        block.reserveCapacity(frames)
+        carry.withUnsafeBytes { raw in
+            for frame in 0..<frames {
+                let at = frame * frameBytes
+                let left = Int16(bitPattern: UInt16(raw[at]) | UInt16(raw[at + 1]) << 8)
+                if format.channels == 1 {
+                    block.append(left)
+                } else {
+                    let right = Int16(bitPattern: UInt16(raw[at + 2]) | UInt16(raw[at + 3]) << 8)
+                    block.append(Int16((Int(left) + Int(right)) / 2))
+                }
+            }
+        }
+        carry.removeFirst(frames * frameBytes)
+        try block.withUnsafeBufferPointer { try emit($0, format.rate) }
+    }
+
+    mutating func finish() throws {
+        switch stage {
+        case .done, .data(remaining: nil):
+            return
+        case .data(let remaining?):
+            throw UndecodableBody(reason: "\(WAV.DecodeError.truncated(expectedBytes: declaredBytes, actualBytes: declaredBytes - remaining))")
+        case .header, .skipping:
+            if !sawRIFF { throw UndecodableBody(reason: "\(WAV.DecodeError.notRIFF)") }
+            throw UndecodableBody(reason: "\(WAV.DecodeError.missingChunk(format == nil ? "fmt " : "data"))")
+        }
+    }
+}
+
+/// Google's answer, `{"audioContent": "<base64 of a WAV>", …}`, streamed:
+/// a small JSON tokenizer finds the top-level `audioContent` string and
+/// sends its characters through a base64 decoder into a `WAVStreamDecoder`;
+/// everything else is checked for shape and skipped. The body must be one
+/// complete JSON object, so one cut short anywhere is caught.
+struct GoogleAnswerDecoder: AnswerDecoder {
+    private enum Container { case object, array }
+
+    private var stack: [Container] = []
+    private var finished = false
+    /// In an object at depth 1, whether the next string is a key.
+    private var expectKey = false
+    private var inString = false
+    private var escape = false
+    private var unicodeDigits = 0
+    /// The string being read is a top-level key; its bytes, up to 32.
+    private var readingKey = false
+    private var key: [UInt8] = []
+    private var lastKey: [UInt8] = []
+    /// The string being read is the value of `audioContent`.
+    private var readingAudio = false
+    private var sawAudio = false
+    private var base64 = Base64StreamDecoder()
+    private var wav = WAVStreamDecoder()
+    private var decoded: [UInt8] = []
+    private static let audioKey = Array("audioContent".utf8)
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+        decoded.removeAll(keepingCapacity: true)
+        for byte in bytes {
+            if inString {
+                try string(byte)
+            } else {
+                try structure(byte)
+            }
+        }
+        try flushDecoded(emit)
+    }
+
+    private mutating func flushDecoded(_ emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+        guard !decoded.isEmpty else { return }
+        try decoded.withUnsafeBytes { try wav.feed($0, emit: emit) }
+        decoded.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func string(_ byte: UInt8) throws {
+        if unicodeDigits > 0 {
+            guard Self.isHexDigit(byte) else { throw Self.malformed("a bad \\u escape") }
+            unicodeDigits -= 1
+            if readingAudio { throw Self.malformed("an escape inside audioContent") }
+            return
+        }
+        if escape {
+            escape = false
+            switch byte {
+            case UInt8(ascii: "u"): unicodeDigits = 4
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                break
+            default:
+                throw Self.malformed("a bad escape")
+            }
+            // JSON may escape the solidus; base64 uses it.
+            if readingAudio {
+                guard byte == UInt8(ascii: "/") else { throw Self.malformed("an escape inside audioContent") }
+                try base64.add(byte, into: &decoded)
+            } else if readingKey, key.count < 32 {
+                key.append(byte)
+            }
+            return
+        }
+        switch byte {
+        case UInt8(ascii: "\\"):
+            escape = true
+        case UInt8(ascii: "\""):
+            inString = false
+            if readingKey {
+                readingKey = false
+                lastKey = key
+            } else if readingAudio {
+                readingAudio = false
+                try base64.finish(into: &decoded)
+            }
+        case 0..<0x20:
+            throw Self.malformed("a control character in a string")
+        default:
+            if readingAudio {
+                try base64.add(byte, into: &decoded)
+            } else if readingKey, key.count < 32 {
+                key.append(byte)
+            }
+        }
+    }
+
+    private mutating func structure(_ byte: UInt8) throws {
+        switch byte {
+        case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
+            return
+        default:
+            break
+        }
+        guard !finished else { throw Self.malformed("bytes after the JSON object") }
+        switch byte {
+        case UInt8(ascii: "{"):
+            if stack.isEmpty { expectKey = true }
+            stack.append(.object)
+        case UInt8(ascii: "["):
+            guard !stack.isEmpty else { throw Self.malformed("not an object") }
+            stack.append(.array)
+        case UInt8(ascii: "}"), UInt8(ascii: "]"):
+            guard let top = stack.popLast(), top == (byte == UInt8(ascii: "}") ? .object : .array) else {
+                throw Self.malformed("unbalanced brackets")
+            }
+            if stack.isEmpty { finished = true }
+        case UInt8(ascii: ","):
+            if stack.count == 1 { expectKey = true }
+        case UInt8(ascii: ":"):
+            if stack.count == 1 { expectKey = false }
+        case UInt8(ascii: "\""):
+            guard !stack.isEmpty else { throw Self.malformed("not an object") }
+            inString = true
+            if stack.count == 1 && expectKey {
+                readingKey = true
+                key.removeAll(keepingCapacity: true)
+            } else if stack.count == 1 && lastKey == Self.audioKey {
+                guard !sawAudio else { throw Self.malformed("two audioContent members") }
+                sawAudio = true
+                readingAudio = true
+            }
+        default:
+            // Numbers and literals: their characters only.
+            guard !stack.isEmpty, Self.isLiteralByte(byte) else { throw Self.malformed("an unexpected character") }
+        }
+    }
+
+    mutating func finish() throws {
+        guard finished, !inString else {
+            throw UndecodableBody(reason: "the response is not the expected JSON: it ends early")
+        }
+        guard sawAudio else { throw UndecodableBody(reason: "the response has no audioContent") }
+        try wav.finish()
+    }
+
+    private static func malformed(_ what: String) -> UndecodableBody {
+        UndecodableBody(reason: "the response is not the expected JSON: \(what)")
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+    }
+
+    private static func isLiteralByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "E")
+    }
+}
+
+/// Standard base64 (RFC 4648, section 4), strict as Foundation's decoder:
+/// the alphabet only, `=` padding only at the end, length a multiple of four.
+struct Base64StreamDecoder {
+    private var quad: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+    private var count = 0
+    private var padding = 0
+    private var ended = false
+
+    mutating func add(_ character: UInt8, into output: inout [UInt8]) throws {
+        guard !ended else { throw UndecodableBody(reason: "audioContent is not base64: data after its padding") }
+        let value: UInt8
+        switch character {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = character - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): value = character - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): value = 62
+        case UInt8(ascii: "/"): value = 63
+        case UInt8(ascii: "="):
+            guard count >= 2 else { throw UndecodableBody(reason: "audioContent is not base64: misplaced padding") }
+            padding += 1
+            value = 0
+        default:
+            throw UndecodableBody(reason: "audioContent is not base64")
+        }
+        if padding > 0 && character != UInt8(ascii: "=") { throw UndecodableBody(reason: "audioContent is not base64: data after its padding") }
+        switch count {
+        case 0: quad.0 = value
+        case 1: quad.1 = value
+        case 2: quad.2 = value
+        default: quad.3 = value
+        }
+        count += 1
+        guard count == 4 else { return }
+        output.append(quad.0 << 2 | quad.1 >> 4)
+        if padding < 2 { output.append(quad.1 << 4 | quad.2 >> 2) }
+        if padding < 1 { output.append(quad.2 << 6 | quad.3) }
+        count = 0
+        if padding > 0 { ended = true }
+    }
+
+    mutating func finish(into output: inout [UInt8]) throws {
+        guard count == 0 else { throw UndecodableBody(reason: "audioContent is not base64: its length is not a multiple of 4") }
+    }
+}

@@ -80,6 +80,26 @@ struct ValidateCorpusTests {
         #expect(report.text().hasSuffix("validate passed: 3 packages, 9 audio files, \(report.outcomes.count) checks; 0 errors, 0 warnings (strict)"))
     }
 
+    /// AAC and Opus spend fewer bits on simple or quiet audio; that is not a
+    /// defect, and our own files from such a voice must pass.
+    @Test("bundles made from a pure tone with silences and from near-silence pass validate", arguments: ["tone", "near-silence"])
+    func simpleAudioPasses(signal: String) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-validate-\(signal)-\(UUID().uuidString)")
+        let root = folder.appendingPathComponent("Documents")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let manifests = try ValidateFixture.build(at: root) { seconds in
+            signal == "tone" ? ValidateFixture.toneWithSilences(seconds: seconds) : ValidateFixture.nearSilence(seconds: seconds)
+        }
+        // The point of the test: well below the nominal rate.
+        let aac = try #require(manifests[.aac]?.audio.max { $0.durationSeconds < $1.durationSeconds })
+        let inspection = try AudioFileInspector().measure(root.appendingPathComponent(aac.path))
+        #expect(inspection.bitRateKbps < 100, "\(inspection.bitRateKbps) kbps")
+        let report = try await BundleValidator(options: ValidationOptions(now: ValidateFixture.now, strict: true, threads: 2)).validate(root: root)
+        #expect(report.passed, "\(report.findings.map(\.description).joined(separator: "\n"))")
+        #expect(report.audioFileCount == 9)
+    }
+
     @Test("validate writes nothing: no -journal or -wal appears beside a pack, nothing else changes")
     func validateLeavesTheBundleAsItWas() async throws {
         let bundle = try ValidateFixture.copy()

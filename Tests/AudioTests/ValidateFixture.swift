@@ -121,8 +121,29 @@ enum ValidateFixture {
             sizeBytes: size, sha256: sha256, attribution: attribution)
     }
 
+    /// A 440 Hz sine, half a second on and half off: the simplest signal
+    /// there is, which AAC and Opus rightly code far below their nominal rate.
+    static func toneWithSilences(seconds: Double) -> PCMAudio {
+        let rate = 24_000
+        let samples = (0..<Int(seconds * Double(rate))).map { index -> Int16 in
+            let t = Double(index) / Double(rate)
+            return t.truncatingRemainder(dividingBy: 1) < 0.5 ? Int16(12_000 * sin(2 * .pi * 440 * t)) : 0
+        }
+        return PCMAudio(samples: samples, sampleRate: rate)
+    }
+
+    /// Noise at about -70 dBFS: a voice that hardly speaks.
+    static func nearSilence(seconds: Double) -> PCMAudio {
+        var seed: UInt32 = 0x9E37_79B9
+        let samples = (0..<Int(seconds * 24_000)).map { _ -> Int16 in
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            return Int16(Int(seed >> 24) % 21 - 10)
+        }
+        return PCMAudio(samples: samples, sampleRate: 24_000)
+    }
+
     /// Writes a good bundle at `root` and returns its manifests by format.
-    static func build(at root: URL) throws -> [AudioFormat: PackageManifest] {
+    static func build(at root: URL, signal: (Double) -> PCMAudio = { sweep(seconds: $0) }) throws -> [AudioFormat: PackageManifest] {
         let tour = try tour()
         let layout = Layout(root: root)
         let coverage = try #require(tour.mapCoverage(MapSettings()))
@@ -134,7 +155,7 @@ enum ValidateFixture {
                     let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
                     let temp = try AtomicFile.temporaryURL(for: target.url)
                     let metadata = AudioMetadata(title: "\(poi.name) – \(phase.fileLabel)", album: tour.name, language: tour.language)
-                    let encoded = try FFmpegAudioEncoder().encode(sweep(seconds: seconds[phase]!), as: format, metadata: metadata, to: temp)
+                    let encoded = try FFmpegAudioEncoder().encode(signal(seconds[phase]!), as: format, metadata: metadata, to: temp)
                     try AtomicFile.commit(temp: temp, to: target.url)
                     audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: poi.narrations[phase]!.text.count))
                 }

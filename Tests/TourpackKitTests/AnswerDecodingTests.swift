@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+/// The endpoint's answer is decoded as it is read. Whatever sizes the body
+/// arrives in, the samples are those of a whole-body decode, and a body cut
+/// short or garbled anywhere is `UndecodableBody` (a retryable fault).
+@Suite struct AnswerDecodingTests {
+    static let pcm = PCMAudio(samples: (0..<5_001).map { Int16(truncatingIfNeeded: ($0 * 7_919) % 65_536 - 32_768) }, sampleRate: 24_000)
+
+    static func googleBody(_ wav: [UInt8], before: String = "", after: String = "", escapeSlashes: Bool = false) -> [UInt8] {
+        var base64 = Data(wav).base64EncodedString()
+        if escapeSlashes { base64 = base64.replacingOccurrences(of: "/", with: "\\/") }
+        return Array("{\(before)\"audioContent\": \"\(base64)\"\(after)}".utf8)
+    }
+
+    /// Feeds `body` in pieces of the given sizes (cycled) and collects the samples.
+    static func decode(_ body: [UInt8], with decoder: any AnswerDecoder, pieces: [Int]) throws -> PCMAudio {
+        var decoder = decoder
+        var samples: [Int16] = []
+        var rate = 0
+        var start = 0
+        var turn = 0
+        while start < body.count {
+            let end = min(body.count, start + pieces[turn % pieces.count])
+            try body[start..<end].withUnsafeBytes { bytes in
+                try decoder.feed(bytes) { block, blockRate in
+                    samples.append(contentsOf: block)
+                    rate = blockRate
+                }
+            }
+            start = end
+            turn += 1
+        }
+        try decoder.finish()
+        return PCMAudio(samples: samples, sampleRate: rate)
+    }
+
+    static let splits: [[Int]] = [[1], [3, 1, 4, 1, 5], [4_096], [1 << 20], [43, 2, 7]]
+
+    @Test("Google: the same samples as a whole decode, whatever the pieces", arguments: splits)
+    func google(pieces: [Int]) throws {
+        let body = Self.googleBody(WAV.encode(Self.pcm), before: "\"timepoints\": [], ", after: ", \"audioConfig\": {\"audioEncoding\": \"LINEAR16\", \"x\": [1, 2.5e3, true, null, \"}\\\"]\"]}")
+        #expect(try Self.decode(body, with: GoogleAnswerDecoder(), pieces: pieces) == Self.pcm)
+        let escaped = Self.googleBody(WAV.encode(Self.pcm), escapeSlashes: true)
+        #expect(try Self.decode(escaped, with: GoogleAnswerDecoder(), pieces: pieces) == Self.pcm)
+    }
+
+    @Test("OpenAI WAV: mono and stereo, unknown chunks skipped, as WAV.decode does", arguments: splits)
+    func wav(pieces: [Int]) throws {
+        let mono = WAV.encode(Self.pcm)
+        #expect(try Self.decode(mono, with: WAVStreamDecoder(), pieces: pieces) == Self.pcm)
+        // A LIST chunk of odd length (padded) before fmt, and a stereo body.
+        var stereo: [UInt8] = Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WAVE".utf8)
+        stereo += Array("LIST".utf8) + [3, 0, 0, 0, 1, 2, 3, 0]
+        stereo += Array("fmt ".utf8) + [16, 0, 0, 0, 1, 0, 2, 0, 0xC0, 0x5D, 0, 0, 0, 0x77, 1, 0, 4, 0, 16, 0]
+        let frames: [(Int16, Int16)] = (0..<999).map { (Int16($0), Int16(-3 * $0)) }
+        stereo += Array("data".utf8) + withUnsafeBytes(of: UInt32(frames.count * 4).littleEndian, Array.init)
+        for (left, right) in frames {
+            stereo += withUnsafeBytes(of: left.littleEndian, Array.init) + withUnsafeBytes(of: right.littleEndian, Array.init)
+        }
+        #expect(try Self.decode(stereo, with: WAVStreamDecoder(), pieces: pieces) == WAV.decode(stereo))
+        // A streaming writer's open-ended data chunk: whatever is there.
+        var open = mono
+        open.replaceSubrange(40..<44, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(try Self.decode(open, with: WAVStreamDecoder(), pieces: pieces) == Self.pcm)
+    }
+
+    @Test("a body cut short anywhere, or garbled, is undecodable, never shorter audio")
+    func damage() throws {
+        let body = Self.googleBody(WAV.encode(Self.pcm))
+        for cut in [1, 20, 40, 100, body.count / 2, body.count - 3, body.count - 1] {
+            #expect(throws: UndecodableBody.self, "cut at \(cut)") {
+                try Self.decode(Array(body.prefix(cut)), with: GoogleAnswerDecoder(), pieces: [777])
+            }
+        }
+        let wav = WAV.encode(Self.pcm)
+        for cut in [0, 11, 30, 44, wav.count - 1] {
+            #expect(throws: UndecodableBody.self, "WAV cut at \(cut)") {
+                try Self.decode(Array(wav.prefix(cut)), with: WAVStreamDecoder(), pieces: [5])
+            }
+        }
+        let garbled: [String] = [
+            "<html>502 Bad Gateway</html>",
+            "{\"audioContent\": \"UklGR!!\"}",
+            "{\"audioContent\": \"UklG\"}",
+            "{\"audio\": \"UklGRg==\"}",
+            "{\"audioContent\": \"\(Data(WAV.encode(Self.pcm)).base64EncodedString())\"} trailing",
+            "[\"audioContent\"]",
+        ]
+        for text in garbled {
+            #expect(throws: UndecodableBody.self, "\(text.prefix(40))") {
+                try Self.decode(Array(text.utf8), with: GoogleAnswerDecoder(), pieces: [9])
+            }
+        }
+    }
+
+    @Test("an answer at another rate is kept at the rate asked for, in a FLAC file with its shape")
+    func recorderResamples() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recorder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let tone = PCMAudio(samples: (0..<22_050).map { Int16(8_000 * sin(2 * .pi * 440 * Double($0) / 22_050)) }, sampleRate: 22_050)
+        let quiet = [Int16](repeating: 0, count: 2_205)
+        let body = Self.googleBody(WAV.encode(PCMAudio(samples: quiet + tone.samples + quiet, sampleRate: 22_050)))
+        let spool = folder.appendingPathComponent("answer")
+        try Data(body).write(to: spool)
+        let recorder = ChunkRecorder(destination: folder.appendingPathComponent("chunk.flac"), rate: 24_000)
+        var decoder: any AnswerDecoder = GoogleAnswerDecoder()
+        let shape = try recorder.decode(spool: spool, with: &decoder)
+        let kept = try FLACFile.read(folder.appendingPathComponent("chunk.flac"))
+        #expect(kept.sampleRate == 24_000)
+        #expect(abs(kept.samples.count - 28_800) <= 2, "\(kept.samples.count) samples for 1.2 s")
+        #expect(shape == ShapeMeter.shape(of: kept.samples))
+        let audible = try #require(shape.audible)
+        #expect(abs(audible.lowerBound - 2_400) <= 40 && abs(audible.upperBound - 26_400) <= 40, "\(audible)")
+    }
+}

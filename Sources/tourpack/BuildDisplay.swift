@@ -117,6 +117,7 @@ final class BuildDisplay: @unchecked Sendable {
     static func summaryText(_ summary: BuildSummary) -> String {
         var lines: [String] = []
         if let stopped = summary.stoppedEarly { lines.append("stopped early: \(stopped)") }
+        for warning in summary.warnings { lines.append("warning: \(warning)") }
         lines.append(
             "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
                 + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "

@@ -154,6 +154,10 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var quotaRanOut = false
     /// One line per failed item or tour.
     public var failures: [String] = []
+    /// Chunks that were paid for but could not be kept in the synthesis cache (a full disk).
+    public var cacheWriteFailures = 0
+    /// Things that went wrong without failing a tour, one line each.
+    public var warnings: [String] = []
 
     public init() {}
 

@@ -70,24 +70,60 @@ public struct Builder: Sendable {
     ///   in the summary, not thrown; only a failure before any work (the
     ///   lock, the state, a budget refusal) throws.
     public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws -> BuildSummary {
-        try StateLayout(config).checkApart()
-        let state = try BuildState(config: config, account: account, clock: options.now)
-        let record = try state.records.queue(pipeline: config.sourceFile, output: config.output)
+        // Every blocking step (the state's flock and SQLite, journal replay,
+        // scans, fsync, renames, FFmpeg) runs on this pool, never on the
+        // cooperative pool, which keeps only the orchestration.
+        let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
+        pool.start()
         do {
-            let summary = try await run(plan, state: state, record: record, skippedTours: skippedTours, events: events)
-            let status: BuildRecord.Status = summary.exitCode == ExitStatus.cancelled ? .cancelled
-                : summary.exitCode == ExitStatus.ok ? .completed : .failed
-            try? state.records.finish(record, status: status, summary: summary, error: summary.stoppedEarly ?? summary.failures.first)
+            let summary = try await build(plan, skippedTours: skippedTours, pool: pool, events: events)
+            try? await pool.shutdownGracefully()
             return summary
         } catch {
-            let status: BuildRecord.Status = (error as? TourpackError) == .cancelled ? .cancelled : .failed
-            try? state.records.finish(record, status: status, summary: nil, error: (error as? TourpackError)?.description ?? "\(error)")
+            try? await pool.shutdownGracefully()
             throw error
         }
     }
 
+    private func build(
+        _ plan: BuildPlan, skippedTours: Int, pool: NIOThreadPool, events: @escaping @Sendable (BuildEvent) -> Void
+    ) async throws -> BuildSummary {
+        let (config, account, clock) = (config, account, options.now)
+        let (state, record) = try await pool.runIfActive {
+            try StateLayout(config).checkApart()
+            let state = try BuildState(config: config, account: account, clock: clock)
+            return (state, try state.records.queue(pipeline: config.sourceFile, output: config.output))
+        }
+        do {
+            let summary = try await run(plan, state: state, record: record, pool: pool, skippedTours: skippedTours, events: events)
+            let status: BuildRecord.Status = summary.exitCode == ExitStatus.cancelled ? .cancelled
+                : summary.exitCode == ExitStatus.ok ? .completed : .failed
+            _ = try? await pool.runIfActive {
+                try state.records.finish(record, status: status, summary: summary, error: summary.stoppedEarly ?? summary.failures.first)
+            }
+            return summary
+        } catch {
+            let status: BuildRecord.Status = (error as? TourpackError) == .cancelled ? .cancelled : .failed
+            let message = (error as? TourpackError)?.description ?? "\(error)"
+            _ = try? await pool.runIfActive { try state.records.finish(record, status: status, summary: nil, error: message) }
+            throw error
+        }
+    }
+
+    /// What the build finds and checks before its first request.
+    private struct Preflight: Sendable {
+        var resolved: PipelineConfig
+        var layout: Layout
+        var staging: StagingArea
+        var recovered: Int
+        var removed: Int
+        var annotated: BuildPlan
+        var index: PackageIndex
+    }
+
     private func run(
-        _ plan: BuildPlan, state: BuildState, record: Int64, skippedTours: Int, events: @escaping @Sendable (BuildEvent) -> Void
+        _ plan: BuildPlan, state: BuildState, record: Int64, pool: NIOThreadPool, skippedTours: Int,
+        events: @escaping @Sendable (BuildEvent) -> Void
     ) async throws -> BuildSummary {
         let started = ContinuousClock.now
         let rootFolder = state.layout.rootFolder
@@ -101,36 +137,41 @@ public struct Builder: Sendable {
             }
         }
         defer { lock.release() }
-        try state.records.start(record)
-        try state.records.reconcile()
-        try state.ledger.reconcile()
+        let (config, fingerprint) = (config, encoder.fingerprint)
+        let preflight = try await pool.runIfActive {
+            try state.records.start(record)
+            try state.records.reconcile()
+            try state.ledger.reconcile()
 
-        // The root may be reached through a symlink: resolved once, and every write goes under the real path.
-        var resolved = config
-        resolved.output = OutputTree.realPath(config.output)
-        let layout = Layout(root: resolved.output)
-        let staging = try StagingArea(state: rootFolder, output: layout.root)
-        let recovered = try CommitJournal.replayAll(state: rootFolder)
-        // Before any request and before any folder under the root: no symlink may carry a write out of it.
-        try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
-        let removed = try staging.removeLeftovers(in: layout)
+            // The root may be reached through a symlink: resolved once, and every write goes under the real path.
+            var resolved = config
+            resolved.output = OutputTree.realPath(config.output)
+            let layout = Layout(root: resolved.output)
+            let staging = try StagingArea(state: rootFolder, output: layout.root)
+            let recovered = try CommitJournal.replayAll(state: rootFolder)
+            // Before any request and before any folder under the root: no symlink may carry a write out of it.
+            try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
+            let removed = try staging.removeLeftovers(in: layout)
 
-        // Before any request: what the caches already hold, and whether the
-        // quota and the cache budget can take the rest.
-        let annotated = try state.annotate(plan, config: resolved, encoder: encoder.fingerprint)
-        if let refusal = annotated.budgetRefusal(cacheMaxBytes: config.budgets.cacheMaxBytes) ?? annotated.tileRefusal(config.maps) {
-            throw TourpackError.budgetExceeded(refusal)
+            // Before any request: what the caches already hold, and whether the
+            // quota and the cache budget can take the rest.
+            let annotated = try state.annotate(plan, config: resolved, encoder: fingerprint)
+            if let refusal = annotated.refusal(config) {
+                throw TourpackError.budgetExceeded(refusal)
+            }
+            return Preflight(
+                resolved: resolved, layout: layout, staging: staging, recovered: recovered, removed: removed, annotated: annotated,
+                index: .scan(layout))
         }
+        let (layout, staging, annotated) = (preflight.layout, preflight.staging, preflight.annotated)
         let statsBefore = synthesizer.stats
-        let mapTiles = config.maps.source == nil ? 0 : plan.tours.reduce(0) { $0 + ($1.mapCoverage?.tileCount ?? 0) }
+        let mapTiles = config.maps.source == nil ? 0 : plan.tileCount
 
         events(.started(BuildStart(
             tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
-            formats: config.formats, output: layout.root.path, recoveredCommits: recovered, removedTemporaries: removed,
+            formats: config.formats, output: layout.root.path, recoveredCommits: preflight.recovered, removedTemporaries: preflight.removed,
             cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters, tiles: mapTiles)))
 
-        let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
-        pool.start()
         let tileProgress = TileProgress(total: mapTiles)
         let maps = try makeTilePackMaker(state: state, pool: pool, staging: staging, layout: layout, progress: tileProgress)
         let caching = CachingSynthesizer(
@@ -139,7 +180,7 @@ public struct Builder: Sendable {
             builder: self, layout: layout, staging: staging, pool: pool, events: events, state: state, record: record,
             synthesizer: caching,
             publisher: TourPublisher(
-                config: config, layout: layout, staging: staging, index: .scan(layout), state: state.layout,
+                config: config, layout: layout, staging: staging, index: preflight.index, state: state.layout,
                 outputs: state.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
             assemblies: plan.tours.map { TourAssembly(plan: $0, hasTileSource: maps != nil) }, maps: maps, tileProgress: tileProgress)
         await run.runAll()
@@ -163,7 +204,6 @@ public struct Builder: Sendable {
                 summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
             }
         }
-        try? await pool.shutdownGracefully()
 
         summary.toursSkipped = skippedTours
         let statsAfter = synthesizer.stats
@@ -172,6 +212,10 @@ public struct Builder: Sendable {
         summary.retries = statsAfter.retries - statsBefore.retries
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
+        summary.cacheWriteFailures = counts.storeFailures
+        if let failure = counts.firstStoreFailure {
+            summary.warnings.append("the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)")
+        }
         if let fetched = maps?.fetcher?.stats {
             summary.tileRequests = fetched.requests
             summary.tilesDownloaded = fetched.downloaded
@@ -288,8 +332,8 @@ private struct BuildRun {
 
     mutating func runAll() async {
         await withTaskGroup(of: ItemOutcome.self) { group in
-            for _ in 0..<window { startNext(in: &group) }
-            for _ in 0..<Self.mapsWindow { startNextMaps(in: &group) }
+            for _ in 0..<window { await startNext(in: &group) }
+            for _ in 0..<Self.mapsWindow { await startNextMaps(in: &group) }
             while let outcome = await group.next() {
                 if case .tick = outcome {
                     tickerRunning = false
@@ -297,7 +341,7 @@ private struct BuildRun {
                     startTicker(in: &group)
                     continue
                 }
-                record(outcome)
+                await record(outcome)
                 if Task.isCancelled, !cancelled {
                     cancelled = true
                     stopReason = TourpackError.cancelled.description
@@ -309,29 +353,29 @@ private struct BuildRun {
                     if !summary.quotaRanOut || cancelled { group.cancelAll() }
                     skipUnstarted()
                 } else if case .mapsReady = outcome {
-                    startNextMaps(in: &group)
+                    await startNextMaps(in: &group)
                 } else {
-                    startNext(in: &group)
+                    await startNext(in: &group)
                 }
             }
         }
         if let stopReason {
-            staging.discardAll()
+            await offload { [staging] in staging.discardAll() }
             summary.stoppedEarly = stopReason
         }
-        for index in assemblies.indices { settle(index) }
+        for index in assemblies.indices { await settle(index) }
     }
 
     /// Starts the next item whose tour has not failed; items of a failed tour
     /// are skipped, so no characters are spent on a package that cannot ship.
-    private mutating func startNext(in group: inout TaskGroup<ItemOutcome>) {
+    private mutating func startNext(in group: inout TaskGroup<ItemOutcome>) async {
         while nextJob < jobs.count {
             let (tourIndex, item) = jobs[nextJob]
             nextJob += 1
             if assemblies[tourIndex].hasFailed {
                 assemblies[tourIndex].skipped += 1
                 assemblies[tourIndex].outstanding -= 1
-                settle(tourIndex)
+                await settle(tourIndex)
                 continue
             }
             let maker = ItemMaker(
@@ -348,16 +392,16 @@ private struct BuildRun {
     static let mapsWindow = 2
 
     /// Starts the maps of the next tour that has not failed, and the ticker that reports their progress.
-    private mutating func startNextMaps(in group: inout TaskGroup<ItemOutcome>) {
+    private mutating func startNextMaps(in group: inout TaskGroup<ItemOutcome>) async {
         guard let maps else { return }
         while nextMaps < assemblies.count {
             let index = nextMaps
             nextMaps += 1
             let tour = assemblies[index].tour
-            guard !assemblies[index].hasFailed, let coverage = tour.mapCoverage(config.maps) else {
+            guard !assemblies[index].hasFailed, let coverage = assemblies[index].plan.mapCoverage else {
                 assemblies[index].mapsPending = false
                 if assemblies[index].hasFailed { tileProgress.add(assemblies[index].plan.mapCoverage?.tileCount ?? 0) }
-                settle(index)
+                await settle(index)
                 continue
             }
             let packPaths = config.formats.map { layout.tilePack(packageID: PackageID.make(tourID: tour.id, voice: config.voice, format: $0)) }
@@ -406,7 +450,7 @@ private struct BuildRun {
         }
     }
 
-    private mutating func record(_ outcome: ItemOutcome) {
+    private mutating func record(_ outcome: ItemOutcome) async {
         switch outcome {
         case .done(let tourIndex, let item, let files, let duration):
             assemblies[tourIndex].outstanding -= 1
@@ -421,7 +465,7 @@ private struct BuildRun {
                 tourId: tour.id.value, tourName: tour.name, poiId: item.poiID.value, poiName: item.poiName, phase: item.phase,
                 chunks: item.chunks.count, characters: item.characters, durationSeconds: duration, bytes: bytes,
                 reusedFiles: reused)))
-            settle(tourIndex)
+            await settle(tourIndex)
         case .failed(let tourIndex, let item, let error):
             assemblies[tourIndex].outstanding -= 1
             let failure = TourAssembly.failure(of: item, in: assemblies[tourIndex].tour, error: error)
@@ -434,7 +478,7 @@ private struct BuildRun {
                 stopReason = error.description
                 summary.quotaRanOut = true
             }
-            settle(tourIndex)
+            await settle(tourIndex)
         case .cancelled(let tourIndex):
             assemblies[tourIndex].outstanding -= 1
             assemblies[tourIndex].skipped += 1
@@ -454,7 +498,7 @@ private struct BuildRun {
                 }
             }
             reportTiles()
-            settle(tourIndex)
+            await settle(tourIndex)
         case .tick:
             break
         }
@@ -462,50 +506,63 @@ private struct BuildRun {
 
     /// Publishes or gives up a tour once every item is settled; once only.
     /// After a signal nothing more is published: the build only cleans up.
-    private mutating func settle(_ index: Int) {
+    private mutating func settle(_ index: Int) async {
         guard !assemblies[index].isClosed, assemblies[index].outstanding == 0, !assemblies[index].mapsPending else { return }
         assemblies[index].isClosed = true
         let assembly = assemblies[index]
         let tour = assembly.tour
         guard !cancelled else {
-            staging.discard(assembly.temps)
+            await discard(assembly.temps)
             return
         }
         if assembly.hasFailed || assembly.skipped > 0 || (maps != nil && assembly.pack == nil) {
-            staging.discard(assembly.temps)
+            await discard(assembly.temps)
             let failed = assembly.failures.count
             let why = assembly.mapFailure.map { "its map failed: \($0.description)" }
                 ?? (maps != nil && assembly.pack == nil && failed == 0 && assembly.skipped == 0 ? "stopped before its map was made: \(stopReason ?? "")" : nil)
                 ?? (failed > 0 ? "\(failed) item\(failed == 1 ? "" : "s") failed" : "stopped before it finished: \(stopReason ?? "")")
-            fail(assembly, reason: "\(why); the previous package is untouched")
+            await fail(assembly, reason: "\(why); the previous package is untouched")
             return
         }
-        guard let coverage = tour.mapCoverage(config.maps) else {
-            staging.discard(assembly.temps)
-            fail(assembly, reason: "the route has no coordinates to cover with map tiles")
+        guard let coverage = assembly.plan.mapCoverage else {
+            await discard(assembly.temps)
+            await fail(assembly, reason: "the route has no coordinates to cover with map tiles")
             return
         }
         if maps == nil { events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount)) }
         do {
-            let packaged = try publisher.publish(assembly, coverage: coverage, now: builder.options.now())
+            let (publisher, now) = (publisher, builder.options.now())
+            let packaged = try await pool.runIfActive { try publisher.publish(assembly, coverage: coverage, now: now) }
             if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
             summary.files += packaged.files
             summary.reusedFiles += packaged.reusedFiles
             summary.bytes += packaged.bytes
             summary.tilePacks += packaged.tilePacks.count
-            try? state.records.recordTour(record, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
+            let (records, build) = (state.records, record)
+            await offload { try? records.recordTour(build, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged") }
             events(.tourPackaged(packaged))
         } catch {
-            staging.discard(assembly.temps)
+            await discard(assembly.temps)
             let message = (error as? TourpackError)?.description ?? "\(error)"
             summary.failures.append("\(tour.name): \(message)")
-            fail(assembly, reason: message)
+            await fail(assembly, reason: message)
         }
     }
 
-    private mutating func fail(_ assembly: TourAssembly, reason: String) {
+    /// Runs blocking work (files, fsync, SQLite) on the build's thread pool,
+    /// never on the cooperative pool; a pool already shut down runs nothing.
+    private func offload(_ work: @escaping @Sendable () -> Void) async {
+        _ = try? await pool.runIfActive(work)
+    }
+
+    private func discard(_ temps: [URL]) async {
+        await offload { [staging] in staging.discard(temps) }
+    }
+
+    private mutating func fail(_ assembly: TourAssembly, reason: String) async {
         summary.toursFailed += 1
-        try? state.records.recordTour(record, tourId: assembly.tour.id.value, outcome: "failed", message: reason)
+        let (records, build, tourID) = (state.records, record, assembly.tour.id.value)
+        await offload { try? records.recordTour(build, tourId: tourID, outcome: "failed", message: reason) }
         events(.tourFailed(TourFailure(
             tourId: assembly.tour.id.value, tourName: assembly.tour.name, failedItems: assembly.failures.count,
             skippedItems: assembly.skipped, reason: reason)))

@@ -68,15 +68,17 @@ public struct Planner: Sendable {
             bytes[format] = speechSeconds.reduce(0) { $0 + Self.estimatedFileBytes(seconds: $1, format: format) }
         }
         let characters = items.reduce(0) { $0 + $1.characters }
+        // The map's coverage is worked out here, once: the build reads it from the plan.
+        let coverage = tour.mapCoverage(config.maps)
         var plan = TourPlan(
             tour: tour, items: items, cacheHits: 0, estimatedDurationSeconds: duration, estimatedBytes: bytes,
-            mapCoverage: tour.mapCoverage(config.maps), billableCharacters: characters
+            mapCoverage: coverage, billableCharacters: characters
         )
         if config.maps.source != nil {
             plan.tileSelections = TileSelection.allCases.map { selection in
                 var settings = config.maps
                 settings.selection = selection
-                let count = tour.mapCoverage(settings)?.tileCount ?? 0
+                let count = selection == config.maps.selection ? coverage?.tileCount ?? 0 : tour.mapCoverage(settings)?.tileCount ?? 0
                 return TileSelectionPlan(selection: selection, tiles: count, fresh: 0, estimatedBytes: count * settings.tileKB * 1024)
             }
         }

@@ -95,7 +95,8 @@ struct ItemMaker: Sendable {
             }
             return .done(tourIndex: tourIndex, item: item, files: files, durationSeconds: duration)
         } catch {
-            staging.discard(temps.values)
+            let (staging, made) = (staging, Array(temps.values))
+            await pool.runRegardless { staging.discard(made) }
             if Task.isCancelled || error is CancellationError || (error as? TourpackError) == .cancelled {
                 return .cancelled(tourIndex: tourIndex)
             }
@@ -153,15 +154,15 @@ struct ItemMaker: Sendable {
             return failure
         }
         if let failure {
-            try? await pool.runIfActive { session.session.discard() }
+            await pool.runRegardless { session.session.discard() }
             throw failure
         }
         if Task.isCancelled {
-            try? await pool.runIfActive { session.session.discard() }
+            await pool.runRegardless { session.session.discard() }
             throw TourpackError.cancelled
         }
         guard join.isComplete else {
-            try? await pool.runIfActive { session.session.discard() }
+            await pool.runRegardless { session.session.discard() }
             throw TourpackError.audioEncodingFailed(item: label, message: "internal error: the join stopped before its last chunk")
         }
         return try await pool.runIfActive {
@@ -172,6 +173,7 @@ struct ItemMaker: Sendable {
                 throw error
             }
         }
+        // (A cancelled task's finish never runs: the caller discards the temps.)
     }
 
     /// One chunk's piece of the join, read block by block from its file into

@@ -1,0 +1,301 @@
+import Foundation
+import NIOPosix
+
+/// One build's moving parts and running totals; lives for one `build` call.
+struct BuildRun {
+    let builder: Builder
+    let layout: Layout
+    let staging: StagingArea
+    let pool: NIOThreadPool
+    let events: @Sendable (BuildEvent) -> Void
+    let state: BuildState
+    let record: Int64
+    let synthesizer: CachingSynthesizer
+    let publisher: TourPublisher
+    var assemblies: [TourAssembly]
+    let maps: TilePackMaker?
+    let tileProgress: TileProgress
+    var summary = BuildSummary()
+    /// The next tour whose maps to make, and how many tours' maps are under way.
+    private var nextMaps = 0
+    private var mapsInFlight = 0
+    private var tickerRunning = false
+    private var tilesReported = -1
+    /// Every item in plan order, and the next one to start.
+    private let jobs: [(tourIndex: Int, item: PlanItem)]
+    private var nextJob = 0
+    /// Why the build stops starting work: the endpoint is unreachable, or a signal.
+    private var stopReason: String?
+    private var cancelled = false
+
+    init(builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
+         events: @escaping @Sendable (BuildEvent) -> Void, state: BuildState, record: Int64, synthesizer: CachingSynthesizer,
+         publisher: TourPublisher, assemblies: [TourAssembly], maps: TilePackMaker?, tileProgress: TileProgress) {
+        self.builder = builder
+        self.layout = layout
+        self.staging = staging
+        self.pool = pool
+        self.events = events
+        self.state = state
+        self.record = record
+        self.synthesizer = synthesizer
+        self.publisher = publisher
+        self.assemblies = assemblies
+        self.maps = maps
+        self.tileProgress = tileProgress
+        // Longest first: the long narrations are the critical path (their
+        // synthesis and encode take longest), so starting them early lets the
+        // short ones fill in around them. Ties keep plan order.
+        let ordered = assemblies.indices.flatMap { tour in assemblies[tour].plan.items.map { (tourIndex: tour, item: $0) } }
+        jobs = ordered.enumerated().sorted { lhs, rhs in
+            lhs.element.item.characters != rhs.element.item.characters
+                ? lhs.element.item.characters > rhs.element.item.characters : lhs.offset < rhs.offset
+        }.map(\.element)
+    }
+
+    private var config: PipelineConfig { builder.config }
+    private var recipe: ItemRecipe { ItemRecipe(config: builder.config, joiner: builder.joiner, encoder: builder.encoder) }
+
+    /// Items in flight at most: enough to keep every request slot and every
+    /// encode thread busy, and no more, so memory does not grow with the tour.
+    private var window: Int { max(1, config.tts.concurrency + builder.options.encodeThreads) }
+
+    mutating func runAll() async {
+        await withTaskGroup(of: ItemOutcome.self) { group in
+            for _ in 0..<window { await startNext(in: &group) }
+            for _ in 0..<Self.mapsWindow { await startNextMaps(in: &group) }
+            while let outcome = await group.next() {
+                if case .tick = outcome {
+                    tickerRunning = false
+                    reportTiles()
+                    startTicker(in: &group)
+                    continue
+                }
+                await record(outcome)
+                if Task.isCancelled, !cancelled {
+                    cancelled = true
+                    stopReason = TourpackError.cancelled.description
+                }
+                if stopReason != nil {
+                    // Out of quota, the requests in flight are already paid
+                    // for: let them land (and settle) rather than cancel them
+                    // after the provider has billed. Anything else stops now.
+                    if !summary.quotaRanOut || cancelled { group.cancelAll() }
+                    skipUnstarted()
+                } else if case .mapsReady = outcome {
+                    await startNextMaps(in: &group)
+                } else {
+                    await startNext(in: &group)
+                }
+            }
+        }
+        if let stopReason {
+            await offload { [staging] in staging.discardAll() }
+            summary.stoppedEarly = stopReason
+        }
+        for index in assemblies.indices { await settle(index) }
+    }
+
+    /// Starts the next item whose tour has not failed; items of a failed tour
+    /// are skipped, so no characters are spent on a package that cannot ship.
+    private mutating func startNext(in group: inout TaskGroup<ItemOutcome>) async {
+        while nextJob < jobs.count {
+            let (tourIndex, item) = jobs[nextJob]
+            nextJob += 1
+            if assemblies[tourIndex].hasFailed {
+                assemblies[tourIndex].skipped += 1
+                assemblies[tourIndex].outstanding -= 1
+                await settle(tourIndex)
+                continue
+            }
+            let maker = ItemMaker(
+                recipe: recipe, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour,
+                synthesizer: synthesizer, outputs: state.outputs)
+            group.addTask { await maker.make(item, tourIndex: tourIndex) }
+            return
+        }
+    }
+
+    /// Tours whose maps are made at once: their tiles share the fetcher's
+    /// `concurrency`, so two keep it busy across a tour's end without
+    /// holding every tour's tile list in memory.
+    static let mapsWindow = 2
+
+    /// Starts the maps of the next tour that has not failed, and the ticker that reports their progress.
+    private mutating func startNextMaps(in group: inout TaskGroup<ItemOutcome>) async {
+        guard let maps else { return }
+        while nextMaps < assemblies.count {
+            let index = nextMaps
+            nextMaps += 1
+            let tour = assemblies[index].tour
+            guard !assemblies[index].hasFailed, let coverage = assemblies[index].plan.mapCoverage else {
+                assemblies[index].mapsPending = false
+                if assemblies[index].hasFailed { tileProgress.add(assemblies[index].plan.mapCoverage?.tileCount ?? 0) }
+                await settle(index)
+                continue
+            }
+            let packPaths = config.formats.map { layout.tilePack(packageID: PackageID.make(tourID: tour.id, voice: config.voice, format: $0)) }
+            mapsInFlight += 1
+            group.addTask {
+                do {
+                    return .mapsReady(tourIndex: index, result: .success(try await maps.make(tour: tour, coverage: coverage, packPaths: packPaths)))
+                } catch {
+                    return .mapsReady(tourIndex: index, result: .failure(error as? TourpackError ?? .cancelled))
+                }
+            }
+            startTicker(in: &group)
+            return
+        }
+    }
+
+    /// A child that wakes the loop every 250 ms while tiles are moving, so
+    /// `mapsProgress` goes out a few times a second at most.
+    private mutating func startTicker(in group: inout TaskGroup<ItemOutcome>) {
+        guard !tickerRunning, mapsInFlight > 0 else { return }
+        tickerRunning = true
+        group.addTask {
+            try? await Task.sleep(for: .milliseconds(250))
+            return .tick
+        }
+    }
+
+    private mutating func reportTiles() {
+        let done = tileProgress.done
+        guard done != tilesReported, tileProgress.total > 0 else { return }
+        tilesReported = done
+        events(.mapsProgress(MapsProgress(tilesDone: min(done, tileProgress.total), tilesTotal: tileProgress.total)))
+    }
+
+    /// Counts the items that will never start once the build is stopping.
+    private mutating func skipUnstarted() {
+        while nextMaps < assemblies.count {
+            assemblies[nextMaps].mapsPending = false
+            nextMaps += 1
+        }
+        while nextJob < jobs.count {
+            let tourIndex = jobs[nextJob].tourIndex
+            assemblies[tourIndex].skipped += 1
+            assemblies[tourIndex].outstanding -= 1
+            nextJob += 1
+        }
+    }
+
+    private mutating func record(_ outcome: ItemOutcome) async {
+        switch outcome {
+        case .done(let tourIndex, let item, let files, let duration):
+            assemblies[tourIndex].outstanding -= 1
+            assemblies[tourIndex].staged += files
+            let tour = assemblies[tourIndex].tour
+            var bytes: [String: Int64] = [:]
+            for file in files { bytes[file.audio.encoded.format.rawValue] = file.audio.encoded.sizeBytes }
+            let reused = files.filter { $0.temp == nil }.count
+            summary.characters += item.characters
+            summary.encodes += files.count - reused
+            events(.itemDone(ItemDone(
+                tourId: tour.id.value, tourName: tour.name, poiId: item.poiID.value, poiName: item.poiName, phase: item.phase,
+                chunks: item.chunks.count, characters: item.characters, durationSeconds: duration, bytes: bytes,
+                reusedFiles: reused)))
+            await settle(tourIndex)
+        case .failed(let tourIndex, let item, let error):
+            assemblies[tourIndex].outstanding -= 1
+            let failure = TourAssembly.failure(of: item, in: assemblies[tourIndex].tour, error: error)
+            assemblies[tourIndex].failures.append(failure)
+            summary.failures.append(failure.message)
+            events(.itemFailed(failure))
+            if case .networkUnavailable = error, stopReason == nil { stopReason = error.description }
+            if case .budgetExceeded = error, stopReason == nil {
+                // Another job took what was left of the month: every other request would be refused too.
+                stopReason = error.description
+                summary.quotaRanOut = true
+            }
+            await settle(tourIndex)
+        case .cancelled(let tourIndex):
+            assemblies[tourIndex].outstanding -= 1
+            assemblies[tourIndex].skipped += 1
+        case .mapsReady(let tourIndex, let result):
+            mapsInFlight -= 1
+            assemblies[tourIndex].mapsPending = false
+            switch result {
+            case .success(let pack):
+                assemblies[tourIndex].pack = pack
+                events(.mapsDone(tourID: assemblies[tourIndex].tour.id, tileCount: pack.storedTiles + pack.emptyTiles))
+            case .failure(let error):
+                if error == .cancelled {
+                    if !cancelled { cancelled = true; stopReason = error.description }
+                } else {
+                    assemblies[tourIndex].mapFailure = error
+                    summary.failures.append("\(assemblies[tourIndex].tour.name): \(error.description)")
+                }
+            }
+            reportTiles()
+            await settle(tourIndex)
+        case .tick:
+            break
+        }
+    }
+
+    /// Publishes or gives up a tour once every item is settled; once only.
+    /// After a signal nothing more is published: the build only cleans up.
+    private mutating func settle(_ index: Int) async {
+        guard !assemblies[index].isClosed, assemblies[index].outstanding == 0, !assemblies[index].mapsPending else { return }
+        assemblies[index].isClosed = true
+        let assembly = assemblies[index]
+        let tour = assembly.tour
+        guard !cancelled else {
+            await discard(assembly.temps)
+            return
+        }
+        if assembly.hasFailed || assembly.skipped > 0 || (maps != nil && assembly.pack == nil) {
+            await discard(assembly.temps)
+            let failed = assembly.failures.count
+            let why = assembly.mapFailure.map { "its map failed: \($0.description)" }
+                ?? (maps != nil && assembly.pack == nil && failed == 0 && assembly.skipped == 0 ? "stopped before its map was made: \(stopReason ?? "")" : nil)
+                ?? (failed > 0 ? "\(failed) item\(failed == 1 ? "" : "s") failed" : "stopped before it finished: \(stopReason ?? "")")
+            await fail(assembly, reason: "\(why); the previous package is untouched")
+            return
+        }
+        guard let coverage = assembly.plan.mapCoverage else {
+            await discard(assembly.temps)
+            await fail(assembly, reason: "the route has no coordinates to cover with map tiles")
+            return
+        }
+        if maps == nil { events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount)) }
+        do {
+            let (publisher, now) = (publisher, builder.options.now())
+            let packaged = try await pool.runIfActive { try publisher.publish(assembly, coverage: coverage, now: now) }
+            if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
+            summary.files += packaged.files
+            summary.reusedFiles += packaged.reusedFiles
+            summary.bytes += packaged.bytes
+            summary.tilePacks += packaged.tilePacks.count
+            let (records, build) = (state.records, record)
+            await offload { try? records.recordTour(build, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged") }
+            events(.tourPackaged(packaged))
+        } catch {
+            await discard(assembly.temps)
+            let message = (error as? TourpackError)?.description ?? "\(error)"
+            summary.failures.append("\(tour.name): \(message)")
+            await fail(assembly, reason: message)
+        }
+    }
+
+    /// Runs blocking work (files, fsync, SQLite) on the build's thread pool,
+    /// never on the cooperative pool, even once the build is cancelled: it is
+    /// cleanup and bookkeeping that must happen.
+    private func offload(_ work: @escaping @Sendable () -> Void) async {
+        await pool.runRegardless(work)
+    }
+
+    private func discard(_ temps: [URL]) async {
+        await offload { [staging] in staging.discard(temps) }
+    }
+
+    private mutating func fail(_ assembly: TourAssembly, reason: String) async {
+        summary.toursFailed += 1
+        let (records, build, tourID) = (state.records, record, assembly.tour.id.value)
+        await offload { try? records.recordTour(build, tourId: tourID, outcome: "failed", message: reason) }
+        events(.tourFailed(TourFailure(
+            tourId: assembly.tour.id.value, tourName: assembly.tour.name, failedItems: assembly.failures.count,
+            skippedItems: assembly.skipped, reason: reason)))
+    }
+}

@@ -1,0 +1,289 @@
+public import Foundation
+import NIOPosix
+
+/// Runs a `BuildPlan`: the map of the pipeline, one output root at a time.
+///
+///     plan ─ preflight ─┬─ items, longest first, `tts.concurrency` + encode threads at once
+///                       │    ItemMaker: output cache hit? keep the file : for each chunk, concurrently,
+///                       │      CachingSynthesizer: synthesis cache hit? its FLAC : reserve quota →
+///                       │        HTTPSpeechSynthesizer: answer spooled to disk → decoded (AnswerDecoder)
+///                       │        → FLAC temp + ChunkShape (ChunkRecorder) → kept in the cache, settled
+///                       │      → JoinStream: each chunk, in order, as soon as it and the next chunk
+///                       │        with speech are known → PieceRenderer (trim, fades, pause), block by
+///                       │        block → one encode session feeding every missing format → staged temps
+///                       ├─ maps, two tours at a time: TilePackMaker → tile cache → staged tile pack
+///                       └─ per tour, once every item and its map are in: TourPublisher writes
+///                          package.json per format and commits through a CommitJournal
+///     → eviction to the budgets → summary
+///
+/// Preflight, before any request: the state's lock, reconciliation, journal
+/// replay, the output tree's safety check, and the budgets against the plan.
+///
+/// Memory is bounded by the window of items in flight, never by a tour's
+/// size or a narration's length: no chunk and no narration is ever held
+/// whole; audio moves in blocks from the endpoint's answer (or the synthesis
+/// cache) to the encoders. Every format of a phase is fed from one stream, so
+/// it is synthesized once.
+///
+/// Blocking work (the state's flock and SQLite, files, fsync, renames, FFmpeg)
+/// runs on the build's thread pool, never on the cooperative pool, which only
+/// orchestrates.
+///
+/// Files wait in the `StagingArea` until every item of their tour has
+/// succeeded; then the tour's audio and package.json files are published
+/// together. A tour with a failed item publishes nothing, so its previous
+/// package stays exactly as it was, and the other tours go on. An
+/// unreachable endpoint stops the build (every other item would fail the
+/// same way); cancelling the task stops it too, removing every temp, and the
+/// summary says so.
+public struct Builder: Sendable {
+    public struct Options: Sendable {
+        /// Wait for another build's lock (true) or fail at once with `alreadyBuilding`.
+        public var waitForLock = true
+        /// Encode threads; the machine's core count by default.
+        public var encodeThreads = ProcessInfo.processInfo.activeProcessorCount
+        /// The build's clock: `createdAt`, expiry, the caches' ages and the
+        /// ledger's month all come from it, so tests need no sleeps.
+        public var now: @Sendable () -> Date = { Date() }
+        /// Give a new `createdAt` to packages expiring within this many days
+        /// (`--refresh-expiring`); 0 refreshes only expired ones.
+        public var refreshExpiringDays = 0
+        /// The ledger's account; nil takes the pipeline's endpoint and the key from the environment.
+        public var account: QuotaAccount?
+        /// Overrides the tile fetches' retries (the TTS policy by default).
+        public var tileRetry: RetryPolicy?
+
+        public init() {}
+    }
+
+    public let config: PipelineConfig
+    public let synthesizer: any SpeechSynthesizer
+    public let encoder: any AudioEncoding
+    public let joiner: PCMJoiner
+    public let options: Options
+
+    public init(
+        config: PipelineConfig, synthesizer: any SpeechSynthesizer, encoder: any AudioEncoding = FFmpegAudioEncoder(),
+        options: Options = Options()
+    ) {
+        self.config = config
+        self.synthesizer = synthesizer
+        self.encoder = encoder
+        self.joiner = PCMJoiner(pauseMilliseconds: config.audio.pauseMilliseconds)
+        self.options = options
+    }
+
+    var account: QuotaAccount {
+        options.account ?? QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Builds every tour of `plan` and reports through `events`, in order.
+    ///
+    /// The build is recorded in the state database (queued, then running
+    /// once the lock is held, then completed, failed or cancelled).
+    ///
+    /// - Parameter skippedTours: tours of the pipeline left out (`--tour`), for the summary.
+    /// - Returns: the summary, also sent as the last event. Failed tours are
+    ///   in the summary, not thrown; only a failure before any work (the
+    ///   lock, the state, a budget refusal) throws.
+    public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws -> BuildSummary {
+        // Every blocking step (the state's flock and SQLite, journal replay,
+        // scans, fsync, renames, FFmpeg) runs on this pool, never on the
+        // cooperative pool, which keeps only the orchestration.
+        let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
+        pool.start()
+        do {
+            let summary = try await build(plan, skippedTours: skippedTours, pool: pool, events: events)
+            try? await pool.shutdownGracefully()
+            return summary
+        } catch {
+            try? await pool.shutdownGracefully()
+            throw error
+        }
+    }
+
+    private func build(
+        _ plan: BuildPlan, skippedTours: Int, pool: NIOThreadPool, events: @escaping @Sendable (BuildEvent) -> Void
+    ) async throws -> BuildSummary {
+        let (config, account, clock) = (config, account, options.now)
+        let (state, record) = try await pool.runIfActive {
+            try StateLayout(config).checkApart()
+            let state = try BuildState(config: config, account: account, clock: clock)
+            return (state, try state.records.queue(pipeline: config.sourceFile, output: config.output))
+        }
+        do {
+            let summary = try await run(plan, state: state, record: record, pool: pool, skippedTours: skippedTours, events: events)
+            let status: BuildRecord.Status = summary.exitCode == ExitStatus.cancelled ? .cancelled
+                : summary.exitCode == ExitStatus.ok ? .completed : .failed
+            await pool.runRegardless {
+                try? state.records.finish(record, status: status, summary: summary, error: summary.stoppedEarly ?? summary.failures.first)
+            }
+            return summary
+        } catch {
+            let status: BuildRecord.Status = (error as? TourpackError) == .cancelled ? .cancelled : .failed
+            let message = (error as? TourpackError)?.description ?? "\(error)"
+            await pool.runRegardless { try? state.records.finish(record, status: status, summary: nil, error: message) }
+            throw error
+        }
+    }
+
+    /// What the build finds and checks before its first request.
+    private struct Preflight: Sendable {
+        var resolved: PipelineConfig
+        var layout: Layout
+        var staging: StagingArea
+        var recovered: Int
+        var removed: Int
+        var annotated: BuildPlan
+        var index: PackageIndex
+    }
+
+    private func run(
+        _ plan: BuildPlan, state: BuildState, record: Int64, pool: NIOThreadPool, skippedTours: Int,
+        events: @escaping @Sendable (BuildEvent) -> Void
+    ) async throws -> BuildSummary {
+        let started = ContinuousClock.now
+        let rootFolder = state.layout.rootFolder
+        let lock: BuildLock
+        do {
+            lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: false)
+        } catch TourpackError.alreadyBuilding(let path) where options.waitForLock {
+            events(.waitingForLock(path: path))
+            do { lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: true) } catch is CancellationError {
+                throw TourpackError.cancelled
+            }
+        }
+        defer { lock.release() }
+        let (config, fingerprint) = (config, encoder.fingerprint)
+        let preflight = try await pool.runIfActive {
+            try state.records.start(record)
+            try state.records.reconcile()
+            try state.ledger.reconcile()
+
+            // The root may be reached through a symlink: resolved once, and every write goes under the real path.
+            var resolved = config
+            resolved.output = OutputTree.realPath(config.output)
+            let layout = Layout(root: resolved.output)
+            let staging = try StagingArea(state: rootFolder, output: layout.root)
+            let recovered = try CommitJournal.replayAll(state: rootFolder)
+            // Before any request and before any folder under the root: no symlink may carry a write out of it.
+            try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
+            let removed = try staging.removeLeftovers(in: layout)
+
+            // Before any request: what the caches already hold, and whether the
+            // quota and the cache budget can take the rest.
+            let annotated = try state.annotate(plan, config: resolved, encoder: fingerprint)
+            if let refusal = annotated.refusal(config) {
+                throw TourpackError.budgetExceeded(refusal)
+            }
+            return Preflight(
+                resolved: resolved, layout: layout, staging: staging, recovered: recovered, removed: removed, annotated: annotated,
+                index: .scan(layout))
+        }
+        let (layout, staging, annotated) = (preflight.layout, preflight.staging, preflight.annotated)
+        let statsBefore = synthesizer.stats
+        let mapTiles = config.maps.source == nil ? 0 : plan.tileCount
+
+        events(.started(BuildStart(
+            tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
+            formats: config.formats, output: layout.root.path, recoveredCommits: preflight.recovered, removedTemporaries: preflight.removed,
+            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters, tiles: mapTiles)))
+
+        let tileProgress = TileProgress(total: mapTiles)
+        let maps = try makeTilePackMaker(state: state, pool: pool, staging: staging, layout: layout, progress: tileProgress)
+        let caching = CachingSynthesizer(
+            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool)
+        var run = BuildRun(
+            builder: self, layout: layout, staging: staging, pool: pool, events: events, state: state, record: record,
+            synthesizer: caching,
+            publisher: TourPublisher(
+                config: config, layout: layout, staging: staging, index: preflight.index, state: state.layout,
+                outputs: state.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
+            assemblies: plan.tours.map { TourAssembly(plan: $0, hasTileSource: maps != nil) }, maps: maps, tileProgress: tileProgress)
+        await run.runAll()
+
+        var summary = run.summary
+        if summary.stoppedEarly == nil {
+            // The packages are published: an eviction that fails is reported, never the build's undoing.
+            do {
+                let evicted = try await pool.runIfActive { [config] in
+                    try AudioCacheEviction.run(layout: layout, budgets: config.budgets, outputs: state.outputs, now: state.ledger.clock())
+                }
+                summary.evictedFiles = evicted.files
+                summary.evictedBytes = evicted.bytes
+                let synthesisBudget = config.budgets.synthesisCacheMaxBytes
+                try await pool.runIfActive { _ = try state.synthesis.evict(toFit: synthesisBudget) }
+                if maps != nil {
+                    let tileBudget = config.budgets.tileCacheMaxBytes
+                    try await pool.runIfActive { _ = try state.tiles.evict(toFit: tileBudget) }
+                }
+            } catch {
+                summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
+            }
+        }
+
+        summary.toursSkipped = skippedTours
+        let statsAfter = synthesizer.stats
+        let counts = caching.counters.snapshot
+        summary.requests = statsAfter.requests - statsBefore.requests
+        summary.retries = statsAfter.retries - statsBefore.retries
+        summary.cacheHits = counts.hits
+        summary.charactersBilled = counts.billedCharacters
+        summary.cacheWriteFailures = counts.storeFailures
+        if let failure = counts.firstStoreFailure {
+            summary.warnings.append("the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)")
+        }
+        if let fetched = maps?.fetcher?.stats {
+            summary.tileRequests = fetched.requests
+            summary.tilesDownloaded = fetched.downloaded
+            summary.tilesRenewed = fetched.notModified
+            summary.tilesEmpty = fetched.empty
+        }
+        summary.wallSeconds = started.duration(to: .now).seconds
+        summary.peakMemoryBytes = Self.peakMemoryBytes()
+        events(.finished(summary))
+        return summary
+    }
+
+    /// The maps phase's maker when the pipeline names a tile source; nil
+    /// otherwise (packages then carry the coverage only). A key variable
+    /// that is named but unset is a configuration error naming the variable.
+    private func makeTilePackMaker(
+        state: BuildState, pool: NIOThreadPool, staging: StagingArea, layout: Layout, progress: TileProgress
+    ) throws -> TilePackMaker? {
+        guard let source = config.maps.source else { return nil }
+        var fetcher: TileFetcher?
+        var extract: MBTilesReader?
+        switch source.location {
+        case .url(let template):
+            var key: String?
+            if let variable = source.apiKeyEnv {
+                guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                    throw TourpackError.invalidInput("maps.source.apiKeyEnv: the environment variable \(variable) is not set")
+                }
+                key = value
+            }
+            fetcher = try TileFetcher(
+                source: source, template: template, apiKey: key, retry: options.tileRetry ?? RetryPolicy(settings: config.tts),
+                timeoutSeconds: config.tts.timeoutSeconds, clock: options.now)
+        case .mbtiles(let file):
+            do { extract = try MBTilesReader(file) } catch {
+                throw TourpackError.invalidInput("maps.source.mbtiles: \(error)")
+            }
+        }
+        return TilePackMaker(
+            config: config, source: source, cache: state.tiles, packs: state.tilePacks, fetcher: fetcher, extract: extract,
+            extractJSON: try? extract?.metadata()["json"], pool: pool, staging: staging, layout: layout, progress: progress)
+    }
+
+    /// `VmHWM` of `/proc/self/status`: this program's own peak, not the
+    /// `ru_maxrss` of a process started by `posix_spawn`, which also counts the
+    /// parent's memory it briefly shared before `exec`.
+    static func peakMemoryBytes() -> Int64? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
+    }
+}

@@ -145,6 +145,7 @@ import Testing
         ("a document type",
          "<?xml version=\"1.0\"?>\n<!DOCTYPE lexicon [<!ENTITY a \"aaaa\">]>\n" + header + "</lexicon>\n",
          ["bad.pls: line 2: <!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither"]),
+        ("an empty file", "\n", ["bad.pls: line 1: the file is empty"]),
         ("an element never closed",
          header + "\n  <lexeme>\n",
          ["bad.pls: line 2: malformed XML: the document does not end where it should (an element left open, or more after the root)"]),

@@ -45,7 +45,8 @@ public struct Lexeme: Sendable, Hashable {
         self.file = file
     }
 
-    /// `alps.pls: line 12: the lexeme "Zermatt"`, for messages.
+    /// `the lexeme "Zermatt"` (by its first grapheme), for messages that
+    /// also give `file` and `line`.
     public var label: String { "the lexeme \"\(graphemes.first ?? "")\"" }
 }
 

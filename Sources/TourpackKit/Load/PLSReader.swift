@@ -42,10 +42,10 @@ struct PLSReader {
             let reason = text.allSatisfy(\.isWhitespace) ? "the file is empty" : "malformed XML: the file ends before every element is closed"
             diagnostics.error(file, "line \(parser.lineNumber)", reason)
         }
-        guard parsed, !diagnostics.hasErrors, let lexicon = events.lexicon else {
-            if parsed, !diagnostics.hasErrors, events.lexicon == nil {
-                diagnostics.error(file, "", "no <lexicon> element")
-            }
+        guard !diagnostics.hasErrors else { return nil }
+        guard let lexicon = events.lexicon else {
+            // libxml2 reports nothing for an empty document.
+            diagnostics.error(file, "line 1", text.allSatisfy(\.isWhitespace) ? "the file is empty" : "no <lexicon> element")
             return nil
         }
         return lexicon

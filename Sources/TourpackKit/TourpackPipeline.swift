@@ -3,9 +3,9 @@
 /// tourpack is a batch pipeline. Each stage lives in a folder of its own and
 /// hands plain values (in `Layers/`) to the next:
 ///
-///     Load/        tour JSON, pipeline and voice YAML  ->  Tour, PipelineConfig
+///     Load/        tour JSON, pipeline and voice YAML  ->  Tour, PipelineConfig (with its PLS lexicons)
 ///     Plan/        tours + config                      ->  BuildPlan (chunks, cost, map tiles)
-///     Chunk/       narration text                      ->  [Chunk] under the endpoint's limit
+///     Chunk/       narration text, lexemes applied     ->  [Chunk] under the endpoint's limit
 ///     Synthesize/  Chunk + VoicePreset over libcurl    ->  PCMAudio (s16 mono)
 ///     Encode/      [PCMAudio] joined once, FFmpeg      ->  EncodedAudio (.m4a/.mp3/.opus)
 ///     Maps/        a tour's tiles (TileMath) over libcurl ->  tiles.mbtiles, via the tile cache in State/

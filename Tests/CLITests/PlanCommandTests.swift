@@ -6,7 +6,8 @@ import Testing
         let result = try Executable.run(["plan", "pipelines/demo.yaml"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("configuration:\n  pipeline  pipelines/demo.yaml (version 1)"))
-        for expected in ["Grossglockner High Alpine Road", "Furka and Grimsel Passes", "total (3 tours)", "quota: tier local has no monthly limit", "map tiles"] {
+        for expected in ["Grossglockner High Alpine Road", "Furka and Grimsel Passes", "total (3 tours)", "quota: tier local has no monthly limit", "map tiles",
+                         "lexicons  lexicons/alps.pls (6 lexemes, en-US) · aliases as plain text"] {
             #expect(result.stdout.contains(expected), "missing \(expected)")
         }
     }

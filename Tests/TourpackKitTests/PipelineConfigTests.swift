@@ -90,7 +90,7 @@ struct ConfigFixture {
         defer { fixture.remove() }
         try fixture.write("voices/v.yaml", "provider: google\nlanguageCode: en-US\nname: x\ntier: platinum\nspeakingRate: 5\npitch: 21\nvolume: 3\n")
         #expect(fixture.errors(Self.minimal) == [
-            "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch",
+            "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons",
             "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, local",
             "voices/v.yaml: speakingRate: 5 is out of range 0.25...4",
             "voices/v.yaml: pitch: 21 is out of range -20...20",

@@ -21,11 +21,14 @@ public struct PipelineConfig: Sendable, Hashable {
     public var maps: MapSettings
     public var chunking: ChunkingSettings
     public var audio: AudioSettings
+    /// Pronunciation lexicons, the voice's first, then the pipeline's; their
+    /// lexemes rewrite narration before it is chunked.
+    public var lexicons: [Lexicon]
 
     public init(
         sourceFile: URL, version: Int, tourGlobs: [String], voiceFile: URL?, voice: VoicePreset,
         formats: [AudioFormat], tts: TTSSettings, output: URL, state: URL, budgets: Budgets,
-        maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings
+        maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings, lexicons: [Lexicon] = []
     ) {
         self.sourceFile = sourceFile
         self.version = version
@@ -40,7 +43,11 @@ public struct PipelineConfig: Sendable, Hashable {
         self.maps = maps
         self.chunking = chunking
         self.audio = audio
+        self.lexicons = lexicons
     }
+
+    /// How lexemes are written for this endpoint and voice.
+    public var pronunciationDialect: PronunciationDialect { PronunciationDialect(api: tts.api, voice: voice) }
 }
 
 /// How to reach the TTS endpoint. The key itself is never stored here, only

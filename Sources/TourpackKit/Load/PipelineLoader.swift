@@ -43,7 +43,7 @@ public struct PipelineOverrides: Sendable, Hashable {
 public enum PipelineLoader {
     public static let currentVersion = 1
 
-    static let topKeys = ["version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio"]
+    static let topKeys = ["version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons"]
     static let ttsKeys = [
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
         "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model",
@@ -168,8 +168,11 @@ public enum PipelineLoader {
             }
         }
 
+        let pipelineLexicons = LexiconLoader.paths(map["lexicons"], base: base, reader: &reader)
+
         // voice, last: its file has its own diagnostics
         var voice = VoiceLoader.defaultVoice
+        var voiceLexicons: [URL] = []
         var voiceFile: URL?
         if let override = overrides.voiceFile {
             voiceFile = resolve(override, against: cwd)
@@ -179,7 +182,7 @@ public enum PipelineLoader {
         diagnostics.append(contentsOf: reader.diagnostics.diagnostics)
         if let voiceFile {
             let shown = TourLoader.relativePath(of: voiceFile, to: cwd)
-            if let loaded = VoiceLoader.load(voiceFile, displayName: shown, into: &diagnostics) { voice = loaded }
+            if let loaded = VoiceLoader.load(voiceFile, displayName: shown, lexicons: &voiceLexicons, into: &diagnostics) { voice = loaded }
         }
         if let rate = overrides.speakingRate {
             if VoiceLoader.speakingRateRange.contains(rate) { voice.speakingRate = rate } else {
@@ -193,11 +196,16 @@ public enum PipelineLoader {
             }
         }
 
+        // The voice's lexicons first: they are the more specific, so where
+        // both give the same grapheme, the voice's lexeme wins.
+        let lexicons = LexiconLoader.loadAll(voiceLexicons + pipelineLexicons, cwd: cwd, into: &diagnostics)
+        LexiconLoader.checkSpeakable(lexicons, api: tts.api, voice: voice, into: &diagnostics)
+
         try diagnostics.throwIfErrors()
         return PipelineConfig(
             sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
             voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,
-            chunking: chunking, audio: audio
+            chunking: chunking, audio: audio, lexicons: lexicons
         )
     }
 

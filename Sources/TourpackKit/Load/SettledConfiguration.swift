@@ -43,8 +43,17 @@ extension PipelineConfig {
             "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.selection.rawValue) · at most \(PlanReport.grouped(maps.maxTiles)) tiles a package · \(maps.tileKB) KB/tile",
             "          \(tiles)",
             "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
+            "lexicons  \(lexiconsDescription)",
         ]
         lines = lines.map { "  " + $0 }
         return (["configuration:"] + lines).joined(separator: "\n")
+    }
+
+    /// The lexicons in the order they apply, and how they are written for this endpoint.
+    var lexiconsDescription: String {
+        guard !lexicons.isEmpty else { return "none" }
+        let files = lexicons.map { "\($0.file) (\($0.lexemes.count) lexeme\($0.lexemes.count == 1 ? "" : "s"), \($0.language))" }
+        let how = pronunciationDialect == .ssml ? "SSML <phoneme>/<sub alias>" : "aliases as plain text"
+        return files.joined(separator: ", ") + " · " + how
     }
 }

@@ -1,9 +1,10 @@
 public import Foundation
 
 /// Loads a voice preset (`voices/*.yaml`): provider, languageCode, name,
-/// tier, speakingRate (0.25–4.0) and pitch (-20…+20).
+/// tier, speakingRate (0.25–4.0) and pitch (-20…+20), and optionally the
+/// pronunciation `lexicons` this voice needs (paths relative to the preset).
 public enum VoiceLoader {
-    static let keys = ["version", "provider", "languageCode", "name", "tier", "speakingRate", "pitch"]
+    static let keys = ["version", "provider", "languageCode", "name", "tier", "speakingRate", "pitch", "lexicons"]
     public static let speakingRateRange: ClosedRange<Double> = 0.25...4.0
     public static let pitchRange: ClosedRange<Double> = -20...20
 
@@ -18,6 +19,15 @@ public enum VoiceLoader {
     }
 
     static func load(_ url: URL, displayName: String, into diagnostics: inout DiagnosticCollector) -> VoicePreset? {
+        var lexicons: [URL] = []
+        return load(url, displayName: displayName, lexicons: &lexicons, into: &diagnostics)
+    }
+
+    /// The preset, and in `lexicons` the lexicon files it names, resolved
+    /// against its folder. They stay out of `VoicePreset`, which is what
+    /// package.json and the package ID record: a lexicon changes the words
+    /// sent, and those reach the chunk keys on their own.
+    static func load(_ url: URL, displayName: String, lexicons: inout [URL], into diagnostics: inout DiagnosticCollector) -> VoicePreset? {
         guard let text = ConfigFile.read(url, displayName: displayName, into: &diagnostics) else { return nil }
         var reader = YAMLReader(file: displayName)
         defer { diagnostics.append(contentsOf: reader.diagnostics.diagnostics) }
@@ -41,6 +51,7 @@ public enum VoiceLoader {
         let tier = reader.choice(map["tier"], at: "tier", as: PricingTier.self)
         let rate = map["speakingRate"].map { reader.number($0, at: "speakingRate", range: speakingRateRange) } ?? 1.0
         let pitch = map["pitch"].map { reader.number($0, at: "pitch", range: pitchRange) } ?? 0.0
+        lexicons = LexiconLoader.paths(map["lexicons"], base: url.deletingLastPathComponent(), reader: &reader)
         guard !reader.diagnostics.hasErrors, let provider, let languageCode, let name, let tier, let rate, let pitch else { return nil }
         // `pitch: -0` is 0, as `--pitch -0` is.
         return VoicePreset(provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch == 0 ? 0 : pitch)

@@ -16,6 +16,13 @@ public struct Planner: Sendable {
         Chunker(limit: config.tts.api.requestLimit.reduced(by: config.chunking.headroom))
     }
 
+    /// The pipeline's and the voice's lexicons, for this endpoint. They
+    /// rewrite each narration before it is chunked, so the limit is measured
+    /// on, and the chunk keys cover, the text as sent.
+    public var rewriter: LexiconRewriter {
+        LexiconRewriter(lexicons: config.lexicons, dialect: config.pronunciationDialect)
+    }
+
     /// Plans every tour; a narration that cannot be chunked is reported with its file and path.
     public func plan(_ tours: [Tour], quotaUsedBefore: Int = 0) throws(DiagnosticsError) -> BuildPlan {
         var diagnostics = DiagnosticCollector()
@@ -43,13 +50,14 @@ public struct Planner: Sendable {
 
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {
         let chunker = self.chunker
+        let rewriter = self.rewriter
         var items: [PlanItem] = []
         var failed = false
         for (index, poi) in tour.pois.enumerated() {
             for phase in poi.phases {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
-                    let chunks = try chunker.chunks(for: narration)
+                    let chunks = try rewriter.chunks(for: narration, using: chunker)
                     items.append(PlanItem(
                         tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
                         keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }))

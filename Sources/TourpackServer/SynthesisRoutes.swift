@@ -214,7 +214,12 @@ struct SynthesisRoutes: Sendable {
         }
         var audio = wav == nil ? pcm.samples.withUnsafeBytes { Array($0) } : WAV.encode(pcm)
         var body: [UInt8]
+        // One truncation in three happens at the HTTP level: a full
+        // Content-Length, half the body, then the connection drops.
+        let cutConnection = fault == .truncated && dice.next() % 3 == 0
         switch (fault, wav) {
+        case (.truncated, _) where cutConnection:
+            body = wav == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
         case (.garbage, .google):
             body = dice.next() % 2 == 0
                 ? Array(#"{"audioContent":"%%% not base64 %%%"}"#.utf8)
@@ -237,10 +242,20 @@ struct SynthesisRoutes: Sendable {
         stats.update { $0.characters += characters }
         let contentType = wav == .google ? "application/json; charset=utf-8" : wav == .openai ? "audio/wav" : "audio/pcm"
         var response = Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        if cutConnection {
+            let half = ByteBuffer(bytes: body.prefix(body.count / 2))
+            response.body = ResponseBody(contentLength: body.count) { writer in
+                try await writer.write(half)
+                throw CutConnection()
+            }
+        }
         if let fault { response.headers[ErrorBody.faultHeader] = fault.rawValue }
         return response
     }
 }
+
+/// Thrown mid-body to drop the connection: an answer cut short on the wire.
+struct CutConnection: Error {}
 
 /// Error answers in each API's shape.
 enum ErrorBody {

@@ -38,9 +38,11 @@ struct Quota: AsyncParsableCommand {
         let account = QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
         let month = QuotaLedger.month(of: CommandClock.now())
         var released = 0
+        var settled = 0
         var usage: [TierUsage]
         if let state = try StateView.existing(config) {
-            released = try state.ledger.reconcile().reservations
+            let closed = try state.ledger.reconcile()
+            (released, settled) = (closed.released, closed.settled)
             usage = try state.ledger.usageByTier()
         } else {
             usage = PricingTier.allCases.compactMap { tier in
@@ -69,6 +71,7 @@ struct Quota: AsyncParsableCommand {
         }
         print("quota of \(report.account), \(report.month) (UTC); * is this pipeline's voice tier")
         print(PlanReport.table(rows, footerFromRow: rows.count).joined(separator: "\n"))
-        if released > 0 { print("released \(released) stale reservation(s) left by a build that died") }
+        if released > 0 { print("released \(released) stale reservation(s) left by a build that died before sending them") }
+        if settled > 0 { print("settled \(settled) reservation(s) a build that died had sent: the endpoint may have billed them") }
     }
 }

@@ -30,7 +30,7 @@ struct StateScratch {
         defer { scratch.remove() }
         let database = try StateDatabase(folder: scratch.state)
         #expect(try database.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
-        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes"])
+        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes", "v5 sent reservations"])
         // Opening again migrates nothing and keeps the data.
         try database.write { db in try db.execute(sql: "INSERT INTO quotaUsage (account, month, tier, used) VALUES ('a', '2026-11', 'standard', 5)") }
         let again = try StateDatabase(folder: scratch.state)
@@ -167,14 +167,38 @@ struct StateScratch {
         ledger.owner = ProcessOwner(host: "elsewhere.example", pid: 42, startTicks: 7)
         _ = try ledger.reserve(300, tier: .standard)
 
-        #expect(try ledger.reconcile() == (reservations: 1, characters: 200))
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 200))
         #expect(try ledger.usage(of: .standard).reserved == 400)
         clock.advance(seconds: ledger.staleAfter + 1)
         // The other host's is too old now; this process's own is as old, but it is alive here, so it stays.
-        #expect(try ledger.reconcile() == (reservations: 1, characters: 300))
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 300))
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 100, limit: 1000))
         try ledger.settle(live, characters: 150)
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000), "settled for what was billed")
+    }
+
+    /// reserved → sent → settled: a dead owner's reservation that was never
+    /// sent cost nothing and is released; one that was sent may have been
+    /// billed, so it is settled in full. A crash may over-count, never under.
+    @Test func aDeadOwnersSentReservationsAreSettledAndItsUnsentOnesReleased() throws {
+        let scratch = StateScratch()
+        defer { scratch.remove() }
+        let clock = ManualClock()
+        var ledger = try Self.ledger(scratch, clock: clock)
+        ledger.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 1)
+        let sent = try ledger.reserve(120, tier: .standard)
+        try ledger.markSent(sent)
+        try ledger.markSent(sent)  // once is enough; again changes nothing
+        _ = try ledger.reserve(80, tier: .standard)
+        ledger.owner = ProcessOwner(host: "elsewhere.example", pid: 42, startTicks: 7)
+        let remote = try ledger.reserve(30, tier: .standard)
+        try ledger.markSent(remote)
+
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 80, settled: 1, settledCharacters: 120))
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 120, reserved: 30, limit: 1000))
+        clock.advance(seconds: ledger.staleAfter + 1)
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(settled: 1, settledCharacters: 30))
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000))
     }
 
     @Test func aProcessOwnerRoundTripsAndKnowsThisProcessIsAlive() {

@@ -163,7 +163,7 @@ final class TileFetcher: Sendable {
         counters.update { $0.requests += 1 }
         let response: HTTPResponse
         switch await transport.perform(spec) {
-        case .failure(.cancelled):
+        case .failure(.cancelled), .failure(.cancelledAfterAnswer):
             return .cancelled
         case .failure(let failure):
             let reason = scrub(failure.reason)

@@ -203,6 +203,8 @@ struct BuildRun {
             summary.failures.append(failure.message)
             events(.itemFailed(failure))
             if case .networkUnavailable = error, stopReason == nil { stopReason = error.description }
+            // The state cannot be written (a full disk): every further request would be paid for and not counted.
+            if case .stateFailed = error, stopReason == nil { stopReason = error.description }
             if case .budgetExceeded = error, stopReason == nil {
                 // Another job took what was left of the month: every other request would be refused too.
                 stopReason = error.description

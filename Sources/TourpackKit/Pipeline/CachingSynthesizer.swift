@@ -75,38 +75,46 @@ struct CachingSynthesizer: Sendable {
         }
         let temp = try await pool.runIfActive { try cache.temporaryURL(for: key) }
         let reservation = try await pool.runIfActive { try ledger.reserve(characters, tier: tier) }
-        let billed = BilledCharacters()
+        let pool = pool
+        let billed = BilledCharacters(onFirstSend: {
+            // reserved → sent: from here a crash settles it instead of releasing it.
+            try await Self.writingLedger(ledger) { try await pool.runIfActive { try ledger.markSent(reservation) } }
+        })
         let shape: ChunkShape
         do {
             shape = try await BilledCharacters.$current.withValue(billed) { try await inner.synthesize(request, to: temp) }
         } catch {
             let answered = billed.value
-            _ = try? await pool.runIfActive {
-                AtomicFile.discard(temp: temp)
-                if answered > 0 { try ledger.settle(reservation, characters: answered) } else { try ledger.release(reservation) }
+            await pool.runRegardless { AtomicFile.discard(temp: temp) }
+            try await Self.writingLedger(ledger) {
+                try await pool.runIfActiveOrHere {
+                    if answered > 0 { try ledger.settle(reservation, characters: answered) } else { try ledger.release(reservation) }
+                }
             }
             if answered > 0 { counters.update { $0.billedCharacters += answered } }
             throw error
         }
         // A synthesizer that does not count answers (not HTTP) bills the chunk once.
         let charged = billed.value > 0 ? billed.value : characters
-        counters.update {
-            $0.misses += 1
-            $0.billedCharacters += charged
-        }
         let rate = request.sampleRateHz
         guard shape.samples > 0 else {
             // Nothing to keep: an empty answer is paid for and asked again next time.
-            try await pool.runIfActive {
-                AtomicFile.discard(temp: temp)
-                try ledger.settle(reservation, characters: charged)
+            await pool.runRegardless { AtomicFile.discard(temp: temp) }
+            try await Self.writingLedger(ledger) { try await pool.runIfActiveOrHere { try ledger.settle(reservation, characters: charged) } }
+            counters.update {
+                $0.misses += 1
+                $0.billedCharacters += charged
             }
             return SpokenChunk(url: nil, shape: shape, sampleRate: rate)
         }
         // Kept and paid for in one transaction: a crash leaves both or neither.
         do {
-            let kept = try await pool.runIfActive {
+            let kept = try await pool.runIfActiveOrHere {
                 try cache.adopt(temp, for: key, shape: shape, sampleRate: rate, characters: characters, alongWith: ledger.settlement(of: reservation, characters: charged))
+            }
+            counters.update {
+                $0.misses += 1
+                $0.billedCharacters += charged
             }
             return SpokenChunk(kept)
         } catch {
@@ -114,11 +122,30 @@ struct CachingSynthesizer: Sendable {
                 $0.storeFailures += 1
                 if $0.firstStoreFailure == nil { $0.firstStoreFailure = "\(cache.fileURL(for: key).path): \(error)" }
             }
-            try await pool.runIfActive { try ledger.settle(reservation, characters: charged) }
+            try await Self.writingLedger(ledger) { try await pool.runIfActiveOrHere { try ledger.settle(reservation, characters: charged) } }
+            counters.update {
+                $0.misses += 1
+                $0.billedCharacters += charged
+            }
             // The temp is still whole (or already renamed): the join reads it
             // where it is; the orphan sweep removes it later.
             let url = FileManager.default.fileExists(atPath: temp.path) ? temp : cache.fileURL(for: key)
             return SpokenChunk(url: url, shape: shape, sampleRate: rate)
+        }
+    }
+
+    /// A ledger write that fails (a full disk) is never swallowed: it stops
+    /// the build with an error naming the state database, because every
+    /// further request would be spent without being counted.
+    static func writingLedger(_ ledger: QuotaLedger, _ write: () async throws -> Void) async throws {
+        do {
+            try await write()
+        } catch is CancellationError {
+            throw TourpackError.cancelled
+        } catch let error as TourpackError where error == .cancelled {
+            throw error
+        } catch {
+            throw TourpackError.stateFailed(path: ledger.database.url.path, message: "the quota ledger cannot be written: \(error)")
         }
     }
 }

@@ -15,3 +15,17 @@ extension NIOThreadPool {
         }
     }
 }
+
+extension NIOThreadPool {
+    /// `runIfActive`, but work that must not be lost once a request was
+    /// answered (settling the ledger) runs even when the task was cancelled.
+    func runIfActiveOrHere<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let box = ResultBox<T>()
+        await runRegardless { box.result = Result(catching: body) }
+        return try box.result!.get()
+    }
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}

@@ -26,6 +26,7 @@ public struct BuildRecord: Sendable, Hashable, Codable {
     public var toursBuilt: Int
     public var toursFailed: Int
     public var requests: Int
+    /// Characters billed: the same figure the summary and the ledger hold.
     public var characters: Int
     public var error: String?
 }
@@ -87,7 +88,7 @@ public struct BuildRecords: Sendable {
                     """,
                 arguments: [
                     status.rawValue, now, summary?.toursBuilt ?? 0, summary?.toursFailed ?? 0, summary?.requests ?? 0,
-                    summary?.characters ?? 0, error, now, id,
+                    summary?.charactersBilled ?? 0, error, now, id,
                 ])
         }
     }

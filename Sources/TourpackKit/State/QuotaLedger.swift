@@ -159,30 +159,68 @@ public struct QuotaLedger: Sendable {
         }
     }
 
-    /// Releases the stale reservations of every account; returns how many
-    /// reservations and characters were released.
+    /// Marks a reservation as sent: its request is going out, so from now
+    /// on the endpoint may bill it. A crash after this point settles it (see
+    /// `reconcile`), which can over-count a request that never arrived but
+    /// never under-counts one that was billed.
+    public func markSent(_ reservation: Reservation) throws {
+        let now = clock().timeIntervalSince1970
+        try database.write { db in
+            try db.execute(sql: "UPDATE quotaReservation SET sentAt = ? WHERE id = ? AND sentAt IS NULL", arguments: [now, reservation.id])
+        }
+    }
+
+    /// What `reconcile` did with the reservations of owners that are gone.
+    public struct Reconciliation: Sendable, Hashable {
+        /// Never sent: released, nothing was billed.
+        public var released = 0
+        public var releasedCharacters = 0
+        /// Sent: settled in full, since the endpoint may have billed them.
+        public var settled = 0
+        public var settledCharacters = 0
+    }
+
+    /// Closes the reservations of every account whose owner is gone: a
+    /// process of this host that no longer runs, or (unknowable from here) one
+    /// older than `staleAfter`. A reservation whose request was never sent
+    /// is released; one that was sent is settled for its characters, because
+    /// the endpoint may have answered and billed it before the owner died.
     @discardableResult
-    public func reconcile() throws -> (reservations: Int, characters: Int) {
+    public func reconcile() throws -> Reconciliation {
         let cutoff = clock().timeIntervalSince1970 - staleAfter
         return try database.write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT id, characters, owner, createdAt FROM quotaReservation")
-            var released = (reservations: 0, characters: 0)
+            let rows = try Row.fetchAll(db, sql: "SELECT id, account, month, tier, characters, owner, createdAt, sentAt FROM quotaReservation")
+            var result = Reconciliation()
             for row in rows {
                 let createdAt: Double = row["createdAt"]
                 let ownerText: String = row["owner"]
-                // Gone for sure: release now. Cannot be checked (another host):
-                // release once too old. Alive here: never, however old.
+                // Gone for sure: close now. Cannot be checked (another host):
+                // close once too old. Alive here: never, however old.
                 let owner = ProcessOwner(ownerText)
                 let gone = owner.map { !$0.mightBeAlive } ?? true
                 let unknowable = owner.map { !$0.isCheckable } ?? false
                 guard gone || (unknowable && createdAt < cutoff) else { continue }
-                try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [row["id"] as Int64])
-                released.reservations += 1
-                released.characters += row["characters"] as Int
+                let id: Int64 = row["id"]
+                let characters: Int = row["characters"]
+                try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [id])
+                if (row["sentAt"] as Double?) != nil {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO quotaUsage (account, month, tier, used) VALUES (?, ?, ?, ?)
+                            ON CONFLICT (account, month, tier) DO UPDATE SET used = used + excluded.used
+                            """,
+                        arguments: [row["account"] as String, row["month"] as String, row["tier"] as String, characters])
+                    result.settled += 1
+                    result.settledCharacters += characters
+                } else {
+                    result.released += 1
+                    result.releasedCharacters += characters
+                }
             }
-            return released
+            return result
         }
     }
+
 
     /// This month's usage of one tier.
     public func usage(of tier: PricingTier) throws -> TierUsage {

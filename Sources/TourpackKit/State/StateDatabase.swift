@@ -220,6 +220,11 @@ public struct StateDatabase: Sendable {
                 ALTER TABLE synthesisChunk ADD COLUMN audibleEnd INTEGER;
                 """)
         }
+        migrator.registerMigration("v5 sent reservations") { db in
+            // reserved → sent → settled: when a reservation's request went out.
+            // A dead owner's unsent reservations are released, its sent ones settled.
+            try db.execute(sql: "ALTER TABLE quotaReservation ADD COLUMN sentAt DOUBLE")
+        }
         return migrator
     }
 }

@@ -84,7 +84,7 @@ final class CurlMulti: @unchecked Sendable {
                 if active.removeValue(forKey: transfer.easy.handle) != nil {
                     curl_multi_remove_handle(handle, transfer.easy.handle)
                 }
-                finish(transfer, .failure(.cancelled))
+                finish(transfer, transfer.cancelledOutcome())
             }
             if stopping { return }
 

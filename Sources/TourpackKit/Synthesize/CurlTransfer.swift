@@ -178,6 +178,17 @@ final class CurlTransfer: @unchecked Sendable {
         return bytes.count
     }
 
+    /// The outcome of a transfer abandoned by its caller: still billed when
+    /// the status line had come back.
+    func cancelledOutcome() -> Result<HTTPResponse, TransportFailure> {
+        if spoolDescriptor >= 0 {
+            close(spoolDescriptor)
+            spoolDescriptor = -1
+        }
+        let answered = easy.info(CURLINFO_RESPONSE_CODE)
+        return .failure(answered > 0 ? .cancelledAfterAnswer(status: answered) : .cancelled)
+    }
+
     /// The outcome once libcurl reports the transfer done with `code`.
     func outcome(_ code: CURLcode) -> Result<HTTPResponse, TransportFailure> {
         if spoolDescriptor >= 0 {
@@ -195,7 +206,12 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(.spoolFailed(path: spool.path, reason: errnoDescription(spoolError), status: status > 0 ? status : nil))
         }
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        let answered = easy.info(CURLINFO_RESPONSE_CODE)
         switch code {
+        case CURLE_OPERATION_TIMEDOUT where answered > 0, CURLE_PARTIAL_FILE where answered > 0, CURLE_RECV_ERROR where answered > 0,
+             CURLE_GOT_NOTHING where answered > 0, CURLE_HTTP2 where answered > 0, CURLE_HTTP2_STREAM where answered > 0,
+             CURLE_BAD_CONTENT_ENCODING where answered > 0:
+            return .failure(.cutShort(status: answered, reason: detail))
         case CURLE_OPERATION_TIMEDOUT:
             return .failure(.timedOut(detail))
         case CURLE_FILESIZE_EXCEEDED, CURLE_WRITE_ERROR where overflowed:
@@ -206,7 +222,7 @@ final class CurlTransfer: @unchecked Sendable {
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL, CURLE_NOT_BUILT_IN, CURLE_BAD_FUNCTION_ARGUMENT:
             return .failure(.unusable(detail))
         default:
-            return .failure(.connection(detail))
+            return .failure(answered > 0 ? .cutShort(status: answered, reason: detail) : .connection(detail))
         }
     }
 }

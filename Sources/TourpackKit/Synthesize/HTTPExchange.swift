@@ -67,15 +67,30 @@ enum TransportFailure: Error, Sendable, Equatable {
     case responseTooLarge(limit: Int, status: Int?)
     /// The request could not be set up (bad URL, unsupported protocol).
     case unusable(String)
+    /// The status line came back, then the body was cut short (a reset, a
+    /// timeout, a truncated chunked body): the server answered, so a 2xx
+    /// here is billed, and the request is worth another try.
+    case cutShort(status: Int, reason: String)
+    /// The caller gave up after the status line came back: a 2xx is billed.
+    case cancelledAfterAnswer(status: Int)
     /// The 2xx body could not be written to the spool file (a full disk):
     /// the answer was billed, but this machine cannot keep it.
     case spoolFailed(path: String, reason: String, status: Int?)
     case cancelled
 
+    /// The status the server had answered with before the exchange failed, if it had.
+    var answeredStatus: Int? {
+        switch self {
+        case .cutShort(let status, _), .cancelledAfterAnswer(let status): return status
+        case .responseTooLarge(_, let status), .spoolFailed(_, _, let status): return status
+        case .timedOut, .connection, .unusable, .cancelled: return nil
+        }
+    }
+
     var isRetryable: Bool {
         switch self {
-        case .timedOut, .connection: return true
-        case .responseTooLarge, .unusable, .spoolFailed, .cancelled: return false
+        case .timedOut, .connection, .cutShort: return true
+        case .responseTooLarge, .unusable, .spoolFailed, .cancelled, .cancelledAfterAnswer: return false
         }
     }
 
@@ -87,7 +102,8 @@ enum TransportFailure: Error, Sendable, Equatable {
             return limit >= 1024 * 1024 ? "response larger than \(limit / (1024 * 1024)) MB" : "response larger than \(limit) bytes"
         case .unusable(let m): return m
         case .spoolFailed(let path, let reason, _): return "cannot write the answer to \(path): \(reason)"
-        case .cancelled: return "cancelled"
+        case .cutShort(_, let reason): return "the answer was cut short: \(reason)"
+        case .cancelled, .cancelledAfterAnswer: return "cancelled"
         }
     }
 }

@@ -73,6 +73,12 @@ final class SynthesisClient: Sendable {
                     await inFlight.release()
                     throw error
                 }
+                do {
+                    try await BilledCharacters.current?.willSend()
+                } catch {
+                    await inFlight.release()
+                    throw error
+                }
                 let start = clock.now
                 let due = deadline ?? start.advanced(by: Self.duration(retry.deadlineSeconds))
                 deadline = due
@@ -80,6 +86,8 @@ final class SynthesisClient: Sendable {
                 outcome = await attemptOnce(
                     request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)), destination: destination)
                 await inFlight.release()
+            } catch let known as TourpackError {
+                throw known
             } catch {
                 throw TourpackError.cancelled
             }
@@ -142,21 +150,28 @@ final class SynthesisClient: Sendable {
         case .failure(let failure):
             let reason = scrub(failure.reason)
             options.logger.debug("tts request", metadata: ["item": "\(request.itemLabel)", "attempt": "\(attempt)", "error": "\(reason)", "ms": "\(elapsedMs)"])
-            if case .responseTooLarge(_, let status?) = failure, (200..<300).contains(status) {
-                // The endpoint answered 2xx and only its body was refused, at
-                // the cap: billed like any 2xx answer, and worth another try,
-                // since the endpoint is up.
+            // Every 2xx answer is billed once, whatever became of its body:
+            // cut short, over the cap, unwritable, or abandoned by a cancel.
+            if let status = failure.answeredStatus, (200..<300).contains(status) {
                 BilledCharacters.current?.add(request.chunk.characters)
-                return .retryable(status: status, reason: reason, retryAfter: nil, transport: nil)
             }
-            if case .spoolFailed(let path, let reason, let status) = failure {
-                if let status, (200..<300).contains(status) { BilledCharacters.current?.add(request.chunk.characters) }
+            switch failure {
+            case .cancelledAfterAnswer:
+                return .final(.cancelled)
+            case .spoolFailed(let path, let reason, _):
                 return .final(.stateFailed(path: path, message: "cannot keep the endpoint's answer: \(reason)"))
+            case .responseTooLarge(_, let status?) where (200..<300).contains(status):
+                // The endpoint is up and answered; only the body was refused at the cap.
+                return .retryable(status: status, reason: reason, retryAfter: nil, transport: nil)
+            case .cutShort(let status, _):
+                // The endpoint answered: a fault of this request, never "network unavailable".
+                return .retryable(status: status, reason: reason, retryAfter: nil, transport: nil)
+            default:
+                guard failure.isRetryable else {
+                    return .final(.audioGenerationFailed(item: request.itemLabel, status: nil, message: reason))
+                }
+                return .retryable(status: nil, reason: reason, retryAfter: nil, transport: failure)
             }
-            guard failure.isRetryable else {
-                return .final(.audioGenerationFailed(item: request.itemLabel, status: nil, message: reason))
-            }
-            return .retryable(status: nil, reason: reason, retryAfter: nil, transport: failure)
         case .success(let answer):
             response = answer
         }

@@ -48,9 +48,26 @@ final class SynthesisCounters: @unchecked Sendable {
 final class BilledCharacters: @unchecked Sendable {
     private let lock = NSLock()
     private var total = 0
+    private var sent = false
+    /// Called once, before the first request goes out (the ledger marks
+    /// the reservation sent); a throw stops the request.
+    let onFirstSend: (@Sendable () async throws -> Void)?
+
+    init(onFirstSend: (@Sendable () async throws -> Void)? = nil) {
+        self.onFirstSend = onFirstSend
+    }
 
     var value: Int { lock.withLock { total } }
     func add(_ characters: Int) { lock.withLock { total += characters } }
+
+    /// The request is about to go out.
+    func willSend() async throws {
+        let first = lock.withLock {
+            defer { sent = true }
+            return !sent
+        }
+        if first, let onFirstSend { try await onFirstSend() }
+    }
 
     @TaskLocal static var current: BilledCharacters?
 }

@@ -41,8 +41,8 @@ struct Cache: AsyncParsableCommand {
                     : BuildRecord.Status.allCases.compactMap { status in stats.builds[status.rawValue].map { "\($0) \(status.rawValue)" } }.joined(separator: ", ")),
             ]
             if let last = stats.lastBuild {
-                lines.append("  last build   #\(last.id) \(last.status.rawValue) at \(PackageManifest.timestamp(last.finishedAt ?? last.queuedAt))"
-                    + (last.error.map { ": \($0)" } ?? ""))
+                lines.append("  last build   #\(last.id) \(last.status.rawValue) at \(PackageManifest.timestamp(last.finishedAt ?? last.queuedAt)), "
+                    + "\(last.requests) requests, \(PlanReport.grouped(last.characters)) characters billed" + (last.error.map { ": \($0)" } ?? ""))
             }
             for (tourId, reason) in stats.failedTourReasons.sorted(by: { $0.key < $1.key }) {
                 lines.append("  failed tour  \(tourId): \(reason)")

@@ -37,7 +37,8 @@ import Glibc
 /// speech) unless `--long`, which generates `--pois` POIs with guided tours
 /// of `--characters` characters (`LongTour`). Each side runs `--runs` times
 /// (at least 2), the order alternating (tourpack first, then peer first),
-/// and the medians are compared. Exit status 1 when a build or a peer run
+/// and the medians are compared, after one untimed request and encode and
+/// one start of `tourpack`. Exit status 1 when a build or a peer run
 /// fails, or the goal is missed, as `BuildBench`.
 enum PeerBench {
     /// The goal for tourpack's wall time over the peer's.
@@ -81,6 +82,14 @@ enum PeerBench {
             var failed = false
             try await TTSServer(configuration).withRunning { port in
                 let endpoint = URL(string: "http://127.0.0.1:\(port)/v1/text:synthesize")!
+                // Warm-up, untimed: espeak-ng starts on the server's first
+                // request, and both executables are paged in, so neither side
+                // pays for going first.
+                let warmUp = FFmpegCLIPeer(endpoint: endpoint, bodies: Array(bodies.prefix(1)), output: scratch.appendingPathComponent("warm-up"),
+                                           threads: 1, sampleRateHz: config.tts.sampleRateHz)
+                let warm = try await OffPool.run { try warmUp.run() }
+                guard warm.failures.isEmpty else { throw BenchFailure("warm-up: \(warm.failures[0])") }
+                _ = try await OffPool.run { try BuildBench.spawn(executable.path, ["--help"], stdout: "/dev/null") }
                 for run in 0..<runs {
                     for side in run % 2 == 0 ? ["tourpack", "peer"] : ["peer", "tourpack"] {
                         if side == "tourpack" {

@@ -63,10 +63,10 @@ enum StreamBench {
                 return (longResult, shortResult)
             }
             let goal = memoryGoal(longResult)
-            print(String(format: "stream %d POIs × ~30 min guided tour (aac, opus): %.2f s wall (pipeline %.2f s), %d files, %d requests, %d encodes, exit %d, %@",
-                         pois, longResult.wallSeconds, longResult.pipelineSeconds, longResult.files, longResult.requests, longResult.encodes,
+            print(String(format: "stream %d POIs × %d-character guided tour (aac, opus): %.2f s wall (pipeline %.2f s), %d files, %d requests, %d encodes, exit %d, %@",
+                         pois, characters, longResult.wallSeconds, longResult.pipelineSeconds, longResult.files, longResult.requests, longResult.encodes,
                          longResult.exitStatus, goal.text))
-            print(String(format: "stream %d POIs × 30 s guided tour (aac, opus): %.2f s wall, peak RSS %.1f MB, exit %d; long/short peak RSS %.2f× (flat in narration length is ~1)",
+            print(String(format: "stream %d POIs × 420-character (~30 s) guided tour (aac, opus): %.2f s wall, peak RSS %.1f MB, exit %d; long/short peak RSS %.2f× (flat in narration length is ~1)",
                          pois, shortResult.wallSeconds, Double(shortResult.peakKB) / 1024, shortResult.exitStatus,
                          Double(longResult.peakKB) / Double(max(1, shortResult.peakKB))))
             return goal.passed && shortResult.exitStatus == 0 ? 0 : 1

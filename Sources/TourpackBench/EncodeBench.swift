@@ -99,8 +99,9 @@ enum EncodeBench {
             cliTimes.append(CPUTime.childrenSeconds() - childBefore)
         }
         let ratio = median(ourTimes) / median(cliTimes)
-        print(String(format: "%-6@  %.3f s (%.3f)      %.3f s (%.3f)           %.3fx %@",
-                     format.rawValue as NSString, median(ourTimes), ourTimes.min()!, median(cliTimes), cliTimes.min()!,
+        // `%-6@` does not pad on Linux Foundation, so the name is padded here.
+        print(String(format: "%@  %.3f s (%.3f)      %.3f s (%.3f)           %.3fx %@",
+                     format.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0) as NSString, median(ourTimes), ourTimes.min()!, median(cliTimes), cliTimes.min()!,
                      ratio, (ratio <= 1.10 ? "ok" : "OVER 1.10x") as NSString))
         if ourRate != cliSampleRateHz(format) {
             print("        note: ours wrote \(ourRate) Hz, the CLI \(cliSampleRateHz(format)) Hz: not like for like until ours encodes at the spec's rate")
@@ -133,8 +134,8 @@ enum EncodeBench {
             try runTool("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", url.path, "-f", "s16le", "-ac", "1", "-ar", String(coderSampleRateHz), decodedRaw.path])
             let decoded = try Data(contentsOf: decodedRaw).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Double($0) }
             let quality = Quality(reference: reference, decoded: decoded, sampleRate: coderSampleRateHz)
-            print(String(format: "%-7@  %.3f s      %d kbps    %.2f dB  %.2f dB  %.3f dB  (lag %d, %d Hz)",
-                         coder.rawValue as NSString, median(times), encoded.bitrateKbps,
+            print(String(format: "%@  %.3f s      %d kbps    %.2f dB  %.2f dB  %.3f dB  (lag %d, %d Hz)",
+                         coder.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0) as NSString, median(times), encoded.bitrateKbps,
                          quality.snr, quality.segmentalSNR, quality.logSpectralDistance, quality.lag, encoded.sampleRateHz))
         }
         print("chosen: \(AACCoder.chosen.rawValue)")

@@ -14,7 +14,8 @@ import Glibc
 /// time and peak memory (the child's own `VmHWM`, which its summary reports;
 /// `ru_maxrss` from `wait4` would also count this process's memory, shared
 /// by the spawned child before `exec`):
-/// 1. the demo pipeline, as `make tour` builds it;
+/// 1. the demo pipeline, as `make tour` builds it (with an in-process
+///    serve-tiles for its map source);
 /// 2. the same with the server answering after 150 ms;
 /// 3. generated tours of 30 and of `--pois` POIs (three short phases each):
 ///    peak memory must stay flat as the tours grow, because the build keeps
@@ -34,9 +35,9 @@ enum BuildBench {
         do {
             let demo = URL(fileURLWithPath: "pipelines/demo.yaml")
             var results: [(String, Measurement)] = []
-            results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
-            results.append(("demo, warm rebuild", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
-            results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150)))
+            results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)))
+            results.append(("demo, warm rebuild", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)))
+            results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150, tiles: true)))
             var memory: [Int] = []
             var goal = (text: "", passed: false)
             for count in [30, pois] {
@@ -78,12 +79,22 @@ enum BuildBench {
     }
 
     /// One build of the output and state named `name` (fresh the first
-    /// time, warm the next), against a fresh in-process server.
-    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int) async throws -> Measurement {
+    /// time, warm the next), against a fresh in-process server. With
+    /// `tiles`, an in-process serve-tiles too: the demo pipeline names a map
+    /// source, and without a server there its tours fail.
+    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int, tiles: Bool = false) async throws -> Measurement {
+        let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = TTSServerConfiguration(port: 0, faults: FaultInjection(latencyMilliseconds: latencyMs))
-        configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        configuration.logger = quiet
         return try await TTSServer(configuration).withRunning { port in
-            try await OffPool.run { try build(executable, pipeline: pipeline, folder: scratch.appendingPathComponent(name), port: port) }
+            let folder = scratch.appendingPathComponent(name)
+            guard tiles else { return try await OffPool.run { try build(executable, pipeline: pipeline, folder: folder, port: port) } }
+            var tileConfiguration = TileServerConfiguration(port: 0)
+            tileConfiguration.logger = quiet
+            return try await TileServer(tileConfiguration).withRunning { tilePort in
+                let tilesURL = "http://127.0.0.1:\(tilePort)/{z}/{x}/{y}.png"
+                return try await OffPool.run { try build(executable, pipeline: pipeline, folder: folder, port: port, tilesURL: tilesURL) }
+            }
         }
     }
 
@@ -92,14 +103,14 @@ enum BuildBench {
     /// `port`. `StreamBench` and `PeerBench` run it against a server they
     /// keep for several builds. It blocks the calling thread until the
     /// child exits, as `measure` always has.
-    static func build(_ executable: URL, pipeline: URL, folder: URL, port: Int) throws -> Measurement {
+    static func build(_ executable: URL, pipeline: URL, folder: URL, port: Int, tilesURL: String? = nil) throws -> Measurement {
         let events = folder.appendingPathComponent("events.ndjson")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let started = ContinuousClock.now
         let (status, peakKB) = try spawn(executable.path, [
             "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
             "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
-        ], stdout: events.path)
+        ] + (tilesURL.map { ["--tiles-url", $0] } ?? []), stdout: events.path)
         let wall = started.duration(to: .now)
         let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
         let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]

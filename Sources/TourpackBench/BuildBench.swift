@@ -9,18 +9,23 @@ import Glibc
 
 /// `tourpack-bench build [--pois 300]`
 ///
-/// Runs the real `tourpack build` (the release executable beside this one)
+/// Runs the real `tourpack build` (the executable beside this one)
 /// as a child process against an in-process serve-tts, and reports its wall
 /// time and peak memory (the child's own `VmHWM`, which its summary reports;
 /// `ru_maxrss` from `wait4` would also count this process's memory, shared
 /// by the spawned child before `exec`):
-/// 1. the demo pipeline, as `make tour` builds it;
+/// 1. the demo pipeline, as `make tour` builds it (with an in-process
+///    serve-tiles for its map source);
 /// 2. the same with the server answering after 150 ms;
 /// 3. generated tours of 30 and of `--pois` POIs (three short phases each):
 ///    peak memory must stay flat as the tours grow, because the build keeps
 ///    only `concurrency` + cores items in flight;
 /// 4. a warm rebuild of the demo and of the `--pois` set, nothing changed:
 ///    every file comes from the output cache (0 requests, 0 encodes).
+///
+/// The `--pois` build is also held to the streaming issue's ceiling, peak
+/// RSS ≤ 200 MB (`StreamBench.peakGoalMB`; `tourpack-bench stream` holds
+/// 30-minute narrations to it).
 enum BuildBench {
     static func run(_ arguments: [String]) async -> Int32 {
         let pois = arguments.firstIndex(of: "--pois").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 300
@@ -30,15 +35,17 @@ enum BuildBench {
         do {
             let demo = URL(fileURLWithPath: "pipelines/demo.yaml")
             var results: [(String, Measurement)] = []
-            results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
-            results.append(("demo, warm rebuild", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0)))
-            results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150)))
+            results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)))
+            results.append(("demo, warm rebuild", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)))
+            results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150, tiles: true)))
             var memory: [Int] = []
+            var goal = (text: "", passed: false)
             for count in [30, pois] {
                 let pipeline = try generate(pois: count, into: scratch.appendingPathComponent("gen\(count)"))
                 let result = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
                 results.append(("\(count) POIs, \(count * 3) items", result))
                 memory.append(result.peakKB)
+                if count == pois { goal = StreamBench.memoryGoal(result); goal.text = String(format: "%.2f s wall, ", result.wallSeconds) + goal.text }
                 if count == pois {
                     let warm = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
                     results.append(("\(count) POIs, warm rebuild", warm))
@@ -52,7 +59,8 @@ enum BuildBench {
             let growth = Double(memory[1]) / Double(max(1, memory[0]))
             let bounded = growth < 1.5
             print(String(format: "build memory: %d → %d POIs grows peak RSS %.2f× (bounded by concurrency: %@)", 30, pois, growth, bounded ? "PASS" : "FAIL"))
-            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded ? 0 : 1
+            print("build memory goal: \(pois) POIs, \(pois * 3) items: \(goal.text)")
+            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded && goal.passed ? 0 : 1
         } catch {
             print("build bench failed: \(error)")
             return 1
@@ -71,33 +79,51 @@ enum BuildBench {
     }
 
     /// One build of the output and state named `name` (fresh the first
-    /// time, warm the next), against a fresh in-process server.
-    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int) async throws -> Measurement {
+    /// time, warm the next), against a fresh in-process server. With
+    /// `tiles`, an in-process serve-tiles too: the demo pipeline names a map
+    /// source, and without a server there its tours fail.
+    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int, tiles: Bool = false) async throws -> Measurement {
+        let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = TTSServerConfiguration(port: 0, faults: FaultInjection(latencyMilliseconds: latencyMs))
-        configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        configuration.logger = quiet
         return try await TTSServer(configuration).withRunning { port in
             let folder = scratch.appendingPathComponent(name)
-            let events = folder.appendingPathComponent("events.ndjson")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let started = ContinuousClock.now
-            let (status, peakKB) = try spawn(executable.path, [
-                "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
-                "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
-            ], stdout: events.path)
-            let wall = started.duration(to: .now)
-            let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
-            let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
-            return Measurement(
-                wallSeconds: wall.seconds,
-                pipelineSeconds: finished["wallSeconds"] as? Double ?? 0,
-                peakKB: (finished["peakMemoryBytes"] as? Int).map { $0 / 1024 } ?? peakKB,
-                files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,
-                reused: finished["reusedFiles"] as? Int ?? 0, encodes: finished["encodes"] as? Int ?? 0, exitStatus: status)
+            guard tiles else { return try await OffPool.run { try build(executable, pipeline: pipeline, folder: folder, port: port) } }
+            var tileConfiguration = TileServerConfiguration(port: 0)
+            tileConfiguration.logger = quiet
+            return try await TileServer(tileConfiguration).withRunning { tilePort in
+                let tilesURL = "http://127.0.0.1:\(tilePort)/{z}/{x}/{y}.png"
+                return try await OffPool.run { try build(executable, pipeline: pipeline, folder: folder, port: port, tilesURL: tilesURL) }
+            }
         }
     }
 
+    /// One `tourpack build --json` of `pipeline` into `folder`'s Documents
+    /// and state (fresh when the folder is new), against the server on
+    /// `port`. `StreamBench` and `PeerBench` run it against a server they
+    /// keep for several builds. It blocks the calling thread until the
+    /// child exits, as `measure` always has.
+    static func build(_ executable: URL, pipeline: URL, folder: URL, port: Int, tilesURL: String? = nil) throws -> Measurement {
+        let events = folder.appendingPathComponent("events.ndjson")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let started = ContinuousClock.now
+        let (status, peakKB) = try spawn(executable.path, [
+            "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
+            "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
+        ] + (tilesURL.map { ["--tiles-url", $0] } ?? []), stdout: events.path)
+        let wall = started.duration(to: .now)
+        let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
+        let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
+        return Measurement(
+            wallSeconds: wall.seconds,
+            pipelineSeconds: finished["wallSeconds"] as? Double ?? 0,
+            peakKB: (finished["peakMemoryBytes"] as? Int).map { $0 / 1024 } ?? peakKB,
+            files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,
+            reused: finished["reusedFiles"] as? Int ?? 0, encodes: finished["encodes"] as? Int ?? 0, exitStatus: status)
+    }
+
     /// posix_spawn + wait4, so the peak RSS is this child's alone.
-    private static func spawn(_ path: String, _ arguments: [String], stdout: String) throws -> (Int32, Int) {
+    static func spawn(_ path: String, _ arguments: [String], stdout: String) throws -> (Int32, Int) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -116,7 +142,7 @@ enum BuildBench {
     }
 
     /// Tours of 30 POIs each, three phases of one or two sentences per POI.
-    private static func generate(pois: Int, into folder: URL) throws -> URL {
+    static func generate(pois: Int, into folder: URL) throws -> URL {
         let tours = folder.appendingPathComponent("tours")
         try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
         let sentences = [

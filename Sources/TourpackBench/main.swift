@@ -10,6 +10,8 @@ guard let name = arguments.first else {
 switch name {
 case "tts": exit(await TTSBench.run(Array(arguments.dropFirst())))
 case "build": exit(await BuildBench.run(Array(arguments.dropFirst())))
+case "stream": exit(await StreamBench.run(Array(arguments.dropFirst())))
+case "peer": exit(await PeerBench.run(Array(arguments.dropFirst())))
 case "maps": exit(await MapsBench.run(Array(arguments.dropFirst())))
 case "encode": do { try EncodeBench.run(Array(arguments.dropFirst())) } catch { print("encode: \(error)"); exit(1) }
 case "validate": do { try await ValidateBench.run(Array(arguments.dropFirst())) } catch { print("validate: \(error)"); exit(1) }

@@ -73,20 +73,21 @@ public enum AACCoder: String, Sendable, CaseIterable {
     /// The coder tourpack uses: `fast`, because on speech it is both faster
     /// and closer to the source than the default `twoloop`.
     ///
-    /// Measured with `tourpack-bench encode` (release build, 60 s of espeak-ng
-    /// speech at 24 kHz, the .m4a settings: 44.1 kHz mono, 118k asked, median
-    /// of 5; decoded audio against the source resampled to 44.1 kHz, aligned
-    /// by cross-correlation, lag 0):
+    /// Measured with `tourpack-bench encode` (60 s of espeak-ng speech at
+    /// 24 kHz in, the .m4a settings: 24 kHz mono out, 128k asked, median of
+    /// 5; decoded audio against the source, aligned by cross-correlation):
     ///
     ///     coder    CPU      bitrate   SNR       segSNR    log-spectral distance
-    ///     twoloop  1.475 s  134 kbps  31.0 dB   30.8 dB   0.54 dB
-    ///     fast     0.747 s  133 kbps  45.1 dB   34.3 dB   0.24 dB
+    ///     twoloop  1.074 s  114 kbps  35.5 dB   32.4 dB   0.47 dB
+    ///     fast     0.429 s  115 kbps  42.7 dB   33.8 dB   0.26 dB
     ///
-    /// At the same bit rate `fast` takes half the CPU and halves the spectral
-    /// error. SNR alone would be unfair to twoloop, whose noise shaping and
-    /// noise substitution trade waveform error for perceived quality, but its
-    /// log-spectral distance, which does not reward waveform matching, is
-    /// worse too. (No listening test was made; a perceptual metric such as
-    /// ViSQOL would be the next check if quality complaints ever come in.)
+    /// At the same bit rate `fast` takes 40% of the CPU and halves the
+    /// spectral error, as it did at 44.1 kHz (0.75 against 1.48 s, SNR 45.1
+    /// against 31.0 dB). SNR alone would be unfair to twoloop, whose noise
+    /// shaping and noise substitution trade waveform error for perceived
+    /// quality, but its log-spectral distance, which does not reward waveform
+    /// matching, is worse too. (No listening test was made; a perceptual
+    /// metric such as ViSQOL would be the next check if quality complaints
+    /// ever come in.)
     public static let chosen: AACCoder = .fast
 }

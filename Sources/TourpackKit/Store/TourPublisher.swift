@@ -87,14 +87,17 @@ struct TourPublisher: Sendable {
         let fresh = assembly.staged.filter { $0.temp != nil }
         // Audio first, then the packs, then the package.json files that name them.
         let moves = fresh.compactMap { file in file.temp.map { CommitJournal.Move(from: $0.path, to: file.final.path) } } + packMoves + manifestMoves
+        // The new files are recorded before the commit, so a build killed
+        // during it, whose journal the next build finishes, has its files
+        // reused rather than encoded again. A record is only trusted while the
+        // file at its path has its size and SHA-256, so a commit rolled back
+        // leaves records that match nothing. Losing them costs an encode, not this tour.
+        try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
         if !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty {
             let journal = CommitJournal(tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions)
             try journal.commit(state: state.rootFolder)
         }
         for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
-        // The package is live now. The records are only what lets the next
-        // build reuse these files: losing them costs an encode, not this tour.
-        try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
         try? outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
         if let pack = assembly.pack {
             for path in packPaths { try? tilePacks.save(pack.record, for: path) }

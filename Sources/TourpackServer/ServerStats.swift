@@ -1,3 +1,4 @@
+import TourpackKit
 import Foundation
 
 /// What `serve-tts` has served: `GET /debug/stats` returns it as JSON.
@@ -28,33 +29,26 @@ public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
 }
 
 /// The live counters; shared by the routes and the access-log middleware.
-public final class ServerStats: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stats = ServerStatsSnapshot()
+public final class ServerStats: Sendable {
+    private let counts = LockedCounts(ServerStatsSnapshot())
 
     public init() {}
 
     /// The counters now, consistent with each other.
-    public var snapshot: ServerStatsSnapshot {
-        lock.lock()
-        defer { lock.unlock() }
-        return stats
-    }
+    public var snapshot: ServerStatsSnapshot { counts.snapshot }
 
     /// Zeroes every counter except the requests in flight now.
     public func reset() {
-        lock.lock()
-        let inFlight = stats.inFlight
-        stats = ServerStatsSnapshot()
-        stats.inFlight = inFlight
-        stats.maxInFlight = inFlight
-        lock.unlock()
+        counts.update { stats in
+            let inFlight = stats.inFlight
+            stats = ServerStatsSnapshot()
+            stats.inFlight = inFlight
+            stats.maxInFlight = inFlight
+        }
     }
 
     func update(_ change: (inout ServerStatsSnapshot) -> Void) {
-        lock.lock()
-        change(&stats)
-        lock.unlock()
+        counts.update(change)
     }
 
     func synthesizeBegan() {

@@ -53,7 +53,7 @@ final class TileFetcher: Sendable {
     private let rateLimiter: RequestRateLimiter<ContinuousClock>?
     private let clock: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
-    private let counters = Counters()
+    private let counters = LockedCounts(TileFetchStats())
 
     init(
         source: TileSource, template: String, apiKey: String?, retry: RetryPolicy, timeoutSeconds: Double,
@@ -235,10 +235,4 @@ final class TileFetcher: Sendable {
 
     private func scrub(_ text: String) -> String { key?.scrub(text) ?? text }
 
-    private final class Counters: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stats = TileFetchStats()
-        var snapshot: TileFetchStats { lock.withLock { stats } }
-        func update(_ change: (inout TileFetchStats) -> Void) { lock.withLock { change(&stats) } }
-    }
 }

@@ -29,7 +29,7 @@ struct CachingSynthesizer: Sendable {
     let ledger: QuotaLedger
     let tier: PricingTier
     let pool: NIOThreadPool
-    let counters = CacheCounters()
+    let counters = CacheCounters(CacheCounts())
     private let inFlight = InFlightChunks()
 
     init(inner: any SpeechSynthesizer, cache: SynthesisCache, ledger: QuotaLedger, tier: PricingTier, pool: NIOThreadPool) {
@@ -231,13 +231,4 @@ struct CacheCounts: Sendable, Hashable {
     var firstStoreFailure: String?
 }
 
-final class CacheCounters: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counts = CacheCounts()
-
-    var snapshot: CacheCounts { lock.withLock { counts } }
-
-    func update(_ change: (inout CacheCounts) -> Void) {
-        lock.withLock { change(&counts) }
-    }
-}
+typealias CacheCounters = LockedCounts<CacheCounts>

@@ -11,7 +11,7 @@ final class SynthesisClient: Sendable {
     let transport: HTTPTransport
     let options: HTTPSpeechSynthesizer.Options
     let retry: RetryPolicy
-    let counters = SynthesisCounters()
+    let counters = SynthesisCounters(SynthesisStats())
     /// Where answers are decoded and written: never the cooperative pool.
     let pool: NIOThreadPool
     private let inFlight: ConcurrencyLimit

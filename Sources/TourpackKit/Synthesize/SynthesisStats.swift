@@ -23,22 +23,7 @@ public struct SynthesisStats: Sendable, Hashable, Codable {
 }
 
 /// The live counters behind `SynthesisStats`, shared by all copies of a synthesizer.
-final class SynthesisCounters: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stats = SynthesisStats()
-
-    var snapshot: SynthesisStats {
-        lock.lock()
-        defer { lock.unlock() }
-        return stats
-    }
-
-    func update(_ change: (inout SynthesisStats) -> Void) {
-        lock.lock()
-        change(&stats)
-        lock.unlock()
-    }
-}
+typealias SynthesisCounters = LockedCounts<SynthesisStats>
 
 /// Characters of every 2xx answer the endpoint gave while synthesizing one
 /// chunk, retries and split parts included: what a provider bills, even for

@@ -42,6 +42,7 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(name: "CCurlShims", dependencies: ["CCurl"], linkerSettings: [.linkedLibrary("curl")]),
+        .target(name: "CSystemShims"),
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
@@ -62,7 +63,7 @@ let package = Package(
         .target(
             name: "TourpackKit",
             dependencies: [
-                "CCurl", "CCurlShims", "CFFmpeg", "CFFmpegShims",
+                "CCurl", "CCurlShims", "CFFmpeg", "CFFmpegShims", "CSystemShims",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),

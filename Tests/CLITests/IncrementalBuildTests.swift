@@ -278,8 +278,10 @@ import Glibc
     }
 
     /// Killed while the server holds one request it will never answer with
-    /// audio: the rerun releases that reservation, and in the end the ledger
-    /// holds every chunk once, exactly what the server spoke.
+    /// audio. That reservation was sent, so the endpoint might have billed
+    /// it: the rerun settles it rather than releasing it (reserved → sent →
+    /// settled). The ledger over-counts by exactly that one chunk and never
+    /// under-counts; every other chunk is paid once.
     @Test func aKilledBuildLeavesTheLedgerExactAfterTheRerun() throws {
         let server = try LocalVoiceServer(faults: ["--hold-text", "HELD-HERE", "--stall-ms", "6000"])
         let workspace = try BuildWorkspace()
@@ -298,7 +300,10 @@ import Glibc
         _ = build.finish()
         let spokenBeforeKill = try Self.characters(server)
         let local = try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]
-        #expect(local?["used"] as? Int == spokenBeforeKill, "every answered request was settled before the kill")
+        // `quota` reconciled the dead build's reservations: the held one had been sent, so it is settled in full.
+        let held = ["Soon you will see the lake. HELD-HERE is the lake.", "The lake is 40 metres deep. HELD-HERE is the lake."].map(\.count)
+        let overCount = (local?["used"] as? Int ?? 0) - spokenBeforeKill
+        #expect(held.contains(overCount), "every answered request was settled before the kill, and the held one since: \(overCount) over")
 
         let rerun = try workspace.build(server, ["--json"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
@@ -306,9 +311,10 @@ import Glibc
         let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any])
         let total = try #require((plan["totals"] as? [String: Any])?["characters"] as? Int)
         let after = try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]
-        #expect(after?["used"] as? Int == total, "each chunk paid once: none lost, none twice")
-        #expect(after?["used"] as? Int == (try Self.characters(server)))
-        #expect(after?["reserved"] as? Int == 0, "the dead build's reservation was released")
+        #expect(after?["used"] as? Int == total + overCount, "each chunk paid once, plus the one the crash left in doubt")
+        #expect(try Self.characters(server) == total)
+        #expect((after?["used"] as? Int ?? 0) >= (try Self.characters(server)), "never under what the endpoint billed")
+        #expect(after?["reserved"] as? Int == 0, "the dead build's reservation was closed")
     }
 
     /// Time moves by `TOURPACK_NOW`: a plain build leaves a fresh package

@@ -44,6 +44,54 @@ import Testing
         #expect(try staging.removeLeftovers(in: Layout(root: scratch.output)) == 0)
     }
 
+    /// The tour's new audio folder is made whole beside the old one and
+    /// swapped in with one exchange. Killed before the swap, after it, or
+    /// with no old folder at all, the replay ends at the new package with the
+    /// old folder gone; a `.next` folder without a journal is a leftover.
+    @Test("a folder swap replays from wherever the kill landed", arguments: ["before the swap", "after the swap", "first package"])
+    func folderSwapReplays(killed: String) throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let live = scratch.output.appendingPathComponent("AudioCache/t", isDirectory: true)
+        let next = scratch.output.appendingPathComponent("AudioCache/.t.next-1", isDirectory: true)
+        try FileManager.default.createDirectory(at: next, withIntermediateDirectories: true)
+        if killed != "first package" {
+            try AtomicFile.write(Array("old a".utf8), to: live.appendingPathComponent("a.m4a"))
+            try AtomicFile.write(Array("kept b".utf8), to: live.appendingPathComponent("b.m4a"))
+            try AtomicFile.hardLink(live.appendingPathComponent("b.m4a"), to: next.appendingPathComponent("b.m4a"), under: scratch.output)
+        }
+        try AtomicFile.write(Array("new a".utf8), to: next.appendingPathComponent("a.m4a"))
+        let manifest = scratch.output.appendingPathComponent("OfflineTours/p/package.json")
+        let staging = try StagingArea(state: scratch.state, output: scratch.output)
+        let temp = try staging.temporaryURL(for: manifest)
+        try AtomicFile.fill(temp, with: Array("{\"new\": true}".utf8))
+        let oldInode = AtomicFile.inode(of: live)
+        let journal = CommitJournal(
+            tourId: "t", moves: [CommitJournal.Move(from: temp.path, to: manifest.path)], removals: [],
+            swap: CommitJournal.FolderSwap(live: live.path, next: next.path, liveInode: oldInode))
+        try AtomicFile.write(try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
+        if killed == "after the swap" {
+            #expect(try AtomicFile.exchange(next, with: live, under: scratch.output))
+            #expect(try String(contentsOf: next.appendingPathComponent("a.m4a"), encoding: .utf8) == "old a", "the exchange swapped the folders")
+        }
+
+        #expect(try CommitJournal.replayAll(state: scratch.state) == 1)
+        #expect(try String(contentsOf: live.appendingPathComponent("a.m4a"), encoding: .utf8) == "new a")
+        if killed != "first package" {
+            #expect(try String(contentsOf: live.appendingPathComponent("b.m4a"), encoding: .utf8) == "kept b")
+            #expect(AtomicFile.inode(of: live) != oldInode)
+        }
+        #expect(try String(contentsOf: manifest, encoding: .utf8) == "{\"new\": true}")
+        #expect(!FileManager.default.fileExists(atPath: next.path), "the old folder, left at the .next name, is removed")
+        #expect(try CommitJournal.replayAll(state: scratch.state) == 0)
+
+        // A next folder with no journal is a killed run's leftover.
+        let stray = scratch.output.appendingPathComponent("AudioCache/.t.next-2", isDirectory: true)
+        try AtomicFile.write(Array("x".utf8), to: stray.appendingPathComponent("a.m4a"))
+        #expect(try staging.removeLeftovers(in: Layout(root: scratch.output)) == 1)
+        #expect(!FileManager.default.fileExists(atPath: stray.path))
+    }
+
     @Test func leftoversOfAKilledRunAreRemovedFromStagingAndBesideFinals() throws {
         let scratch = Scratch()
         defer { scratch.remove() }

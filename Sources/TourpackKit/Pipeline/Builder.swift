@@ -230,6 +230,11 @@ public struct Builder: Sendable {
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
         summary.cacheWriteFailures = counts.storeFailures
+        if CommitJournal.fellBackToRenames {
+            summary.warnings.append(
+                "this file system cannot swap folders in one step (renameat2 RENAME_EXCHANGE), so tours were published file by file: "
+                    + "a kill during a publish could leave a package naming audio not yet in place until the next build finishes it")
+        }
         if let failure = counts.firstStoreFailure {
             summary.warnings.append("the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)")
         }

@@ -11,15 +11,24 @@ import Darwin
 /// The renames that publish one tour, written down before the first of them.
 ///
 /// A tour's audio files keep their names from build to build
-/// (`<poiId>_<Phase>.<ext>`), so its old package.json and its new audio can
-/// never be swapped in one atomic step. The commit therefore goes: every temp
-/// fsynced, then this journal written atomically to
-/// `journal/<tourId>.json` in the root's state folder, then the renames (audio first,
-/// package.json last), one fsync per folder, and the journal deleted. A run
-/// killed between the first rename and the last leaves the journal behind,
-/// and the next build replays it (`replayAll`) before anything else, rolling
-/// the tour forward to the new package. A run killed before the journal
-/// exists leaves the old package untouched and only temps, which are removed.
+/// (`<poiId>_<Phase>.<ext>`). So the tour's new audio folder is made whole
+/// beside the old one first (`AudioCache/.<tourId>.next-…`: the new files,
+/// and hard links to every old file that did not change), every file and the
+/// folder fsynced. Then this journal is written atomically to
+/// `journal/<tourId>.json` in the root's state folder, the two folders are
+/// swapped with one `renameat2(RENAME_EXCHANGE)`, the tile packs and the
+/// package.json files are renamed into place, each folder is fsynced once,
+/// the old audio folder is deleted, and the journal too. Between the journal
+/// and the last package.json there are only a few renames, no fsync and no
+/// walk of a tour's files, so a kill leaves an old package naming new audio
+/// for microseconds at most. A run killed with the journal behind has it
+/// replayed by the next build (`replayAll`) before anything else, rolling the
+/// tour forward: the journal records the old folder's inode, so the replay
+/// knows whether the swap happened. A run killed before the journal exists
+/// leaves the old package untouched, and a `.next` folder and temps that the
+/// next build removes. Where the file system has no exchange, the new
+/// folder's files are renamed into the old one instead, as before, and the
+/// build says so once.
 ///
 /// Every rename and deletion under an output root reaches its folder from the
 /// root through real folders only (`AtomicFile.move(_:to:under:)`), so a
@@ -42,13 +51,29 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// no longer names (the pipeline dropped its tile source). Optional, so
     /// journals written before it existed still replay.
     public var deletions: [String]?
+    /// The tour's audio folder and the complete new one beside it, swapped
+    /// before the moves. Optional, so journals written before it existed still replay.
+    public var swap: FolderSwap?
 
-    public init(tourId: String, moves: [Move], removals: [String], deletions: [String] = []) {
+    /// `next` takes `live`'s place; `liveInode` is the old folder's inode
+    /// (nil: there was none), by which a replay tells whether the swap happened.
+    public struct FolderSwap: Sendable, Hashable, Codable {
+        public var live: String
+        public var next: String
+        public var liveInode: UInt64?
+    }
+
+    public init(tourId: String, moves: [Move], removals: [String], deletions: [String] = [], swap: FolderSwap? = nil) {
         self.tourId = tourId
         self.moves = moves
         self.removals = removals
         self.deletions = deletions.isEmpty ? nil : deletions
+        self.swap = swap
     }
+
+    /// Set once a commit had to fall back to renaming file by file: the build says so, once.
+    public static var fellBackToRenames: Bool { fallbackFlag.snapshot }
+    private static let fallbackFlag = LockedCounts(false)
 
     /// `journal` in the given state folder (the output root's, see `StateLayout`).
     public static func folder(state: URL) -> URL {
@@ -95,6 +120,12 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// superseded packages. Idempotent: a move whose temp is gone was done.
     func apply() throws {
         var folders: [String] = []
+        if let swap {
+            let live = URL(fileURLWithPath: swap.live, isDirectory: true)
+            let next = URL(fileURLWithPath: swap.next, isDirectory: true)
+            try Self.swapFolders(live: live, next: next, liveInode: swap.liveInode)
+            folders.append(live.deletingLastPathComponent().path)
+        }
         for move in moves {
             let from = URL(fileURLWithPath: move.from)
             let to = URL(fileURLWithPath: move.to)
@@ -105,6 +136,13 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             if !folders.contains(folder) { folders.append(folder) }
         }
         for folder in folders { try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
+        if let swap {
+            // What is left at the `.next` name is the old folder: nothing names it any more.
+            let next = URL(fileURLWithPath: swap.next, isDirectory: true)
+            if let inode = AtomicFile.inode(of: next), inode == swap.liveInode, let root = Layout.root(of: next.appendingPathComponent("file")) {
+                try AtomicFile.removeFolder(next, under: root)
+            }
+        }
         for removal in removals {
             try Layout.removePackage(at: URL(fileURLWithPath: removal, isDirectory: true))
         }
@@ -114,6 +152,29 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             if !deletedFrom.contains(folder) { deletedFrom.append(folder) }
         }
         for folder in deletedFrom { try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
+    }
+
+    /// Puts the folder at `next` in `live`'s place: one exchange, unless the
+    /// swap already happened (the folder at `live` is no longer the one whose
+    /// inode was recorded) or there was no old folder.
+    private static func swapFolders(live: URL, next: URL, liveInode: UInt64?) throws {
+        guard let root = Layout.root(of: live.appendingPathComponent("file")) else {
+            throw TourpackError.storageFailed(path: live.path, errno: EINVAL, operation: "swap a folder outside an output root")
+        }
+        guard let nextInode = AtomicFile.inode(of: next) else { return }  // renamed into place already
+        guard let current = AtomicFile.inode(of: live) else {
+            try AtomicFile.move(next, to: live, under: root)  // the tour's first package
+            return
+        }
+        guard current == liveInode, current != nextInode else { return }  // swapped already
+        if try AtomicFile.exchange(next, with: live, under: root) { return }
+        // No exchange here: rename the new files over the old ones, the window this journal covers.
+        fallbackFlag.update { $0 = true }
+        for name in ((try? FileManager.default.contentsOfDirectory(atPath: next.path)) ?? []).sorted() {
+            try AtomicFile.move(next.appendingPathComponent(name), to: live.appendingPathComponent(name), under: root)
+        }
+        try AtomicFile.syncFolder(live)
+        try AtomicFile.removeFolder(next, under: root)
     }
 
     /// Deletes an output file, its folder reached from the root through real folders only.

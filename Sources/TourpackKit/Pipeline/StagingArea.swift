@@ -101,7 +101,14 @@ public final class StagingArea: @unchecked Sendable {
             removed += try AtomicFile.removeStaleTemporaries(in: parent).count
             let children = (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
             for child in children.sorted() where OutputTree.kind(parent.appendingPathComponent(child)) == .folder {
-                removed += try AtomicFile.removeStaleTemporaries(in: parent.appendingPathComponent(child, isDirectory: true)).count
+                let folder = parent.appendingPathComponent(child, isDirectory: true)
+                if top == Layout.audioCacheFolder, child.hasPrefix("."), child.contains(TourPublisher.nextFolderMarker) {
+                    // A tour's next audio folder from a run killed before its journal: never published.
+                    try AtomicFile.removeFolder(folder, under: layout.root)
+                    removed += 1
+                    continue
+                }
+                removed += try AtomicFile.removeStaleTemporaries(in: folder).count
             }
         }
         return removed

@@ -1,4 +1,5 @@
 public import Foundation
+import CSystemShims
 
 #if canImport(Glibc)
 import Glibc
@@ -196,6 +197,57 @@ public enum AtomicFile {
             fd = next
         }
         return fd
+    }
+
+    /// Swaps `a` and `b`, two entries of one folder reached from `root`
+    /// through real folders only, with one `renameat2(RENAME_EXCHANGE)`: at
+    /// no moment is either name missing or half of each. Returns false, having
+    /// changed nothing, where the kernel or the file system has no exchange.
+    public static func exchange(_ a: URL, with b: URL, under root: URL) throws -> Bool {
+        let folder = try openFolder(a.deletingLastPathComponent(), under: root, create: false)
+        defer { _ = close(folder) }
+        if tp_rename_exchange(folder, a.lastPathComponent, folder, b.lastPathComponent) == 0 { return true }
+        if errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP { return false }
+        throw failure(b, "rename (exchange)")
+    }
+
+    /// The inode of `url` itself (a symlink is not followed); nil when nothing is there.
+    public static func inode(of url: URL) -> UInt64? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { return nil }
+        return UInt64(info.st_ino)
+    }
+
+    /// Deletes a folder of files (no subfolders), reached from `root`
+    /// through real folders only; one that is gone is fine.
+    public static func removeFolder(_ folder: URL, under root: URL) throws {
+        let parent: Int32
+        do {
+            parent = try openFolder(folder.deletingLastPathComponent(), under: root, create: false)
+        } catch TourpackError.storageFailed(_, let code, _) where code == ENOENT {
+            return
+        }
+        defer { _ = close(parent) }
+        let fd = openat(parent, folder.lastPathComponent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return }
+            throw failure(folder, "open folder")
+        }
+        defer { _ = close(fd) }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] {
+            guard unlinkat(fd, name, 0) == 0 || errno == ENOENT else { throw failure(folder.appendingPathComponent(name), "unlink") }
+        }
+        guard unlinkat(parent, folder.lastPathComponent, AT_REMOVEDIR) == 0 || errno == ENOENT else { throw failure(folder, "rmdir") }
+        guard fsync(parent) == 0 else { throw failure(folder.deletingLastPathComponent(), "fsync folder") }
+    }
+
+    /// Makes `source` also known as `target` (a hard link), both under `root`; for the next tour folder.
+    public static func hardLink(_ source: URL, to target: URL, under root: URL) throws {
+        let from = try openFolder(source.deletingLastPathComponent(), under: root, create: false)
+        defer { _ = close(from) }
+        let to = try openFolder(target.deletingLastPathComponent(), under: root, create: false)
+        defer { _ = close(to) }
+        guard linkat(from, source.lastPathComponent, to, target.lastPathComponent, 0) == 0 else { throw failure(target, "link") }
     }
 
     /// Removes an abandoned temp file; a temp that is already gone is fine.

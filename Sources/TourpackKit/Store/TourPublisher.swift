@@ -85,16 +85,24 @@ struct TourPublisher: Sendable {
         }
         let removals = index.superseded(tourID: tour.id, formats: writtenFormats, keeping: packageIDs)
         let fresh = assembly.staged.filter { $0.temp != nil }
-        // Audio first, then the packs, then the package.json files that name them.
-        let moves = fresh.compactMap { file in file.temp.map { CommitJournal.Move(from: $0.path, to: file.final.path) } } + packMoves + manifestMoves
+        // The new audio folder, complete beside the old one; then the packs, then the package.json files that name them.
+        let swap: CommitJournal.FolderSwap?
+        do {
+            swap = try prepareAudioFolder(tourID: tour.id, fresh: fresh)
+        } catch {
+            staging.discard(manifestTemps + packTemps)
+            throw error
+        }
+        let moves = packMoves + manifestMoves
         // The new files are recorded before the commit, so a build killed
         // during it, whose journal the next build finishes, has its files
         // reused rather than encoded again. A record is only trusted while the
         // file at its path has its size and SHA-256, so a commit rolled back
         // leaves records that match nothing. Losing them costs an encode, not this tour.
         try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
-        if !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty {
-            let journal = CommitJournal(tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions)
+        if swap != nil || !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty {
+            let journal = CommitJournal(
+                tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions, swap: swap)
             try journal.commit(state: state.rootFolder)
         }
         for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
@@ -108,6 +116,41 @@ struct TourPublisher: Sendable {
             bytes: fresh.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
             superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" }, tilePacks: packPaths)
     }
+
+    /// Makes the tour's next audio folder beside the live one: the new files
+    /// (renamed from their temps) and a hard link to every other file the
+    /// live folder holds, all synced. Nil when no audio changed.
+    private func prepareAudioFolder(tourID: SafeID, fresh: [StagedFile]) throws -> CommitJournal.FolderSwap? {
+        guard !fresh.isEmpty else { return nil }
+        let live = layout.audioFolder(tourID: tourID).url
+        let next = live.deletingLastPathComponent()
+            .appendingPathComponent(".\(tourID.value)\(Self.nextFolderMarker)\(UInt32.random(in: .min ... .max))", isDirectory: true)
+        let root = layout.root
+        try AtomicFile.createFolder(next, under: root)
+        do {
+            let replaced = Set(fresh.map(\.final.lastPathComponent))
+            let kept = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter {
+                !replaced.contains($0) && !AtomicFile.isTemporaryName($0) && Layout.parseAudioPath("\(Layout.audioCacheFolder)/\(tourID.value)/\($0)") != nil
+            }
+            for name in kept {
+                try AtomicFile.hardLink(live.appendingPathComponent(name), to: next.appendingPathComponent(name), under: root)
+            }
+            for file in fresh {
+                guard let temp = file.temp else { continue }
+                try AtomicFile.move(temp, to: next.appendingPathComponent(file.final.lastPathComponent), under: root)
+                staging.committed(temp)
+            }
+            try AtomicFile.syncFolder(next)
+        } catch {
+            try? AtomicFile.removeFolder(next, under: root)
+            throw error
+        }
+        return CommitJournal.FolderSwap(live: live.path, next: next.path, liveInode: AtomicFile.inode(of: live))
+    }
+
+    /// In the name of a tour's next audio folder, `.<tourId>.next-<random>`;
+    /// a build's preflight removes any that a killed run left.
+    static let nextFolderMarker = ".next-"
 
     /// True when the package at `url` already says exactly what a new one
     /// would (compared byte for byte under its own `createdAt`) and does not

@@ -6,7 +6,8 @@ import TourpackKit
 /// The two synthesize endpoints and the voice list, with faults on top.
 ///
 /// `POST /v1/text:synthesize` validates as Google does and answers Google's
-/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint.
+/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint. Both speak
+/// every encoding their service offers (`ResponseEncoding`).
 struct SynthesisRoutes: Sendable {
     let stats: ServerStats
     let dice: FaultDice

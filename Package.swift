@@ -116,7 +116,9 @@ let package = Package(
             dependencies: [
                 "TourpackKit", "TourpackServer",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.
+            resources: [.copy("Clients")]
         ),
         .testTarget(
             name: "CLITests",

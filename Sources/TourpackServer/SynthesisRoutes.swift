@@ -6,7 +6,8 @@ import TourpackKit
 /// The two synthesize endpoints and the voice list, with faults on top.
 ///
 /// `POST /v1/text:synthesize` validates as Google does and answers Google's
-/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint.
+/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint. Both speak
+/// every encoding their service offers (`ResponseEncoding`).
 struct SynthesisRoutes: Sendable {
     let stats: ServerStats
     let dice: FaultDice
@@ -70,9 +71,10 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Invalid language code: `voice.languageCode` is required.")
         }
         let config = parsed.audioConfig
-        let encoding = config?.audioEncoding ?? "LINEAR16"
-        guard encoding == "LINEAR16" else {
-            return ErrorBody.google(400, "audioEncoding \(encoding) is not offered by the local voice; ask for LINEAR16.")
+        // Absent is proto3's AUDIO_ENCODING_UNSPECIFIED, which Google refuses too.
+        let encodingName = config?.audioEncoding ?? "AUDIO_ENCODING_UNSPECIFIED"
+        guard let encoding = ResponseEncoding(google: encodingName) else {
+            return ErrorBody.google(400, "Invalid value for audioConfig.audioEncoding: \"\(encodingName)\". Supported: \(ResponseEncoding.googleNames.joined(separator: ", ")).")
         }
         let rate = (config?.speakingRate).flatMap { $0 == 0 ? nil : $0 } ?? 1
         guard (0.25...4).contains(rate) else {
@@ -86,6 +88,11 @@ struct SynthesisRoutes: Sendable {
         guard (8000...48000).contains(sampleRate) else {
             return ErrorBody.google(400, "sampleRateHertz \(sampleRate) is out of range; it must be between 8000 and 48000.")
         }
+        // Google converts to any rate the encoding supports and fails the
+        // request otherwise; so does this server, naming the rates it takes.
+        if let rates = encoding.sampleRates, !rates.contains(sampleRate) {
+            return ErrorBody.google(400, "sampleRateHertz \(sampleRate) is not supported for \(encodingName); use one of \(rates.map(String.init).joined(separator: ", ")).")
+        }
         guard let speaker = try await voice.resolve(name: parsed.voice?.name, languageCode: languageCode) else {
             return ErrorBody.google(400, "Voice '\(parsed.voice?.name ?? languageCode)' does not exist. Is it misspelled? See GET /v1/voices.")
         }
@@ -93,7 +100,7 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: false) }
-        return try await answer(.google, characters: input.unicodeScalars.count) {
+        return try await answer(.google, encoding, characters: input.unicodeScalars.count) {
             try await voice.speak(text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
     }
@@ -144,9 +151,10 @@ struct SynthesisRoutes: Sendable {
         guard input.count <= Self.openAIInputLimitCharacters else {
             return ErrorBody.openAI(400, "'input' is too long: \(input.count) characters, at most \(Self.openAIInputLimitCharacters) allowed.")
         }
-        let format = parsed.response_format ?? "wav"
-        guard format == "wav" || format == "pcm" else {
-            return ErrorBody.openAI(400, "response_format '\(format)' is not offered by the local voice; use wav or pcm.")
+        // OpenAI answers mp3 when no format is named.
+        let format = parsed.response_format ?? "mp3"
+        guard let encoding = ResponseEncoding(openAI: format) else {
+            return ErrorBody.openAI(400, "Invalid value for 'response_format': '\(format)'. Supported values are: \(ResponseEncoding.openAINames.map { "'\($0)'" }.joined(separator: ", ")).", param: "response_format")
         }
         let speed = parsed.speed ?? 1
         guard (0.25...4).contains(speed) else {
@@ -156,12 +164,12 @@ struct SynthesisRoutes: Sendable {
         guard let speaker = try await voice.resolve(name: parsed.voice, languageCode: "en-us") else {
             return ErrorBody.openAI(500, "espeak-ng has no English voice installed.")
         }
-        let sampleRate = 24_000  // what OpenAI's pcm format is
+        let sampleRate = 24_000  // what OpenAI speaks in every format
         if let refused = dice.plan.refuseText, input.contains(refused) {
             return ErrorBody.openAI(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: true) }
-        return try await answer(format == "wav" ? .openai : nil, characters: input.unicodeScalars.count) {
+        return try await answer(.openai, encoding, characters: input.unicodeScalars.count) {
             try await voice.speak(text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
         }
     }
@@ -188,12 +196,13 @@ struct SynthesisRoutes: Sendable {
         return openAI ? ErrorBody.openAI(503, "held and dropped (injected)") : ErrorBody.google(503, "Held and dropped (injected).")
     }
 
-    /// Draws a fault, speaks unless the fault is an error status, and
-    /// shapes the answer. `wav` nil means raw PCM (OpenAI's `pcm`).
-    private func answer(_ wav: Dialect?, characters: Int, speak: () async throws -> PCMAudio) async throws -> Response {
+    /// Draws a fault, speaks unless the fault is an error status, encodes,
+    /// and shapes the answer in the dialect's way: Google's JSON with the
+    /// file in base64, or OpenAI's bare file.
+    private func answer(_ dialect: Dialect, _ encoding: ResponseEncoding, characters: Int, speak: () async throws -> PCMAudio) async throws -> Response {
         let fault = dice.draw()
         if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
-        let openAI = wav != .google
+        let openAI = dialect == .openai
         switch fault {
         case .failure:
             let status = [500, 503, 504][Int(dice.next() % 3)]
@@ -212,14 +221,17 @@ struct SynthesisRoutes: Sendable {
         do { pcm = try await speak() } catch {
             return openAI ? ErrorBody.openAI(500, "synthesis failed: \(error)") : ErrorBody.google(500, "Synthesis failed: \(error)")
         }
-        var audio = wav == nil ? pcm.samples.withUnsafeBytes { Array($0) } : WAV.encode(pcm)
+        var audio: [UInt8]
+        do { audio = try await encoding.encode(pcm) } catch {
+            return openAI ? ErrorBody.openAI(500, "encoding failed: \(error)") : ErrorBody.google(500, "Encoding failed: \(error)")
+        }
         var body: [UInt8]
         // One truncation in three happens at the HTTP level: a full
         // Content-Length, half the body, then the connection drops.
         let cutConnection = fault == .truncated && dice.next() % 3 == 0
-        switch (fault, wav) {
+        switch (fault, dialect) {
         case (.truncated, _) where cutConnection:
-            body = wav == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+            body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
         case (.garbage, .google):
             body = dice.next() % 2 == 0
                 ? Array(#"{"audioContent":"%%% not base64 %%%"}"#.utf8)
@@ -237,10 +249,10 @@ struct SynthesisRoutes: Sendable {
         case (.truncated, _):
             body = Array(audio.prefix(max(48, audio.count / 2)))
         default:
-            body = wav == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+            body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
         }
         stats.update { $0.characters += characters }
-        let contentType = wav == .google ? "application/json; charset=utf-8" : wav == .openai ? "audio/wav" : "audio/pcm"
+        let contentType = dialect == .google ? "application/json; charset=utf-8" : encoding.contentType
         var response = Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: body)))
         if cutConnection {
             let half = ByteBuffer(bytes: body.prefix(body.count / 2))
@@ -276,9 +288,10 @@ enum ErrorBody {
         return json(.init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
     }
 
-    static func openAI(_ status: Int, _ message: String) -> Response {
+    /// `param` names the request field at fault, as OpenAI does for a bad value.
+    static func openAI(_ status: Int, _ message: String, param: String? = nil) -> Response {
         let type = status == 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error"
-        let object: [String: Any] = ["error": ["message": message, "type": type, "param": NSNull(), "code": NSNull()]]
+        let object: [String: Any] = ["error": ["message": message, "type": type, "param": param.map { $0 as Any } ?? NSNull(), "code": NSNull()]]
         return json(.init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
     }
 

@@ -41,9 +41,13 @@ import TourpackServer
             #expect(brokenSSML.status == 400)
             #expect(try googleError(brokenSSML.body).message.contains("Invalid SSML"))
 
-            let mp3 = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
-                json: #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"MP3"}}"#)
-            #expect(mp3.status == 400)
+            // FLAC is not among Google's TTS encodings; an absent encoding is AUDIO_ENCODING_UNSPECIFIED.
+            let flac = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                json: #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"FLAC"}}"#)
+            #expect(flac.status == 400)
+            let flacError = try googleError(flac.body)
+            #expect(flacError.status == "INVALID_ARGUMENT")
+            #expect(flacError.message.contains("audioEncoding"))
 
             let ok = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
                 json: #"{"input":{"text":"Hello there."},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","sampleRateHertz":16000}}"#)
@@ -55,6 +59,49 @@ import TourpackServer
             #expect(pcm.sampleRate == 16_000)
             #expect(pcm.durationSeconds > 0.4)
             #expect(server.stats.snapshot.responsesByStatus["400"] == 6)
+        }
+    }
+
+    @Test func encodingsAndRatesAreRefusedAsTheServicesRefuseThem() async throws {
+        try await withServer { port, server in
+            func google(_ audioConfig: String) async throws -> (status: Int, body: Data) {
+                try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                    json: #"{"input":{"text":"Hello there."},"voice":{"languageCode":"en-US"},"audioConfig":\#(audioConfig)}"#)
+            }
+            for config in [#"{}"#, #"{"audioEncoding":"AUDIO_ENCODING_UNSPECIFIED"}"#, #"{"audioEncoding":"mp3"}"#, #"{"audioEncoding":"OGG_VORBIS"}"#] {
+                let refused = try await google(config)
+                #expect(refused.status == 400, "\(config)")
+                #expect(try googleError(refused.body).status == "INVALID_ARGUMENT", "\(config)")
+            }
+            let opusRate = try await google(#"{"audioEncoding":"OGG_OPUS","sampleRateHertz":44100}"#)
+            #expect(opusRate.status == 400)
+            #expect(try googleError(opusRate.body).message.contains("8000, 12000, 16000, 24000, 48000"))
+            let mp3Rate = try await google(#"{"audioEncoding":"MP3","sampleRateHertz":20000}"#)
+            #expect(mp3Rate.status == 400)
+            #expect(try googleError(mp3Rate.body).status == "INVALID_ARGUMENT")
+
+            let mulaw = try await google(#"{"audioEncoding":"MULAW","sampleRateHertz":8000}"#)
+            #expect(mulaw.status == 200)
+            let object = try #require(try JSONSerialization.jsonObject(with: mulaw.body) as? [String: Any])
+            let content = try #require(object["audioContent"] as? String)
+            let wav = try #require(Data(base64Encoded: content))
+            #expect(wav.prefix(4) == Data("RIFF".utf8))
+            #expect(wav[wav.startIndex + 20] == 7 && wav[wav.startIndex + 34] == 8, "fmt: format code 7 (µ-law), 8 bits")
+
+            let unknown = try await rawHTTP("POST", port: port, path: "/v1/audio/speech",
+                json: #"{"model":"tts-1","voice":"alloy","input":"Hello there.","response_format":"ogg"}"#)
+            #expect(unknown.status == 400)
+            let error = try #require((try JSONSerialization.jsonObject(with: unknown.body) as? [String: Any])?["error"] as? [String: Any])
+            #expect(error["type"] as? String == "invalid_request_error")
+            #expect(error["param"] as? String == "response_format")
+
+            // No response_format is mp3: an MPEG audio frame sync or an ID3v2 tag first.
+            let plain = try await rawHTTP("POST", port: port, path: "/v1/audio/speech",
+                json: #"{"model":"tts-1","voice":"alloy","input":"Hello there."}"#)
+            #expect(plain.status == 200)
+            let bytes = [UInt8](plain.body)
+            #expect(bytes.starts(with: Array("ID3".utf8)) || (bytes.count > 2 && bytes[0] == 0xFF && bytes[1] & 0xE0 == 0xE0))
+            #expect(server.stats.snapshot.responsesByStatus["400"] == 7)
         }
     }
 

@@ -144,6 +144,7 @@ import Testing
         summary.toursFailed = 1
         #expect(summary.exitCode == 1)
         summary.stoppedEarly = TourpackError.cancelled.description
+        summary.stoppedBy = .cancelled
         #expect(summary.exitCode == 130)
     }
 }

@@ -59,8 +59,8 @@ struct StateScratch {
         #expect {
             _ = try StateDatabase(folder: scratch.state)
         } throws: { error in
-            guard case .stateFailed(let path, let message) = error as? TourpackError else { return false }
-            return path.hasSuffix("state.sqlite") && message.contains("newer")
+            guard let error = error as? TourpackError, error.kind == .stateFailed, let path = error.context.path else { return false }
+            return path.hasSuffix("state.sqlite") && error.message.contains("newer")
         }
     }
 }
@@ -95,7 +95,8 @@ struct StateScratch {
         #expect {
             _ = try ledger.reserve(41, tier: .standard)
         } throws: { error in
-            guard let error = error as? TourpackError, case .budgetExceeded(let message) = error else { return false }
+            guard let error = error as? TourpackError, error.kind == .budgetExceeded else { return false }
+            let message = error.message
             return error.exitCode == 3 && message.contains("standard") && message.contains("2026-11")
                 && message.contains("41") && message.contains("900 used") && message.contains("60 reserved") && message.contains("1,000")
         }

@@ -83,10 +83,10 @@ func runOnThreads(_ bodies: [@Sendable () -> Void]) async {
             try AtomicFile.write(Array("{}".utf8), to: target)
             Issue.record("writing over a non-empty folder succeeded")
         } catch let error as TourpackError {
-            guard case .storageFailed(let path, let code, let operation) = error else { Issue.record("wrong error \(error)"); return }
-            #expect(path == target.path)
-            #expect(code == EISDIR || code == ENOTEMPTY)
-            #expect(operation == "rename")
+            guard error.kind == .storageFailed else { Issue.record("wrong error \(error)"); return }
+            #expect(error.context.path == target.path)
+            #expect(error.context.errno == EISDIR || error.context.errno == ENOTEMPTY)
+            #expect(error.context.operation == "rename")
             #expect(error.description.contains(target.path))
         }
         // The failed temp was cleaned up.

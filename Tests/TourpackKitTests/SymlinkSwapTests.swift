@@ -35,8 +35,8 @@ import Glibc
 
     /// The refusal names the path and says a symlink was not followed.
     static func isRefusal(_ error: any Error, at path: String) -> Bool {
-        guard case .storageFailed(let failed, _, let operation)? = error as? TourpackError else { return false }
-        return failed == path && operation.contains("a symlink, never followed")
+        guard let error = error as? TourpackError, error.kind == .storageFailed else { return false }
+        return error.context.path == path && (error.context.operation ?? "").contains("a symlink, never followed")
     }
 
     @Test func aTourFolderSwappedBeforePublishIsRefused() throws {

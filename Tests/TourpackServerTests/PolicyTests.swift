@@ -12,10 +12,10 @@ import TourpackServer
             do {
                 _ = try await synthesizer.synthesize(speechRequest(text, label: "alps/poi-3/Detailed"))
                 Issue.record("expected a 400")
-            } catch TourpackError.audioGenerationFailed(let item, let status, let message) {
-                #expect(item == "alps/poi-3/Detailed")
-                #expect(status == 400)
-                #expect(message.contains("longer than the limit of 120 bytes"))
+            } catch let error as TourpackError where error.kind == .audioGenerationFailed {
+                #expect(error.context.item == "alps/poi-3/Detailed")
+                #expect(error.context.status == 400)
+                #expect(error.message.contains("longer than the limit of 120 bytes"))
             }
             #expect(server.stats.snapshot.synthesizeRequests == 1)
             #expect(synthesizer.stats.retries == 0)
@@ -30,10 +30,10 @@ import TourpackServer
             do {
                 _ = try await synthesizer.synthesize(speechRequest("Too high.", voice: shrill))
                 Issue.record("expected a 400")
-            } catch TourpackError.audioGenerationFailed(_, let status, let message) {
-                #expect(status == 400)
-                #expect(message.contains("pitch 30.0 is out of range"))
-                #expect(message.contains("INVALID_ARGUMENT"))
+            } catch let error as TourpackError where error.kind == .audioGenerationFailed {
+                #expect(error.context.status == 400)
+                #expect(error.message.contains("pitch 30.0 is out of range"))
+                #expect(error.message.contains("INVALID_ARGUMENT"))
             }
             #expect(server.stats.snapshot.synthesizeRequests == 1)
             #expect(synthesizer.stats.failures == 1)
@@ -70,9 +70,9 @@ import TourpackServer
             do {
                 _ = try await synthesizer.synthesize(speechRequest("Slow down."))
                 Issue.record("expected a 429 in the end")
-            } catch TourpackError.audioGenerationFailed(_, let status, let message) {
-                #expect(status == 429)
-                #expect(message.contains("gave up after 3 tries"))
+            } catch let error as TourpackError where error.kind == .audioGenerationFailed {
+                #expect(error.context.status == 429)
+                #expect(error.message.contains("gave up after 3 tries"))
             }
             #expect(recorder.waits == [2, 2], "backoff alone would wait ≤ 1 ms")
             #expect(server.stats.snapshot.synthesizeRequests == 3)

@@ -1,67 +1,189 @@
 /// The failures of a run, with the context a person needs to act on them.
 ///
-/// The taxonomy follows the app's own (networkUnavailable,
-/// audioGenerationFailed, storageFailed, alreadyBuilding, invalidInput) plus
-/// the budget refusal. No case ever carries an API key: HTTP failures keep
-/// the status and the server's message only.
-public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The endpoint could not be reached at all (connection refused, DNS, timeout after all retries).
-    case networkUnavailable(endpoint: String, reason: String)
-    /// The endpoint answered, but not with audio. `item` names tour, POI and phase.
-    case audioGenerationFailed(item: String, status: Int?, message: String)
-    /// A file could not be read, written, synced or renamed.
-    case storageFailed(path: String, errno: Int32, operation: String)
-    /// Another build holds the output root's lock (`--no-wait`).
-    case alreadyBuilding(lockPath: String)
-    /// Input, configuration or usage is wrong; see also `DiagnosticsError` for collected input problems.
-    case invalidInput(String)
-    /// A budget (cache size, monthly characters) refused the work before anything was spent.
-    case budgetExceeded(String)
-    /// Encoding or decoding audio failed inside FFmpeg.
-    case audioEncodingFailed(item: String, message: String)
-    /// The run was cancelled by SIGINT/SIGTERM.
-    case cancelled
-    /// The state database (`<state>/state.sqlite`) could not be opened, read or written.
-    case stateFailed(path: String, message: String)
-    /// A map tile could not be fetched: its z/x/y, the URL without its key,
-    /// the HTTP status when there was one, and why. Fails its tour only.
-    case mapDownloadFailed(tile: String, url: String, status: Int?, message: String)
+/// One value carries what kind of failure it is (the app's own taxonomy:
+/// networkUnavailable, audioGenerationFailed, storageFailed,
+/// alreadyBuilding, invalidInput, plus the budget refusal and the rest),
+/// the message, the context it happened in (tour, POI and phase, path, URL
+/// without its key, HTTP status, errno), and the error underneath, as
+/// swift-nio's `FileSystemError` does. Each kind maps to an exit code in one
+/// place (`Kind.exitCode`). Nothing here ever carries an API key: HTTP
+/// failures keep the status and the server's message only, and URLs are
+/// redacted before they get here.
+///
+/// The constructors keep the names of the kinds, so
+/// `TourpackError.storageFailed(path:errno:operation:)` reads as before;
+/// code that needs to tell failures apart asks `kind`, never the message.
+public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable, Codable {
+        /// The endpoint could not be reached at all (connection refused, DNS, timeout after all retries).
+        case networkUnavailable
+        /// The endpoint answered, but not with audio.
+        case audioGenerationFailed
+        /// A file could not be read, written, synced or renamed.
+        case storageFailed
+        /// Another build holds the output root's lock (`--no-wait`).
+        case alreadyBuilding
+        /// Input, configuration or usage is wrong; see also `DiagnosticsError` for collected input problems.
+        case invalidInput
+        /// A budget (cache size, monthly characters) refused the work before anything was spent.
+        case budgetExceeded
+        /// Encoding or decoding audio failed inside FFmpeg.
+        case audioEncodingFailed
+        /// The run was cancelled by SIGINT/SIGTERM.
+        case cancelled
+        /// The state database (`<state>/state.sqlite`) could not be opened, read or written.
+        case stateFailed
+        /// A map tile could not be fetched. Fails its tour only.
+        case mapDownloadFailed
+        /// Something tourpack itself got wrong: a bug, never the user's input.
+        case internalInvariant
 
-    public var description: String {
-        switch self {
-        case .networkUnavailable(let endpoint, let reason):
-            return "network unavailable: \(endpoint): \(reason)"
-        case .audioGenerationFailed(let item, let status, let message):
-            if let status { return "\(item): audio generation failed: HTTP \(status): \(message)" }
-            return "\(item): audio generation failed: \(message)"
-        case .storageFailed(let path, let errno, let operation):
-            return "\(path): \(operation) failed: \(errnoDescription(errno)) (errno \(errno))"
-        case .alreadyBuilding(let lockPath):
-            return "another build is running on this output root (lock \(lockPath)); retry later, or drop --no-wait to wait for it"
-        case .invalidInput(let message):
-            return message
-        case .budgetExceeded(let message):
-            return "budget refused the build: \(message)"
-        case .audioEncodingFailed(let item, let message):
-            return "\(item): encoding failed: \(message)"
-        case .cancelled:
-            return "cancelled"
-        case .stateFailed(let path, let message):
-            return "\(path): state database: \(message)"
-        case .mapDownloadFailed(let tile, let url, let status, let message):
-            let answer = status.map { "HTTP \($0): " } ?? ""
-            return "mapDownloadFailed: tile \(tile) (\(url)): \(answer)\(message)"
+        /// The process exit code SPEC.md assigns to this kind: the one place it is decided.
+        public var exitCode: Int32 {
+            switch self {
+            case .invalidInput: return ExitStatus.badInput
+            case .budgetExceeded: return ExitStatus.budget
+            case .cancelled: return ExitStatus.cancelled
+            case .networkUnavailable, .audioGenerationFailed, .storageFailed, .alreadyBuilding, .audioEncodingFailed,
+                 .stateFailed, .mapDownloadFailed, .internalInvariant:
+                return ExitStatus.failure
+            }
         }
     }
 
-    /// The process exit code SPEC.md assigns to this failure.
-    public var exitCode: Int32 {
-        switch self {
-        case .invalidInput: return ExitStatus.badInput
-        case .budgetExceeded: return ExitStatus.budget
-        case .cancelled: return ExitStatus.cancelled
-        default: return ExitStatus.failure
+    /// Where a failure happened; every field optional.
+    public struct Context: Sendable, Hashable {
+        /// `tour / POI / Phase`, for audio failures.
+        public var item: String?
+        /// A file or folder.
+        public var path: String?
+        /// What was being done to `path` (`rename`, `fsync folder`…).
+        public var operation: String?
+        /// The errno the system call returned; never made up.
+        public var errno: Int32?
+        /// An endpoint or tile URL, without its key or query.
+        public var url: String?
+        /// The HTTP status, when an answer came back.
+        public var status: Int?
+        /// A map tile, `z/x/y`.
+        public var tile: String?
+
+        public init(
+            item: String? = nil, path: String? = nil, operation: String? = nil, errno: Int32? = nil, url: String? = nil,
+            status: Int? = nil, tile: String? = nil
+        ) {
+            self.item = item
+            self.path = path
+            self.operation = operation
+            self.errno = errno
+            self.url = url
+            self.status = status
+            self.tile = tile
         }
+    }
+
+    public var kind: Kind
+    /// What went wrong, in words, without the context (which `description` adds).
+    public var message: String
+    public var context: Context
+    /// The error underneath, when there was one.
+    public var cause: (any Error & Sendable)?
+
+    public init(_ kind: Kind, _ message: String, context: Context = Context(), cause: (any Error & Sendable)? = nil) {
+        self.kind = kind
+        self.message = message
+        self.context = context
+        self.cause = cause
+    }
+
+    public var exitCode: Int32 { kind.exitCode }
+
+    /// Kind, message and context; the cause is not compared.
+    public static func == (lhs: TourpackError, rhs: TourpackError) -> Bool {
+        lhs.kind == rhs.kind && lhs.message == rhs.message && lhs.context == rhs.context
+    }
+
+    public var description: String {
+        let c = context
+        switch kind {
+        case .networkUnavailable:
+            return "network unavailable: \(c.url ?? "the endpoint"): \(message)"
+        case .audioGenerationFailed:
+            let status = c.status.map { "HTTP \($0): " } ?? ""
+            return "\(c.item ?? "audio"): audio generation failed: \(status)\(message)"
+        case .storageFailed:
+            let errno = c.errno.map { ": \(errnoDescription($0)) (errno \($0))" } ?? (message.isEmpty ? "" : ": \(message)")
+            return "\(c.path ?? "?"): \(c.operation ?? "file operation") failed\(errno)"
+        case .alreadyBuilding:
+            return "another build is running on this output root (lock \(c.path ?? "?")); retry later, or drop --no-wait to wait for it"
+        case .invalidInput:
+            return message
+        case .budgetExceeded:
+            return "budget refused the build: \(message)"
+        case .audioEncodingFailed:
+            return "\(c.item ?? "audio"): encoding failed: \(message)"
+        case .cancelled:
+            return "cancelled"
+        case .stateFailed:
+            return "\(c.path ?? "?"): state database: \(message)"
+        case .mapDownloadFailed:
+            let answer = c.status.map { "HTTP \($0): " } ?? ""
+            return "mapDownloadFailed: tile \(c.tile ?? "?") (\(c.url ?? "?")): \(answer)\(message)"
+        case .internalInvariant:
+            return "internal error (a bug in tourpack, please report it): \(message)"
+        }
+    }
+
+    // MARK: The kinds, as constructors
+
+    public static func networkUnavailable(endpoint: String, reason: String) -> TourpackError {
+        TourpackError(.networkUnavailable, reason, context: Context(url: endpoint))
+    }
+
+    public static func audioGenerationFailed(item: String, status: Int?, message: String) -> TourpackError {
+        TourpackError(.audioGenerationFailed, message, context: Context(item: item, status: status))
+    }
+
+    /// A system call on `path` failed with `errno` (as it returned it).
+    public static func storageFailed(path: String, errno: Int32, operation: String) -> TourpackError {
+        TourpackError(.storageFailed, "", context: Context(path: path, operation: operation, errno: errno))
+    }
+
+    /// A file operation on `path` failed for a reason that is not an errno
+    /// from a system call: no errno is made up for it.
+    public static func storageFailed(path: String, operation: String, reason: String, cause: (any Error & Sendable)? = nil) -> TourpackError {
+        TourpackError(.storageFailed, reason, context: Context(path: path, operation: operation), cause: cause)
+    }
+
+    public static func alreadyBuilding(lockPath: String) -> TourpackError {
+        TourpackError(.alreadyBuilding, "another build holds the lock", context: Context(path: lockPath))
+    }
+
+    public static func invalidInput(_ message: String) -> TourpackError {
+        TourpackError(.invalidInput, message)
+    }
+
+    public static func budgetExceeded(_ message: String) -> TourpackError {
+        TourpackError(.budgetExceeded, message)
+    }
+
+    public static func audioEncodingFailed(item: String, message: String) -> TourpackError {
+        TourpackError(.audioEncodingFailed, message, context: Context(item: item))
+    }
+
+    public static let cancelled = TourpackError(.cancelled, "cancelled")
+
+    public static func stateFailed(path: String, message: String) -> TourpackError {
+        TourpackError(.stateFailed, message, context: Context(path: path))
+    }
+
+    public static func mapDownloadFailed(tile: String, url: String, status: Int?, message: String) -> TourpackError {
+        TourpackError(.mapDownloadFailed, message, context: Context(url: url, status: status, tile: tile))
+    }
+
+    /// Something that cannot happen did: exit 1, and the message says it is ours.
+    public static func internalInvariant(_ message: String) -> TourpackError {
+        TourpackError(.internalInvariant, message)
     }
 }
 

@@ -25,10 +25,10 @@ public enum FLACFile {
     /// Writes `pcm` (mono Int16 at pcm.sampleRate) as a native FLAC file at `url` (replacing any file). Throws FFmpegError / TourpackError.
     public static func write(_ pcm: PCMAudio, to url: URL) throws {
         guard !pcm.samples.isEmpty else {
-            throw TourpackError.invalidInput("\(url.path): no samples to write as FLAC")
+            throw TourpackError.internalInvariant("\(url.path): no samples to write as FLAC")
         }
         guard pcm.sampleRate > 0 else {
-            throw TourpackError.invalidInput("\(url.path): sample rate \(pcm.sampleRate) Hz cannot be written as FLAC")
+            throw TourpackError.internalInvariant("\(url.path): sample rate \(pcm.sampleRate) Hz cannot be written as FLAC")
         }
         try? FileManager.default.removeItem(at: url)
         do {
@@ -206,7 +206,7 @@ final class FLACWriter {
 
     init(url: URL, sampleRate: Int) throws {
         guard sampleRate > 0 else {
-            throw TourpackError.invalidInput("\(url.path): sample rate \(sampleRate) Hz cannot be written as FLAC")
+            throw TourpackError.internalInvariant("\(url.path): sample rate \(sampleRate) Hz cannot be written as FLAC")
         }
         container = try OutputContainer(muxer: "flac", url: url)
         encoder = try CodecContext(encoderNamed: "flac")
@@ -244,7 +244,7 @@ final class FLACWriter {
     /// encoder and closes the file. An empty stream is refused.
     func finish() throws {
         if !pending.isEmpty { try sendPending() }
-        guard written > 0 else { throw TourpackError.invalidInput("no samples to write as FLAC") }
+        guard written > 0 else { throw TourpackError.internalInvariant("no samples to write as FLAC") }
         // Draining yields a last, empty packet carrying the final STREAMINFO
         // (sample count, MD5), which the muxer writes back over the header.
         try encoder.send(nil as Frame?)

@@ -126,7 +126,7 @@ struct TilePackMaker: Sendable {
         } catch let error as TourpackError {
             throw error
         } catch let error as MBTilesError {
-            throw .storageFailed(path: error.path, errno: EIO, operation: "tile pack: \(error.message)")
+            throw .storageFailed(path: error.path, operation: "write the tile pack", reason: error.message)
         } catch is CancellationError {
             throw .cancelled
         } catch {
@@ -239,7 +239,8 @@ struct TilePackMaker: Sendable {
                     bytes = try extract.tile(tile)
                 } else if case .some(.some(let sha)) = contents[tile] {
                     guard let data = cache.read(sha) else {
-                        throw TourpackError.storageFailed(path: cache.blobURL(sha).path, errno: ENOENT, operation: "read cached tile \(tile)")
+                        throw TourpackError.storageFailed(
+                            path: cache.blobURL(sha).path, operation: "read cached tile \(tile)", reason: "missing or unreadable")
                     }
                     bytes = data
                 } else {

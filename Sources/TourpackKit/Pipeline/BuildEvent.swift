@@ -150,6 +150,8 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var peakMemoryBytes: Int64?
     /// Set when the build stopped early: a signal, the endpoint unreachable, or the quota.
     public var stoppedEarly: String?
+    /// The kind of failure that stopped it, when one did: `cancelled` is exit 130.
+    public var stoppedBy: TourpackError.Kind?
     /// The monthly quota ran out during the build (another job took what was left).
     public var quotaRanOut = false
     /// One line per failed item or tour.
@@ -163,7 +165,7 @@ public struct BuildSummary: Sendable, Hashable, Codable {
 
     /// The exit code SPEC.md gives this outcome.
     public var exitCode: Int32 {
-        if stoppedEarly == TourpackError.cancelled.description { return ExitStatus.cancelled }
+        if stoppedBy == .cancelled { return ExitStatus.cancelled }
         if quotaRanOut { return ExitStatus.budget }
         return toursFailed > 0 || stoppedEarly != nil ? ExitStatus.failure : ExitStatus.ok
     }

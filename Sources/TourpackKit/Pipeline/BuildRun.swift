@@ -25,7 +25,9 @@ struct BuildRun {
     private let jobs: [(tourIndex: Int, item: PlanItem)]
     private var nextJob = 0
     /// Why the build stops starting work: the endpoint is unreachable, or a signal.
-    private var stopReason: String?
+    /// Why the build stops early, once something stops it: what the summary reports.
+    private var stop: TourpackError?
+    private var stopReason: String? { stop?.description }
     private var cancelled = false
 
     init(builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
@@ -74,7 +76,7 @@ struct BuildRun {
                 await record(outcome)
                 if Task.isCancelled, !cancelled {
                     cancelled = true
-                    stopReason = TourpackError.cancelled.description
+                    stop = .cancelled
                 }
                 if stopReason != nil {
                     // Out of quota, the requests in flight are already paid
@@ -92,6 +94,7 @@ struct BuildRun {
         if let stopReason {
             await offload { [staging] in staging.discardAll() }
             summary.stoppedEarly = stopReason
+            summary.stoppedBy = stop?.kind
         }
         for index in assemblies.indices { await settle(index) }
     }
@@ -202,12 +205,12 @@ struct BuildRun {
             assemblies[tourIndex].failures.append(failure)
             summary.failures.append(failure.message)
             events(.itemFailed(failure))
-            if case .networkUnavailable = error, stopReason == nil { stopReason = error.description }
+            if error.kind == .networkUnavailable, stop == nil { stop = error }
             // The state cannot be written (a full disk): every further request would be paid for and not counted.
-            if case .stateFailed = error, stopReason == nil { stopReason = error.description }
-            if case .budgetExceeded = error, stopReason == nil {
+            if error.kind == .stateFailed, stop == nil { stop = error }
+            if error.kind == .budgetExceeded, stop == nil {
                 // Another job took what was left of the month: every other request would be refused too.
-                stopReason = error.description
+                stop = error
                 summary.quotaRanOut = true
             }
             await settle(tourIndex)
@@ -222,8 +225,8 @@ struct BuildRun {
                 assemblies[tourIndex].pack = pack
                 events(.mapsDone(tourID: assemblies[tourIndex].tour.id, tileCount: pack.storedTiles + pack.emptyTiles))
             case .failure(let error):
-                if error == .cancelled {
-                    if !cancelled { cancelled = true; stopReason = error.description }
+                if error.kind == .cancelled {
+                    if !cancelled { cancelled = true; stop = error }
                 } else {
                     assemblies[tourIndex].mapFailure = error
                     summary.failures.append("\(assemblies[tourIndex].tour.name): \(error.description)")

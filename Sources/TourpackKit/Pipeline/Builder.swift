@@ -120,7 +120,7 @@ public struct Builder: Sendable {
             }
             return summary
         } catch {
-            let status: BuildRecord.Status = (error as? TourpackError) == .cancelled ? .cancelled : .failed
+            let status: BuildRecord.Status = (error as? TourpackError)?.kind == .cancelled ? .cancelled : .failed
             let message = (error as? TourpackError)?.description ?? "\(error)"
             await pool.runRegardless { try? state.records.finish(record, status: status, summary: nil, error: message) }
             throw error
@@ -147,8 +147,8 @@ public struct Builder: Sendable {
         let lock: BuildLock
         do {
             lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: false)
-        } catch TourpackError.alreadyBuilding(let path) where options.waitForLock {
-            events(.waitingForLock(path: path))
+        } catch let busy as TourpackError where busy.kind == .alreadyBuilding && options.waitForLock {
+            events(.waitingForLock(path: busy.context.path ?? rootFolder.path))
             do { lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: true) } catch is CancellationError {
                 throw TourpackError.cancelled
             }

@@ -142,7 +142,7 @@ struct CachingSynthesizer: Sendable {
             try await write()
         } catch is CancellationError {
             throw TourpackError.cancelled
-        } catch let error as TourpackError where error == .cancelled {
+        } catch let error as TourpackError where error.kind == .cancelled {
             throw error
         } catch {
             throw TourpackError.stateFailed(path: ledger.database.url.path, message: "the quota ledger cannot be written: \(error)")

@@ -87,7 +87,7 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let bytes: Data
         do { bytes = try encoder.encode(self) } catch {
-            throw TourpackError.storageFailed(path: url.path, errno: EINVAL, operation: "encode journal")
+            throw TourpackError.internalInvariant("\(url.path): the commit journal could not be encoded: \(error)")
         }
         try AtomicFile.write(bytes, to: url)
         try apply()
@@ -159,7 +159,7 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// inode was recorded) or there was no old folder.
     private static func swapFolders(live: URL, next: URL, liveInode: UInt64?) throws {
         guard let root = Layout.root(of: live.appendingPathComponent("file")) else {
-            throw TourpackError.storageFailed(path: live.path, errno: EINVAL, operation: "swap a folder outside an output root")
+            throw TourpackError.internalInvariant("\(live.path): a commit journal swaps a folder outside any output root")
         }
         guard let nextInode = AtomicFile.inode(of: next) else { return }  // renamed into place already
         guard let current = AtomicFile.inode(of: live) else {

@@ -97,7 +97,7 @@ struct ItemMaker: Sendable {
         } catch {
             let (staging, made) = (staging, Array(temps.values))
             await pool.runRegardless { staging.discard(made) }
-            if Task.isCancelled || error is CancellationError || (error as? TourpackError) == .cancelled {
+            if Task.isCancelled || error is CancellationError || (error as? TourpackError)?.kind == .cancelled {
                 return .cancelled(tourIndex: tourIndex)
             }
             return .failed(tourIndex: tourIndex, item: item, error: Self.classify(error, label: label))
@@ -139,7 +139,7 @@ struct ItemMaker: Sendable {
                 guard failure == nil else { continue }
                 while let (index, piece) = join.next() {
                     guard let chunk = ready.removeValue(forKey: index) else {
-                        failure = TourpackError.audioEncodingFailed(item: label, message: "internal error: chunk \(index) was joined before it arrived")
+                        failure = TourpackError.internalInvariant("\(label): chunk \(index) was joined before it arrived")
                         break
                     }
                     do {
@@ -163,7 +163,7 @@ struct ItemMaker: Sendable {
         }
         guard join.isComplete else {
             await pool.runRegardless { session.session.discard() }
-            throw TourpackError.audioEncodingFailed(item: label, message: "internal error: the join stopped before its last chunk")
+            throw TourpackError.internalInvariant("\(label): the join stopped before its last chunk")
         }
         return try await pool.runIfActive {
             do {

@@ -244,7 +244,7 @@ final class FileLock: @unchecked Sendable {
     /// The lock when it is free now; nil when another holder has it.
     static func attempt(_ url: URL) throws -> FileLock? {
         do { return try FileLock(url, wait: false) } catch let error as TourpackError {
-            if case .storageFailed(_, let code, "flock") = error, code == EWOULDBLOCK { return nil }
+            if error.kind == .storageFailed, error.context.operation == "flock", error.context.errno == EWOULDBLOCK { return nil }
             throw error
         }
     }

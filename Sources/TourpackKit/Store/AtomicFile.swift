@@ -139,7 +139,7 @@ public enum AtomicFile {
         let folder: Int32
         do {
             folder = try openFolder(url.deletingLastPathComponent(), under: root, create: false)
-        } catch TourpackError.storageFailed(_, let code, _) where code == ENOENT {
+        } catch let error as TourpackError where error.kind == .storageFailed && error.context.errno == ENOENT {
             return false
         }
         defer { _ = close(folder) }
@@ -224,7 +224,7 @@ public enum AtomicFile {
         let parent: Int32
         do {
             parent = try openFolder(folder.deletingLastPathComponent(), under: root, create: false)
-        } catch TourpackError.storageFailed(_, let code, _) where code == ENOENT {
+        } catch let error as TourpackError where error.kind == .storageFailed && error.context.errno == ENOENT {
             return
         }
         defer { _ = close(parent) }
@@ -307,8 +307,9 @@ public enum AtomicFile {
     @discardableResult
     public static func removeStaleTemporaries(in folder: URL) throws -> [URL] {
         guard isDirectory(folder) else { return [] }
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else {
-            throw TourpackError.storageFailed(path: folder.path, errno: EACCES, operation: "list folder")
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: folder.path) } catch {
+            throw TourpackError.storageFailed(path: folder.path, operation: "list folder", reason: "\(error)")
         }
         var removed: [URL] = []
         for name in names.sorted() where isTemporaryName(name) {

@@ -137,7 +137,7 @@ public enum CacheClearing {
     private static func remove(_ url: URL) throws {
         guard FileManager.default.fileExists(atPath: url.path) else { return }
         do { try FileManager.default.removeItem(at: url) } catch {
-            throw TourpackError.storageFailed(path: url.path, errno: EIO, operation: "remove")
+            throw TourpackError.storageFailed(path: url.path, operation: "remove", reason: "\(error)")
         }
     }
 }

@@ -45,8 +45,9 @@ extension PackageManifest {
 
     /// Reads the package.json at `url`.
     public static func read(from url: URL) throws -> PackageManifest {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw TourpackError.storageFailed(path: url.path, errno: ENOENT, operation: "read")
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw TourpackError.storageFailed(path: url.path, operation: "read", reason: "\(error)")
         }
         return try decode(Array(data))
     }

@@ -153,7 +153,7 @@ struct BundleInventory: Sendable {
         do {
             return try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         } catch {
-            throw TourpackError.storageFailed(path: folder.path, errno: EACCES, operation: "list folder")
+            throw TourpackError.storageFailed(path: folder.path, operation: "list folder", reason: "\(error)")
         }
     }
 

@@ -49,38 +49,3 @@ struct LocalVoice: Sendable {
         }.joined(separator: "-")
     }
 }
-
-/// A light well-formedness check for SSML, as Google refuses broken markup
-/// before speaking it: a `<speak>` root and balanced, properly nested tags.
-enum SSMLCheck {
-    /// Nil when `ssml` looks well formed, otherwise what is wrong.
-    static func problem(in ssml: String) -> String? {
-        var stack: [Substring] = []
-        var sawRoot = false
-        var rest = Substring(ssml.trimmingCharacters(in: .whitespacesAndNewlines))
-        while let open = rest.firstIndex(of: "<") {
-            let text = rest[..<open]
-            if stack.isEmpty, !text.allSatisfy(\.isWhitespace) { return "text outside <speak>" }
-            guard let close = rest[open...].firstIndex(of: ">") else { return "unterminated tag" }
-            let tag = rest[rest.index(after: open)..<close]
-            rest = rest[rest.index(after: close)...]
-            if tag.hasPrefix("?") || tag.hasPrefix("!") { continue }  // XML declaration, comment
-            if tag.hasPrefix("/") {
-                let name = tag.dropFirst().trimmingCharacters(in: .whitespaces)
-                guard let top = stack.popLast(), top == name else { return "unexpected </\(name)>" }
-                continue
-            }
-            let selfClosing = tag.hasSuffix("/")
-            let name = tag.prefix { !$0.isWhitespace && $0 != "/" }
-            guard !name.isEmpty else { return "empty tag" }
-            if stack.isEmpty {
-                guard !sawRoot, name == "speak" else { return "the root element must be a single <speak>" }
-                sawRoot = true
-            }
-            if !selfClosing { stack.append(name) }
-        }
-        if !rest.allSatisfy(\.isWhitespace) { return "text outside <speak>" }
-        if let open = stack.last { return "<\(open)> is not closed" }
-        return sawRoot ? nil : "the root element must be <speak>"
-    }
-}

@@ -64,7 +64,8 @@ struct SynthesisRoutes: Sendable {
         guard !input.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return ErrorBody.google(400, "`input.text` or `input.ssml` is empty.")
         }
-        if let ssml, let problem = SSMLCheck.problem(in: ssml) {
+        // The same check the pipeline's loader makes, as Google refuses broken markup before speaking it.
+        if let ssml, let problem = SSML.validate(ssml).first {
             return ErrorBody.google(400, "Invalid SSML: \(problem).")
         }
         guard let languageCode = parsed.voice?.languageCode, !languageCode.isEmpty else {

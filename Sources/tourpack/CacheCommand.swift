@@ -69,17 +69,8 @@ struct Cache: AsyncParsableCommand {
             let lock = dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
             defer { lock?.release() }
             let now = CommandClock.now()
-            let state = try StateView.existing(config)
-            let lastUsed = try state.map { try $0.outputs.lastUsed(relativeTo: layout.root) } ?? [:]
-            let plan = CachePrunePlan(inventory: try CacheInventory.scan(layout, now: now), budgets: config.budgets, now: now, lastUsed: lastUsed)
-            if !dryRun {
-                try plan.apply(to: layout)
-                try state?.outputs.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
-                // The synthesis cache keeps its own budget, and drops chunks too old to reuse.
-                _ = try state?.synthesis.evict(toFit: config.budgets.synthesisCacheMaxBytes)
-                // So does the tile cache, least recently used tiles first.
-                _ = try state?.tiles.evict(toFit: config.budgets.tileCacheMaxBytes)
-            }
+            let plan = try CacheMaintenance.run(
+                layout: layout, budgets: config.budgets, state: try StateView.existing(config), now: now, overBudgetOnly: false, dryRun: dryRun)
             if json {
                 print(try CacheText.json(plan))
                 return

@@ -132,7 +132,8 @@ import Glibc
         let workspace = try BuildWorkspace(formats: ["aac", "mp3"])
         do {
             let server = try LocalVoiceServer()
-            #expect(try workspace.build(server).status == 0)
+            let first = try workspace.build(server)
+            #expect(first.status == 0, "\(first.stdout)\n\(first.stderr)")
         }
         try workspace.writeTours(alps: "Killed mid-way.", lakes: "Killed as well.")
         let slow = try LocalVoiceServer(faults: ["--latency-ms", "300"])

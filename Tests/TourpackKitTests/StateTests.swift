@@ -369,8 +369,8 @@ struct StateScratch {
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 0)], ofItemAtPath: unlisted[1].path)
 
         // 4 × 200,000 pinned + 3 × 150,000 = 1,250,000 bytes; the budget is 1,048,576.
-        let evicted = try AudioCacheEviction.run(layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now())
-        #expect(evicted.files == 2 && evicted.bytes == 300_000)
+        let evicted = try CacheMaintenance.run(layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+        #expect(evicted.removals.count == 2 && evicted.freedBytes == 300_000)
         #expect(!FileManager.default.fileExists(atPath: unlisted[0].path))
         #expect(!FileManager.default.fileExists(atPath: unlisted[1].path))
         #expect(FileManager.default.fileExists(atPath: unlisted[2].path))
@@ -380,8 +380,8 @@ struct StateScratch {
         #expect(try outputs.lastUsed(relativeTo: layout.root).count == 1, "evicted files are forgotten")
 
         // A budget below the live packages alone: nothing pinned goes, and that is not an error.
-        let again = try AudioCacheEviction.run(layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.now())
-        #expect(again.files == 1)
+        let again = try CacheMaintenance.run(layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+        #expect(again.removals.count == 1)
         for entry in manifest.audio {
             #expect(FileManager.default.fileExists(atPath: layout.root.appendingPathComponent(entry.path).path))
         }

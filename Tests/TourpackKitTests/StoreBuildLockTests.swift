@@ -33,13 +33,18 @@ import Glibc
         defer { scratch.remove() }
         let state = scratch.root.appendingPathComponent("state")
         let holder = try await BuildLock.acquire(stateFolder: state, wait: false)
-        let waiter = Task { try await BuildLock.acquire(stateFolder: state, wait: true) }
-        try await Task.sleep(nanoseconds: 200_000_000)
-        // Still held: the waiter must not have got it yet.
-        await #expect(throws: TourpackError.self) { _ = try await BuildLock.acquire(stateFolder: state, wait: false) }
+        let got = LockedCounts(false)
+        let waiter = Task {
+            let lock = try await BuildLock.acquire(stateFolder: state, wait: true)
+            got.update { $0 = true }
+            return lock
+        }
+        // Time for a broken lock to let the waiter through: it must still be waiting.
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(!got.snapshot, "the waiter got the lock while the holder still had it")
         holder.release()
         let acquired = try await waiter.value
-        #expect(acquired.isHeld)
+        #expect(got.snapshot && acquired.isHeld)
     }
 
     @Test func cancellingAWaiterStopsIt() async throws {

@@ -207,16 +207,10 @@ public struct Builder: Sendable {
             // The packages are published: an eviction that fails is reported, never the build's undoing.
             do {
                 let evicted = try await pool.runIfActive { [config] in
-                    try AudioCacheEviction.run(layout: layout, budgets: config.budgets, outputs: state.outputs, now: state.ledger.clock())
+                    try CacheMaintenance.run(layout: layout, budgets: config.budgets, state: state, now: state.ledger.clock(), overBudgetOnly: true)
                 }
-                summary.evictedFiles = evicted.files
-                summary.evictedBytes = evicted.bytes
-                let synthesisBudget = config.budgets.synthesisCacheMaxBytes
-                try await pool.runIfActive { _ = try state.synthesis.evict(toFit: synthesisBudget) }
-                if maps != nil {
-                    let tileBudget = config.budgets.tileCacheMaxBytes
-                    try await pool.runIfActive { _ = try state.tiles.evict(toFit: tileBudget) }
-                }
+                summary.evictedFiles = evicted.removals.count
+                summary.evictedBytes = evicted.freedBytes
             } catch {
                 summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
             }

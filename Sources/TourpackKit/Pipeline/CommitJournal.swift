@@ -77,7 +77,7 @@ public struct CommitJournal: Sendable, Hashable, Codable {
 
     /// `journal` in the given state folder (the output root's, see `StateLayout`).
     public static func folder(state: URL) -> URL {
-        state.appendingPathComponent("journal", isDirectory: true)
+        StateLayout.journalFolder(in: state)
     }
 
     /// Writes the journal, applies it, and deletes it.

@@ -30,7 +30,7 @@ public final class StagingArea: @unchecked Sendable {
 
     /// Picks the staging place for a build writing to `output`. Both folders are created.
     public init(state: URL, output: URL) throws {
-        let staging = state.appendingPathComponent("staging", isDirectory: true)
+        let staging = StateLayout.stagingFolder(in: state)
         try AtomicFile.createFolder(staging)
         try AtomicFile.createFolder(output)
         self.output = output

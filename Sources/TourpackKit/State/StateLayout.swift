@@ -69,4 +69,16 @@ public struct StateLayout: Sendable, Hashable {
 
     /// The lock file a build on this root holds.
     public var lockFile: URL { rootFolder.appendingPathComponent(BuildLock.fileName) }
+
+    /// Names of the per-root folders, the one place they are spelled.
+    static let stagingFolderName = "staging"
+    static let journalFolderName = "journal"
+
+    /// `<root folder>/staging`: encoded temps waiting for their tour's commit.
+    public var stagingFolder: URL { Self.stagingFolder(in: rootFolder) }
+    /// `<root folder>/journal`: commit journals a killed run left to replay.
+    public var journalFolder: URL { Self.journalFolder(in: rootFolder) }
+
+    static func stagingFolder(in rootFolder: URL) -> URL { rootFolder.appendingPathComponent(stagingFolderName, isDirectory: true) }
+    static func journalFolder(in rootFolder: URL) -> URL { rootFolder.appendingPathComponent(journalFolderName, isDirectory: true) }
 }

@@ -88,19 +88,39 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     }
 }
 
-/// The eviction after every build: least recently used unlisted audio goes
-/// until the AudioCache fits in `cacheMaxMB`. Audio that a current package
-/// lists is never evicted, so the cache may stay over budget when the live
-/// packages alone are bigger; a file already gone counts as evicted.
-enum AudioCacheEviction {
-    static func run(layout: Layout, budgets: Budgets, outputs: OutputCache, now: Date) throws -> (files: Int, bytes: Int64) {
+/// The one scan → plan → prune → evict sequence, for the eviction after
+/// every build and for `tourpack cache prune`: the AudioCache is scanned,
+/// the plan drops unlisted audio (least recently used first; with
+/// `overBudgetOnly`, only until it fits in `cacheMaxMB`, as a build does;
+/// otherwise also expired packages and old audio, as `cache prune` does),
+/// the output cache forgets what went, and the synthesis and tile caches
+/// evict to their own budgets. Audio that a current package lists is never
+/// removed. Blocking; call it with the root's lock held.
+public enum CacheMaintenance {
+    @discardableResult
+    public static func run(
+        layout: Layout, budgets: Budgets, state: BuildState?, now: Date, overBudgetOnly: Bool, dryRun: Bool = false
+    ) throws -> CachePrunePlan {
+        try run(
+            layout: layout, budgets: budgets, outputs: state?.outputs, synthesis: state?.synthesis, tiles: state?.tiles, now: now,
+            overBudgetOnly: overBudgetOnly, dryRun: dryRun)
+    }
+
+    static func run(
+        layout: Layout, budgets: Budgets, outputs: OutputCache?, synthesis: SynthesisCache? = nil, tiles: TileCache? = nil, now: Date,
+        overBudgetOnly: Bool, dryRun: Bool = false
+    ) throws -> CachePrunePlan {
         let inventory = try CacheInventory.scan(layout, now: now)
-        guard inventory.bytes > budgets.cacheMaxBytes else { return (0, 0) }
-        let lastUsed = try outputs.lastUsed(relativeTo: layout.root)
-        let plan = CachePrunePlan(inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: true)
+        let lastUsed = try outputs.map { try $0.lastUsed(relativeTo: layout.root) } ?? [:]
+        let plan = CachePrunePlan(inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: overBudgetOnly)
+        guard !dryRun else { return plan }
         try plan.apply(to: layout)
-        try outputs.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
-        return (plan.removals.count, plan.freedBytes)
+        try outputs?.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })
+        // The synthesis cache keeps its own budget, and drops chunks too old to reuse.
+        _ = try synthesis?.evict(toFit: budgets.synthesisCacheMaxBytes)
+        // So does the tile cache, least recently used tiles first.
+        _ = try tiles?.evict(toFit: budgets.tileCacheMaxBytes)
+        return plan
     }
 }
 
@@ -119,7 +139,7 @@ public enum CacheClearing {
         let layout = StateLayout(config)
         var freed: Int64 = 0
         let folders = [Layout.audioCacheFolder, Layout.offlineToursFolder].map { config.output.appendingPathComponent($0, isDirectory: true) }
-            + [layout.rootFolder.appendingPathComponent("staging"), layout.rootFolder.appendingPathComponent("journal"), layout.synthesisFolder,
+            + [layout.stagingFolder, layout.journalFolder, layout.synthesisFolder,
                layout.tileFolder]
         for folder in folders {
             freed += CacheStatistics.folderBytes(folder)

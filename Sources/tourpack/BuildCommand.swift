@@ -81,7 +81,7 @@ struct Build: AsyncParsableCommand {
         do {
             let chunker = planner.chunker
             let synthesizer = try HTTPSpeechSynthesizer(
-                settings: config.tts, environment: ProcessInfo.processInfo.environment, splitter: { chunker.split($0) })
+                settings: config.tts, splitter: { chunker.split($0) })
             var builderOptions = Builder.Options()
             builderOptions.waitForLock = !noWait
             builderOptions.now = CommandClock.now

@@ -108,7 +108,7 @@ enum CommandClock {
 /// so a plan never creates a state folder.
 enum StateView {
     static func existing(_ config: PipelineConfig) throws -> BuildState? {
-        let account = QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+        let account = QuotaAccount(settings: config.tts)
         return try BuildState.existing(config: config, account: account, clock: CommandClock.now)
     }
 

@@ -35,7 +35,7 @@ struct Quota: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let account = QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+        let account = QuotaAccount(settings: config.tts)
         let month = QuotaLedger.month(of: CommandClock.now())
         var released = 0
         var settled = 0

@@ -21,9 +21,9 @@ struct ConfigFixture {
         return url
     }
 
-    func load(_ yaml: String, overrides: PipelineOverrides = .init()) throws -> PipelineConfig {
+    func load(_ yaml: String, overrides: PipelineOverrides = .init(), environment: [String: String] = [:]) throws -> PipelineConfig {
         let url = try write("pipelines/p.yaml", yaml)
-        return try PipelineLoader.load(url, overrides: overrides, workingDirectory: root)
+        return try PipelineLoader.load(url, overrides: overrides, workingDirectory: root, environment: environment)
     }
 
     func errors(_ yaml: String, overrides: PipelineOverrides = .init()) -> [String] {
@@ -174,10 +174,16 @@ struct ConfigFixture {
     @Test func settledConfigurationNamesTheKeyVariableButNeverItsValue() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
-        let config = try fixture.load(Self.minimal + "tts: {apiKeyEnv: MY_TTS_KEY}\n")
-        let text = config.settledDescription(environment: ["MY_TTS_KEY": "sk-secret-sentinel-42"])
+        let config = try fixture.load(Self.minimal + "tts: {apiKeyEnv: MY_TTS_KEY}\n", environment: ["MY_TTS_KEY": "sk-secret-sentinel-42"])
+        // Read once, at load: the key is in the configuration, and nothing prints it.
+        #expect(config.tts.apiKey?.value == "sk-secret-sentinel-42")
+        let text = config.settledDescription()
         #expect(text.contains("key from $MY_TTS_KEY (set)"))
-        #expect(!text.contains("sk-secret-sentinel-42"))
+        for shown in [text, "\(config)", String(reflecting: config), "\(config.tts)"] {
+            #expect(!shown.contains("sk-secret-sentinel-42"))
+        }
+        let unset = try fixture.load(Self.minimal + "tts: {apiKeyEnv: MY_TTS_KEY}\n", environment: [:])
+        #expect(unset.tts.apiKey == nil && unset.settledDescription().contains("key from $MY_TTS_KEY (not set)"))
     }
 
     @Test func yamlSyntaxErrorIsReported() throws {

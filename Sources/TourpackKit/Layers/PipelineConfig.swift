@@ -50,13 +50,16 @@ public struct PipelineConfig: Sendable, Hashable {
     public var pronunciationDialect: PronunciationDialect { PronunciationDialect(api: tts.api, voice: voice) }
 }
 
-/// How to reach the TTS endpoint. The key itself is never stored here, only
-/// the name of the environment variable that holds it.
+/// How to reach the TTS endpoint. The pipeline file names the environment
+/// variable that holds the key (`apiKeyEnv`); the key is read from it once,
+/// when the pipeline is loaded, into `apiKey`, which never prints.
 public struct TTSSettings: Sendable, Hashable {
     public var api: TTSAPI
     /// Base URL; Google: `POST {endpoint}/v1/text:synthesize`.
     public var endpoint: String
     public var apiKeyEnv: String?
+    /// The key `apiKeyEnv` named, as the environment held it at load time; nil when unset.
+    public var apiKey: Secret?
     /// Requests in flight at most.
     public var concurrency: Int
     /// Requests started per minute at most, across all concurrent work.

@@ -55,8 +55,11 @@ public enum PipelineLoader {
         "concurrency", "requestsPerSecond", "maxAgeDays",
     ]
 
+    /// - Parameter environment: where the variables that `apiKeyEnv` settings
+    ///   name are read, once, here; the process's own by default.
     public static func load(
-        _ url: URL, overrides: PipelineOverrides = .init(), workingDirectory: URL? = nil
+        _ url: URL, overrides: PipelineOverrides = .init(), workingDirectory: URL? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(DiagnosticsError) -> PipelineConfig {
         let cwd = workingDirectory ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
         let file = url.isFileURL && url.path.hasPrefix("/") ? url : URL(fileURLWithPath: url.path, relativeTo: cwd)
@@ -202,6 +205,9 @@ public enum PipelineLoader {
         LexiconLoader.checkSpeakable(lexicons, api: tts.api, voice: voice, into: &diagnostics)
 
         try diagnostics.throwIfErrors()
+        // The keys, read once: nothing after this reads the environment for them.
+        tts.apiKey = tts.apiKeyEnv.flatMap { Secret(environment[$0]) }
+        if let name = maps.source?.apiKeyEnv { maps.source?.apiKey = Secret(environment[name]) }
         return PipelineConfig(
             sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
             voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,

@@ -3,21 +3,21 @@ public import Foundation
 extension PipelineConfig {
     /// The configuration a run settled on, for the top of its output.
     ///
-    /// It names the variable that holds the API key and whether it is set,
-    /// never the key's value.
-    public func settledDescription(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    /// It names the variable that holds the API key and whether the loader
+    /// found it set, never the key's value.
+    public func settledDescription() -> String {
         let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
         func shown(_ url: URL) -> String { TourLoader.relativePath(of: url, to: cwd) }
         let keyLine: String
         if let name = tts.apiKeyEnv {
-            keyLine = "key from $\(name) (\(environment[name].map { $0.isEmpty ? "empty" : "set" } ?? "not set"))"
+            keyLine = "key from $\(name) (\(tts.apiKey == nil ? "not set" : "set"))"
         } else {
             keyLine = "no key"
         }
         var tiles = "no tile source: packages carry the coverage only"
         if let source = maps.source {
             let key = source.apiKeyEnv.map { name in
-                "key from $\(name) (\(environment[name].map { $0.isEmpty ? "empty" : "set" } ?? "not set")) in "
+                "key from $\(name) (\(source.apiKey == nil ? "not set" : "set")) in "
                     + (source.apiKeyHeader.map { "header \($0)" } ?? "query \(source.apiKeyParam)")
             } ?? "no key"
             switch source.location {

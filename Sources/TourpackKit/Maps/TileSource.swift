@@ -60,6 +60,8 @@ public struct TileSource: Sendable, Hashable {
     /// From the template's extension or `format:`; for an extract, its metadata.
     public var format: TileFormat
     public var apiKeyEnv: String?
+    /// The key `apiKeyEnv` named, read once when the pipeline is loaded; nil when unset.
+    public var apiKey: Secret?
     /// The query parameter the key goes in, unless `apiKeyHeader` is set.
     public var apiKeyParam: String
     /// Send the key in this header instead of the query.

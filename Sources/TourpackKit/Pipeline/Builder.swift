@@ -74,7 +74,7 @@ public struct Builder: Sendable {
     }
 
     var account: QuotaAccount {
-        options.account ?? QuotaAccount(settings: config.tts, environment: ProcessInfo.processInfo.environment)
+        options.account ?? QuotaAccount(settings: config.tts)
     }
 
     /// Builds every tour of `plan` and reports through `events`, in order.
@@ -255,15 +255,12 @@ public struct Builder: Sendable {
         var extract: MBTilesReader?
         switch source.location {
         case .url(let template):
-            var key: String?
-            if let variable = source.apiKeyEnv {
-                guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
-                    throw TourpackError.invalidInput("maps.source.apiKeyEnv: the environment variable \(variable) is not set")
-                }
-                key = value
+            // The key the loader read; a named variable that was unset is a configuration error.
+            if let variable = source.apiKeyEnv, source.apiKey == nil {
+                throw TourpackError.invalidInput("maps.source.apiKeyEnv: the environment variable \(variable) is not set")
             }
             fetcher = try TileFetcher(
-                source: source, template: template, apiKey: key, retry: options.tileRetry ?? RetryPolicy(settings: config.tts),
+                source: source, template: template, apiKey: source.apiKey?.value, retry: options.tileRetry ?? RetryPolicy(settings: config.tts),
                 timeoutSeconds: config.tts.timeoutSeconds, clock: options.now)
         case .mbtiles(let file):
             do { extract = try MBTilesReader(file) } catch {

@@ -21,8 +21,9 @@ public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The account of a pipeline's endpoint, with the key from the variable it names.
-    public init(settings: TTSSettings, environment: [String: String]) {
-        self.init(endpoint: settings.endpoint, apiKey: settings.apiKeyEnv.flatMap { environment[$0] })
+    /// The account of the endpoint and the key the pipeline's loader read.
+    public init(settings: TTSSettings) {
+        self.init(endpoint: settings.endpoint, apiKey: settings.apiKey?.value)
     }
 
     public var description: String { id }

@@ -56,18 +56,22 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         self.splitter = splitter
     }
 
-    /// Reads the key from the environment variable `settings.apiKeyEnv` names
-    /// (no key when it names none). A named variable that is unset or empty
-    /// is a configuration error (exit 2) that names the variable, never a value.
-    public init(settings: TTSSettings, environment: [String: String], splitter: Splitter? = nil, options: Options = Options()) throws {
-        var key: String?
-        if let variable = settings.apiKeyEnv, !variable.isEmpty {
-            guard let value = environment[variable], !value.isEmpty else {
-                throw TourpackError.invalidInput("tts.apiKeyEnv: the environment variable \(variable) is not set")
-            }
-            key = value
+    /// Takes the key the pipeline's loader read (`settings.apiKey`). A
+    /// variable named in `apiKeyEnv` that was unset or empty is a
+    /// configuration error (exit 2) that names the variable, never a value.
+    public init(settings: TTSSettings, splitter: Splitter? = nil, options: Options = Options()) throws {
+        if let variable = settings.apiKeyEnv, settings.apiKey == nil {
+            throw TourpackError.invalidInput("tts.apiKeyEnv: the environment variable \(variable) is not set")
         }
-        try self.init(settings: settings, apiKey: key, splitter: splitter, options: options)
+        try self.init(settings: settings, apiKey: settings.apiKey?.value, splitter: splitter, options: options)
+    }
+
+    /// For settings made by hand rather than loaded: reads the key from
+    /// `environment`, then as `init(settings:splitter:options:)`.
+    public init(settings: TTSSettings, environment: [String: String], splitter: Splitter? = nil, options: Options = Options()) throws {
+        var settings = settings
+        settings.apiKey = settings.apiKey ?? settings.apiKeyEnv.flatMap { Secret(environment[$0]) }
+        try self.init(settings: settings, splitter: splitter, options: options)
     }
 
     /// Counters since this synthesizer was made, shared by all its copies.

@@ -294,8 +294,13 @@ import Glibc
         }
         #expect((try server.stats()["faultsInjected"] as? [String: Int])?["held"] == 1)
         // With one request in flight at a time, the held one is the only one:
-        // the answers before it have long been kept and settled by now.
-        Thread.sleep(forTimeInterval: 1)
+        // wait until every answer before it is kept and settled (the ledger
+        // says what the server spoke), not for a fixed time.
+        let settledBy = Date().addingTimeInterval(60)
+        while Date() < settledBy,
+              (try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]?["used"] as? Int) != (try Self.characters(server)) {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         build.signal(SIGKILL)
         _ = build.finish()
         let spokenBeforeKill = try Self.characters(server)

@@ -197,7 +197,7 @@ import Glibc
         let tiles = try LocalTileServer(flags: ["--empty-every", "3", "--empty-status", status])
         let workspace = try Self.workspace(source: Self.source(tiles))
         let result = try workspace.build(voice)
-        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         for manifest in try Self.manifests(workspace).values {
             let map = manifest.mapTiles
             let tour = try Self.loadTour(workspace.root.appendingPathComponent("tours/\(manifest.tourId == Self.northID ? "north" : "south").json"))

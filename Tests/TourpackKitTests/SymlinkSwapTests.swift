@@ -105,4 +105,22 @@ import Glibc
         #expect(throws: TourpackError.self) { try AtomicFile.fill(link, with: Array("new".utf8)) }
         #expect(try Data(contentsOf: target) == Data("keep".utf8))
     }
+
+    /// Eviction and `cache prune` delete through the same walk: a tour folder
+    /// swapped for a link after the scan is refused, and the file it points
+    /// at outside the root is left alone.
+    @Test func pruningThroughASwappedInLinkIsRefused() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(at: scratch.tourFolder, withIntermediateDirectories: true)
+        try Data("stale".utf8).write(to: scratch.tourFolder.appendingPathComponent("p_Detailed.m4a"))
+        let layout = Layout(root: scratch.output)
+        let plan = CachePrunePlan(inventory: try CacheInventory.scan(layout, now: Date()), budgets: Budgets(cacheMaxMB: 0), now: Date())
+        #expect(plan.removals.map(\.path) == ["AudioCache/t/p_Detailed.m4a"])
+
+        try Data("precious".utf8).write(to: scratch.outside.appendingPathComponent("p_Detailed.m4a"))
+        try scratch.swapForLink(scratch.tourFolder)
+        #expect(throws: (any Error).self) { try plan.apply(to: layout) }
+        #expect(scratch.outsideEntries == ["p_Detailed.m4a"], "a file outside the root was deleted")
+    }
 }

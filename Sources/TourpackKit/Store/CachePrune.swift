@@ -78,7 +78,8 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
             if removal.reason == "expired package" {
                 try Layout.removePackage(at: url)
             } else {
-                try AtomicFile.remove(url)
+                // Reached from the root through real folders only: a symlink swapped in is refused, never followed out of the root.
+                try AtomicFile.remove(url, under: layout.root)
                 touched.insert(url.deletingLastPathComponent().path)
             }
         }

@@ -26,6 +26,10 @@ public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A map tile could not be fetched: its z/x/y, the URL without its key,
     /// the HTTP status when there was one, and why. Fails its tour only.
     case mapDownloadFailed(tile: String, url: String, status: Int?, message: String)
+    /// The shared object store (`state.objects`) failed an operation: the
+    /// verb, the object's URL (no query, no user info), the HTTP status when
+    /// there was one, and the server's message scrubbed of both keys.
+    case objectStorageFailed(operation: String, object: String, status: Int?, message: String)
 
     public var description: String {
         switch self {
@@ -51,6 +55,9 @@ public enum TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
         case .mapDownloadFailed(let tile, let url, let status, let message):
             let answer = status.map { "HTTP \($0): " } ?? ""
             return "mapDownloadFailed: tile \(tile) (\(url)): \(answer)\(message)"
+        case .objectStorageFailed(let operation, let object, let status, let message):
+            let answer = status.map { "HTTP \($0): " } ?? ""
+            return "object storage: \(operation) \(object) failed: \(answer)\(message)"
         }
     }
 

@@ -48,11 +48,14 @@ extension PipelineLoader {
         var valid = true
         let endpoint = reader.string(map["endpoint"], at: "state.objects.endpoint")
         if let endpoint {
-            if let components = URLComponents(string: endpoint), components.user != nil || components.password != nil {
+            // Neither message quotes the value: a key pasted into it
+            // (`https://ACCESS:SECRET@host`, a secret with a `/` in it) may
+            // not even parse as a URL.
+            if endpoint.contains("@") {
                 reader.error("state.objects.endpoint", "credentials in the endpoint URL are not allowed; put the keys in the variables accessKeyEnv and secretKeyEnv name")
                 valid = false
-            } else if let problem = endpointProblem(endpoint) {
-                reader.error("state.objects.endpoint", problem)
+            } else if endpointProblem(endpoint) != nil {
+                reader.error("state.objects.endpoint", "not an http(s) base URL (no query, no credentials) like https://s3.eu-central-1.amazonaws.com")
                 valid = false
             }
         } else if map["endpoint"] == nil {
@@ -65,8 +68,8 @@ extension PipelineLoader {
         } else if bucket == nil, map["bucket"] == nil {
             reader.error("state.objects.bucket", "missing required field")
         }
-        guard let endpoint, let bucket, valid else { return nil }
-        var settings = ObjectStoreSettings(endpoint: endpoint, bucket: bucket)
+        // Every field is checked, so one run lists every problem.
+        var settings = ObjectStoreSettings(endpoint: endpoint ?? "", bucket: bucket ?? "")
         if let prefix = reader.string(map["prefix"], at: "state.objects.prefix") {
             if isObjectPrefix(prefix) { settings.prefix = prefix } else {
                 reader.error("state.objects.prefix", "a prefix takes A-Z, a-z, 0-9, '-', '.', '_', '~' and '/', does not start with '/', and is at most 512 characters")
@@ -85,7 +88,7 @@ extension PipelineLoader {
         if let name = reader.string(map["secretKeyEnv"], at: "state.objects.secretKeyEnv") {
             if isEnvironmentName(name) { settings.secretKeyEnv = name } else { reader.error("state.objects.secretKeyEnv", notAnEnvironmentName) }
         }
-        return settings
+        return endpoint != nil && bucket != nil && valid ? settings : nil
     }
 
     /// S3's bucket naming rules, the part that matters for a path-style URL.
@@ -107,6 +110,11 @@ extension PipelineLoader {
     /// Why a PostgreSQL URL is unusable, or nil. A password in it is refused
     /// (and not quoted back): it belongs in the variable `passwordEnv` names.
     static func postgresProblem(_ url: String) -> String? {
+        // Checked on the text first: a password with a `/` in it does not
+        // even parse as one. Any `:` before the last `@` is a password.
+        if let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at, url[scheme.upperBound..<at].contains(":") {
+            return "a password in the URL is not allowed; put it in the variable passwordEnv names (default PGPASSWORD)"
+        }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
               scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty else {
             return "not a PostgreSQL URL like postgresql://tourpack@db.internal:5432/tourpack"

@@ -138,7 +138,11 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if connectList != nil { try easy.set(CURLOPT_CONNECT_TO, pointer: UnsafeRawPointer(connectList)) }
         // "Expect:" off: waiting for 100-continue costs a round trip per request.
-        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+        // Not on a signed request: libcurl 7.88 signs that removal entry as an
+        // empty `expect` header it never sends. libcurl asks for 100-continue
+        // only above 1 MB of POST fields, where a PUT's 412 comes back before the body.
+        let removals = request.signing == nil ? ["Expect:"] : []
+        for line in request.headers.map({ "\($0.name): \($0.value)" }) + removals {
             guard let appended = curl_slist_append(headerList, line) else { throw .unusable("curl_slist_append failed") }
             headerList = appended
         }

@@ -14,8 +14,8 @@ struct MotoServer {
     var endpoint: String { "http://127.0.0.1:\(port)" }
 
     /// Runs `body` against a fresh server.
-    static func with<T>(_ body: (MotoServer) async throws -> T) async throws -> T {
-        let server = try await start()
+    static func with<T>(environment: [String: String] = [:], _ body: (MotoServer) async throws -> T) async throws -> T {
+        let server = try await start(environment: environment)
         defer { server.stop() }
         return try await body(server)
     }
@@ -27,7 +27,7 @@ struct MotoServer {
         process.waitUntilExit()
     }
 
-    static func start() async throws -> MotoServer {
+    static func start(environment: [String: String] = [:]) async throws -> MotoServer {
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         check.arguments = ["python3", "-c", "import moto.server, flask"]
@@ -41,6 +41,7 @@ struct MotoServer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -93,6 +94,23 @@ struct MotoServer {
         let created = try await HTTPTransport(maxConnections: 1).perform(request).get()
         guard created.status == 200 else { throw TestFailure("could not create bucket \(bucket): HTTP \(created.status)") }
         return store
+    }
+}
+
+/// Runs a tool to its end, reading its output before waiting (a chatty tool cannot stall on a full pipe).
+enum ToolRun {
+    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
     }
 }
 
@@ -172,6 +190,51 @@ struct TestFailure: Error, CustomStringConvertible {
             let bare = try await store.exchange(.put, "bare.flac", body: bytes, headers: [(name: "Content-Type", value: "application/octet-stream")], operation: "PUT")
             #expect(bare.status == 200)
             #expect(try await store.get("bare.flac") == nil)
+        }
+    }
+
+    /// moto checks SigV4 signatures once `INITIAL_NO_AUTH_ACTION_COUNT`
+    /// requests have passed unchecked. boto3 (moto's own dependency) spends
+    /// them making an IAM user with a key pair and the bucket; then every
+    /// request libcurl signs for the store is verified the way botocore
+    /// signs, and a wrong secret is refused.
+    static let bootstrap = """
+        import boto3, json, sys
+        kw = dict(endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+        iam = boto3.client("iam", **kw)
+        iam.create_user(UserName="tourpack")
+        iam.put_user_policy(UserName="tourpack", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="tourpack")["AccessKey"]
+        boto3.client("s3", **kw).create_bucket(Bucket=sys.argv[2])
+        print(key["AccessKeyId"], key["SecretAccessKey"])
+        """
+
+    @Test func aServerThatChecksSignaturesAcceptsTheStoresRequests() async throws {
+        try await MotoServer.with(environment: ["INITIAL_NO_AUTH_ACTION_COUNT": "4"]) { moto in
+            let made = try ToolRun.run("python3", ["-c", Self.bootstrap, moto.endpoint, "verified"])
+            let keys = made.stdout.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            guard made.status == 0, keys.count == 2 else { throw TestFailure("bootstrap failed: \(made.stderr)") }
+            let settings = ObjectStoreSettings(endpoint: moto.endpoint, bucket: "verified", prefix: "synthesis/")
+            let store = try ObjectStore(settings: settings, environment: ["AWS_ACCESS_KEY_ID": keys[0], "AWS_SECRET_ACCESS_KEY": keys[1]])
+            let (file, bytes) = try Self.flacFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(try await store.put("ab/chunk.flac", file: file) == .stored)
+            #expect(try await store.put("ab/chunk.flac", bytes: bytes) == .alreadyStored)
+            #expect(try await store.head("ab/chunk.flac")?.bytes == bytes.count)
+            #expect(try await store.get("ab/chunk.flac") == bytes)
+            try await store.delete("ab/chunk.flac")
+            #expect(try await store.get("ab/chunk.flac") == nil)
+
+            let wrongSecret = keys[1] + "x"
+            let forged = try ObjectStore(settings: settings, environment: ["AWS_ACCESS_KEY_ID": keys[0], "AWS_SECRET_ACCESS_KEY": wrongSecret])
+            do {
+                _ = try await forged.get("ab/chunk.flac")
+                Issue.record("a request signed with the wrong secret was accepted")
+            } catch {
+                #expect("\(error)".contains("HTTP 403: SignatureDoesNotMatch"), "\(error)")
+                #expect(!"\(error)".contains(wrongSecret) && !"\(error)".contains(keys[0]), "\(error)")
+            }
         }
     }
 

@@ -3,8 +3,9 @@ import Testing
 @testable import TourpackKit
 
 /// libcurl's SigV4 (`CURLOPT_AWS_SIGV4`), as the object store uses it, held
-/// to AWS's published "aws-sig-v4-test-suite". The local S3 server (moto)
-/// does not check signatures, so this is where signing is proven.
+/// to AWS's published "aws-sig-v4-test-suite". moto checks S3 signatures
+/// only in its IAM mode (`ObjectStoreTests`), and then against botocore's
+/// signer rather than AWS's own vectors, so this is where signing is proven.
 ///
 /// libcurl computes the signature internally, so each vector is sent for
 /// real: to `http://example.amazonaws.com/…`, routed to a loopback

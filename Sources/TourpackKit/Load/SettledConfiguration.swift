@@ -56,7 +56,7 @@ extension PipelineConfig {
         func variable(_ name: String) -> String { "$\(name) (\(environment[name].map { $0.isEmpty ? "empty" : "set" } ?? "not set"))" }
         var lines: [String] = []
         if let objects = shared.objects {
-            lines.append("          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv))")
+            lines.append("          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet")
         }
         if let postgres = shared.postgres {
             lines.append("          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · not used by this build yet")

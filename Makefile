@@ -41,15 +41,17 @@ setup:
 # Python modules the tests use to check output as its consumers would
 # (package.json against its JSON Schema, validate's JUnit XML as CI reads it),
 # an independent tile math for the map selections (mercantile, shapely), and
-# the TTS services' own client libraries, which drive serve-tts. Each entry is
+# the TTS services' own client libraries, which drive serve-tts, and moto's
+# S3 server, the object store the shared synthesis cache is tested against
+# (moto.server imports only with the [server] extra). Each entry is
 # import-name:pip-name, since the two differ for Google's library; a module
 # that imports is not installed again.
 PY_MODULES := jsonschema:jsonschema junitparser:junitparser mercantile:mercantile shapely:shapely \
-	google.cloud.texttospeech:google-cloud-texttospeech openai:openai
+	google.cloud.texttospeech:google-cloud-texttospeech openai:openai moto.server:moto[server]
 setup-test: setup
 	@for entry in $(PY_MODULES); do \
 		module=$${entry%%:*}; package=$${entry##*:}; \
-		python3 -c "import $$module" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check $$package \
+		python3 -c "import $$module" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "$$package" \
 			|| { echo "setup-test: could not install $$package from PyPI (needed for 'import $$module')" >&2; exit 1; }; \
 	done
 

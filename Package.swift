@@ -101,7 +101,8 @@ let package = Package(
         // MARK: Tests
         .testTarget(
             name: "TourpackKitTests",
-            dependencies: ["TourpackKit", .product(name: "GRDB", package: "GRDB.swift")],
+            // Yams: the deploy/ manifests are checked by parsing them.
+            dependencies: ["TourpackKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams")],
             resources: [.copy("Resources")]
         ),
         .testTarget(

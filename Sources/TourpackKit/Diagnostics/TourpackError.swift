@@ -35,6 +35,8 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         case stateFailed
         /// A map tile could not be fetched. Fails its tour only.
         case mapDownloadFailed
+        /// The shared object store (`state.objects`) failed an operation.
+        case objectStorageFailed
         /// Something tourpack itself got wrong: a bug, never the user's input.
         case internalInvariant
 
@@ -45,7 +47,7 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
             case .budgetExceeded: return ExitStatus.budget
             case .cancelled: return ExitStatus.cancelled
             case .networkUnavailable, .audioGenerationFailed, .storageFailed, .alreadyBuilding, .audioEncodingFailed,
-                 .stateFailed, .mapDownloadFailed, .internalInvariant:
+                 .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant:
                 return ExitStatus.failure
             }
         }
@@ -129,6 +131,9 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         case .mapDownloadFailed:
             let answer = c.status.map { "HTTP \($0): " } ?? ""
             return "mapDownloadFailed: tile \(c.tile ?? "?") (\(c.url ?? "?")): \(answer)\(message)"
+        case .objectStorageFailed:
+            let answer = c.status.map { "HTTP \($0): " } ?? ""
+            return "object storage: \(c.operation ?? "?") \(c.url ?? "?") failed: \(answer)\(message)"
         case .internalInvariant:
             return "internal error (a bug in tourpack, please report it): \(message)"
         }
@@ -179,6 +184,12 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
 
     public static func mapDownloadFailed(tile: String, url: String, status: Int?, message: String) -> TourpackError {
         TourpackError(.mapDownloadFailed, message, context: Context(url: url, status: status, tile: tile))
+    }
+
+    /// The object store failed `operation` on `object` (its URL without query
+    /// or user info), with the server's message scrubbed of both keys.
+    public static func objectStorageFailed(operation: String, object: String, status: Int?, message: String) -> TourpackError {
+        TourpackError(.objectStorageFailed, message, context: Context(operation: operation, url: object, status: status))
     }
 
     /// Something that cannot happen did: exit 1, and the message says it is ours.

@@ -17,6 +17,9 @@ public struct PipelineConfig: Sendable, Hashable {
     public var output: URL
     /// Cache index, quota ledger, build records. Never under `output`.
     public var state: URL
+    /// What `state:` names beyond the local folder (object storage,
+    /// PostgreSQL, scratch); all nil on one machine.
+    public var shared: SharedStateSettings
     public var budgets: Budgets
     public var maps: MapSettings
     public var chunking: ChunkingSettings
@@ -28,7 +31,8 @@ public struct PipelineConfig: Sendable, Hashable {
     public init(
         sourceFile: URL, version: Int, tourGlobs: [String], voiceFile: URL?, voice: VoicePreset,
         formats: [AudioFormat], tts: TTSSettings, output: URL, state: URL, budgets: Budgets,
-        maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings, lexicons: [Lexicon] = []
+        maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings, lexicons: [Lexicon] = [],
+        shared: SharedStateSettings = .init()
     ) {
         self.sourceFile = sourceFile
         self.version = version
@@ -44,6 +48,7 @@ public struct PipelineConfig: Sendable, Hashable {
         self.chunking = chunking
         self.audio = audio
         self.lexicons = lexicons
+        self.shared = shared
     }
 
     /// How lexemes are written for this endpoint and voice.

@@ -113,8 +113,9 @@ public enum PipelineLoader {
         let output = overrides.output.map { resolve($0, against: cwd) }
             ?? reader.string(map["output"], at: "output").map { resolve($0, against: base) }
             ?? resolve("../build/Documents", against: base)
+        let stateSection = readState(map["state"], base: base, reader: &reader)
         let state = overrides.state.map { resolve($0, against: cwd) }
-            ?? reader.string(map["state"], at: "state").map { resolve($0, against: base) }
+            ?? stateSection.path
             ?? resolve("../build/state", against: base)
         if isInside(state, output) {
             reader.error("state", "the state folder (\(state.path)) must lie outside the output root (\(output.path)), which holds only what ships")
@@ -211,7 +212,7 @@ public enum PipelineLoader {
         return PipelineConfig(
             sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
             voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,
-            chunking: chunking, audio: audio, lexicons: lexicons
+            chunking: chunking, audio: audio, lexicons: lexicons, shared: stateSection.shared
         )
     }
 

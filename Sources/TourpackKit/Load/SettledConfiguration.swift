@@ -5,7 +5,9 @@ extension PipelineConfig {
     ///
     /// It names the variable that holds the API key and whether the loader
     /// found it set, never the key's value.
-    public func settledDescription() -> String {
+    /// - Parameter environment: only says whether the shared state's key
+    ///   variables are set; the API keys were read when the pipeline was loaded.
+    public func settledDescription(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
         func shown(_ url: URL) -> String { TourLoader.relativePath(of: url, to: cwd) }
         let keyLine: String
@@ -39,6 +41,7 @@ extension PipelineConfig {
             "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
             "output    \(shown(output))",
             "state     \(shown(state))",
+        ] + sharedStateLines(environment: environment, shown: shown) + [
             "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · tile cache \(budgets.tileCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
             "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.selection.rawValue) · at most \(PlanReport.grouped(maps.maxTiles)) tiles a package · \(maps.tileKB) KB/tile",
             "          \(tiles)",
@@ -47,6 +50,21 @@ extension PipelineConfig {
         ]
         lines = lines.map { "  " + $0 }
         return (["configuration:"] + lines).joined(separator: "\n")
+    }
+
+    /// The shared parts of `state:`, when named: the bucket and the names of
+    /// the variables holding the keys (set or not), never a key.
+    func sharedStateLines(environment: [String: String], shown: (URL) -> String) -> [String] {
+        func variable(_ name: String) -> String { "$\(name) (\(environment[name].map { $0.isEmpty ? "empty" : "set" } ?? "not set"))" }
+        var lines: [String] = []
+        if let objects = shared.objects {
+            lines.append("          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet")
+        }
+        if let postgres = shared.postgres {
+            lines.append("          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · not used by this build yet")
+        }
+        if let scratch = shared.scratch { lines.append("          scratch \(shown(scratch))") }
+        return lines
     }
 
     /// The lexicons in the order they apply, and how they are written for this endpoint.

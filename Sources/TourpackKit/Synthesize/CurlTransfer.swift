@@ -60,6 +60,8 @@ final class CurlEasy {
 final class CurlTransfer: @unchecked Sendable {
     let easy: CurlEasy
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// `CURLOPT_CONNECT_TO`'s list, when the request has one.
+    private var connectList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private let maxResponseBytes: Int
     private var body: [UInt8] = []
@@ -88,6 +90,7 @@ final class CurlTransfer: @unchecked Sendable {
     deinit {
         if spoolDescriptor >= 0 { close(spoolDescriptor) }
         curl_slist_free_all(headerList)
+        curl_slist_free_all(connectList)
         errorBuffer.deallocate()
     }
 
@@ -110,13 +113,36 @@ final class CurlTransfer: @unchecked Sendable {
         case .get:
             try easy.set(CURLOPT_HTTPGET, 1)
         case .post:
-            try easy.set(CURLOPT_POST, 1)
-            try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
-            let copied = request.body.withUnsafeBytes { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
-            guard copied == CURLE_OK else { throw .unusable("could not attach the request body") }
+            try attachBody(request.body)
+        case .put:
+            // A body from memory, sent as POST fields under another verb:
+            // libcurl's SigV4 hashes POST fields for the payload, where a
+            // read callback's body would go unhashed.
+            try attachBody(request.body)
+            try easy.set(CURLOPT_CUSTOMREQUEST, "PUT")
+        case .head:
+            try easy.set(CURLOPT_NOBODY, 1)
+        case .delete:
+            try easy.set(CURLOPT_HTTPGET, 1)
+            try easy.set(CURLOPT_CUSTOMREQUEST, "DELETE")
         }
+        if let signing = request.signing {
+            // Separate user and password options: a colon in either cannot split them wrongly.
+            try easy.set(CURLOPT_AWS_SIGV4, signing.provider)
+            try easy.set(CURLOPT_USERNAME, signing.accessKey)
+            try easy.set(CURLOPT_PASSWORD, signing.secretKey)
+        }
+        for entry in request.connectTo {
+            guard let appended = curl_slist_append(connectList, entry) else { throw .unusable("curl_slist_append failed") }
+            connectList = appended
+        }
+        if connectList != nil { try easy.set(CURLOPT_CONNECT_TO, pointer: UnsafeRawPointer(connectList)) }
         // "Expect:" off: waiting for 100-continue costs a round trip per request.
-        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+        // Not on a signed request: libcurl 7.88 signs that removal entry as an
+        // empty `expect` header it never sends. libcurl asks for 100-continue
+        // only above 1 MB of POST fields, where a PUT's 412 comes back before the body.
+        let removals = request.signing == nil ? ["Expect:"] : []
+        for line in request.headers.map({ "\($0.name): \($0.value)" }) + removals {
             guard let appended = curl_slist_append(headerList, line) else { throw .unusable("curl_slist_append failed") }
             headerList = appended
         }
@@ -128,6 +154,17 @@ final class CurlTransfer: @unchecked Sendable {
         else { throw .unusable("could not install curl callbacks") }
         try easy.set(CURLOPT_WRITEDATA, pointer: me)
         try easy.set(CURLOPT_HEADERDATA, pointer: me)
+    }
+
+    private func attachBody(_ body: [UInt8]) throws(TransportFailure) {
+        try easy.set(CURLOPT_POST, 1)
+        try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(body.count))
+        // An empty array may have no address, and NULL POST fields make
+        // libcurl read the body from stdin: point it at an empty string.
+        let copied = body.isEmpty
+            ? "".withCString { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0) }
+            : body.withUnsafeBytes { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
+        guard copied == CURLE_OK else { throw .unusable("could not attach the request body") }
     }
 
     private static func milliseconds(_ seconds: Double) -> Int { max(1, Int((seconds * 1000).rounded(.up))) }

@@ -1,12 +1,13 @@
 import Foundation
 
-/// One HTTP request as the transport sends it: a POST with a body (TTS), or
-/// a GET (map tiles).
+/// One HTTP request as the transport sends it: a POST with a body (TTS), a
+/// GET (map tiles), or a PUT, GET, HEAD or DELETE of an object (the shared
+/// synthesis cache in S3-compatible storage).
 ///
 /// Header values may hold the API key, so `description` lists header names
 /// only: this value can be logged or printed without leaking anything.
 struct HTTPRequestSpec: Sendable, CustomStringConvertible {
-    enum Method: String, Sendable { case get = "GET", post = "POST" }
+    enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", head = "HEAD", delete = "DELETE" }
 
     var method: Method = .post
     var url: String
@@ -22,6 +23,14 @@ struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     /// When set, a 2xx body is written to this file as it arrives instead
     /// of being held in memory (a chunk's audio); other bodies stay in memory.
     var spool: URL?
+    /// When set, libcurl signs the request with AWS Signature Version 4
+    /// (`CURLOPT_AWS_SIGV4`); nil leaves the request exactly as before.
+    var signing: AWSSigning?
+    /// `CURLOPT_CONNECT_TO` entries (`HOST:PORT:CONNECT-HOST:CONNECT-PORT`):
+    /// the exchange goes to another address while the URL, and so the
+    /// `Host` header and the signature, keep the name. The SigV4 test vectors
+    /// sign for `example.amazonaws.com` and are captured on loopback this way.
+    var connectTo: [String] = []
 
     static let defaultMaxResponseBytes = 64 * 1024 * 1024
 
@@ -36,6 +45,34 @@ struct HTTPRequestSpec: Sendable, CustomStringConvertible {
         if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
            !text[scheme.upperBound..<at].contains("/") {
             text.replaceSubrange(scheme.upperBound...at, with: "")
+        }
+        return text
+    }
+}
+
+/// What libcurl needs to sign a request with SigV4: the provider string
+/// (`aws:amz:<region>:<service>`) and the key pair.
+///
+/// The secret never prints, dumps or reflects itself; `scrub` removes both
+/// halves from any text that came from elsewhere (a server's message).
+struct AWSSigning: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    let region: String
+    let service: String
+    let accessKey: String
+    let secretKey: String
+
+    /// `CURLOPT_AWS_SIGV4`'s argument.
+    var provider: String { "aws:amz:\(region):\(service)" }
+
+    var description: String { "AWSSigning(\(provider), <redacted>)" }
+    var debugDescription: String { description }
+    var customMirror: Mirror { Mirror(self, children: []) }
+
+    /// `text` with the access key and the secret replaced, in case a server echoes either.
+    func scrub(_ text: String) -> String {
+        var text = text
+        for value in [secretKey, accessKey] where !value.isEmpty {
+            text = text.replacingOccurrences(of: value, with: "<redacted>")
         }
         return text
     }

@@ -1,0 +1,57 @@
+public import Foundation
+
+/// The parts of `state:` that reach beyond one machine (SPEC "Beyond one
+/// machine"). All nil by default: state is then one local folder, as it
+/// always was, and nothing here changes a build.
+public struct SharedStateSettings: Sendable, Hashable {
+    /// The synthesis cache in S3-compatible storage, shared by every worker.
+    public var objects: ObjectStoreSettings?
+    /// The PostgreSQL URL (no password) for the shared ledger and indexes.
+    /// Accepted and printed; the build does not use it yet.
+    public var postgres: String?
+    /// The variable holding PostgreSQL's password (default `PGPASSWORD`).
+    public var postgresPasswordEnv: String
+    /// Local staging and journals on a worker. Accepted and printed; when
+    /// `state.path` is absent it is the local state folder.
+    public var scratch: URL?
+
+    public static let defaultPostgresPasswordEnv = "PGPASSWORD"
+
+    public init(objects: ObjectStoreSettings? = nil, postgres: String? = nil, postgresPasswordEnv: String = defaultPostgresPasswordEnv, scratch: URL? = nil) {
+        self.objects = objects
+        self.postgres = postgres
+        self.postgresPasswordEnv = postgresPasswordEnv
+        self.scratch = scratch
+    }
+}
+
+/// Where the shared synthesis cache lives: an S3-compatible bucket, reached
+/// with path-style URLs (`endpoint/bucket/prefix+key`) so that AWS, MinIO
+/// and moto all serve it. The keys themselves are never here, only the
+/// names of the environment variables that hold them.
+public struct ObjectStoreSettings: Sendable, Hashable {
+    /// Base URL, e.g. `https://s3.eu-central-1.amazonaws.com`.
+    public var endpoint: String
+    public var bucket: String
+    /// Put before every object name; `synthesis/` keeps the cache apart from other users of the bucket.
+    public var prefix: String
+    /// The SigV4 signing region.
+    public var region: String
+    public var accessKeyEnv: String
+    public var secretKeyEnv: String
+
+    public static let defaultAccessKeyEnv = "AWS_ACCESS_KEY_ID"
+    public static let defaultSecretKeyEnv = "AWS_SECRET_ACCESS_KEY"
+
+    public init(
+        endpoint: String, bucket: String, prefix: String = "", region: String = "us-east-1",
+        accessKeyEnv: String = defaultAccessKeyEnv, secretKeyEnv: String = defaultSecretKeyEnv
+    ) {
+        self.endpoint = endpoint
+        self.bucket = bucket
+        self.prefix = prefix
+        self.region = region
+        self.accessKeyEnv = accessKeyEnv
+        self.secretKeyEnv = secretKeyEnv
+    }
+}

@@ -1,0 +1,66 @@
+public import Foundation
+public import NIOPosix
+
+/// The synthesis cache a fleet shares: this machine's `SynthesisCache` in
+/// front, an S3-compatible bucket (`ObjectStore`) behind it, so a chunk is
+/// spoken once across all workers (SPEC "Beyond one machine").
+///
+/// Objects are named `<prefix><key>.flac`, by the chunk's `SynthesisKey`.
+/// - `restore` is for a local miss: the bucket's copy, verified by the
+///   store's SHA-256 and then decoded here (a FLAC that does not decode, or
+///   is at another sample rate, is a miss), is kept in the local cache like
+///   a chunk just spoken, but paid for by nobody.
+/// - `share` is for a chunk just kept locally: it goes to the bucket with
+///   `If-None-Match: *`, so the first worker's copy stays.
+///
+/// **Boundary.** The build does not call these yet: `CachingSynthesizer`
+/// would call `restore` after its second local lookup misses (before
+/// reserving characters), and `share` after `adopt`, counting a store that
+/// cannot be reached as a miss rather than failing the item. Until then a
+/// pipeline without `state.objects` and one with it build the same way.
+public struct SharedSynthesisCache: Sendable {
+    public let local: SynthesisCache
+    public let objects: ObjectStore
+    /// SQLite, file and decode work runs here, never on the cooperative pool.
+    public let pool: NIOThreadPool
+
+    public init(local: SynthesisCache, objects: ObjectStore, pool: NIOThreadPool) {
+        self.local = local
+        self.objects = objects
+        self.pool = pool
+    }
+
+    /// The object's name under the store's prefix.
+    public static func objectKey(_ key: SynthesisKey) -> String { "\(key.hex).flac" }
+
+    /// The chunk from the bucket, kept in the local cache, or nil when the
+    /// bucket has no usable copy. Throws only when the store cannot be
+    /// reached or refuses us, or the local cache cannot be written.
+    public func restore(_ key: SynthesisKey, characters: Int, sampleRate: Int) async throws -> CachedChunk? {
+        guard let bytes = try await objects.get(Self.objectKey(key)) else { return nil }
+        let local = local
+        return try await pool.runIfActive {
+            let temp = try local.temporaryURL(for: key)
+            do {
+                try Data(bytes).write(to: temp)
+                var meter = ShapeMeter()
+                guard let rate = try? FLACFile.stream(temp, { meter.add($0) }), rate == sampleRate, meter.count > 0 else {
+                    AtomicFile.discard(temp: temp)
+                    return nil
+                }
+                return try local.adopt(temp, for: key, shape: meter.shape, sampleRate: rate, characters: characters, alongWith: nil)
+            } catch {
+                AtomicFile.discard(temp: temp)
+                throw error
+            }
+        }
+    }
+
+    /// Puts a locally kept chunk in the bucket unless a copy is there already.
+    @discardableResult
+    public func share(_ chunk: CachedChunk) async throws -> ObjectStore.PutOutcome {
+        let url = chunk.url
+        let bytes = try await pool.runIfActive { Array(try Data(contentsOf: url)) }
+        return try await objects.put(Self.objectKey(chunk.key), bytes: bytes)
+    }
+}

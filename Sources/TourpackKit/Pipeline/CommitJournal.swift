@@ -120,6 +120,17 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// superseded packages. Idempotent: a move whose temp is gone was done.
     func apply() throws {
         var folders: [String] = []
+        // Every destination folder is opened first, so that the swap and the
+        // renames that follow it are bare system calls, one after another:
+        // the moment an old package.json could name new audio is as short as it can be.
+        var opened: [String: AtomicFile.OpenedFolder] = [:]
+        for move in moves where access(move.from, F_OK) == 0 {
+            let to = URL(fileURLWithPath: move.to)
+            let folder = to.deletingLastPathComponent()
+            if opened[folder.path] == nil, let root = Layout.root(of: to) {
+                opened[folder.path] = try AtomicFile.openForRenames(folder, under: root)
+            }
+        }
         if let swap {
             let live = URL(fileURLWithPath: swap.live, isDirectory: true)
             let next = URL(fileURLWithPath: swap.next, isDirectory: true)
@@ -131,7 +142,13 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             let to = URL(fileURLWithPath: move.to)
             guard access(move.from, F_OK) == 0 else { continue }
             // Into the output, the folder is reached from the root through real folders only.
-            if let root = Layout.root(of: to) { try AtomicFile.move(from, to: to, under: root) } else { try AtomicFile.move(from, to: to) }
+            if let folder = opened[to.deletingLastPathComponent().path] {
+                try AtomicFile.move(from, into: folder, as: to.lastPathComponent)
+            } else if let root = Layout.root(of: to) {
+                try AtomicFile.move(from, to: to, under: root)
+            } else {
+                try AtomicFile.move(from, to: to)
+            }
             let folder = to.deletingLastPathComponent().path
             if !folders.contains(folder) { folders.append(folder) }
         }

@@ -199,6 +199,32 @@ public enum AtomicFile {
         return fd
     }
 
+    /// A folder under an output root, opened once through real folders only,
+    /// so that renames into it can follow one another with no walk between.
+    public final class OpenedFolder {
+        let descriptor: Int32
+        public let url: URL
+
+        init(descriptor: Int32, url: URL) {
+            self.descriptor = descriptor
+            self.url = url
+        }
+
+        deinit { _ = close(descriptor) }
+    }
+
+    /// Opens `folder` (which must exist) from `root` as `openFolder` does, for `move(_:into:)`.
+    public static func openForRenames(_ folder: URL, under root: URL) throws -> OpenedFolder {
+        OpenedFolder(descriptor: try openFolder(folder, under: root, create: false), url: folder)
+    }
+
+    /// Renames a synced temp to `name` in a folder opened by `openForRenames`: one `renameat`.
+    public static func move(_ temp: URL, into folder: OpenedFolder, as name: String) throws {
+        guard renameat(AT_FDCWD, temp.path, folder.descriptor, name) == 0 else {
+            throw failure(folder.url.appendingPathComponent(name), "rename")
+        }
+    }
+
     /// Swaps `a` and `b`, two entries of one folder reached from `root`
     /// through real folders only, with one `renameat2(RENAME_EXCHANGE)`: at
     /// no moment is either name missing or half of each. Returns false, having

@@ -91,15 +91,7 @@ struct WAVStreamDecoder: AnswerDecoder {
                 guard channels == 1 || channels == 2 else { throw UndecodableBody(reason: "unsupported WAV: \(channels) channels") }
                 guard rate > 0 else { throw UndecodableBody(reason: "unsupported WAV: sample rate 0") }
                 format = (channels, rate)
-                let whole = size + (size & 1)
-                if pending.count >= 8 + whole {
-                    pending.removeFirst(8 + whole)
-                } else {
-                    let skip = 8 + whole - pending.count
-                    pending.removeAll()
-                    stage = .skipping(skip)
-                    return nil
-                }
+                guard skipChunk(size: size) else { return nil }
             case "data":
                 guard format != nil else { throw UndecodableBody(reason: "\(WAV.DecodeError.missingChunk("fmt "))") }
                 // Streaming writers put 0 or 0xFFFFFFFF here: take what is present.
@@ -110,17 +102,23 @@ struct WAVStreamDecoder: AnswerDecoder {
                 pending = []
                 return rest
             default:
-                let whole = size + (size & 1)
-                if pending.count >= 8 + whole {
-                    pending.removeFirst(8 + whole)
-                } else {
-                    let skip = 8 + whole - pending.count
-                    pending.removeAll()
-                    stage = .skipping(skip)
-                    return nil
-                }
+                guard skipChunk(size: size) else { return nil }
             }
         }
+    }
+
+    /// Drops a chunk's header and its body (padded to an even length) from
+    /// `pending`; when the body runs past what has arrived, the rest is
+    /// skipped as it comes and false says to wait.
+    private mutating func skipChunk(size: Int) -> Bool {
+        let whole = 8 + size + (size & 1)
+        if pending.count >= whole {
+            pending.removeFirst(whole)
+            return true
+        }
+        stage = .skipping(whole - pending.count)
+        pending.removeAll()
+        return false
     }
 
     private mutating func decodeSamples(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {

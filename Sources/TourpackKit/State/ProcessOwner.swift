@@ -3,13 +3,22 @@ public import Foundation
 /// Who holds a quota reservation or runs a build: host, PID and the
 /// process's start time, written as `host:pid:start`.
 ///
-/// The host is the host name plus the PID namespace (`/proc/self/ns/pid`),
-/// so two containers that share a host name but not their PIDs are two
-/// hosts. The start time (field 22 of `/proc/<pid>/stat`, in clock ticks
-/// since boot) tells a live owner from a new process that reused its PID.
-/// An owner on another host cannot be checked, and neither can any owner
-/// where there is no `/proc`: those count as alive, and their records are
-/// judged by age alone.
+/// The host is the host name, the PID namespace (`/proc/self/ns/pid`) and
+/// the kernel's boot ID (`/proc/sys/kernel/random/boot_id`), as
+/// `name/pid:[4026531836]/boot:<uuid>`. Two containers that share a host
+/// name but not their PIDs are two hosts; so are one machine before and
+/// after a reboot, or two pods that happen to share a name on different
+/// nodes of a cluster, since PIDs, namespace numbers and start times all
+/// begin again at boot. Only on the same host, so defined, can a PID be
+/// checked at all. The start time (field 22 of `/proc/<pid>/stat`, in clock
+/// ticks since boot) tells a live owner from a new process that reused its
+/// PID. An owner on another host cannot be checked, and neither can any
+/// owner where there is no `/proc`: those count as alive, and their records
+/// are judged by age alone.
+///
+/// Owners written before the boot ID was part of the host (`name/pid:[…]`)
+/// read as another host: their records are released by age, never by a
+/// PID check that could be wrong.
 public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var pid: Int32
@@ -23,16 +32,31 @@ public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
 
     /// This process.
     public static let current = ProcessOwner(
-        host: ProcessInfo.processInfo.hostName + pidNamespace, pid: ProcessInfo.processInfo.processIdentifier,
+        host: hostIdentity(name: ProcessInfo.processInfo.hostName, pidNamespace: pidNamespace, bootID: bootID),
+        pid: ProcessInfo.processInfo.processIdentifier,
         startTicks: startTicks(of: ProcessInfo.processInfo.processIdentifier) ?? 0)
 
-    /// `/pid:[4026531836]`, or empty where there is no `/proc`.
-    private static var pidNamespace: String {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid") else { return "" }
-        return "/" + target
+    /// The host part of an owner: `name/pid:[…]/boot:<id>`; the parts that
+    /// cannot be read (no `/proc`) are left out.
+    public static func hostIdentity(name: String, pidNamespace: String?, bootID: String?) -> String {
+        name + (pidNamespace.map { "/" + $0 } ?? "") + (bootID.map { "/boot:" + $0 } ?? "")
     }
 
-    /// Whether this owner can be checked here at all: on this host, with `/proc`.
+    /// `pid:[4026531836]`, or nil where there is no `/proc`.
+    static var pidNamespace: String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid")
+    }
+
+    /// This boot of the kernel, a UUID that changes at every boot; nil where there is no `/proc`.
+    static var bootID: String? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A UUID: never a ':' that would blur the `host:pid:start` split.
+        return id.isEmpty || id.contains(":") ? nil : id
+    }
+
+    /// Whether this owner can be checked here at all: on this host (name,
+    /// PID namespace and boot), with `/proc`.
     public var isCheckable: Bool { host == Self.current.host && Self.current.startTicks != 0 }
 
     public init?(_ text: String) {

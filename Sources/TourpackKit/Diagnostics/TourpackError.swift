@@ -127,6 +127,8 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         case .cancelled:
             return "cancelled"
         case .stateFailed:
+            // A PostgreSQL backend is named by its URL (never with a password), a SQLite one by its file.
+            if c.path == nil, let url = c.url { return "state: \(url): \(message)" }
             return "\(c.path ?? "?"): state database: \(message)"
         case .mapDownloadFailed:
             let answer = c.status.map { "HTTP \($0): " } ?? ""

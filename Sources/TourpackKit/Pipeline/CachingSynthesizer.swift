@@ -134,9 +134,9 @@ struct CachingSynthesizer: Sendable {
         }
     }
 
-    /// A ledger write that fails (a full disk) is never swallowed: it stops
-    /// the build with an error naming the state database, because every
-    /// further request would be spent without being counted.
+    /// A ledger write that fails (a full disk, a lost server) is never
+    /// swallowed: it stops the build with an error naming the state's
+    /// backend, because every further request would be spent without being counted.
     static func writingLedger(_ ledger: QuotaLedger, _ write: () async throws -> Void) async throws {
         do {
             try await write()
@@ -145,7 +145,7 @@ struct CachingSynthesizer: Sendable {
         } catch let error as TourpackError where error.kind == .cancelled {
             throw error
         } catch {
-            throw TourpackError.stateFailed(path: ledger.database.url.path, message: "the quota ledger cannot be written: \(error)")
+            throw ledger.store.location.failure("the quota ledger cannot be written: \(error)", cause: error)
         }
     }
 }

@@ -1,10 +1,13 @@
 public import Foundation
 
-/// A pipeline's state, opened once per command: the database and the four
-/// things kept in it, all on one clock.
+/// A pipeline's state, opened once per command: the backend and the four
+/// things kept in it, plus the tile cache, all on one clock.
 public struct BuildState: Sendable {
     public let layout: StateLayout
+    /// The local SQLite database.
     public let database: StateDatabase
+    /// Where the ledger, the cache indexes and the build records live.
+    public let backend: any StateBackend
     public let synthesis: SynthesisCache
     public let outputs: OutputCache
     public let ledger: QuotaLedger
@@ -16,11 +19,12 @@ public struct BuildState: Sendable {
     public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
         layout = StateLayout(config)
         database = try StateDatabase(folder: config.state)
+        backend = database
         synthesis = SynthesisCache(
-            database: database, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
-        outputs = OutputCache(database: database, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
-        ledger = QuotaLedger(database: database, account: account, budgets: config.budgets, clock: clock)
-        records = BuildRecords(database: database, clock: clock)
+            index: backend.synthesisIndex, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        outputs = OutputCache(index: backend.outputIndex, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        ledger = QuotaLedger(store: backend.ledger, account: account, budgets: config.budgets, clock: clock)
+        records = BuildRecords(store: backend.buildRecords, clock: clock)
         tiles = TileCache(database: database, folder: layout.tileFolder, clock: clock)
         tilePacks = TilePackRecords(database: database, clock: clock)
     }

@@ -1,5 +1,4 @@
 public import Foundation
-import GRDB
 
 /// What each AudioCache file was made from, so a build can keep a file
 /// instead of making it again: one row per file (by absolute path) with its
@@ -13,16 +12,23 @@ import GRDB
 /// describes a file that is not at its path (a crash in between leaves a file
 /// without a row, which is simply made again).
 ///
+/// The rows live in the state's backend (`OutputIndex`).
+///
 /// All of it blocks; call it from a thread pool.
 public struct OutputCache: Sendable {
-    public let database: StateDatabase
+    public let index: any OutputIndex
     public let maxAgeSeconds: TimeInterval
     public let clock: @Sendable () -> Date
 
-    public init(database: StateDatabase, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
-        self.database = database
+    public init(index: any OutputIndex, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.index = index
         self.maxAgeSeconds = Double(maxAgeDays) * 86_400
         self.clock = clock
+    }
+
+    /// The cache indexed in a SQLite state database.
+    public init(database: StateDatabase, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.init(index: database.outputIndex, maxAgeDays: maxAgeDays, clock: clock)
     }
 
     /// How hard `reusable` looks at the file.
@@ -36,16 +42,13 @@ public struct OutputCache: Sendable {
     /// The file's measurements when the file at `url` can stand for `key`.
     public func reusable(_ url: URL, key: OutputKey, check: Check) throws -> EncodedAudio? {
         let cutoff = clock().timeIntervalSince1970 - maxAgeSeconds
-        let row = try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM outputFile WHERE path = ?", arguments: [url.path])
-        }
-        guard let row, (row["inputKey"] as String) == key.hex, (row["createdAt"] as Double) >= cutoff,
-              let format = AudioFormat(rawValue: row["format"])
+        guard let entry = try index.entry(path: url.path), entry.inputKey == key.hex, entry.createdAt >= cutoff,
+              let format = AudioFormat(rawValue: entry.format)
         else { return nil }
         let audio = EncodedAudio(
-            format: format, codec: row["codec"], sampleRateHz: row["sampleRateHz"], channels: row["channels"],
-            bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"], sizeBytes: row["sizeBytes"],
-            sha256: row["sha256"])
+            format: format, codec: entry.codec, sampleRateHz: entry.sampleRateHz, channels: entry.channels,
+            bitrateKbps: entry.bitrateKbps, durationSeconds: entry.durationSeconds, sizeBytes: entry.sizeBytes,
+            sha256: entry.sha256)
         guard SynthesisCache.fileSize(url) == audio.sizeBytes else { return nil }
         if case .sizeAndHash = check {
             guard let digest = try? FileDigest.sha256(of: url), digest.hex == audio.sha256 else { return nil }
@@ -57,61 +60,39 @@ public struct OutputCache: Sendable {
     public func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio)]) throws {
         guard !files.isEmpty else { return }
         let now = clock().timeIntervalSince1970
-        try database.write { db in
-            for file in files {
-                let a = file.audio
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
-                            durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        file.url.path, file.key.hex, a.format.rawValue, a.codec, a.sampleRateHz, a.channels, a.bitrateKbps,
-                        a.durationSeconds, a.sizeBytes, a.sha256, now, now,
-                    ])
-            }
-        }
+        try index.record(files.map { file in
+            let a = file.audio
+            return OutputEntry(
+                path: file.url.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec, sampleRateHz: a.sampleRateHz,
+                channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds, sizeBytes: a.sizeBytes,
+                sha256: a.sha256, createdAt: now, lastUsedAt: now)
+        })
     }
 
     /// Marks reused files as just used, for the LRU order.
     public func touch(_ urls: [URL]) throws {
         guard !urls.isEmpty else { return }
-        let now = clock().timeIntervalSince1970
-        try database.write { db in
-            for url in urls {
-                try db.execute(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?", arguments: [now, url.path])
-            }
-        }
+        try index.touch(urls.map(\.path), at: clock().timeIntervalSince1970)
     }
 
     /// Forgets files that were removed.
     public func forget(_ urls: [URL]) throws {
         guard !urls.isEmpty else { return }
-        try database.write { db in
-            for url in urls { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [url.path]) }
-        }
+        try index.forget(urls.map(\.path))
     }
 
     /// When each recorded file under `root` was last made or reused, by root-relative path.
     public func lastUsed(relativeTo root: URL) throws -> [String: Date] {
         let prefix = root.standardizedFileURL.path + "/"
-        return try database.read { db in
-            var result: [String: Date] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT path, lastUsedAt FROM outputFile") {
-                let path: String = row["path"]
-                if path.hasPrefix(prefix) { result[String(path.dropFirst(prefix.count))] = Date(timeIntervalSince1970: row["lastUsedAt"]) }
-            }
-            return result
+        var result: [String: Date] = [:]
+        for row in try index.lastUsed(under: prefix) {
+            result[String(row.path.dropFirst(prefix.count))] = Date(timeIntervalSince1970: row.lastUsedAt)
         }
+        return result
     }
 
     /// Forgets every file under `root` (`cache clear`).
     public func forgetAll(under root: URL) throws {
-        let prefix = root.standardizedFileURL.path + "/"
-        try database.write { db in
-            let paths = try String.fetchAll(db, sql: "SELECT path FROM outputFile").filter { $0.hasPrefix(prefix) }
-            for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [path]) }
-        }
+        try index.forgetAll(under: root.standardizedFileURL.path + "/")
     }
 }

@@ -1,6 +1,5 @@
 import Crypto
 public import Foundation
-import GRDB
 
 /// A TTS account as the ledger knows it: the endpoint plus a fingerprint of
 /// the API key. The key itself is never stored, logged or printed; the
@@ -51,26 +50,28 @@ public struct TierUsage: Sendable, Hashable, Codable {
 }
 
 /// The monthly character-quota ledger of one account, shared through the
-/// state database by every job that uses the same state folder.
+/// state's backend by every job that uses the same state: one SQLite file
+/// on one machine, or one PostgreSQL database for workers on many.
 ///
-/// A request is paid for in two steps. `reserve` runs one IMMEDIATE
-/// transaction that reads the month's settled and reserved characters and
-/// inserts the reservation only if the sum stays within the tier's limit; no
-/// other job can write in between, so two jobs together never pass the limit.
-/// When the audio arrives, `settle` moves the reservation into the month's
-/// `used` in one transaction. A request that ends without audio (refused,
-/// unreachable, cancelled) is `release`d: the providers bill only what they
-/// synthesize.
+/// A request is paid for in two steps. `reserve` records the reservation in
+/// one transaction only if the month's settled and reserved characters plus
+/// these stay within the tier's limit; no other job can write in between,
+/// so N jobs together never pass the limit (`LedgerStore.reserve` says how
+/// each backend keeps that promise). When the audio arrives, `settle` moves
+/// the reservation into the month's `used` in one transaction. A request
+/// that ends without audio (refused, unreachable, cancelled) is `release`d:
+/// the providers bill only what they synthesize.
 ///
 /// A crash leaves its reservations behind; `reconcile` (run at the start of
 /// every build and by `tourpack quota`) releases a reservation once it is
-/// stale: its owner ran on this host and is gone (`ProcessOwner`), or its
-/// owner cannot be checked (another host) and it is older than `staleAfter`
-/// (an hour by default, far past any request's time limit with all its
-/// retries). A live owner on this host keeps its reservations. A chunk
-/// whose audio came back in the instant between the server answering and the
-/// settle is therefore not counted; that is at most `tts.concurrency` chunks
-/// per crash, and the README says so.
+/// stale: its owner ran on this host (same host name, PID namespace and
+/// boot) and is gone (`ProcessOwner`), or its owner cannot be checked
+/// (another host) and it is older than `staleAfter` (an hour by default, far
+/// past any request's time limit with all its retries). A live owner on
+/// this host keeps its reservations. A chunk whose audio came back in the
+/// instant between the server answering and the settle is therefore not
+/// counted; that is at most `tts.concurrency` chunks per crash, and the
+/// README says so.
 ///
 /// Months are calendar months in UTC (`2026-11`), taken from the injected
 /// clock at reservation time. The `local` tier, and any tier without a
@@ -83,20 +84,25 @@ public struct QuotaLedger: Sendable {
         let tier: PricingTier
     }
 
-    public let database: StateDatabase
+    public let store: any LedgerStore
     public let account: QuotaAccount
     public let limits: [PricingTier: Int]
     public var staleAfter: TimeInterval = 3600
     public var owner: ProcessOwner = .current
     public var clock: @Sendable () -> Date
 
-    public init(database: StateDatabase, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
-        self.database = database
+    public init(store: any LedgerStore, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
         self.account = account
         var limits: [PricingTier: Int] = [:]
         for tier in PricingTier.allCases { limits[tier] = budgets.monthlyQuota(for: tier) }
         self.limits = limits
         self.clock = clock
+    }
+
+    /// The ledger in a SQLite state database.
+    public init(database: StateDatabase, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(store: database.ledger, account: account, budgets: budgets, clock: clock)
     }
 
     /// `yyyy-MM` in UTC.
@@ -109,22 +115,23 @@ public struct QuotaLedger: Sendable {
 
     public var currentMonth: String { Self.month(of: clock()) }
 
+    private func slot(_ month: String, _ tier: PricingTier) -> QuotaSlot {
+        QuotaSlot(account: account.id, month: month, tier: tier.rawValue)
+    }
+
     /// Reserves `characters` in `tier` for one request, or refuses with
     /// `budgetExceeded` naming the numbers when the month cannot take them.
     public func reserve(_ characters: Int, tier: PricingTier) throws -> Reservation {
         let month = currentMonth
         let now = clock().timeIntervalSince1970
-        return try database.write { db in
-            let usage = try Self.usage(db, account: account.id, month: month, tier: tier, limit: limits[tier])
-            if let limit = usage.limit, usage.used + usage.reserved + characters > limit {
-                throw TourpackError.budgetExceeded(
-                    "the \(tier.rawValue) tier's monthly quota (\(month)) cannot take \(characters.groupedText) more characters: "
-                        + "\(usage.used.groupedText) used + \(usage.reserved.groupedText) reserved of \(limit.groupedText)")
-            }
-            try db.execute(
-                sql: "INSERT INTO quotaReservation (account, month, tier, characters, owner, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [account.id, month, tier.rawValue, characters, owner.description, now])
-            return Reservation(id: db.lastInsertedRowID, characters: characters, month: month, tier: tier)
+        let limit = limits[tier]
+        switch try store.reserve(characters, in: slot(month, tier), limit: limit, owner: owner.description, at: now) {
+        case .granted(let id):
+            return Reservation(id: id, characters: characters, month: month, tier: tier)
+        case .refused(let used, let reserved):
+            throw TourpackError.budgetExceeded(
+                "the \(tier.rawValue) tier's monthly quota (\(month)) cannot take \(characters.groupedText) more characters: "
+                    + "\(used.groupedText) used + \(reserved.groupedText) reserved of \((limit ?? 0).groupedText)")
         }
     }
 
@@ -132,32 +139,18 @@ public struct QuotaLedger: Sendable {
     /// - Parameter characters: what was billed, when it differs from what was
     ///   reserved (an answer retried because its body was cut short is billed twice).
     public func settle(_ reservation: Reservation, characters: Int? = nil) throws {
-        try database.write(settlement(of: reservation, characters: characters))
+        try store.settle(settlement(of: reservation, characters: characters))
     }
 
-    /// The statements of `settle`, to run inside another write transaction
-    /// (the synthesis cache keeps the audio in the same one).
-    func settlement(of reservation: Reservation, characters: Int? = nil) -> (Database) throws -> Void {
-        let account = account
-        let billed = characters ?? reservation.characters
-        return { db in
-            try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [reservation.id])
-            // A reservation that reconcile already released (its owner looked
-            // dead or it was too old) is still settled: the audio did come back.
-            try db.execute(
-                sql: """
-                    INSERT INTO quotaUsage (account, month, tier, used) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (account, month, tier) DO UPDATE SET used = used + excluded.used
-                    """,
-                arguments: [account.id, reservation.month, reservation.tier.rawValue, billed])
-        }
+    /// What `settle` records, for the synthesis index to record inside its
+    /// own transaction (the cache keeps the audio and the ledger counts it at once).
+    func settlement(of reservation: Reservation, characters: Int? = nil) -> LedgerSettlement {
+        LedgerSettlement(id: reservation.id, slot: slot(reservation.month, reservation.tier), characters: characters ?? reservation.characters)
     }
 
     /// The request ended without audio: nothing was billed.
     public func release(_ reservation: Reservation) throws {
-        try database.write { db in
-            try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [reservation.id])
-        }
+        try store.release(reservation.id)
     }
 
     /// Marks a reservation as sent: its request is going out, so from now
@@ -165,10 +158,7 @@ public struct QuotaLedger: Sendable {
     /// `reconcile`), which can over-count a request that never arrived but
     /// never under-counts one that was billed.
     public func markSent(_ reservation: Reservation) throws {
-        let now = clock().timeIntervalSince1970
-        try database.write { db in
-            try db.execute(sql: "UPDATE quotaReservation SET sentAt = ? WHERE id = ? AND sentAt IS NULL", arguments: [now, reservation.id])
-        }
+        try store.markSent(reservation.id, at: clock().timeIntervalSince1970)
     }
 
     /// What `reconcile` did with the reservations of owners that are gone.
@@ -189,59 +179,25 @@ public struct QuotaLedger: Sendable {
     @discardableResult
     public func reconcile() throws -> Reconciliation {
         let cutoff = clock().timeIntervalSince1970 - staleAfter
-        return try database.write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT id, account, month, tier, characters, owner, createdAt, sentAt FROM quotaReservation")
-            var result = Reconciliation()
-            for row in rows {
-                let createdAt: Double = row["createdAt"]
-                let ownerText: String = row["owner"]
-                // Gone for sure: close now. Cannot be checked (another host):
-                // close once too old. Alive here: never, however old.
-                let owner = ProcessOwner(ownerText)
-                let gone = owner.map { !$0.mightBeAlive } ?? true
-                let unknowable = owner.map { !$0.isCheckable } ?? false
-                guard gone || (unknowable && createdAt < cutoff) else { continue }
-                let id: Int64 = row["id"]
-                let characters: Int = row["characters"]
-                try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [id])
-                if (row["sentAt"] as Double?) != nil {
-                    try db.execute(
-                        sql: """
-                            INSERT INTO quotaUsage (account, month, tier, used) VALUES (?, ?, ?, ?)
-                            ON CONFLICT (account, month, tier) DO UPDATE SET used = used + excluded.used
-                            """,
-                        arguments: [row["account"] as String, row["month"] as String, row["tier"] as String, characters])
-                    result.settled += 1
-                    result.settledCharacters += characters
-                } else {
-                    result.released += 1
-                    result.releasedCharacters += characters
-                }
-            }
-            return result
+        return try store.reconcile { reservation in
+            // Gone for sure: close now. Cannot be checked (another host):
+            // close once too old. Alive here: never, however old.
+            let owner = ProcessOwner(reservation.owner)
+            let gone = owner.map { !$0.mightBeAlive } ?? true
+            let unknowable = owner.map { !$0.isCheckable } ?? false
+            return gone || (unknowable && reservation.createdAt < cutoff)
         }
     }
 
-
     /// This month's usage of one tier.
     public func usage(of tier: PricingTier) throws -> TierUsage {
-        let month = currentMonth
-        return try database.read { db in try Self.usage(db, account: account.id, month: month, tier: tier, limit: limits[tier]) }
+        let usage = try store.usage(in: slot(currentMonth, tier))
+        return TierUsage(tier: tier, used: usage.used, reserved: usage.reserved, limit: limits[tier])
     }
 
     /// This month's usage of every tier: the limited ones, then any other with characters on record.
     public func usageByTier() throws -> [TierUsage] {
         try PricingTier.allCases.map { try usage(of: $0) }
             .filter { $0.limit != nil || $0.used > 0 || $0.reserved > 0 }
-    }
-
-    static func usage(_ db: Database, account: String, month: String, tier: PricingTier, limit: Int?) throws -> TierUsage {
-        let used = try Int.fetchOne(
-            db, sql: "SELECT used FROM quotaUsage WHERE account = ? AND month = ? AND tier = ?",
-            arguments: [account, month, tier.rawValue]) ?? 0
-        let reserved = try Int.fetchOne(
-            db, sql: "SELECT COALESCE(SUM(characters), 0) FROM quotaReservation WHERE account = ? AND month = ? AND tier = ?",
-            arguments: [account, month, tier.rawValue]) ?? 0
-        return TierUsage(tier: tier, used: used, reserved: reserved, limit: limit)
     }
 }

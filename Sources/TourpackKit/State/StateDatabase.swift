@@ -34,6 +34,8 @@ public struct StateDatabase: Sendable {
     /// The database file.
     public let url: URL
     let pool: DatabasePool
+    /// The migrations this open applied, oldest first; empty when the schema was current.
+    public let appliedNow: [String]
 
     /// Opens (creating if needed) the database in `folder` and migrates it.
     public init(folder: URL) throws {
@@ -59,7 +61,9 @@ public struct StateDatabase: Sendable {
                 throw TourpackError.stateFailed(
                     path: path, message: "the schema is newer than this tourpack knows; use a newer tourpack or another state folder")
             }
+            let before = Set(try pool.read { db in try Self.migrator.appliedIdentifiers(db) })
             try Self.migrator.migrate(pool)
+            appliedNow = Self.migrator.migrations.filter { !before.contains($0) }
         } catch let error as TourpackError {
             throw error
         } catch {

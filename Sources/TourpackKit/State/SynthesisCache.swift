@@ -1,9 +1,9 @@
 public import Foundation
-import GRDB
 
 /// Every chunk the endpoint has spoken, kept losslessly so that nothing is
 /// paid for twice: a FLAC file per chunk in `<state>/synthesis/`, indexed by
-/// its `SynthesisKey` in the state database.
+/// its `SynthesisKey` in the state's backend (`SynthesisIndex`: the local
+/// SQLite database, or PostgreSQL when the state is shared).
 ///
 /// So adding a format, changing a bit rate or editing one sentence of a long
 /// narration costs characters only for the chunks whose text changed.
@@ -18,18 +18,23 @@ import GRDB
 /// - Files are written to a temp and renamed, without fsync: a file lost to
 ///   a power cut is a miss, not a wrong answer.
 ///
-/// All of it blocks (SQLite and file I/O); call it from a thread pool.
+/// All of it blocks (the index and file I/O); call it from a thread pool.
 public struct SynthesisCache: Sendable {
-    public let database: StateDatabase
+    public let index: any SynthesisIndex
     public let folder: URL
     public let maxAgeSeconds: TimeInterval
     public let clock: @Sendable () -> Date
 
-    public init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
-        self.database = database
+    public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.index = index
         self.folder = folder
         self.maxAgeSeconds = Double(maxAgeDays) * 86_400
         self.clock = clock
+    }
+
+    /// The cache indexed in a SQLite state database.
+    public init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.init(index: database.synthesisIndex, folder: folder, maxAgeDays: maxAgeDays, clock: clock)
     }
 
     func fileURL(for key: SynthesisKey) -> URL {
@@ -42,19 +47,8 @@ public struct SynthesisCache: Sendable {
     /// entry whose file is there. For plans; reads no audio.
     public func freshKeys(among keys: some Sequence<SynthesisKey>) throws -> Set<SynthesisKey> {
         let wanted = Array(Set(keys))
-        let cutoff = self.cutoff
-        var found: Set<SynthesisKey> = []
-        try database.read { db in
-            for start in stride(from: 0, to: wanted.count, by: 500) {
-                let batch = wanted[start..<min(wanted.count, start + 500)]
-                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
-                let rows = try String.fetchAll(
-                    db, sql: "SELECT key FROM synthesisChunk WHERE createdAt >= ? AND key IN (\(marks))",
-                    arguments: StatementArguments([cutoff] + batch.map(\.hex)))
-                found.formUnion(rows.map(SynthesisKey.init(hex:)))
-            }
-        }
-        return found.filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
+        let found = try index.freshKeys(among: wanted.map(\.hex), createdSince: cutoff).map(SynthesisKey.init(hex:))
+        return Set(found).filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
     }
 
     /// The chunk's entry when it is fresh and its file is there; nil
@@ -63,20 +57,15 @@ public struct SynthesisCache: Sendable {
     /// chunk shapes: then its file is decoded once to measure it.
     public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
         let cutoff = self.cutoff
-        let row = try database.read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT createdAt, samples, sampleRate, audibleStart, audibleEnd FROM synthesisChunk WHERE key = ?",
-                arguments: [key.hex])
-        }
-        guard let row, (row["createdAt"] as Double) >= cutoff else { return nil }
+        guard let entry = try index.entry(key.hex), entry.createdAt >= cutoff else { return nil }
         let url = fileURL(for: key)
         guard FileManager.default.fileExists(atPath: url.path) else {
             try forget(key)
             return nil
         }
-        let samples: Int = row["samples"]
+        let samples = entry.samples
         var shape: ChunkShape
-        if let start = row["audibleStart"] as Int?, let end = row["audibleEnd"] as Int? {
+        if let start = entry.audibleStart, let end = entry.audibleEnd {
             shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil)
         } else {
             var meter = ShapeMeter()
@@ -88,12 +77,8 @@ public struct SynthesisCache: Sendable {
         }
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
-        try database.write { db in
-            try db.execute(
-                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ? WHERE key = ?",
-                arguments: [now, audible?.lowerBound ?? -1, audible?.upperBound ?? -1, key.hex])
-        }
-        return CachedChunk(key: key, url: url, shape: shape, sampleRate: row["sampleRate"])
+        try index.touch(key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1)
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: entry.sampleRate)
     }
 
     /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
@@ -129,39 +114,28 @@ public struct SynthesisCache: Sendable {
     }
 
     /// Keeps the FLAC file at `temp` (from `temporaryURL(for:)`) as the
-    /// audio of `key`, replacing any older entry, with `extra` statements in
-    /// the transaction that records the entry: the ledger's settlement, so
-    /// the chunk is paid for exactly when it is kept, and a crash between
-    /// the two cannot make it paid twice.
+    /// audio of `key`, replacing any older entry, with the ledger's
+    /// settlement in the transaction that records the entry, so the chunk
+    /// is paid for exactly when it is kept, and a crash between the two
+    /// cannot make it paid twice.
     func adopt(
-        _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith extra: ((Database) throws -> Void)?
+        _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith settlement: LedgerSettlement?
     ) throws -> CachedChunk {
         let url = fileURL(for: key)
         try AtomicFile.move(temp, to: url)
         let bytes = Self.fileSize(url)
         let now = clock().timeIntervalSince1970
-        try database.write { db in
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO synthesisChunk
-                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    key.hex, characters, sampleRate, shape.samples, bytes, now, now,
-                    shape.audible?.lowerBound ?? -1, shape.audible?.upperBound ?? -1,
-                ])
-            try extra?(db)
-        }
+        try index.keep(
+            SynthesisEntry(
+                key: key.hex, characters: characters, sampleRate: sampleRate, samples: shape.samples, fileBytes: bytes, createdAt: now,
+                lastUsedAt: now, audibleStart: shape.audible?.lowerBound ?? -1, audibleEnd: shape.audible?.upperBound ?? -1),
+            settling: settlement)
         return CachedChunk(key: key, url: url, shape: shape, sampleRate: sampleRate)
     }
 
     /// Entries and the bytes of their files.
     public func totals() throws -> (entries: Int, bytes: Int64) {
-        try database.read { db in
-            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS n, COALESCE(SUM(fileBytes), 0) AS bytes FROM synthesisChunk")
-            return (row?["n"] ?? 0, row?["bytes"] ?? 0)
-        }
+        try index.totals()
     }
 
     /// Drops entries too old to be reused, then the least recently used
@@ -169,18 +143,13 @@ public struct SynthesisCache: Sendable {
     @discardableResult
     public func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
         let cutoff = self.cutoff
-        let victims: [(key: String, bytes: Int64)] = try database.read { db in
-            var total: Int64 = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(fileBytes), 0) FROM synthesisChunk") ?? 0
-            var chosen: [(String, Int64)] = []
-            let rows = try Row.fetchAll(db, sql: "SELECT key, fileBytes, createdAt FROM synthesisChunk ORDER BY lastUsedAt, key")
-            for row in rows {
-                let bytes: Int64 = row["fileBytes"]
-                let created: Double = row["createdAt"]
-                guard created < cutoff || total > maxBytes else { continue }
-                chosen.append((row["key"], bytes))
-                total -= bytes
-            }
-            return chosen
+        let rows = try index.byLastUse()
+        var total = rows.reduce(Int64(0)) { $0 + $1.bytes }
+        var victims: [(key: String, bytes: Int64)] = []
+        for row in rows {
+            guard row.createdAt < cutoff || total > maxBytes else { continue }
+            victims.append((row.key, row.bytes))
+            total -= row.bytes
         }
         for victim in victims { try forget(SynthesisKey(hex: victim.key)) }
         let orphans = try removeOrphans()
@@ -191,18 +160,18 @@ public struct SynthesisCache: Sendable {
     /// `cache clear` beside another root's build. Only those an hour old are
     /// removed, so a file another job is about to record is left alone.
     func removeOrphans() throws -> (files: Int, bytes: Int64) {
-        let known = Set(try database.read { db in try String.fetchAll(db, sql: "SELECT key FROM synthesisChunk") })
+        let known = try index.allKeys()
         return OrphanSweep.run(folder: folder, known: known, suffix: ".flac", graceSeconds: 3_600)
     }
 
     /// Forgets every entry (`cache clear`, which removes the folder itself).
     public func forgetAll() throws {
-        try database.write { db in try db.execute(sql: "DELETE FROM synthesisChunk") }
+        try index.forgetAll()
     }
 
     /// Removes an entry and its file; a file already gone is fine.
     func forget(_ key: SynthesisKey) throws {
-        try database.write { db in try db.execute(sql: "DELETE FROM synthesisChunk WHERE key = ?", arguments: [key.hex]) }
+        try index.forget(key.hex)
         _ = try? AtomicFile.remove(fileURL(for: key))
     }
 

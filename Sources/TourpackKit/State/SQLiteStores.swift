@@ -1,0 +1,361 @@
+import Foundation
+import GRDB
+
+/// The SQLite backend: the four stores over `StateDatabase`, one
+/// transaction per call. Writes are IMMEDIATE transactions (GRDB's
+/// default), so a read-check-write such as a reservation is atomic against
+/// every other process on the same file.
+extension StateDatabase: StateBackend {
+    public var location: StateLocation { .sqlite(path: url.path) }
+    public var ledger: any LedgerStore { SQLiteLedgerStore(database: self) }
+    public var synthesisIndex: any SynthesisIndex { SQLiteSynthesisIndex(database: self) }
+    public var outputIndex: any OutputIndex { SQLiteOutputIndex(database: self) }
+    public var buildRecords: any BuildRecordStore { SQLiteBuildRecordStore(database: self) }
+}
+
+struct SQLiteLedgerStore: LedgerStore {
+    let database: StateDatabase
+    var location: StateLocation { database.location }
+
+    /// Reads the month's settled and reserved characters and inserts the
+    /// reservation only if the sum stays within the limit; no other process
+    /// can write in between.
+    func reserve(_ characters: Int, in slot: QuotaSlot, limit: Int?, owner: String, at time: Double) throws -> ReservationOutcome {
+        try database.write { db in
+            let usage = try Self.usage(db, slot)
+            if let limit, usage.used + usage.reserved + characters > limit {
+                return .refused(used: usage.used, reserved: usage.reserved)
+            }
+            try db.execute(
+                sql: "INSERT INTO quotaReservation (account, month, tier, characters, owner, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [slot.account, slot.month, slot.tier, characters, owner, time])
+            return .granted(id: db.lastInsertedRowID)
+        }
+    }
+
+    func markSent(_ id: Int64, at time: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE quotaReservation SET sentAt = ? WHERE id = ? AND sentAt IS NULL", arguments: [time, id])
+        }
+    }
+
+    func settle(_ settlement: LedgerSettlement) throws {
+        try database.write { db in try Self.settle(db, settlement) }
+    }
+
+    /// The statements of a settlement, inside another write transaction (the synthesis index keeps the chunk in the same one).
+    static func settle(_ db: Database, _ settlement: LedgerSettlement) throws {
+        try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [settlement.id])
+        try addUsed(db, settlement.slot, settlement.characters)
+    }
+
+    private static func addUsed(_ db: Database, _ slot: QuotaSlot, _ characters: Int) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO quotaUsage (account, month, tier, used) VALUES (?, ?, ?, ?)
+                ON CONFLICT (account, month, tier) DO UPDATE SET used = used + excluded.used
+                """,
+            arguments: [slot.account, slot.month, slot.tier, characters])
+    }
+
+    func release(_ id: Int64) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [id])
+        }
+    }
+
+    func reconcile(closing: (OpenReservation) -> Bool) throws -> QuotaLedger.Reconciliation {
+        try database.write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT id, account, month, tier, characters, owner, createdAt, sentAt FROM quotaReservation")
+            var result = QuotaLedger.Reconciliation()
+            for row in rows {
+                let open = OpenReservation(
+                    id: row["id"], characters: row["characters"], owner: row["owner"], createdAt: row["createdAt"],
+                    sent: (row["sentAt"] as Double?) != nil)
+                guard closing(open) else { continue }
+                try db.execute(sql: "DELETE FROM quotaReservation WHERE id = ?", arguments: [open.id])
+                if open.sent {
+                    try Self.addUsed(db, QuotaSlot(account: row["account"], month: row["month"], tier: row["tier"]), open.characters)
+                    result.settled += 1
+                    result.settledCharacters += open.characters
+                } else {
+                    result.released += 1
+                    result.releasedCharacters += open.characters
+                }
+            }
+            return result
+        }
+    }
+
+    func usage(in slot: QuotaSlot) throws -> (used: Int, reserved: Int) {
+        try database.read { db in try Self.usage(db, slot) }
+    }
+
+    static func usage(_ db: Database, _ slot: QuotaSlot) throws -> (used: Int, reserved: Int) {
+        let used = try Int.fetchOne(
+            db, sql: "SELECT used FROM quotaUsage WHERE account = ? AND month = ? AND tier = ?",
+            arguments: [slot.account, slot.month, slot.tier]) ?? 0
+        let reserved = try Int.fetchOne(
+            db, sql: "SELECT COALESCE(SUM(characters), 0) FROM quotaReservation WHERE account = ? AND month = ? AND tier = ?",
+            arguments: [slot.account, slot.month, slot.tier]) ?? 0
+        return (used, reserved)
+    }
+}
+
+struct SQLiteSynthesisIndex: SynthesisIndex {
+    let database: StateDatabase
+    var location: StateLocation { database.location }
+
+    func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String> {
+        var found: Set<String> = []
+        try database.read { db in
+            // SQLite takes at most 999 variables a statement in old builds: batches of 500.
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let batch = keys[start..<min(keys.count, start + 500)]
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                let rows = try String.fetchAll(
+                    db, sql: "SELECT key FROM synthesisChunk WHERE createdAt >= ? AND key IN (\(marks))",
+                    arguments: StatementArguments([cutoff] + Array(batch)))
+                found.formUnion(rows)
+            }
+        }
+        return found
+    }
+
+    func entry(_ key: String) throws -> SynthesisEntry? {
+        try database.read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd
+                    FROM synthesisChunk WHERE key = ?
+                    """,
+                arguments: [key]
+            ).map { row in
+                SynthesisEntry(
+                    key: key, characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"], fileBytes: row["fileBytes"],
+                    createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"], audibleEnd: row["audibleEnd"])
+            }
+        }
+    }
+
+    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int) throws {
+        try database.write { db in
+            try db.execute(
+                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ? WHERE key = ?",
+                arguments: [time, audibleStart, audibleEnd, key])
+        }
+    }
+
+    func keep(_ entry: SynthesisEntry, settling settlement: LedgerSettlement?) throws {
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO synthesisChunk
+                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    entry.key, entry.characters, entry.sampleRate, entry.samples, entry.fileBytes, entry.createdAt, entry.lastUsedAt,
+                    entry.audibleStart, entry.audibleEnd,
+                ])
+            if let settlement { try SQLiteLedgerStore.settle(db, settlement) }
+        }
+    }
+
+    func totals() throws -> (entries: Int, bytes: Int64) {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS n, COALESCE(SUM(fileBytes), 0) AS bytes FROM synthesisChunk")
+            return (row?["n"] ?? 0, row?["bytes"] ?? 0)
+        }
+    }
+
+    func byLastUse() throws -> [(key: String, bytes: Int64, createdAt: Double)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT key, fileBytes, createdAt FROM synthesisChunk ORDER BY lastUsedAt, key").map { row in
+                (row["key"], row["fileBytes"], row["createdAt"])
+            }
+        }
+    }
+
+    func allKeys() throws -> Set<String> {
+        Set(try database.read { db in try String.fetchAll(db, sql: "SELECT key FROM synthesisChunk") })
+    }
+
+    func forget(_ key: String) throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM synthesisChunk WHERE key = ?", arguments: [key]) }
+    }
+
+    func forgetAll() throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM synthesisChunk") }
+    }
+}
+
+struct SQLiteOutputIndex: OutputIndex {
+    let database: StateDatabase
+    var location: StateLocation { database.location }
+
+    func entry(path: String) throws -> OutputEntry? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM outputFile WHERE path = ?", arguments: [path]).map { row in
+                OutputEntry(
+                    path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"], sampleRateHz: row["sampleRateHz"],
+                    channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
+                    sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"])
+            }
+        }
+    }
+
+    func record(_ entries: [OutputEntry]) throws {
+        try database.write { db in
+            for e in entries {
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
+                            durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
+                        e.durationSeconds, e.sizeBytes, e.sha256, e.createdAt, e.lastUsedAt,
+                    ])
+            }
+        }
+    }
+
+    func touch(_ paths: [String], at time: Double) throws {
+        try database.write { db in
+            for path in paths {
+                try db.execute(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?", arguments: [time, path])
+            }
+        }
+    }
+
+    func forget(_ paths: [String]) throws {
+        try database.write { db in
+            for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [path]) }
+        }
+    }
+
+    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)] {
+        // Compared in Swift: LIKE would read `%` and `_` in a path as wildcards.
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT path, lastUsedAt FROM outputFile").compactMap { row in
+                let path: String = row["path"]
+                return path.hasPrefix(prefix) ? (path, row["lastUsedAt"]) : nil
+            }
+        }
+    }
+
+    func forgetAll(under prefix: String) throws {
+        try database.write { db in
+            let paths = try String.fetchAll(db, sql: "SELECT path FROM outputFile").filter { $0.hasPrefix(prefix) }
+            for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [path]) }
+        }
+    }
+}
+
+struct SQLiteBuildRecordStore: BuildRecordStore {
+    let database: StateDatabase
+    var location: StateLocation { database.location }
+
+    func queue(pipeline: String, output: String, owner: String, at time: Double) throws -> Int64 {
+        try database.write { db in
+            try db.execute(
+                sql: "INSERT INTO build (pipeline, output, status, owner, queuedAt) VALUES (?, ?, 'queued', ?, ?)",
+                arguments: [pipeline, output, owner, time])
+            return db.lastInsertedRowID
+        }
+    }
+
+    func start(_ id: Int64, at time: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE build SET status = 'running', startedAt = ? WHERE id = ?", arguments: [time, id])
+        }
+    }
+
+    func recordTour(_ id: Int64, tourId: String, outcome: String, message: String?) throws {
+        try database.write { db in
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO buildTour (buildId, tourId, outcome, message) VALUES (?, ?, ?, ?)",
+                arguments: [id, tourId, outcome, message])
+        }
+    }
+
+    func finish(_ id: Int64, status: BuildRecord.Status, at time: Double, totals: BuildTotals, error: String?) throws {
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE build SET status = ?, finishedAt = ?, toursBuilt = ?, toursFailed = ?, requests = ?, characters = ?,
+                        error = ?, startedAt = COALESCE(startedAt, ?) WHERE id = ?
+                    """,
+                arguments: [
+                    status.rawValue, time, totals.toursBuilt, totals.toursFailed, totals.requests, totals.characters, error, time, id,
+                ])
+        }
+    }
+
+    func reconcile(at time: Double, interrupted: (String) -> String?) throws -> Int {
+        try database.write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT id, owner FROM build WHERE status IN ('queued', 'running')")
+            var marked = 0
+            for row in rows {
+                guard let message = interrupted(row["owner"]) else { continue }
+                try db.execute(
+                    sql: "UPDATE build SET status = 'failed', finishedAt = ?, error = ? WHERE id = ?",
+                    arguments: [time, message, row["id"] as Int64])
+                marked += 1
+            }
+            return marked
+        }
+    }
+
+    func forgetAll(output: String) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM buildTour WHERE buildId IN (SELECT id FROM build WHERE output = ?)", arguments: [output])
+            try db.execute(sql: "DELETE FROM build WHERE output = ? AND status NOT IN ('queued', 'running')", arguments: [output])
+        }
+    }
+
+    func recent(limit: Int, output: String?) throws -> [BuildRecord] {
+        try database.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT * FROM build \(output == nil ? "" : "WHERE output = ?") ORDER BY id DESC LIMIT ?",
+                arguments: output.map { [$0, limit] as StatementArguments } ?? [limit])
+            return rows.map { row in
+                func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
+                return BuildRecord(
+                    id: row["id"], pipeline: row["pipeline"], output: row["output"], status: BuildRecord.Status(rawValue: row["status"]) ?? .failed,
+                    queuedAt: date("queuedAt") ?? Date(timeIntervalSince1970: 0), startedAt: date("startedAt"), finishedAt: date("finishedAt"),
+                    toursBuilt: row["toursBuilt"], toursFailed: row["toursFailed"], requests: row["requests"], characters: row["characters"],
+                    error: row["error"])
+            }
+        }
+    }
+
+    func counts(output: String) throws -> [BuildRecord.Status: Int] {
+        try database.read { db in
+            var counts: [BuildRecord.Status: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM build WHERE output = ? GROUP BY status", arguments: [output]) {
+                if let status = BuildRecord.Status(rawValue: row["status"]) { counts[status] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    func failedTours(output: String) throws -> [(tourId: String, message: String?)] {
+        try database.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT t.tourId, t.outcome, t.message FROM buildTour t JOIN build b ON b.id = t.buildId
+                    WHERE b.output = ? AND t.buildId = (
+                        SELECT MAX(t2.buildId) FROM buildTour t2 JOIN build b2 ON b2.id = t2.buildId
+                        WHERE t2.tourId = t.tourId AND b2.output = b.output)
+                    ORDER BY t.tourId
+                    """,
+                arguments: [output]
+            ).filter { ($0["outcome"] as String) == "failed" }.map { ($0["tourId"], $0["message"]) }
+        }
+    }
+}

@@ -9,9 +9,11 @@ CONFIG ?= release
 BIN_RELEASE := .build/release/tourpack
 BIN_DEBUG := .build/debug/tourpack
 
+# postgresql: the tests start a throwaway server of their own (initdb and
+# pg_ctl from /usr/lib/postgresql/<version>/bin) for the PostgreSQL state.
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
-	espeak-ng libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val
+	espeak-ng libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -31,6 +31,9 @@ let package = Package(
         // Build state in SQLite (WAL, versioned migrations): the cache indexes,
         // the quota ledger and the build records, shared by concurrent jobs.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // The same state in PostgreSQL when `state.postgres` is set, so workers
+        // on several machines share one ledger and one cache index.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // HTTP field names for serve-tts's headers; already a dependency of Hummingbird.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
@@ -69,6 +72,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .target(
@@ -99,10 +103,15 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // A throwaway PostgreSQL server (Debian's initdb and pg_ctl) that the
+        // state tests and the CLI tests share, one per test process.
+        .target(name: "PostgresTestServer", path: "Tests/PostgresTestServer"),
         .testTarget(
             name: "TourpackKitTests",
             // Yams: the deploy/ manifests are checked by parsing them.
-            dependencies: ["TourpackKit", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams")],
+            dependencies: [
+                "TourpackKit", "PostgresTestServer", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
+            ],
             resources: [.copy("Resources")]
         ),
         .testTarget(
@@ -123,7 +132,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TourpackKit"]
+            dependencies: ["TourpackKit", "PostgresTestServer"]
         ),
     ]
 )

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
+import PostgresTestServer
 import Testing
 @testable import TourpackKit
 
@@ -25,58 +26,91 @@ struct StateScratch {
 }
 
 @Suite struct StateDatabaseTests {
-    @Test func opensInWALModeWithTheMigrationsApplied() throws {
+    @Test func theSQLiteDatabaseOpensInWALMode() throws {
         let scratch = StateScratch()
         defer { scratch.remove() }
         let database = try StateDatabase(folder: scratch.state)
         #expect(try database.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
-        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes", "v5 sent reservations"])
-        // Opening again migrates nothing and keeps the data.
-        try database.write { db in try db.execute(sql: "INSERT INTO quotaUsage (account, month, tier, used) VALUES ('a', '2026-11', 'standard', 5)") }
-        let again = try StateDatabase(folder: scratch.state)
-        #expect(try again.read { db in try Int.fetchOne(db, sql: "SELECT used FROM quotaUsage") } == 5)
+    }
+}
+
+/// The schema on both backends: applied once, in order; shared by jobs that
+/// open it together; refused when a newer tourpack wrote it.
+@Suite struct StateSchemaTests {
+    static func migrations(_ backend: Backend) -> [String] {
+        switch backend {
+        case .sqlite: StateDatabase.migrator.migrations
+        case .postgres: PostgresState.migrations.map(\.name)
+        }
     }
 
-    /// Jobs that start together on a new state folder: one creates and
-    /// migrates the database, the others wait their turn, none fails.
-    @Test func manyOpeningANewDatabaseAtOnceAllSucceed() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func opensWithTheMigrationsAppliedOnce(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let first = try fixture.open()
+        #expect(try first.appliedMigrations() == Self.migrations(backend))
+        #expect(Self.migrations(backend).first == "v1 caches, ledger and build records")
+        // Opening again migrates nothing and keeps the data.
+        let ledger = try fixture.ledger(clock: ManualClock())
+        try ledger.settle(try ledger.reserve(5, tier: .standard))
+        let again = try fixture.open()
+        switch again {
+        case let database as StateDatabase: #expect(database.appliedNow.isEmpty)
+        case let postgres as PostgresState: #expect(postgres.appliedNow.isEmpty)
+        default: Issue.record("an unknown backend: \(type(of: again))")
+        }
+        #expect(try fixture.ledger(clock: ManualClock()).usage(of: .standard).used == 5)
+    }
+
+    /// Jobs that start together on a new state: one migrates, the others
+    /// wait their turn (a file lock, an advisory lock), none fails.
+    @Test(arguments: Backend.allCases) func manyOpeningANewStateAtOnceAllSucceed(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let failures = NSLock()
         nonisolated(unsafe) var errors: [String] = []
+        nonisolated(unsafe) var applied: [String] = []
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            do { _ = try StateDatabase(folder: scratch.state) } catch { failures.withLock { errors.append("\(error)") } }
+            do {
+                let state = try fixture.open()
+                let now = (state as? StateDatabase)?.appliedNow ?? (state as? PostgresState)?.appliedNow ?? []
+                failures.withLock { applied += now }
+            } catch {
+                failures.withLock { errors.append("\(error)") }
+            }
         }
         #expect(errors.isEmpty, "\(errors)")
-        #expect(try StateDatabase(folder: scratch.state).appliedMigrations().count == StateDatabase.migrator.migrations.count)
+        #expect(applied == Self.migrations(backend), "each migration applied exactly once, in order")
+        #expect(try fixture.open().appliedMigrations() == Self.migrations(backend))
     }
 
-    @Test func aDatabaseFromANewerTourpackIsRefusedNotGuessedAt() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
-        let database = try StateDatabase(folder: scratch.state)
-        try database.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v9 from the future')") }
+    @Test(arguments: Backend.allCases) func aSchemaFromANewerTourpackIsRefusedNotGuessedAt(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        _ = try fixture.open()
+        switch backend {
+        case .sqlite: try fixture.execute("INSERT INTO grdb_migrations (identifier) VALUES ('v9 from the future')")
+        case .postgres: try fixture.execute("INSERT INTO schema_migrations (version, name) VALUES (99, 'v99 from the future')")
+        }
         #expect {
-            _ = try StateDatabase(folder: scratch.state)
+            _ = try fixture.open()
         } throws: { error in
-            guard let error = error as? TourpackError, error.kind == .stateFailed, let path = error.context.path else { return false }
-            return path.hasSuffix("state.sqlite") && error.message.contains("newer")
+            guard let error = error as? TourpackError, error.kind == .stateFailed, error.message.contains("newer") else { return false }
+            switch backend {
+            case .sqlite: return error.context.path?.hasSuffix("state.sqlite") == true
+            case .postgres:
+                return error.description.hasPrefix("state: postgresql://tourpack@127.0.0.1:") && error.message.contains("version 99")
+                    && !error.description.contains(PostgresTestServer.password)
+            }
         }
     }
 }
 
 @Suite struct QuotaLedgerTests {
-    static func ledger(_ scratch: StateScratch, clock: ManualClock, standard: Int = 1000, key: String? = "k-123") throws -> QuotaLedger {
-        let budgets = Budgets(monthlyCharacters: [.standard: standard, .wavenet: 50])
-        return QuotaLedger(
-            database: try StateDatabase(folder: scratch.state), account: QuotaAccount(endpoint: "http://tts.test", apiKey: key),
-            budgets: budgets, clock: clock.now)
-    }
-
-    @Test func reserveSettleAndReleaseMoveTheNumbers() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
-        let ledger = try Self.ledger(scratch, clock: ManualClock())
+    @Test(arguments: Backend.allCases) func reserveSettleAndReleaseMoveTheNumbers(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let ledger = try fixture.ledger(clock: ManualClock())
         let first = try ledger.reserve(300, tier: .standard)
         let second = try ledger.reserve(200, tier: .standard)
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 500, limit: 1000))
@@ -84,12 +118,15 @@ struct StateScratch {
         try ledger.release(second)
         let usage = try ledger.usage(of: .standard)
         #expect(usage.used == 300 && usage.reserved == 0 && usage.left == 700)
+        // Closing again changes nothing: the reservation is gone.
+        try ledger.release(second)
+        #expect(try ledger.usage(of: .standard) == usage)
     }
 
-    @Test func aReservationPastTheLimitIsRefusedWithTheNumbersAndLeavesNothing() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
-        let ledger = try Self.ledger(scratch, clock: ManualClock())
+    @Test(arguments: Backend.allCases) func aReservationPastTheLimitIsRefusedWithTheNumbersAndLeavesNothing(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(900, tier: .standard))
         let pending = try ledger.reserve(60, tier: .standard)
         #expect {
@@ -103,28 +140,57 @@ struct StateScratch {
         #expect(try ledger.usage(of: .standard).reserved == 60)
         _ = try ledger.reserve(40, tier: .standard)  // exactly to the limit is fine
         try ledger.release(pending)
+        #expect(try ledger.usage(of: .standard).reserved == 40)
     }
 
-    @Test func theLocalTierIsCountedButNeverRefused() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
-        let ledger = try Self.ledger(scratch, clock: ManualClock())
+    /// The very first reservation of a month, past the limit on its own: refused with zeros, nothing recorded.
+    @Test(arguments: Backend.allCases) func aNewMonthsFirstReservationIsCheckedToo(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let ledger = try fixture.ledger(clock: ManualClock())
+        #expect {
+            _ = try ledger.reserve(51, tier: .wavenet)
+        } throws: { error in
+            (error as? TourpackError)?.message.contains("0 used + 0 reserved of 50") == true
+        }
+        #expect(try ledger.usage(of: .wavenet) == TierUsage(tier: .wavenet, used: 0, reserved: 0, limit: 50))
+        _ = try ledger.reserve(50, tier: .wavenet)
+        #expect(try ledger.usage(of: .wavenet).reserved == 50)
+    }
+
+    @Test(arguments: Backend.allCases) func theLocalTierIsCountedButNeverRefused(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(50_000_000, tier: .local))
         let usage = try ledger.usage(of: .local)
         #expect(usage.used == 50_000_000 && usage.limit == nil && usage.left == nil)
     }
 
-    @Test func monthsAreCalendarMonthsInUTC() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func monthsAreCalendarMonthsInUTC(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let clock = ManualClock("2026-11-30T23:59:00Z")
-        let ledger = try Self.ledger(scratch, clock: clock)
+        let ledger = try fixture.ledger(clock: clock)
         try ledger.settle(try ledger.reserve(1000, tier: .standard))
         #expect(throws: TourpackError.self) { _ = try ledger.reserve(1, tier: .standard) }
         clock.advance(seconds: 60)
         #expect(ledger.currentMonth == "2026-12")
         #expect(try ledger.usage(of: .standard).used == 0)
         _ = try ledger.reserve(1000, tier: .standard)
+    }
+
+    /// Two keys on one endpoint are two accounts, each with its own month.
+    @Test(arguments: Backend.allCases) func accountsDoNotShareAMonth(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        let one = try fixture.ledger(clock: clock, key: "k-1")
+        let two = try fixture.ledger(clock: clock, key: "k-2")
+        try one.settle(try one.reserve(1000, tier: .standard))
+        _ = try two.reserve(1000, tier: .standard)
+        #expect(try one.usage(of: .standard) == TierUsage(tier: .standard, used: 1000, reserved: 0, limit: 1000))
+        #expect(try two.usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 1000, limit: 1000))
     }
 
     @Test func theAccountIsTheEndpointAndAFingerprintNeverTheKey() {
@@ -137,29 +203,94 @@ struct StateScratch {
         #expect(QuotaAccount(endpoint: "http://127.0.0.1:8787", apiKey: nil).id == "http://127.0.0.1:8787#no-key")
     }
 
-    /// Two connections (as two processes have) hammer one month: the
-    /// IMMEDIATE transactions never let them pass the limit together.
-    @Test func twoConnectionsReservingAtOnceNeverPassTheLimit() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    /// Four clients (as four workers on four machines have: separate
+    /// connections, separate pools) hammer one month at once; together they
+    /// never pass the limit, and every grant is counted.
+    @Test(arguments: Backend.allCases) func fourClientsReservingAtOnceNeverPassTheLimit(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let clock = ManualClock()
-        let ledgers = [try Self.ledger(scratch, clock: clock, standard: 300), try Self.ledger(scratch, clock: clock, standard: 300)]
+        // Hundreds of grants, so that the clients' requests overlap many times.
+        let ledgers = try (0..<4).map { _ in try fixture.ledger(clock: clock, standard: 2803) }
         let granted = NSLock()
         nonisolated(unsafe) var total = 0
-        DispatchQueue.concurrentPerform(iterations: 120) { index in
-            guard let reservation = try? ledgers[index % 2].reserve(7, tier: .standard) else { return }
-            try? ledgers[index % 2].settle(reservation)
-            granted.withLock { total += 7 }
+        nonisolated(unsafe) var errors: [String] = []
+        // Each worker reserves until refused; half of each one's grants are
+        // settled, the other half released and tried again.
+        onThreads(4) { worker in
+            var attempt = 0
+            while true {
+                attempt += 1
+                let reservation: QuotaLedger.Reservation
+                do { reservation = try ledgers[worker].reserve(7, tier: .standard) } catch let error as TourpackError where error.kind == .budgetExceeded {
+                    return
+                } catch {
+                    granted.withLock { errors.append("\(error)") }
+                    return
+                }
+                do {
+                    if attempt.isMultiple(of: 2) {
+                        try ledgers[worker].release(reservation)
+                    } else {
+                        try ledgers[worker].settle(reservation)
+                        granted.withLock { total += 7 }
+                    }
+                } catch {
+                    granted.withLock { errors.append("\(error)") }
+                    return
+                }
+            }
         }
-        #expect(total == 294, "42 reservations of 7 fit in 300")
-        #expect(try ledgers[0].usage(of: .standard).used == 294)
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(total == 2800, "400 reservations of 7 fit in 2,803")
+        #expect(try ledgers[0].usage(of: .standard) == TierUsage(tier: .standard, used: 2800, reserved: 0, limit: 2803))
+        if let store = ledgers[0].store as? PostgresLedgerStore { #expect(try store.mismatchedSlots() == 0) }
     }
 
-    @Test func staleReservationsAreReleasedDeadOwnersAtOnceOthersAfterTheTimeout() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    /// Four clients ask at the same instant, round after round, for more
+    /// than the month can take at once (4 × at least 7 against 25): in
+    /// every round some are refused, and what the others were granted
+    /// together never passes the limit. Then all release and ask again.
+    @Test(arguments: Backend.allCases) func clientsAskingAtTheSameInstantNeverPassTheLimit(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let clock = ManualClock()
-        var ledger = try Self.ledger(scratch, clock: clock)
+        let ledgers = try (0..<4).map { _ in try fixture.ledger(clock: clock, standard: 25) }
+        let (rounds, barrier, lock) = (100, Barrier(4), NSLock())
+        nonisolated(unsafe) var held = Array(repeating: 0, count: rounds)
+        nonisolated(unsafe) var refused = Array(repeating: 0, count: rounds)
+        nonisolated(unsafe) var errors: [String] = []
+        onThreads(4) { worker in
+            for round in 0..<rounds {
+                barrier.wait()
+                let characters = 7 + (round + worker) % 5
+                var reservation: QuotaLedger.Reservation?
+                do { reservation = try ledgers[worker].reserve(characters, tier: .standard) } catch let error as TourpackError where error.kind == .budgetExceeded {
+                    lock.withLock { refused[round] += 1 }
+                } catch {
+                    lock.withLock { errors.append("\(error)") }
+                }
+                if reservation != nil { lock.withLock { held[round] += characters } }
+                // Everyone has asked; only then is anything given back.
+                barrier.wait()
+                if let reservation {
+                    do { try ledgers[worker].release(reservation) } catch { lock.withLock { errors.append("\(error)") } }
+                }
+            }
+        }
+        #expect(errors.isEmpty, "\(errors)")
+        let over = held.enumerated().filter { $0.element > 25 }
+        #expect(over.count == 0, "the clients together held more than 25 in these rounds (round, characters): \(over.prefix(5))")
+        #expect(refused.allSatisfy { $0 >= 1 }, "every round refused someone")
+        #expect(try ledgers[1].usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 0, limit: 25))
+        if let store = ledgers[0].store as? PostgresLedgerStore { #expect(try store.mismatchedSlots() == 0) }
+    }
+
+    @Test(arguments: Backend.allCases) func staleReservationsAreReleasedDeadOwnersAtOnceOthersAfterTheTimeout(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        var ledger = try fixture.ledger(clock: clock)
         let live = try ledger.reserve(100, tier: .standard)
         // A process of this host that is gone: no such PID.
         ledger.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 1)
@@ -178,14 +309,38 @@ struct StateScratch {
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000), "settled for what was billed")
     }
 
+    /// "Same host" is the host name, the PID namespace and the boot: a
+    /// process of this machine before a reboot (another boot ID) cannot be
+    /// checked by its PID, which may now be another process's, so only its age counts.
+    @Test(arguments: Backend.allCases) func anOwnerFromAnotherBootIsJudgedByAge(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        var ledger = try fixture.ledger(clock: clock)
+        let me = ProcessOwner.current
+        let otherBoot = me.host.replacingOccurrences(of: "/boot:", with: "/boot:0-")
+        #expect(otherBoot != me.host, "this machine has a boot ID")
+        // Before the reboot, the PID of this very process, started at the same tick: it looks alive, but is not checkable.
+        ledger.owner = ProcessOwner(host: otherBoot, pid: me.pid, startTicks: me.startTicks)
+        #expect(!ledger.owner.isCheckable && ledger.owner.mightBeAlive)
+        _ = try ledger.reserve(70, tier: .standard)
+        // The same host name and boot, a dead PID: gone at once.
+        ledger.owner = ProcessOwner(host: me.host, pid: 999_999_999, startTicks: 5)
+        _ = try ledger.reserve(30, tier: .standard)
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 30))
+        clock.advance(seconds: ledger.staleAfter + 1)
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 70))
+        #expect(try ledger.usage(of: .standard).reserved == 0)
+    }
+
     /// reserved → sent → settled: a dead owner's reservation that was never
     /// sent cost nothing and is released; one that was sent may have been
     /// billed, so it is settled in full. A crash may over-count, never under.
-    @Test func aDeadOwnersSentReservationsAreSettledAndItsUnsentOnesReleased() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func aDeadOwnersSentReservationsAreSettledAndItsUnsentOnesReleased(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let clock = ManualClock()
-        var ledger = try Self.ledger(scratch, clock: clock)
+        var ledger = try fixture.ledger(clock: clock)
         ledger.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 1)
         let sent = try ledger.reserve(120, tier: .standard)
         try ledger.markSent(sent)
@@ -202,6 +357,53 @@ struct StateScratch {
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000))
     }
 
+    /// Every worker reconciles as it starts, and several start at once: a
+    /// dead owner's sent reservation is settled once, never once per worker.
+    @Test(arguments: Backend.allCases) func workersReconcilingAtOnceCloseEachReservationOnce(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        var dead = try fixture.ledger(clock: clock, standard: 100_000)
+        dead.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 1)
+        for index in 0..<40 {
+            let reservation = try dead.reserve(10, tier: .standard)
+            if index.isMultiple(of: 2) { try dead.markSent(reservation) }
+        }
+        let workers = try (0..<4).map { _ in try fixture.ledger(clock: clock, standard: 100_000) }
+        let lock = NSLock()
+        nonisolated(unsafe) var total = QuotaLedger.Reconciliation()
+        nonisolated(unsafe) var errors: [String] = []
+        onThreads(4) { index in
+            do {
+                let closed = try workers[index].reconcile()
+                lock.withLock {
+                    total.released += closed.released
+                    total.releasedCharacters += closed.releasedCharacters
+                    total.settled += closed.settled
+                    total.settledCharacters += closed.settledCharacters
+                }
+            } catch {
+                lock.withLock { errors.append("\(error)") }
+            }
+        }
+        #expect(errors.isEmpty, "\(errors)")
+        #expect(total == QuotaLedger.Reconciliation(released: 20, releasedCharacters: 200, settled: 20, settledCharacters: 200))
+        #expect(try workers[0].usage(of: .standard) == TierUsage(tier: .standard, used: 200, reserved: 0, limit: 100_000))
+    }
+
+    /// A reservation that reconcile closed (its owner looked gone) is still
+    /// settled when the audio does come back: the endpoint billed it.
+    @Test(arguments: Backend.allCases) func aReservationClosedByReconcileIsStillSettled(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        var ledger = try fixture.ledger(clock: ManualClock())
+        ledger.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 1)
+        let reservation = try ledger.reserve(90, tier: .standard)
+        #expect(try ledger.reconcile().released == 1)
+        try ledger.settle(reservation)
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 90, reserved: 0, limit: 1000))
+    }
+
     @Test func aProcessOwnerRoundTripsAndKnowsThisProcessIsAlive() {
         let me = ProcessOwner.current
         #expect(ProcessOwner(me.description) == me)
@@ -210,14 +412,19 @@ struct StateScratch {
         #expect(ProcessOwner("h:with:colons:5:9")?.host == "h:with:colons")
         #expect(!ProcessOwner(host: me.host, pid: me.pid, startTicks: me.startTicks + 1).mightBeAlive, "a reused PID is not the owner")
     }
+
+    @Test func thisHostIsItsNameItsPIDNamespaceAndItsBoot() throws {
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let namespace = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid")
+        #expect(ProcessOwner.current.host == "\(ProcessInfo.processInfo.hostName)/\(namespace)/boot:\(boot)")
+        // Written before the boot ID was part of it: another host, judged by age alone.
+        let older = ProcessOwner(host: "\(ProcessInfo.processInfo.hostName)/\(namespace)", pid: 999_999_999, startTicks: 1)
+        #expect(!older.isCheckable && older.mightBeAlive)
+        #expect(ProcessOwner(ProcessOwner.current.description) == ProcessOwner.current)
+    }
 }
 
 @Suite struct SynthesisCacheTests {
-    static func cache(_ scratch: StateScratch, clock: ManualClock) throws -> SynthesisCache {
-        SynthesisCache(
-            database: try StateDatabase(folder: scratch.state), folder: scratch.state.appendingPathComponent("synthesis"),
-            maxAgeDays: 30, clock: clock.now)
-    }
 
     static func key(_ text: String) -> SynthesisKey {
         SynthesisKey(chunk: Chunk(text: text, isSSML: false), voice: StoreManifestFixture.voice, sampleRateHz: 24_000)
@@ -251,11 +458,11 @@ struct StateScratch {
         #expect(SynthesisKey(chunk: Chunk(text: "Hello.", isSSML: false), voice: pricier, sampleRateHz: 24_000) == base, "the tier is only the price")
     }
 
-    @Test func aStoredChunkComesBackBitExactUntilItIsTooOld() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func aStoredChunkComesBackBitExactUntilItIsTooOld(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let clock = ManualClock()
-        let cache = try Self.cache(scratch, clock: clock)
+        let cache = try fixture.synthesisCache(clock: clock)
         let key = Self.key("Hello there.")
         try cache.store(Self.pcm(1), for: key, characters: 12)
         #expect(try cache.load(key) == Self.pcm(1))
@@ -266,10 +473,10 @@ struct StateScratch {
         #expect(try cache.freshKeys(among: [key]).isEmpty)
     }
 
-    @Test func aDamagedFileIsAMissAndItsEntryIsDropped() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
-        let cache = try Self.cache(scratch, clock: ManualClock())
+    @Test(arguments: Backend.allCases) func aDamagedFileIsAMissAndItsEntryIsDropped(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let cache = try fixture.synthesisCache(clock: ManualClock())
         let key = Self.key("Damaged.")
         try cache.store(Self.pcm(2), for: key, characters: 8)
         let url = cache.fileURL(for: key)
@@ -280,11 +487,11 @@ struct StateScratch {
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
 
-    @Test func evictionDropsTheLeastRecentlyUsedUntilTheFilesFit() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func evictionDropsTheLeastRecentlyUsedUntilTheFilesFit(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
         let clock = ManualClock()
-        let cache = try Self.cache(scratch, clock: clock)
+        let cache = try fixture.synthesisCache(clock: clock)
         let keys = ["one.", "two.", "three."].map(Self.key)
         for (index, key) in keys.enumerated() {
             try cache.store(Self.pcm(index, count: 48_000), for: key, characters: 4)
@@ -310,11 +517,12 @@ struct StateScratch {
 }
 
 @Suite struct OutputCacheAndEvictionTests {
-    @Test func aFileIsReusedOnlyWhenItsKeyAgeSizeAndHashAllHold() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func aFileIsReusedOnlyWhenItsKeyAgeSizeAndHashAllHold(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let scratch = fixture.scratch
         let clock = ManualClock()
-        let outputs = OutputCache(database: try StateDatabase(folder: scratch.state), maxAgeDays: 30, clock: clock.now)
+        let outputs = try fixture.outputCache(clock: clock)
         let url = scratch.output.appendingPathComponent("AudioCache/t/p_Detailed.m4a")
         let bytes = Data((0..<4096).map { UInt8($0 % 251) })
         try AtomicFile.write(bytes, to: url)
@@ -345,12 +553,13 @@ struct StateScratch {
     /// One live package pins its four files; three unlisted files compete
     /// for the rest of a 1 MB budget by when a build last used them, not by
     /// their modification times.
-    @Test func evictionAfterABuildTakesTheLeastRecentlyUsedAndNeverAPinnedFile() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func evictionAfterABuildTakesTheLeastRecentlyUsedAndNeverAPinnedFile(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let scratch = fixture.scratch
         let clock = ManualClock()
         let layout = Layout(root: scratch.output)
-        let outputs = OutputCache(database: try StateDatabase(folder: scratch.state), maxAgeDays: 30, clock: clock.now)
+        let outputs = try fixture.outputCache(clock: clock)
         let manifest = try StoreManifestFixture.manifest(createdAt: clock.now())
         _ = try manifest.write(into: layout)
         for entry in manifest.audio {
@@ -389,11 +598,12 @@ struct StateScratch {
 }
 
 @Suite struct BuildRecordsTests {
-    @Test func aBuildGoesQueuedRunningCompletedWithItsTimes() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
+    @Test(arguments: Backend.allCases) func aBuildGoesQueuedRunningCompletedWithItsTimes(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let scratch = fixture.scratch
         let clock = ManualClock()
-        let records = BuildRecords(database: try StateDatabase(folder: scratch.state), clock: clock.now)
+        let records = try fixture.records(clock: clock)
         let id = try records.queue(pipeline: URL(fileURLWithPath: "/p/demo.yaml"), output: scratch.output)
         #expect(try records.recent(output: scratch.output).first?.status == .queued)
         clock.advance(seconds: 5)
@@ -421,10 +631,11 @@ struct StateScratch {
         #expect(try records.counts(output: scratch.output) == [.failed: 1, .completed: 1])
     }
 
-    @Test func aBuildWhoseProcessIsGoneIsMarkedInterrupted() throws {
-        let scratch = StateScratch()
-        defer { scratch.remove() }
-        var records = BuildRecords(database: try StateDatabase(folder: scratch.state))
+    @Test(arguments: Backend.allCases) func aBuildWhoseProcessIsGoneIsMarkedInterrupted(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let scratch = fixture.scratch
+        var records = try fixture.records()
         let mine = try records.queue(pipeline: URL(fileURLWithPath: "/p.yaml"), output: scratch.output)
         records.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 3)
         let dead = try records.queue(pipeline: URL(fileURLWithPath: "/p.yaml"), output: scratch.output)
@@ -434,5 +645,84 @@ struct StateScratch {
         #expect(byID[dead]?.status == .failed)
         #expect(byID[dead]?.error?.contains("interrupted") == true)
         #expect(byID[mine]?.status == .queued, "a live build is left alone")
+    }
+}
+
+/// More of the records and the synthesis index, on both backends: what
+/// `cache clear` forgets and keeps, a tour's outcome recorded twice, and a
+/// chunk kept and paid for in one transaction.
+@Suite struct StateRowsTests {
+    @Test(arguments: Backend.allCases) func clearingAnOutputsRecordsKeepsRunningBuildsAndOtherOutputs(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let records = try fixture.records()
+        let output = fixture.scratch.output
+        let elsewhere = fixture.scratch.root.appendingPathComponent("Other")
+        let done = try records.queue(pipeline: URL(fileURLWithPath: "/p.yaml"), output: output)
+        try records.recordTour(done, tourId: "t1", outcome: "failed", message: "first try")
+        try records.recordTour(done, tourId: "t1", outcome: "failed", message: "second try")
+        try records.finish(done, status: .failed, summary: nil, error: "1 tour failed")
+        #expect(try records.failedTours(output: output).map(\.message) == ["second try"], "recorded again: replaced")
+        let running = try records.queue(pipeline: URL(fileURLWithPath: "/p.yaml"), output: output)
+        try records.start(running)
+        let other = try records.queue(pipeline: URL(fileURLWithPath: "/q.yaml"), output: elsewhere)
+        try records.recordTour(other, tourId: "t9", outcome: "failed")
+        try records.finish(other, status: .failed, summary: nil, error: nil)
+
+        try records.forgetAll(output: output)
+        #expect(try records.recent(output: output).map(\.id) == [running], "a running build keeps its record")
+        #expect(try records.failedTours(output: output).isEmpty)
+        #expect(try records.failedTours(output: elsewhere).map(\.tourId) == ["t9"])
+        #expect(try records.counts(output: elsewhere) == [.failed: 1])
+        #expect(try records.recent(limit: 1).map(\.id) == [other], "newest first, across outputs")
+    }
+
+    /// `failedTours` is in tour ID order, byte by byte, on both backends
+    /// (PostgreSQL's collation would otherwise put 'b' before 'C').
+    @Test(arguments: Backend.allCases) func failedToursComeInTourIDOrder(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let records = try fixture.records()
+        let id = try records.queue(pipeline: URL(fileURLWithPath: "/p.yaml"), output: fixture.scratch.output)
+        for tour in ["b-tour", "C-tour", "a-tour", "_tour"] { try records.recordTour(id, tourId: tour, outcome: "failed") }
+        #expect(try records.failedTours(output: fixture.scratch.output).map(\.tourId) == ["C-tour", "_tour", "a-tour", "b-tour"])
+    }
+
+    /// The synthesizer keeps a chunk and settles its reservation in one
+    /// transaction: afterwards both are there, the reservation gone.
+    @Test(arguments: Backend.allCases) func aKeptChunkIsPaidForInTheSameTransaction(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        let cache = try fixture.synthesisCache(clock: clock)
+        let ledger = try fixture.ledger(clock: clock)
+        let key = SynthesisCacheTests.key("Paid for once.")
+        let reservation = try ledger.reserve(14, tier: .standard)
+        let temp = try cache.temporaryURL(for: key)
+        try FLACFile.write(SynthesisCacheTests.pcm(4), to: temp)
+        let kept = try cache.adopt(
+            temp, for: key, shape: ShapeMeter.shape(of: SynthesisCacheTests.pcm(4).samples), sampleRate: 24_000, characters: 14,
+            alongWith: ledger.settlement(of: reservation, characters: 28))
+        #expect(kept.url == cache.fileURL(for: key))
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 28, reserved: 0, limit: 1000), "settled for what was billed")
+        #expect(try cache.load(key) == SynthesisCacheTests.pcm(4))
+        #expect(try cache.totals().entries == 1)
+    }
+
+    /// A hit records the shape it measured, so the next hit reads no audio.
+    @Test(arguments: Backend.allCases) func anEntryFromBeforeChunkShapesIsMeasuredOnceAndRemembered(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        let cache = try fixture.synthesisCache(clock: clock)
+        let key = SynthesisCacheTests.key("Old entry.")
+        try cache.store(SynthesisCacheTests.pcm(5), for: key, characters: 10)
+        let table = backend == .sqlite ? "synthesisChunk SET audibleStart = NULL, audibleEnd = NULL" : "synthesis_chunk SET audible_start = NULL, audible_end = NULL"
+        try fixture.execute("UPDATE \(table)")
+        #expect(try cache.index.entry(key.hex)?.audibleStart == nil)
+        let hit = try #require(try cache.lookup(key))
+        #expect(hit.shape == ShapeMeter.shape(of: SynthesisCacheTests.pcm(5).samples))
+        let entry = try #require(try cache.index.entry(key.hex))
+        #expect(entry.audibleStart == hit.shape.audible?.lowerBound && entry.audibleEnd == hit.shape.audible?.upperBound)
     }
 }

@@ -6,21 +6,29 @@ public import Foundation
 public struct SharedStateSettings: Sendable, Hashable {
     /// The synthesis cache in S3-compatible storage, shared by every worker.
     public var objects: ObjectStoreSettings?
-    /// The PostgreSQL URL (no password) for the shared ledger and indexes.
-    /// Accepted and printed; the build does not use it yet.
+    /// The PostgreSQL URL (no password) of the shared state: the quota
+    /// ledger, the synthesis- and output-cache indexes and the build records
+    /// (`PostgresState`). Nil: they stay in the local SQLite database.
     public var postgres: String?
     /// The variable holding PostgreSQL's password (default `PGPASSWORD`).
     public var postgresPasswordEnv: String
+    /// The password, read once from `postgresPasswordEnv` when the pipeline
+    /// is loaded (only when `postgres` is set); it never prints.
+    public var postgresPassword: Secret?
     /// Local staging and journals on a worker. Accepted and printed; when
     /// `state.path` is absent it is the local state folder.
     public var scratch: URL?
 
     public static let defaultPostgresPasswordEnv = "PGPASSWORD"
 
-    public init(objects: ObjectStoreSettings? = nil, postgres: String? = nil, postgresPasswordEnv: String = defaultPostgresPasswordEnv, scratch: URL? = nil) {
+    public init(
+        objects: ObjectStoreSettings? = nil, postgres: String? = nil, postgresPasswordEnv: String = defaultPostgresPasswordEnv,
+        postgresPassword: Secret? = nil, scratch: URL? = nil
+    ) {
         self.objects = objects
         self.postgres = postgres
         self.postgresPasswordEnv = postgresPasswordEnv
+        self.postgresPassword = postgresPassword
         self.scratch = scratch
     }
 }

@@ -209,10 +209,12 @@ public enum PipelineLoader {
         // The keys, read once: nothing after this reads the environment for them.
         tts.apiKey = tts.apiKeyEnv.flatMap { Secret(environment[$0]) }
         if let name = maps.source?.apiKeyEnv { maps.source?.apiKey = Secret(environment[name]) }
+        var shared = stateSection.shared
+        if shared.postgres != nil { shared.postgresPassword = Secret(environment[shared.postgresPasswordEnv]) }
         return PipelineConfig(
             sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
             voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,
-            chunking: chunking, audio: audio, lexicons: lexicons, shared: stateSection.shared
+            chunking: chunking, audio: audio, lexicons: lexicons, shared: shared
         )
     }
 

@@ -61,7 +61,7 @@ extension PipelineConfig {
             lines.append("          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet")
         }
         if let postgres = shared.postgres {
-            lines.append("          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · not used by this build yet")
+            lines.append("          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · holds the quota ledger, the cache indexes and the build records")
         }
         if let scratch = shared.scratch { lines.append("          scratch \(shown(scratch))") }
         return lines

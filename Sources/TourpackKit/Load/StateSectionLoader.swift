@@ -39,8 +39,9 @@ extension PipelineLoader {
         if let node = map["objects"], let objects = reader.mapping(node, at: "state.objects", allowed: objectKeys) {
             shared.objects = readObjects(objects, reader: &reader)
         }
-        // Until the PostgreSQL backend lands, a worker's local state (SQLite,
-        // staging, journals) is `path`, else `scratch`.
+        // A worker's local state (the SQLite database, with the tile cache
+        // even when PostgreSQL holds the rest; staging; journals) is `path`,
+        // else `scratch`.
         return (path ?? shared.scratch, shared)
     }
 

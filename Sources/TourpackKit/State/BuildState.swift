@@ -1,10 +1,17 @@
 public import Foundation
 
 /// A pipeline's state, opened once per command: the backend and the four
-/// things kept in it, plus the tile cache, all on one clock.
+/// things kept in it, plus the local tile cache, all on one clock.
+///
+/// The backend is the local SQLite database (`<state>/state.sqlite`) by
+/// default, with no server; when `state.postgres` is set it is that
+/// PostgreSQL database, shared by workers on many machines. The map tile
+/// cache stays in the local SQLite database either way: tiles are fetched
+/// and kept per worker.
 public struct BuildState: Sendable {
     public let layout: StateLayout
-    /// The local SQLite database.
+    /// The local SQLite database: everything by default; the tile cache (and
+    /// nothing else in use) when PostgreSQL holds the rest.
     public let database: StateDatabase
     /// Where the ledger, the cache indexes and the build records live.
     public let backend: any StateBackend
@@ -15,11 +22,18 @@ public struct BuildState: Sendable {
     public let tiles: TileCache
     public let tilePacks: TilePackRecords
 
-    /// Opens the state of `config` (creating the database if needed) for `account`.
+    /// Opens the state of `config` (creating and migrating what is missing) for `account`.
     public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        let database = try StateDatabase(folder: config.state)
+        let backend: any StateBackend = try config.shared.postgres.map { try PostgresState(url: $0, password: config.shared.postgresPassword) }
+            ?? database
+        self.init(config: config, database: database, backend: backend, account: account, clock: clock)
+    }
+
+    private init(config: PipelineConfig, database: StateDatabase, backend: any StateBackend, account: QuotaAccount, clock: @escaping @Sendable () -> Date) {
         layout = StateLayout(config)
-        database = try StateDatabase(folder: config.state)
-        backend = database
+        self.database = database
+        self.backend = backend
         synthesis = SynthesisCache(
             index: backend.synthesisIndex, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         outputs = OutputCache(index: backend.outputIndex, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
@@ -31,7 +45,15 @@ public struct BuildState: Sendable {
 
     /// The state when it exists already; nil (and nothing created) when the
     /// pipeline has never been built. For `plan` and `build --dry-run`, which touch nothing.
+    ///
+    /// With PostgreSQL, the shared state exists once any worker has migrated
+    /// the database; a worker that has never built gets its local folder
+    /// (the tile cache) then, since the plan must see the shared ledger.
     public static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws -> BuildState? {
+        if let url = config.shared.postgres {
+            guard let shared = try PostgresState.existing(url: url, password: config.shared.postgresPassword) else { return nil }
+            return BuildState(config: config, database: try StateDatabase(folder: config.state), backend: shared, account: account, clock: clock)
+        }
         guard FileManager.default.fileExists(atPath: config.state.appendingPathComponent(StateDatabase.fileName).path) else { return nil }
         return try BuildState(config: config, account: account, clock: clock)
     }

@@ -16,7 +16,7 @@ struct Tourpack: AsyncParsableCommand {
             config or usage · 3 a budget refused the work · 130 cancelled.
             """,
         version: TourpackPipeline.version,
-        subcommands: [Build.self, Plan.self, Validate.self, Cache.self, Quota.self, ServeTTS.self, ServeTiles.self]
+        subcommands: [Build.self, Plan.self, Validate.self, Cache.self, Quota.self, StateCommand.self, ServeTTS.self, ServeTiles.self]
     )
 
     /// Runs the command and maps every failure onto SPEC.md's exit codes:

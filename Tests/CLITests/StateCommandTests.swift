@@ -1,0 +1,124 @@
+import Foundation
+import PostgresTestServer
+import Testing
+import TourpackKit
+
+/// `tourpack state migrate`, and builds whose state is in PostgreSQL, run
+/// as a user or a Kubernetes job would run them: the real executable
+/// against the test process's throwaway server.
+@Suite struct StateCommandTests {
+    /// The workspace's pipeline with `state:` as a mapping: a local folder
+    /// of its own (`path`) and, when given, the shared PostgreSQL database.
+    static func useState(_ workspace: BuildWorkspace, path: String = "state", postgres: String?) throws {
+        let text = try String(contentsOf: workspace.pipeline, encoding: .utf8)
+        let mapping = "state:\n  path: \(path)\n" + (postgres.map { "  postgres: '\($0)'\n  passwordEnv: TP_TEST_PG_PASSWORD\n" } ?? "")
+        try text.replacingOccurrences(of: "state: state\n", with: mapping).write(to: workspace.pipeline, atomically: true, encoding: .utf8)
+    }
+
+    static let environment = ["TP_TEST_PG_PASSWORD": PostgresTestServer.password]
+
+    static func migrate(_ workspace: BuildWorkspace) throws -> Executable.Result {
+        try Executable.run(["state", "migrate", workspace.pipeline.path], in: workspace.root, environment: environment)
+    }
+
+    @Test(arguments: ["sqlite", "postgres"]) func migrateAppliesTheSchemaOnceAndSaysWhat(backend: String) throws {
+        let workspace = try BuildWorkspace()
+        let url = backend == "postgres" ? try PostgresTestServer.shared().createDatabase() : nil
+        try Self.useState(workspace, postgres: url)
+
+        let first = try Self.migrate(workspace)
+        #expect(first.status == 0, "\(first.stderr)")
+        let lines = first.stdout.split(separator: "\n").map(String.init)
+        if let url {
+            #expect(lines.first == "state: \(url.replacingOccurrences(of: "?sslmode=disable", with: "")) (PostgreSQL)")
+            #expect(lines.dropFirst().first == "  applied v1 caches, ledger and build records")
+            #expect(!FileManager.default.fileExists(atPath: workspace.state.path), "the local folder is not PostgreSQL's business")
+        } else {
+            #expect(lines.first == "state: \(workspace.state.appendingPathComponent("state.sqlite").path) (SQLite)")
+            #expect(lines.contains("  applied v1 caches, ledger and build records") && lines.contains("  applied v5 sent reservations"))
+        }
+        #expect(lines.last?.hasPrefix("the schema is current (") == true, "\(first.stdout)")
+
+        let again = try Self.migrate(workspace)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(!again.stdout.contains("applied "), "\(again.stdout)")
+        #expect(again.stdout.contains("nothing to apply: the schema is current ("))
+        for text in [first.stdout, first.stderr, again.stdout, again.stderr] { #expect(!text.contains(PostgresTestServer.password)) }
+    }
+
+    /// A worker must not write into a schema it does not understand.
+    @Test func aSchemaNewerThanThisTourpackIsRefused() throws {
+        let workspace = try BuildWorkspace()
+        let url = try PostgresTestServer.shared().createDatabase()
+        try Self.useState(workspace, postgres: url)
+        #expect(try Self.migrate(workspace).status == 0)
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        try PostgresTestServer.shared().psql(database, "INSERT INTO schema_migrations (version, name) VALUES (42, 'v42 from the future')")
+        let refused = try Self.migrate(workspace)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("state: postgresql://tourpack@127.0.0.1:"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("the schema is at version 42, newer than this tourpack knows"), "\(refused.stderr)")
+    }
+
+    /// The errors a worker can meet before its first request, each naming
+    /// the server and what failed, none holding the password.
+    @Test func anUnreachableServerOrAWrongPasswordIsNamedAndTheExitIsOne() throws {
+        let workspace = try BuildWorkspace()
+        let port = try PostgresTestServer.freePort()
+        try Self.useState(workspace, postgres: "postgresql://tourpack@127.0.0.1:\(port)/tourpack?sslmode=disable")
+        let down = try Self.migrate(workspace)
+        #expect(down.status == 1)
+        #expect(down.stderr.contains("error: state: postgresql://tourpack@127.0.0.1:\(port)/tourpack: connection refused"), "\(down.stderr)")
+
+        let url = try PostgresTestServer.shared().createDatabase()
+        let other = try BuildWorkspace()
+        try Self.useState(other, postgres: url)
+        let wrong = try Executable.run(
+            ["state", "migrate", other.pipeline.path], in: other.root, environment: ["TP_TEST_PG_PASSWORD": "not-\(PostgresTestServer.password)"])
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("password authentication failed for user \"tourpack\""), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains(PostgresTestServer.password) && !wrong.stdout.contains(PostgresTestServer.password))
+    }
+
+    /// A whole build with its state in PostgreSQL: the ledger holds what
+    /// the voice billed, a second worker (another local state folder, the
+    /// same database) sees the same quota, and a rebuild on the first
+    /// worker sends nothing: its cache index and output index are there.
+    @Test func aBuildOnPostgreSQLKeepsItsLedgerAndIndexesThere() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        let url = try PostgresTestServer.shared().createDatabase()
+        try Self.useState(workspace, postgres: url)
+        let voice = try IncrementalBuildTests.writeStandardVoice(in: workspace)
+
+        let first = try Executable.run(
+            ["build", workspace.pipeline.path, "--endpoint", server.endpoint, "--voice", voice, "--json"], in: workspace.root,
+            environment: Self.environment)
+        #expect(first.status == 0, "\(first.stderr)")
+        let billed = try IncrementalBuildTests.characters(server)
+        let summary = try IncrementalBuildTests.summary(first)
+        #expect(billed > 0 && summary["charactersBilled"] as? Int == billed, "\(summary)")
+
+        // Another worker: its own local folder, the same database.
+        let quota = try Executable.run(
+            ["quota", workspace.pipeline.path, "--json", "--state", workspace.root.appendingPathComponent("worker-2").path, "--voice", voice,
+             "--endpoint", server.endpoint],
+            in: workspace.root, environment: Self.environment)
+        #expect(quota.status == 0, "\(quota.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(quota.stdout.utf8)) as? [String: Any])
+        let standard = try #require((object["tiers"] as? [[String: Any]])?.first { $0["tier"] as? String == "standard" })
+        #expect(standard["used"] as? Int == billed && standard["reserved"] as? Int == 0, "\(standard)")
+
+        let warm = try Executable.run(
+            ["build", workspace.pipeline.path, "--endpoint", server.endpoint, "--voice", voice, "--json"], in: workspace.root,
+            environment: Self.environment)
+        #expect(warm.status == 0, "\(warm.stderr)")
+        #expect(try IncrementalBuildTests.summary(warm)["requests"] as? Int == 0)
+        #expect(try IncrementalBuildTests.characters(server) == billed, "nothing spoken twice")
+        let stats = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root, environment: Self.environment)
+        #expect(stats.status == 0, "\(stats.stderr)")
+        let cache = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
+        #expect((cache["builds"] as? [String: Int])?["completed"] == 2, "\(stats.stdout)")
+        for text in [first.stdout, first.stderr, warm.stdout, quota.stdout, stats.stdout] { #expect(!text.contains(PostgresTestServer.password)) }
+    }
+}

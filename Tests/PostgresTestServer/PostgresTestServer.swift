@@ -82,7 +82,10 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     static func start() throws -> PostgresTestServer {
         let bin = try binFolder()
-        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tourpack-pg-\(UUID().uuidString.prefix(8))")
+        // /tmp, not $TMPDIR: the server's Unix socket lives in this folder and
+        // its path must stay short (107 bytes at most), and as root the
+        // server's account must be able to reach it (a TMPDIR under /root is not).
+        let folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("tourpack-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let account = try serverAccount()
         let passwordFile = folder.appendingPathComponent("password")

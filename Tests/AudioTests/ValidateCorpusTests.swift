@@ -71,7 +71,8 @@ struct ValidateCorpusTests {
             let container: ValidationCheck = [.aac: .faststart, .mp3: .mp3Header, .opus: .oggOpus][format]!
             for entry in bundle.manifest(format).audio {
                 let ran = Set(report.outcomes.filter { $0.subject == entry.path }.map(\.check))
-                #expect(ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, container], "\(entry.path): \(ran)")
+                #expect(ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, .loudness, container], "\(entry.path): \(ran)")
+                #expect(entry.loudness?.integratedLUFS != nil, "\(entry.path): no loudness recorded")
             }
             let manifestChecks = Set(report.outcomes.filter { $0.subject == bundle.manifestPath(format) }.map(\.check))
             #expect(manifestChecks == [.json, .schema, .canonical, .packageId, .audioList, .expiry, .mapTiles, .contentHash, .sizeBytes])

@@ -13,7 +13,7 @@ BIN_DEBUG := .build/debug/tourpack
 # pg_ctl from /usr/lib/postgresql/<version>/bin) for the PostgreSQL state.
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
-	espeak-ng libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql
+	espeak-ng libebur128-dev libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -39,8 +39,10 @@ struct StateScratch {
 @Suite struct StateSchemaTests {
     static func migrations(_ backend: Backend) -> [String] {
         switch backend {
-        case .sqlite: StateDatabase.migrator.migrations
-        case .postgres: PostgresState.migrations.map(\.name)
+        case .sqlite:
+            ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes",
+             "v5 sent reservations", "v6 loudness"]
+        case .postgres: ["v1 caches, ledger and build records", "v2 loudness"]
         }
     }
 
@@ -529,12 +531,12 @@ struct StateScratch {
         var audio = StoreManifestFixture.encoded(1, duration: 3)
         audio.sizeBytes = Int64(bytes.count)
         audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
+        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350, loudness: nil,
                             metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         try outputs.record([(url: url, key: key, audio: audio)])
 
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
-        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350,
+        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350, loudness: nil,
                                      metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         #expect(try outputs.reusable(url, key: otherEncoder, check: .sizeAndHash) == nil)
 
@@ -569,7 +571,7 @@ struct StateScratch {
         let unlisted = ["old", "middle", "recent"].map { layout.root.appendingPathComponent("AudioCache/\(StoreManifestFixture.tourID)/\($0).m4a") }
         for (index, url) in unlisted.enumerated() {
             try AtomicFile.write(Data(count: 150_000), to: url)
-            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0,
+            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0, loudness: nil,
                                                           metadata: AudioMetadata(title: "\(index)", album: "", language: "")),
                                  audio: StoreManifestFixture.encoded(index, duration: 1))])
             clock.advance(seconds: 60)
@@ -709,7 +711,8 @@ struct StateScratch {
         #expect(try cache.totals().entries == 1)
     }
 
-    /// A hit records the shape it measured, so the next hit reads no audio.
+    /// An entry from before chunk shapes and loudness is measured on its
+    /// first hit, and what was measured is kept, so the next hit reads no audio.
     @Test(arguments: Backend.allCases) func anEntryFromBeforeChunkShapesIsMeasuredOnceAndRemembered(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
@@ -717,12 +720,17 @@ struct StateScratch {
         let cache = try fixture.synthesisCache(clock: clock)
         let key = SynthesisCacheTests.key("Old entry.")
         try cache.store(SynthesisCacheTests.pcm(5), for: key, characters: 10)
-        let table = backend == .sqlite ? "synthesisChunk SET audibleStart = NULL, audibleEnd = NULL" : "synthesis_chunk SET audible_start = NULL, audible_end = NULL"
+        let table = backend == .sqlite ? "synthesisChunk SET audibleStart = NULL, audibleEnd = NULL, loudness = NULL"
+            : "synthesis_chunk SET audible_start = NULL, audible_end = NULL, loudness = NULL"
         try fixture.execute("UPDATE \(table)")
-        #expect(try cache.index.entry(key.hex)?.audibleStart == nil)
+        let old = try #require(try cache.index.entry(key.hex))
+        #expect(old.audibleStart == nil && old.loudness == nil)
         let hit = try #require(try cache.lookup(key))
-        #expect(hit.shape == ShapeMeter.shape(of: SynthesisCacheTests.pcm(5).samples))
+        #expect(hit.shape.samples == 24_000 && hit.shape.audible == ShapeMeter.shape(of: SynthesisCacheTests.pcm(5).samples).audible)
+        let loudness = try #require(hit.shape.loudness, "measured on the hit")
         let entry = try #require(try cache.index.entry(key.hex))
         #expect(entry.audibleStart == hit.shape.audible?.lowerBound && entry.audibleEnd == hit.shape.audible?.upperBound)
+        #expect(entry.loudness == loudness.encoded, "kept, byte for byte")
+        #expect(entry.lastUsedAt == clock.now().timeIntervalSince1970)
     }
 }

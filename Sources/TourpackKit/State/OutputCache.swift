@@ -48,7 +48,14 @@ public struct OutputCache: Sendable {
         let audio = EncodedAudio(
             format: format, codec: entry.codec, sampleRateHz: entry.sampleRateHz, channels: entry.channels,
             bitrateKbps: entry.bitrateKbps, durationSeconds: entry.durationSeconds, sizeBytes: entry.sizeBytes,
-            sha256: entry.sha256)
+            sha256: entry.sha256,
+            loudness: entry.gainDB.map { gain in
+                AudioLoudness(
+                    integratedLUFS: entry.integratedLUFS, truePeakDBTP: entry.truePeakDBTP, gainDB: gain,
+                    limiterReductionDB: entry.limiterReductionDB ?? 0)
+            })
+        // A file recorded before loudness was measured is made again, so package.json can say it.
+        guard audio.loudness != nil else { return nil }
         guard SynthesisCache.fileSize(url) == audio.sizeBytes else { return nil }
         if case .sizeAndHash = check {
             guard let digest = try? FileDigest.sha256(of: url), digest.hex == audio.sha256 else { return nil }
@@ -65,7 +72,8 @@ public struct OutputCache: Sendable {
             return OutputEntry(
                 path: file.url.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec, sampleRateHz: a.sampleRateHz,
                 channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds, sizeBytes: a.sizeBytes,
-                sha256: a.sha256, createdAt: now, lastUsedAt: now)
+                sha256: a.sha256, createdAt: now, lastUsedAt: now, integratedLUFS: a.loudness?.integratedLUFS,
+                truePeakDBTP: a.loudness?.truePeakDBTP, gainDB: a.loudness?.gainDB, limiterReductionDB: a.loudness?.limiterReductionDB)
         })
     }
 

@@ -151,6 +151,19 @@ public struct PostgresState: StateBackend {
             """,
             "CREATE INDEX quota_reservation_by_slot ON quota_reservation (account, month, tier)",
         ]),
+        // SQLite's "v6 loudness": each chunk's gating blocks and true peak
+        // (`LoudnessProfile.encoded`; NULL, not measured yet), and each output
+        // file's measured loudness and how it was levelled.
+        Migration(version: 2, name: "v2 loudness", statements: [
+            "ALTER TABLE synthesis_chunk ADD COLUMN loudness BYTEA",
+            """
+            ALTER TABLE output_file
+                ADD COLUMN integrated_lufs DOUBLE PRECISION,
+                ADD COLUMN true_peak_dbtp DOUBLE PRECISION,
+                ADD COLUMN gain_db DOUBLE PRECISION,
+                ADD COLUMN limiter_reduction_db DOUBLE PRECISION
+            """,
+        ]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.

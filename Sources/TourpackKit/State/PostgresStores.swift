@@ -199,19 +199,22 @@ struct PostgresSynthesisIndex: SynthesisIndex {
 
     func entry(_ key: String) throws -> SynthesisEntry? {
         try store.query("look up chunk \(key.prefix(16))", """
-            SELECT characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end
+            SELECT characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end, loudness
             FROM synthesis_chunk WHERE key = \(key)
             """).first.map { row in
-            let (characters, rate, samples, bytes, created, used, start, end) = try row.decode((Int, Int, Int, Int64, Double, Double, Int?, Int?).self)
+            let (characters, rate, samples, bytes, created, used, start, end, loudness) =
+                try row.decode((Int, Int, Int, Int64, Double, Double, Int?, Int?, Data?).self)
             return SynthesisEntry(
                 key: key, characters: characters, sampleRate: rate, samples: samples, fileBytes: bytes, createdAt: created, lastUsedAt: used,
-                audibleStart: start, audibleEnd: end)
+                audibleStart: start, audibleEnd: end, loudness: loudness)
         }
     }
 
-    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int) throws {
+    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {
         try store.query("mark chunk \(key.prefix(16)) used", """
-            UPDATE synthesis_chunk SET last_used_at = \(time), audible_start = \(audibleStart), audible_end = \(audibleEnd) WHERE key = \(key)
+            UPDATE synthesis_chunk SET last_used_at = \(time), audible_start = \(audibleStart), audible_end = \(audibleEnd),
+                loudness = \(loudness)
+            WHERE key = \(key)
             """)
     }
 
@@ -219,13 +222,13 @@ struct PostgresSynthesisIndex: SynthesisIndex {
         try store.transaction("keep chunk \(entry.key.prefix(16))") { session in
             try session.execute("""
                 INSERT INTO synthesis_chunk
-                    (key, characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end)
+                    (key, characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end, loudness)
                 VALUES (\(entry.key), \(entry.characters), \(entry.sampleRate), \(entry.samples), \(entry.fileBytes), \(entry.createdAt),
-                    \(entry.lastUsedAt), \(entry.audibleStart), \(entry.audibleEnd))
+                    \(entry.lastUsedAt), \(entry.audibleStart), \(entry.audibleEnd), \(entry.loudness))
                 ON CONFLICT (key) DO UPDATE SET
                     characters = EXCLUDED.characters, sample_rate = EXCLUDED.sample_rate, samples = EXCLUDED.samples,
                     file_bytes = EXCLUDED.file_bytes, created_at = EXCLUDED.created_at, last_used_at = EXCLUDED.last_used_at,
-                    audible_start = EXCLUDED.audible_start, audible_end = EXCLUDED.audible_end
+                    audible_start = EXCLUDED.audible_start, audible_end = EXCLUDED.audible_end, loudness = EXCLUDED.loudness
                 """)
             if let settlement { try PostgresLedgerStore.settle(session, settlement) }
         }
@@ -266,14 +269,16 @@ struct PostgresOutputIndex: OutputIndex {
 
     func entry(path: String) throws -> OutputEntry? {
         try store.query("look up \(path)", """
-            SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at
+            SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at,
+                integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db
             FROM output_file WHERE path = \(path)
             """).first.map { row in
-            let (key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used) =
-                try row.decode((String, String, String, Int, Int, Int, Double, Int64, String, Double, Double).self)
+            let (key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter) =
+                try row.decode((String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?).self)
             return OutputEntry(
                 path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels, bitrateKbps: bitrate,
-                durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used)
+                durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used, integratedLUFS: lufs,
+                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter)
         }
     }
 
@@ -283,14 +288,18 @@ struct PostgresOutputIndex: OutputIndex {
             for e in entries {
                 try session.execute("""
                     INSERT INTO output_file (path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
-                        duration_seconds, size_bytes, sha256, created_at, last_used_at)
+                        duration_seconds, size_bytes, sha256, created_at, last_used_at,
+                        integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db)
                     VALUES (\(e.path), \(e.inputKey), \(e.format), \(e.codec), \(e.sampleRateHz), \(e.channels), \(e.bitrateKbps),
-                        \(e.durationSeconds), \(e.sizeBytes), \(e.sha256), \(e.createdAt), \(e.lastUsedAt))
+                        \(e.durationSeconds), \(e.sizeBytes), \(e.sha256), \(e.createdAt), \(e.lastUsedAt),
+                        \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB))
                     ON CONFLICT (path) DO UPDATE SET
                         input_key = EXCLUDED.input_key, format = EXCLUDED.format, codec = EXCLUDED.codec,
                         sample_rate_hz = EXCLUDED.sample_rate_hz, channels = EXCLUDED.channels, bitrate_kbps = EXCLUDED.bitrate_kbps,
                         duration_seconds = EXCLUDED.duration_seconds, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256,
-                        created_at = EXCLUDED.created_at, last_used_at = EXCLUDED.last_used_at
+                        created_at = EXCLUDED.created_at, last_used_at = EXCLUDED.last_used_at,
+                        integrated_lufs = EXCLUDED.integrated_lufs, true_peak_dbtp = EXCLUDED.true_peak_dbtp, gain_db = EXCLUDED.gain_db,
+                        limiter_reduction_db = EXCLUDED.limiter_reduction_db
                     """)
             }
         }

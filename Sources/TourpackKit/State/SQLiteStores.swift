@@ -127,23 +127,24 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
             try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd
+                    SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness
                     FROM synthesisChunk WHERE key = ?
                     """,
                 arguments: [key]
             ).map { row in
                 SynthesisEntry(
                     key: key, characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"], fileBytes: row["fileBytes"],
-                    createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"], audibleEnd: row["audibleEnd"])
+                    createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"], audibleEnd: row["audibleEnd"],
+                    loudness: row["loudness"])
             }
         }
     }
 
-    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int) throws {
+    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {
         try database.write { db in
             try db.execute(
-                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ? WHERE key = ?",
-                arguments: [time, audibleStart, audibleEnd, key])
+                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ?, loudness = ? WHERE key = ?",
+                arguments: [time, audibleStart, audibleEnd, loudness, key])
         }
     }
 
@@ -152,12 +153,12 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO synthesisChunk
-                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.key, entry.characters, entry.sampleRate, entry.samples, entry.fileBytes, entry.createdAt, entry.lastUsedAt,
-                    entry.audibleStart, entry.audibleEnd,
+                    entry.audibleStart, entry.audibleEnd, entry.loudness,
                 ])
             if let settlement { try SQLiteLedgerStore.settle(db, settlement) }
         }
@@ -201,7 +202,9 @@ struct SQLiteOutputIndex: OutputIndex {
                 OutputEntry(
                     path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"], sampleRateHz: row["sampleRateHz"],
                     channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
-                    sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"])
+                    sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
+                    integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
+                    limiterReductionDB: row["limiterReductionDB"])
             }
         }
     }
@@ -212,12 +215,14 @@ struct SQLiteOutputIndex: OutputIndex {
                 try db.execute(
                     sql: """
                         INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
-                            durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
+                            integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
                         e.durationSeconds, e.sizeBytes, e.sha256, e.createdAt, e.lastUsedAt,
+                        e.integratedLUFS, e.truePeakDBTP, e.gainDB, e.limiterReductionDB,
                     ])
             }
         }

@@ -138,10 +138,12 @@ public struct SynthesisEntry: Sendable, Hashable {
     /// (an entry from before chunk shapes); -1 and -1, only silence.
     public var audibleStart: Int?
     public var audibleEnd: Int?
+    /// The chunk's gating blocks and true peak (`LoudnessProfile.encoded`); nil, not measured yet.
+    public var loudness: Data?
 
     public init(
         key: String, characters: Int, sampleRate: Int, samples: Int, fileBytes: Int64, createdAt: Double, lastUsedAt: Double,
-        audibleStart: Int?, audibleEnd: Int?
+        audibleStart: Int?, audibleEnd: Int?, loudness: Data?
     ) {
         self.key = key
         self.characters = characters
@@ -152,6 +154,7 @@ public struct SynthesisEntry: Sendable, Hashable {
         self.lastUsedAt = lastUsedAt
         self.audibleStart = audibleStart
         self.audibleEnd = audibleEnd
+        self.loudness = loudness
     }
 }
 
@@ -161,8 +164,8 @@ public protocol SynthesisIndex: Sendable {
     /// The keys among `keys` with an entry created at or after `cutoff`.
     func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String>
     func entry(_ key: String) throws -> SynthesisEntry?
-    /// A hit: the entry becomes the most recently used, with its shape.
-    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int) throws
+    /// A hit: the entry becomes the most recently used, with its shape and loudness.
+    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws
     /// Records (or replaces) an entry, with the ledger's settlement in the
     /// same transaction when given: the chunk is paid for exactly when it is
     /// kept, and a crash between the two cannot make it paid twice.
@@ -193,10 +196,17 @@ public struct OutputEntry: Sendable, Hashable {
     public var sha256: String
     public var createdAt: Double
     public var lastUsedAt: Double
+    /// The file's loudness as shipped and how it was levelled (`AudioLoudness`);
+    /// a nil gain: recorded before loudness was measured.
+    public var integratedLUFS: Double?
+    public var truePeakDBTP: Double?
+    public var gainDB: Double?
+    public var limiterReductionDB: Double?
 
     public init(
         path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
-        durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double
+        durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
+        integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?
     ) {
         self.path = path
         self.inputKey = inputKey
@@ -210,6 +220,10 @@ public struct OutputEntry: Sendable, Hashable {
         self.sha256 = sha256
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
+        self.integratedLUFS = integratedLUFS
+        self.truePeakDBTP = truePeakDBTP
+        self.gainDB = gainDB
+        self.limiterReductionDB = limiterReductionDB
     }
 }
 

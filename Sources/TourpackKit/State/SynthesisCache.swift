@@ -54,7 +54,7 @@ public struct SynthesisCache: Sendable {
     /// The chunk's entry when it is fresh and its file is there; nil
     /// otherwise (a missing file also drops the entry). A hit becomes the
     /// most recently used entry. Reads no audio, unless the entry predates
-    /// chunk shapes: then its file is decoded once to measure it.
+    /// chunk shapes or loudness: then its file is decoded once to measure it.
     public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
         let cutoff = self.cutoff
         guard let entry = try index.entry(key.hex), entry.createdAt >= cutoff else { return nil }
@@ -64,21 +64,22 @@ public struct SynthesisCache: Sendable {
             return nil
         }
         let samples = entry.samples
-        var shape: ChunkShape
-        if let start = entry.audibleStart, let end = entry.audibleEnd {
-            shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil)
+        let rate = entry.sampleRate
+        let shape: ChunkShape
+        if let start = entry.audibleStart, let end = entry.audibleEnd, let loudness = entry.loudness.flatMap(LoudnessProfile.init(encoded:)) {
+            shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil, loudness: loudness)
         } else {
-            var meter = ShapeMeter()
-            guard (try? FLACFile.stream(url, { meter.add($0) })) != nil, meter.count == samples else {
+            guard let measured = ChunkMeter.measure(url, rate: rate), measured.samples == samples else {
                 try forget(key)
                 return nil
             }
-            shape = meter.shape
+            shape = measured
         }
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
-        try index.touch(key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1)
-        return CachedChunk(key: key, url: url, shape: shape, sampleRate: entry.sampleRate)
+        try index.touch(
+            key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1, loudness: shape.loudness?.encoded)
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: rate)
     }
 
     /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
@@ -117,10 +118,15 @@ public struct SynthesisCache: Sendable {
     /// audio of `key`, replacing any older entry, with the ledger's
     /// settlement in the transaction that records the entry, so the chunk
     /// is paid for exactly when it is kept, and a crash between the two
-    /// cannot make it paid twice.
+    /// cannot make it paid twice. A shape without loudness is measured from
+    /// the file first.
     func adopt(
         _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith settlement: LedgerSettlement?
     ) throws -> CachedChunk {
+        var shape = shape
+        if shape.loudness == nil {
+            shape.loudness = ChunkMeter.measure(temp, rate: sampleRate)?.loudness
+        }
         let url = fileURL(for: key)
         try AtomicFile.move(temp, to: url)
         let bytes = Self.fileSize(url)
@@ -128,7 +134,8 @@ public struct SynthesisCache: Sendable {
         try index.keep(
             SynthesisEntry(
                 key: key.hex, characters: characters, sampleRate: sampleRate, samples: shape.samples, fileBytes: bytes, createdAt: now,
-                lastUsedAt: now, audibleStart: shape.audible?.lowerBound ?? -1, audibleEnd: shape.audible?.upperBound ?? -1),
+                lastUsedAt: now, audibleStart: shape.audible?.lowerBound ?? -1, audibleEnd: shape.audible?.upperBound ?? -1,
+                loudness: shape.loudness?.encoded),
             settling: settlement)
         return CachedChunk(key: key, url: url, shape: shape, sampleRate: sampleRate)
     }

@@ -85,6 +85,10 @@ import Testing
             #expect(!error.contains(secret) && !error.contains("hunter2-sentinel") && !error.contains("AKIDEXAMPLE"), "\(error)")
         }
 
+        let sslmode = fixture.errors(Self.minimal + "state:\n  postgres: 'postgresql://tp@db/x?sslmode=sometimes'\n")
+        #expect(sslmode == ["pipelines/p.yaml: state.postgres: \(PostgresURL.sslmodeProblem("sometimes"))"], "\(sslmode)")
+        #expect(PostgresURL.sslmodeProblem("sometimes").hasPrefix("sslmode 'sometimes' is not one of disable, prefer, require"))
+
         let missing = fixture.errors(Self.minimal + "state:\n  objects: {prefix: synthesis/}\n")
         #expect(missing.contains { $0.hasPrefix("pipelines/p.yaml: state.objects.endpoint: missing required field") }, "\(missing)")
         #expect(missing.contains("pipelines/p.yaml: state.objects.bucket: missing required field"), "\(missing)")

@@ -123,6 +123,9 @@ extension PipelineLoader {
         if components.password != nil {
             return "a password in the URL is not allowed; put it in the variable passwordEnv names (default PGPASSWORD)"
         }
+        if let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value, PostgresURL.tlsMode(mode) == nil {
+            return PostgresURL.sslmodeProblem(mode)
+        }
         return nil
     }
 }

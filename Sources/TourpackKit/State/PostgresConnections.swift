@@ -40,12 +40,22 @@ struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         database = path.isEmpty ? user : (path.removingPercentEncoding ?? path)
         let mode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
-        switch mode {
-        case "disable": tls = .disable
-        case "allow", "prefer": tls = .prefer
-        case "require", "verify-ca", "verify-full": tls = .require
-        default: throw TourpackError.invalidInput("state.postgres: sslmode '\(mode.prefix(20))' is not one of disable, prefer, require")
+        guard let tls = Self.tlsMode(mode) else { throw TourpackError.invalidInput("state.postgres: \(Self.sslmodeProblem(mode))") }
+        self.tls = tls
+    }
+
+    /// libpq's `sslmode` values, as far as PostgresNIO can honour them.
+    static func tlsMode(_ sslmode: String) -> TLSMode? {
+        switch sslmode {
+        case "disable": .disable
+        case "allow", "prefer": .prefer
+        case "require", "verify-ca", "verify-full": .require
+        default: nil
         }
+    }
+
+    static func sslmodeProblem(_ sslmode: String) -> String {
+        "sslmode '\(sslmode.prefix(20))' is not one of disable, prefer, require (or libpq's allow, verify-ca, verify-full)"
     }
 
     /// `postgresql://user@host:port/database`: what errors and `state migrate` print.

@@ -8,7 +8,7 @@ import Testing
 /// send, a URL to read, and the choice of backend itself. Its behaviour as
 /// a ledger, cache index and build records is tested beside SQLite's, in
 /// StateTests (`Backend.allCases`).
-@Suite struct PostgresStateTests {
+@Suite(.offThePool) struct PostgresStateTests {
     static let password = Secret(PostgresTestServer.password)
 
     @Test func aServerThatIsNotThereIsNamedWithWhatFailed() throws {

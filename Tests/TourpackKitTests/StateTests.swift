@@ -25,7 +25,7 @@ struct StateScratch {
     func remove() { try? FileManager.default.removeItem(at: root) }
 }
 
-@Suite struct StateDatabaseTests {
+@Suite(.offThePool) struct StateDatabaseTests {
     @Test func theSQLiteDatabaseOpensInWALMode() throws {
         let scratch = StateScratch()
         defer { scratch.remove() }
@@ -36,7 +36,7 @@ struct StateScratch {
 
 /// The schema on both backends: applied once, in order; shared by jobs that
 /// open it together; refused when a newer tourpack wrote it.
-@Suite struct StateSchemaTests {
+@Suite(.offThePool) struct StateSchemaTests {
     static func migrations(_ backend: Backend) -> [String] {
         switch backend {
         case .sqlite:
@@ -108,7 +108,7 @@ struct StateScratch {
     }
 }
 
-@Suite struct QuotaLedgerTests {
+@Suite(.offThePool) struct QuotaLedgerTests {
     @Test(arguments: Backend.allCases) func reserveSettleAndReleaseMoveTheNumbers(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
@@ -426,7 +426,7 @@ struct StateScratch {
     }
 }
 
-@Suite struct SynthesisCacheTests {
+@Suite(.offThePool) struct SynthesisCacheTests {
 
     static func key(_ text: String) -> SynthesisKey {
         SynthesisKey(chunk: Chunk(text: text, isSSML: false), voice: StoreManifestFixture.voice, sampleRateHz: 24_000)
@@ -518,7 +518,7 @@ struct StateScratch {
     }
 }
 
-@Suite struct OutputCacheAndEvictionTests {
+@Suite(.offThePool) struct OutputCacheAndEvictionTests {
     @Test(arguments: Backend.allCases) func aFileIsReusedOnlyWhenItsKeyAgeSizeAndHashAllHold(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
@@ -599,7 +599,7 @@ struct StateScratch {
     }
 }
 
-@Suite struct BuildRecordsTests {
+@Suite(.offThePool) struct BuildRecordsTests {
     @Test(arguments: Backend.allCases) func aBuildGoesQueuedRunningCompletedWithItsTimes(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
@@ -653,7 +653,7 @@ struct StateScratch {
 /// More of the records and the synthesis index, on both backends: what
 /// `cache clear` forgets and keeps, a tour's outcome recorded twice, and a
 /// chunk kept and paid for in one transaction.
-@Suite struct StateRowsTests {
+@Suite(.offThePool) struct StateRowsTests {
     @Test(arguments: Backend.allCases) func clearingAnOutputsRecordsKeepsRunningBuildsAndOtherOutputs(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }

@@ -37,6 +37,8 @@ struct Build: AsyncParsableCommand {
 
     @OptionGroup var options: PipelineOptions
 
+    @OptionGroup var sharding: ShardOptions
+
     @Option(help: "Build only this tour (its id); the others are skipped.")
     var tour: String?
 
@@ -58,6 +60,9 @@ struct Build: AsyncParsableCommand {
 
     func validate() throws {
         if let refreshExpiring, refreshExpiring < 0 { throw ValidationError("--refresh-expiring: DAYS must be 0 or more, not \(refreshExpiring)") }
+        if tour != nil, sharding.shards != nil {
+            throw ValidationError("--tour and --shards cannot be combined: --tour builds one tour, --shards one worker's share of them")
+        }
     }
 
     func run() async throws {
@@ -65,7 +70,7 @@ struct Build: AsyncParsableCommand {
         let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let selected = try select(tours)
         let planner = Planner(config: config)
-        let plan = try planner.plan(selected)
+        let plan = try planner.plan(selected, shard: try sharding.resolved())
 
         if dryRun {
             try printDryRun(try StateView.annotate(plan, config: config), config: config)

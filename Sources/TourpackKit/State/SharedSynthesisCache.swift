@@ -13,11 +13,9 @@ public import NIOPosix
 /// - `share` is for a chunk just kept locally: it goes to the bucket with
 ///   `If-None-Match: *`, so the first worker's copy stays.
 ///
-/// **Boundary.** The build does not call these yet: `CachingSynthesizer`
-/// would call `restore` after its second local lookup misses (before
-/// reserving characters), and `share` after `adopt`, counting a store that
-/// cannot be reached as a miss rather than failing the item. Until then a
-/// pipeline without `state.objects` and one with it build the same way.
+/// The build's `CachingSynthesizer` calls `restore` after its second local
+/// lookup misses (before reserving characters), and `share` after `adopt`;
+/// a store that cannot be reached is a miss there, never a failed item.
 public struct SharedSynthesisCache: Sendable {
     public let local: SynthesisCache
     public let objects: ObjectStore

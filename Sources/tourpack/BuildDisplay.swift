@@ -120,7 +120,7 @@ final class BuildDisplay: @unchecked Sendable {
         if let stopped = summary.stoppedEarly { lines.append("stopped early: \(stopped)") }
         for warning in summary.warnings { lines.append("warning: \(warning)") }
         if let shard = summary.shard {
-            lines.append(shard.tours == 0 ? "\(shard): no tour to build" : "\(shard)")
+            lines.append(shard.tours == 0 ? "\(shard), nothing to build" : "\(shard)")
         }
         let shared = summary.sharedCache.map {
             ", \($0.restored) chunk\($0.restored == 1 ? "" : "s") from the shared cache, \($0.shared) added to it"

@@ -29,6 +29,13 @@ struct Build: AsyncParsableCommand {
             cannot take is refused with exit code 3 and the numbers. A map tile \
             that keeps failing fails its tour (mapDownloadFailed).
 
+            Several workers: --shards N with --shard I, or with the \
+            JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets, builds only \
+            the tours whose ID hashes to shard I of N, into an output the other \
+            shards share (shards hold its lock together; a whole build waits for \
+            them); with state.objects in the pipeline, chunks come from and \
+            go to the fleet's S3-compatible synthesis cache.
+
             Output: a progress bar on a terminal, one line per item otherwise, or \
             NDJSON events with --json (started, itemDone, itemFailed, mapsProgress, \
             mapsDone, tourPackaged, tourFailed, finished).

@@ -11,7 +11,7 @@ BIN_DEBUG := .build/debug/tourpack
 
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
-	espeak-ng libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val
+	espeak-ng libebur128-dev libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -53,6 +53,12 @@ let package = Package(
             dependencies: ["CFFmpeg"],
             linkerSettings: [.linkedLibrary("avutil")]
         ),
+        // EBU R128 / ITU-R BS.1770 loudness and true peak (`loudness` in the pipeline).
+        .systemLibrary(
+            name: "CEbur128",
+            pkgConfig: "libebur128",
+            providers: [.apt(["libebur128-dev"])]
+        ),
         .systemLibrary(
             name: "CEspeakNG",
             pkgConfig: "espeak-ng",
@@ -63,7 +69,7 @@ let package = Package(
         .target(
             name: "TourpackKit",
             dependencies: [
-                "CCurl", "CCurlShims", "CFFmpeg", "CFFmpegShims", "CSystemShims",
+                "CCurl", "CCurlShims", "CEbur128", "CFFmpeg", "CFFmpegShims", "CSystemShims",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -83,3 +83,18 @@ enum Fixtures {
 
     static let metadata = AudioMetadata(title: "Kaiser-Franz-Josefs-Höhe – Detailed", album: "Grossglockner High Alpine Road", language: "en-US")
 }
+
+extension Fixtures {
+    /// Integrated loudness (LUFS) and true peak (dBTP) by ffmpeg's own
+    /// `ebur128` filter: a meter that shares no code with the project's.
+    static func ffmpegLoudness(_ url: URL) throws -> (integrated: Double, truePeak: Double) {
+        let result = try run("ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-af", "ebur128=peak=true", "-f", "null", "-"])
+        #expect(result.status == 0, "ffmpeg ebur128 failed: \(result.stderr)")
+        let summary = result.stderr.components(separatedBy: "Summary:").last ?? ""
+        func value(after label: String) -> Double? {
+            guard let range = summary.range(of: label) else { return nil }
+            return Double(summary[range.upperBound...].split(whereSeparator: \.isWhitespace).first.map(String.init) ?? "")
+        }
+        return (value(after: "I:") ?? .nan, value(after: "Peak:") ?? .nan)
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+@testable import TourpackKit
+
+/// The loudness meter against BS.1770's reference tone, chunk profiles
+/// against a measurement of the whole, and the leveler's promises: one gain,
+/// peaks under the ceiling, the same length.
+@Suite("Loudness: meter, profiles and the leveler")
+struct LoudnessTests {
+    static func tone(hertz: Double, dBFS: Double, seconds: Double, rate: Int, phase: Double = 0) -> [Int16] {
+        let amplitude = pow(10, dBFS / 20) * 32767
+        return (0..<Int(seconds * Double(rate))).map { n in
+            Int16((amplitude * sin(2 * Double.pi * hertz * Double(n) / Double(rate) + phase)).rounded())
+        }
+    }
+
+    static func measure(_ samples: [Int16], rate: Int) throws -> LoudnessMeter {
+        let meter = try LoudnessMeter(rate: rate)
+        samples.withUnsafeBufferPointer { meter.add($0) }
+        return meter
+    }
+
+    static func leveled(_ samples: [Int16], gainDB: Double, ceiling: Double, rate: Int, block: Int = 1_000) throws -> (samples: [Int16], report: LevelingReport) {
+        let leveler = LoudnessLeveler(gainDB: gainDB, ceilingDBTP: ceiling, rate: rate)
+        var output: [Int16] = []
+        try samples.withUnsafeBufferPointer { all in
+            var start = 0
+            while start < all.count {
+                let end = min(all.count, start + block)
+                try leveler.feed(UnsafeBufferPointer(rebasing: all[start..<end])) { output.append(contentsOf: $0) }
+                start = end
+            }
+        }
+        try leveler.finish { output.append(contentsOf: $0) }
+        return (output, leveler.report)
+    }
+
+    @Test("a 997 Hz tone at -20 dBFS measures -23 LUFS, as BS.1770 says a full-scale one measures -3.01", arguments: [24_000, 44_100, 48_000])
+    func referenceTone(rate: Int) throws {
+        let meter = try Self.measure(Self.tone(hertz: 997, dBFS: -20, seconds: 5, rate: rate), rate: rate)
+        let integrated = try #require(meter.integratedLUFS)
+        #expect(abs(integrated - -23.01) < 0.1, "libebur128: \(integrated)")
+        let fromBlocks = try #require(meter.finishedProfile.integratedLUFS)
+        #expect(abs(fromBlocks - integrated) < 0.06, "profile \(fromBlocks) against libebur128 \(integrated)")
+        let peak = try #require(meter.finishedProfile.truePeakDBTP)
+        #expect(abs(peak - -20) < 0.1)
+    }
+
+    @Test("chunks 9 dB apart: the merged profiles gate like a measurement of the whole")
+    func mergedProfiles() throws {
+        let rate = 24_000
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let chunks = try Fixtures.chunks(rate: rate, in: directory).enumerated().map { index, chunk in
+            // Levels 0, -9 and -18 dB: the quietest falls under the relative gate.
+            chunk.samples.map { Int16((Double($0) * pow(10, -9 * Double(index) / 20)).rounded()) }
+        }
+        let profiles = try chunks.map { try Self.measure($0, rate: rate).finishedProfile }
+        let merged = profiles.dropFirst().reduce(profiles[0]) { $0.merged(with: $1) }
+        let whole = try Self.measure(chunks.flatMap { $0 }, rate: rate)
+        let estimate = try #require(merged.integratedLUFS)
+        let truth = try #require(whole.integratedLUFS)
+        #expect(abs(estimate - truth) < 0.3, "merged \(estimate) against the whole \(truth)")
+        #expect(abs(merged.truePeak - whole.truePeak) < 1e-6)
+        // Each chunk on its own is far from the whole: the merge is not an average.
+        let loudest = try #require(profiles[0].integratedLUFS)
+        let quietest = try #require(profiles[2].integratedLUFS)
+        #expect(loudest - quietest > 17)
+    }
+
+    @Test("a profile's bytes read back as the same profile; other bytes do not read")
+    func profileBytes() throws {
+        let profile = try Self.measure(Self.tone(hertz: 440, dBFS: -12, seconds: 2, rate: 24_000), rate: 24_000).finishedProfile
+        #expect(profile.blockCount == 17)
+        #expect(LoudnessProfile(encoded: profile.encoded) == profile)
+        #expect(LoudnessProfile(encoded: Data([2, 0, 0])) == nil)
+        #expect(LoudnessProfile(encoded: profile.encoded.dropLast()) == nil)
+        #expect(LoudnessProfile().integratedLUFS == nil)
+        #expect(LoudnessProfile().truePeakDBTP == nil)
+    }
+
+    @Test("gain below the ceiling: exactly the gained samples, none lost or added")
+    func gainOnly() throws {
+        let rate = 24_000
+        let input = Self.tone(hertz: 300, dBFS: -30, seconds: 1.3, rate: rate)
+        let unity = try Self.leveled(input, gainDB: 0, ceiling: -1, rate: rate, block: 777)
+        #expect(unity.samples == input)
+        #expect(unity.report.limiterReductionDB == 0)
+        let louder = try Self.leveled(input, gainDB: 6, ceiling: -1, rate: rate)
+        #expect(louder.samples.count == input.count)
+        let expected = input.map { Int16((Double($0) * pow(10, 6.0 / 20)).rounded()) }
+        #expect(zip(louder.samples, expected).allSatisfy { abs(Int($0) - Int($1)) <= 1 })
+    }
+
+    @Test("peaks pushed over the ceiling are held under it, between samples too", arguments: [24_000, 44_100])
+    func limiterHoldsTruePeaks(rate: Int) throws {
+        // A tone at a quarter of the rate, sampled 45° off its crests: the
+        // samples sit 3 dB below the true peak, which a sample-peak limiter misses.
+        let tone = Self.tone(hertz: Double(rate) / 4, dBFS: -6, seconds: 0.5, rate: rate, phase: Double.pi / 4)
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let speech = try Fixtures.chunks(rate: rate, in: directory).flatMap(\.samples)
+        for input in [tone, speech] {
+            let before = try Self.measure(input, rate: rate).truePeak
+            let gainDB = 8.0
+            let result = try Self.leveled(input, gainDB: gainDB, ceiling: -1.5, rate: rate)
+            #expect(result.samples.count == input.count)
+            let after = try #require(try Self.measure(result.samples, rate: rate).finishedProfile.truePeakDBTP)
+            #expect(after <= -1.4, "true peak \(after) dBTP after limiting (before: \(20 * log10(before)) dBTP + \(gainDB) dB)")
+            #expect(result.report.limiterReductionDB > 1)
+        }
+    }
+
+    @Test("levelled speech lands on the target by ffmpeg's own ebur128 meter")
+    func speechOnTarget() throws {
+        let rate = 24_000
+        let directory = try Fixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let speech = try Fixtures.chunks(rate: rate, in: directory).flatMap(\.samples)
+        let target = LoudnessTarget.standard
+        let profile = try Self.measure(speech, rate: rate).finishedProfile
+        let result = try Self.leveled(speech, gainDB: target.gainDB(for: profile), ceiling: target.truePeakDBTP - LoudnessTarget.encoderMarginDB, rate: rate)
+        let wav = directory.appendingPathComponent("leveled.wav")
+        try Data(WAV.encode(PCMAudio(samples: result.samples, sampleRate: rate))).write(to: wav)
+        let measured = try Fixtures.ffmpegLoudness(wav)
+        #expect(abs(measured.integrated - target.integratedLUFS) <= 1, "ffmpeg: \(measured)")
+        #expect(measured.truePeak <= target.truePeakDBTP, "ffmpeg: \(measured)")
+    }
+}

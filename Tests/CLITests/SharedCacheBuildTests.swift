@@ -112,11 +112,17 @@ import TourpackKit
         #expect(summary["toursBuilt"] as? Int == 2)
         let spoken = try IncrementalBuildTests.requests(server)
         let shared = try Self.sharedCache(summary)
-        // Each chunk failed twice: on the way in (restore) and on the way out (share).
-        #expect(shared["restored"] == 0 && shared["shared"] == 0 && shared["failures"] == 2 * spoken, "\(shared)")
+        // Three failures in a row (and the restores already in flight beside
+        // them) and the build stops asking: far fewer than a restore and a
+        // share for every chunk.
+        let failures = try #require(shared["failures"])
+        #expect(shared["restored"] == 0 && shared["shared"] == 0, "\(shared)")
+        #expect(failures >= 3 && failures < 2 * spoken, "\(failures) failures for \(spoken) chunks")
         let warnings = summary["warnings"] as? [String] ?? []
         #expect(warnings.count == 1, "\(warnings)")
-        #expect(warnings.first?.contains("the shared synthesis cache (state.objects) failed \(2 * spoken) times") == true, "\(warnings)")
+        #expect(warnings.first?.contains(
+            "the shared synthesis cache (state.objects) failed \(failures) times; after 3 failures in a row the build stopped using it") == true,
+            "\(warnings)")
         #expect(warnings.first?.contains("/nobody-home/synthesis/") == true, "names the object: \(warnings)")
         let validate = try Executable.run(["validate", workspace.output.path, "--strict"], in: workspace.root)
         #expect(validate.status == 0, "\(validate.stdout)")

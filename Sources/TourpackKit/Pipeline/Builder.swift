@@ -256,8 +256,10 @@ public struct Builder: Sendable {
             summary.sharedCache = SharedCacheSummary(restored: counts.restored, shared: counts.shared, failures: counts.sharedFailures)
         }
         if let failure = counts.firstSharedFailure {
+            let gaveUp = counts.bucketGivenUp
+                ? "; after \(CacheCounts.bucketFailuresToGiveUp) failures in a row the build stopped using it" : ""
             summary.warnings.append(
-                "the shared synthesis cache (state.objects) failed \(counts.sharedFailures) time\(counts.sharedFailures == 1 ? "" : "s"); "
+                "the shared synthesis cache (state.objects) failed \(counts.sharedFailures) time\(counts.sharedFailures == 1 ? "" : "s")\(gaveUp); "
                     + "those chunks were requested or kept locally instead, and other workers may pay for them again; first: \(failure)")
         }
         if let failure = counts.firstStoreFailure {

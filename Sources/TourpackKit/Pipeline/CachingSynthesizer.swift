@@ -26,7 +26,9 @@ import NIOPosix
 /// kept goes to the bucket for the other workers. The bucket can only save
 /// requests, never cost an item: a bucket that cannot be reached is a miss
 /// on the way in and a warning on the way out, and a damaged object is a
-/// miss.
+/// miss. After `bucketFailuresToGiveUp` failures in a row (each already
+/// tried three times by `ObjectStore`), the build stops asking the bucket,
+/// so a bucket that is down costs seconds, not a wait on every chunk.
 ///
 /// What comes back is a file and its shape, never samples: the join reads
 /// the file block by block. SQLite and file work run on the build's thread
@@ -154,12 +156,16 @@ struct CachingSynthesizer: Sendable {
     /// for by nobody; nil on a miss, a damaged object, or a bucket that
     /// cannot be reached (counted, for the summary's warning).
     private func restore(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
-        guard let shared else { return nil }
+        guard let shared, !counters.snapshot.bucketGivenUp else { return nil }
         do {
             guard let restored = try await shared.restore(key, characters: request.chunk.characters, sampleRate: request.sampleRateHz) else {
+                counters.update { $0.failuresInARow = 0 }
                 return nil
             }
-            counters.update { $0.restored += 1 }
+            counters.update {
+                $0.restored += 1
+                $0.failuresInARow = 0
+            }
             return SpokenChunk(restored)
         } catch {
             try Self.rethrowCancellation(error)
@@ -172,9 +178,13 @@ struct CachingSynthesizer: Sendable {
     /// for the summary's warning, never the item's: the chunk is here, and
     /// the worst outcome is that another worker pays for it too.
     private func share(_ kept: CachedChunk) async {
-        guard let shared else { return }
+        guard let shared, !counters.snapshot.bucketGivenUp else { return }
         do {
-            if try await shared.share(kept) == .stored { counters.update { $0.shared += 1 } }
+            let outcome = try await shared.share(kept)
+            counters.update {
+                if outcome == .stored { $0.shared += 1 }
+                $0.failuresInARow = 0
+            }
         } catch {
             // Cancelled on the way: the build is stopping; the chunk stays local.
             if Task.isCancelled || (error as? TourpackError)?.kind == .cancelled || error is CancellationError { return }
@@ -294,9 +304,16 @@ struct CacheCounts: Sendable, Hashable {
     /// Restores and shares that failed on the bucket's side, and the first one's message.
     var sharedFailures = 0
     var firstSharedFailure: String?
+    /// Bucket failures since its last success; at `bucketFailuresToGiveUp` the build stops asking it.
+    var failuresInARow = 0
+    var bucketGivenUp: Bool { failuresInARow >= Self.bucketFailuresToGiveUp }
+
+    /// Failures in a row after which a build stops using the bucket.
+    static let bucketFailuresToGiveUp = 3
 
     mutating func noteSharedFailure(_ message: String) {
         sharedFailures += 1
+        failuresInARow += 1
         if firstSharedFailure == nil { firstSharedFailure = message }
     }
 }

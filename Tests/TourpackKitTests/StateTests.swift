@@ -321,12 +321,12 @@ struct StateScratch {
         var audio = StoreManifestFixture.encoded(1, duration: 3)
         audio.sizeBytes = Int64(bytes.count)
         audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
+        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350, loudness: nil,
                             metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         try outputs.record([(url: url, key: key, audio: audio)])
 
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
-        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350,
+        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350, loudness: nil,
                                      metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         #expect(try outputs.reusable(url, key: otherEncoder, check: .sizeAndHash) == nil)
 
@@ -360,7 +360,7 @@ struct StateScratch {
         let unlisted = ["old", "middle", "recent"].map { layout.root.appendingPathComponent("AudioCache/\(StoreManifestFixture.tourID)/\($0).m4a") }
         for (index, url) in unlisted.enumerated() {
             try AtomicFile.write(Data(count: 150_000), to: url)
-            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0,
+            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0, loudness: nil,
                                                           metadata: AudioMetadata(title: "\(index)", album: "", language: "")),
                                  audio: StoreManifestFixture.encoded(index, duration: 1))])
             clock.advance(seconds: 60)

@@ -35,7 +35,8 @@ enum StoreManifestFixture {
     static func encoded(_ seed: Int, duration: Double) -> EncodedAudio {
         EncodedAudio(
             format: .aac, codec: "aac", sampleRateHz: 44_100, channels: 1, bitrateKbps: 128, durationSeconds: duration,
-            sizeBytes: Int64(10_000 + seed * 1111), sha256: String(repeating: String(seed, radix: 16), count: 64)
+            sizeBytes: Int64(10_000 + seed * 1111), sha256: String(repeating: String(seed, radix: 16), count: 64),
+            loudness: AudioLoudness(integratedLUFS: -16.2, truePeakDBTP: -1.6, gainDB: 4.5, limiterReductionDB: 3.25)
         )
     }
 

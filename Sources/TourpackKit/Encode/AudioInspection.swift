@@ -41,6 +41,11 @@ public struct AudioInspection: Sendable, Hashable {
     public var errorCount: Int
     /// The first few of those errors, as FFmpeg worded them.
     public var errors: [String]
+    /// Integrated loudness (BS.1770) of the decoded audio; nil when not
+    /// decoded, or when no 400 ms block passes the gates.
+    public var integratedLUFS: Double?
+    /// True peak of the decoded audio; nil when not decoded, or for digital silence.
+    public var truePeakDBTP: Double?
 
     /// `sampleCount` in seconds.
     public var durationSeconds: Double { sampleRateHz > 0 ? Double(sampleCount) / Double(sampleRateHz) : 0 }
@@ -55,7 +60,8 @@ public struct AudioInspection: Sendable, Hashable {
 public struct AudioFileInspector: Sendable {
     public init() {}
 
-    /// Demuxes and decodes the whole first audio stream of `url`.
+    /// Demuxes and decodes the whole first audio stream of `url`, and
+    /// measures the loudness of what it decodes to.
     /// - Throws: `FFmpegError` when the file cannot be opened as audio at all;
     ///   damage found while decoding is reported in `errors` instead.
     public func inspect(_ url: URL) throws -> AudioInspection {
@@ -98,13 +104,14 @@ public struct AudioFileInspector: Sendable {
             sampleRateHz: rate, encodedSampleRateHz: Self.opusInputRate(parameters) ?? rate,
             channels: Int(parameters.pointee.ch_layout.nb_channels), bitRate: 0, sampleCount: 0, decodedSamples: 0,
             primingSamples: 0, paddingSamples: 0, containerDurationSeconds: input.durationSeconds, packetCount: 0,
-            decoded: decode, errorCount: 0, errors: [])
+            decoded: decode, errorCount: 0, errors: [], integratedLUFS: nil, truePeakDBTP: nil)
         func record(_ operation: String, _ code: Int32) {
             result.errorCount += 1
             if result.errors.count < 8 { result.errors.append(FFmpegError(operation, code: code).description) }
         }
 
         let decoder: CodecContext?
+        let meter = decode && rate > 0 ? try LoudnessMeter(rate: rate) : nil
         if decode {
             let context = try CodecContext(decoderFor: parameters)
             context.pointer.pointee.pkt_timebase = stream.pointee.time_base
@@ -132,6 +139,7 @@ public struct AudioFileInspector: Sendable {
                 let packetSamples = av_rescale_q(frame.pointer.pointee.pkt_duration, stream.pointee.time_base, samplesTimeBase)
                 result.decodedSamples += samples
                 result.sampleCount += packetSamples > 0 ? min(samples, packetSamples) : samples
+                if let meter { Self.feed(frame, to: meter) }
                 av_frame_unref(frame.pointer)
             }
         }
@@ -167,10 +175,29 @@ public struct AudioFileInspector: Sendable {
             _ = decoder.send(nil as Packet?)
             receiveFrames()
         }
+        if let meter {
+            result.integratedLUFS = meter.integratedLUFS
+            result.truePeakDBTP = meter.finishedProfile.truePeakDBTP
+        }
         if encodedSamples > 0 && rate > 0 {
             result.bitRate = Int((Double(payloadBytes * 8) * Double(rate) / Double(encodedSamples)).rounded())
         }
         return result
+    }
+
+    /// Feeds a decoded frame's first channel to the loudness meter: the
+    /// files are mono, and the decoders put out float or 16-bit samples.
+    private static func feed(_ frame: Frame, to meter: LoudnessMeter) {
+        let count = frame.sampleCount
+        guard count > 0, let plane = frame.pointer.pointee.extended_data?[0] else { return }
+        switch AVSampleFormat(rawValue: frame.pointer.pointee.format) {
+        case AV_SAMPLE_FMT_FLT, AV_SAMPLE_FMT_FLTP:
+            plane.withMemoryRebound(to: Float.self, capacity: count) { meter.add(UnsafeBufferPointer(start: $0, count: count)) }
+        case AV_SAMPLE_FMT_S16, AV_SAMPLE_FMT_S16P:
+            plane.withMemoryRebound(to: Int16.self, capacity: count) { meter.add(UnsafeBufferPointer(start: $0, count: count)) }
+        default:
+            break
+        }
     }
 
     /// The samples a packet decodes to before any trimming; 0 when unknown.

@@ -18,13 +18,18 @@ public struct LoudnessProfile: Sendable, Hashable {
     public private(set) var bins: [Int: Int]
     /// The largest true peak, as a linear amplitude (1.0 is full scale).
     public private(set) var truePeak: Double
+    /// One chunk's energy left by the limiter at each of
+    /// `LimiterSurvey.thresholdsDBFS`, as a fraction; empty when not
+    /// surveyed (silence, or a merged profile, whose chunks' thresholds differ).
+    public internal(set) var limiting: [Double]
 
     public static let binCount = 1_000
     static let floorLUFS = -70.0
 
-    public init(bins: [Int: Int] = [:], truePeak: Double = 0) {
+    public init(bins: [Int: Int] = [:], truePeak: Double = 0, limiting: [Double] = []) {
         self.bins = bins
         self.truePeak = truePeak
+        self.limiting = limiting
     }
 
     /// Adds one gating block of loudness `lufs`; below the absolute gate it is not kept.
@@ -36,7 +41,7 @@ public struct LoudnessProfile: Sendable, Hashable {
 
     mutating func notePeak(_ peak: Double) { truePeak = max(truePeak, peak) }
 
-    /// Both stretches together.
+    /// Both stretches together (without a limiter survey).
     public func merged(with other: LoudnessProfile) -> LoudnessProfile {
         LoudnessProfile(bins: bins.merging(other.bins, uniquingKeysWith: +), truePeak: max(truePeak, other.truePeak))
     }
@@ -69,11 +74,39 @@ public struct LoudnessProfile: Sendable, Hashable {
 
     // MARK: Kept in the synthesis cache's index
 
-    /// A compact byte form: a version byte, the peak (Float64), then each
+    /// This profile with every block `decibels` louder (blocks pushed under
+    /// the absolute gate are dropped).
+    func shifted(by decibels: Double) -> LoudnessProfile {
+        let steps = Int((decibels * 10).rounded())
+        var moved: [Int: Int] = [:]
+        for (bin, count) in bins where bin + steps >= 0 { moved[min(Self.binCount - 1, bin + steps), default: 0] += count }
+        return LoudnessProfile(bins: moved, truePeak: truePeak * pow(10, decibels / 20), limiting: [])
+    }
+
+    /// The fraction of this chunk's energy the limiter leaves at a threshold
+    /// of `thresholdDBFS`, interpolated in dB between the surveyed ones; 1
+    /// when not surveyed.
+    func energyLeft(atThreshold thresholdDBFS: Double) -> Double {
+        let thresholds = LimiterSurvey.thresholdsDBFS
+        guard limiting.count == thresholds.count else { return 1 }
+        let levels = limiting.map { 10 * log10(max($0, 1e-9)) }
+        guard thresholdDBFS < thresholds[0] else { return limiting[0] }
+        for k in 1..<thresholds.count where thresholdDBFS >= thresholds[k] {
+            let fraction = (thresholds[k - 1] - thresholdDBFS) / (thresholds[k - 1] - thresholds[k])
+            return pow(10, (levels[k - 1] + fraction * (levels[k] - levels[k - 1])) / 10)
+        }
+        // Past the survey: at least what the lowest threshold takes.
+        return limiting[thresholds.count - 1]
+    }
+
+    /// A compact byte form: a version byte, the peak (Float64), the number
+    /// of limiter survey entries (UInt8) and each as a Float64, then each
     /// non-empty bin as (UInt16 bin, UInt32 count), little-endian.
     public var encoded: Data {
-        var data = Data([1])
+        var data = Data([2])
         withUnsafeBytes(of: truePeak.bitPattern.littleEndian) { data.append(contentsOf: $0) }
+        data.append(UInt8(limiting.count))
+        for fraction in limiting { withUnsafeBytes(of: fraction.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
         for (bin, count) in bins.sorted(by: { $0.key < $1.key }) {
             withUnsafeBytes(of: UInt16(bin).littleEndian) { data.append(contentsOf: $0) }
             withUnsafeBytes(of: UInt32(clamping: count).littleEndian) { data.append(contentsOf: $0) }
@@ -84,19 +117,26 @@ public struct LoudnessProfile: Sendable, Hashable {
     /// Reads `encoded`; nil for bytes it did not write.
     public init?(encoded data: Data) {
         let bytes = [UInt8](data)
-        guard bytes.count >= 9, bytes[0] == 1, (bytes.count - 9) % 6 == 0 else { return nil }
+        guard bytes.count >= 10, bytes[0] == 2 else { return nil }
+        let surveyed = Int(bytes[9])
+        let binsStart = 10 + 8 * surveyed
+        guard surveyed == 0 || surveyed == LimiterSurvey.thresholdsDBFS.count, bytes.count >= binsStart,
+              (bytes.count - binsStart) % 6 == 0
+        else { return nil }
         func little(_ at: Int, _ count: Int) -> UInt64 {
             (0..<count).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
         }
         let peak = Double(bitPattern: little(1, 8))
         guard peak.isFinite, peak >= 0 else { return nil }
+        let limiting = (0..<surveyed).map { Double(bitPattern: little(10 + 8 * $0, 8)) }
+        guard limiting.allSatisfy({ $0.isFinite && $0 >= 0 && $0 <= 1 }) else { return nil }
         var bins: [Int: Int] = [:]
-        for at in stride(from: 9, to: bytes.count, by: 6) {
+        for at in stride(from: binsStart, to: bytes.count, by: 6) {
             let bin = Int(little(at, 2))
             guard bin < Self.binCount else { return nil }
             bins[bin, default: 0] += Int(little(at + 2, 4))
         }
-        self.init(bins: bins, truePeak: peak)
+        self.init(bins: bins, truePeak: peak, limiting: limiting)
     }
 }
 

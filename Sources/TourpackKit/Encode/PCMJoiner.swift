@@ -12,14 +12,18 @@ public struct ChunkShape: Sendable, Hashable {
     /// From the first to the last sample above `PCMJoiner.silenceThreshold`;
     /// nil when the chunk holds only silence.
     public var audible: Range<Int>?
+    /// Its gating blocks and true peak, from which a file's loudness is
+    /// known before its first sample is encoded; nil when not measured.
+    public var loudness: LoudnessProfile?
 
-    public init(samples: Int, audible: Range<Int>?) {
+    public init(samples: Int, audible: Range<Int>?, loudness: LoudnessProfile? = nil) {
         self.samples = samples
         self.audible = audible
+        self.loudness = loudness
     }
 }
 
-/// Measures a `ChunkShape` block by block.
+/// Measures a `ChunkShape` block by block (without its loudness: see `ChunkMeter`).
 struct ShapeMeter {
     private(set) var count = 0
     private var first: Int?

@@ -27,8 +27,13 @@ public struct EncodedAudio: Sendable, Hashable {
     public var sizeBytes: Int64
     /// Lowercase hex SHA-256 of the file's bytes.
     public var sha256: String
+    /// Measured on the file as written, and how it was levelled; nil when not measured.
+    public var loudness: AudioLoudness?
 
-    public init(format: AudioFormat, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int, durationSeconds: Double, sizeBytes: Int64, sha256: String) {
+    public init(
+        format: AudioFormat, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int, durationSeconds: Double, sizeBytes: Int64, sha256: String,
+        loudness: AudioLoudness? = nil
+    ) {
         self.format = format
         self.codec = codec
         self.sampleRateHz = sampleRateHz
@@ -37,6 +42,37 @@ public struct EncodedAudio: Sendable, Hashable {
         self.durationSeconds = durationSeconds
         self.sizeBytes = sizeBytes
         self.sha256 = sha256
+        self.loudness = loudness
+    }
+}
+
+/// An audio file's loudness as shipped (package.json's `loudness` on each
+/// audio entry): measured by decoding the file, plus the gain it was given
+/// and the limiter's largest reduction.
+public struct AudioLoudness: Sendable, Hashable, Codable {
+    /// BS.1770 integrated loudness; nil when no 400 ms block passes the
+    /// gates (a file under 0.4 s, or silence).
+    public var integratedLUFS: Double?
+    /// The true peak; nil for digital silence.
+    public var truePeakDBTP: Double?
+    /// The one gain applied to the whole file (0 with normalization off).
+    public var gainDB: Double
+    /// The look-ahead limiter's largest gain reduction (0 when it never acted).
+    public var limiterReductionDB: Double
+
+    public init(integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double, limiterReductionDB: Double) {
+        self.integratedLUFS = integratedLUFS
+        self.truePeakDBTP = truePeakDBTP
+        self.gainDB = gainDB
+        self.limiterReductionDB = limiterReductionDB
+    }
+
+    /// Every figure to 0.01 dB: what package.json records, so float noise
+    /// in a measurement never changes its bytes.
+    public var rounded: AudioLoudness {
+        func r(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+        return AudioLoudness(
+            integratedLUFS: integratedLUFS.map(r), truePeakDBTP: truePeakDBTP.map(r), gainDB: r(gainDB), limiterReductionDB: r(limiterReductionDB))
     }
 }
 

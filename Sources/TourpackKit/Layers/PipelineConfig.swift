@@ -182,10 +182,14 @@ public struct AudioSettings: Sendable, Hashable {
     /// Rates the pipeline names per format (`audio.sampleRateHz`); the others
     /// take `AudioFormat.defaultSampleRate(endpointRate:)`.
     public var sampleRates: [AudioFormat: Int]
+    /// What every file is normalized to (the pipeline's top-level
+    /// `loudness`); nil with `loudness: off`.
+    public var loudness: LoudnessTarget?
 
-    public init(pauseMilliseconds: Int = 350, sampleRates: [AudioFormat: Int] = [:]) {
+    public init(pauseMilliseconds: Int = 350, sampleRates: [AudioFormat: Int] = [:], loudness: LoudnessTarget? = .standard) {
         self.pauseMilliseconds = pauseMilliseconds
         self.sampleRates = sampleRates
+        self.loudness = loudness
     }
 }
 

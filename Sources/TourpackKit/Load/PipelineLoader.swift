@@ -43,7 +43,7 @@ public struct PipelineOverrides: Sendable, Hashable {
 public enum PipelineLoader {
     public static let currentVersion = 1
 
-    static let topKeys = ["version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons"]
+    static let topKeys = ["version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons", "loudness"]
     static let ttsKeys = [
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
         "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model",
@@ -171,6 +171,8 @@ public enum PipelineLoader {
                 }
             }
         }
+
+        if let node = map["loudness"] { audio.loudness = loudnessTarget(node, reader: &reader) }
 
         let pipelineLexicons = LexiconLoader.paths(map["lexicons"], base: base, reader: &reader)
 
@@ -445,4 +447,22 @@ public enum PipelineLoader {
         let c = child.standardizedFileURL.path, p = parent.standardizedFileURL.path
         return c == p || c.hasPrefix(p.hasSuffix("/") ? p : p + "/")
     }
+
+    /// `loudness: off`, or `{targetLUFS, truePeakDBTP}` (either may be left
+    /// to its default). A target above -5 LUFS or a ceiling above 0 dBTP
+    /// would be distortion, not loudness; one below -40 LUFS is inaudible
+    /// in a car or on a trail.
+    static func loudnessTarget(_ node: Node, reader: inout YAMLReader) -> LoudnessTarget? {
+        if case .scalar(let scalar) = node, ["off", "false"].contains(scalar.string.lowercased()) { return nil }
+        var target = LoudnessTarget.standard
+        guard case .mapping = node else {
+            reader.error("loudness", "expected off or a mapping with targetLUFS and truePeakDBTP, found \(YAMLReader.kind(node))")
+            return target
+        }
+        guard let map = reader.mapping(node, at: "loudness", allowed: ["targetLUFS", "truePeakDBTP"]) else { return target }
+        target.integratedLUFS = reader.number(map["targetLUFS"], at: "loudness.targetLUFS", range: -40 ... -5) ?? target.integratedLUFS
+        target.truePeakDBTP = reader.number(map["truePeakDBTP"], at: "loudness.truePeakDBTP", range: -9 ... 0) ?? target.truePeakDBTP
+        return target
+    }
+
 }

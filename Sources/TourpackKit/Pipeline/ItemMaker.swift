@@ -12,6 +12,8 @@ struct ItemRecipe: Sendable {
     var endpointRate: Int
     var joiner: PCMJoiner
     var encoder: any AudioEncoding
+    /// nil: files keep the endpoint's levels.
+    var loudness: LoudnessTarget?
 
     init(config: PipelineConfig, joiner: PCMJoiner, encoder: any AudioEncoding) {
         formats = config.formats
@@ -20,6 +22,7 @@ struct ItemRecipe: Sendable {
         endpointRate = config.tts.sampleRateHz
         self.joiner = joiner
         self.encoder = encoder
+        loudness = config.audio.loudness
     }
 
     /// The output cache's key of one format's file of `item`: the chunks,
@@ -27,7 +30,7 @@ struct ItemRecipe: Sendable {
     func outputKey(_ item: PlanItem, format: AudioFormat, metadata: AudioMetadata) -> OutputKey {
         OutputKey(
             chunks: item.keys, format: format, encoder: encoder.fingerprint, sampleRateHz: sampleRates[format] ?? 0,
-            pauseMilliseconds: joiner.pauseMilliseconds, metadata: metadata)
+            pauseMilliseconds: joiner.pauseMilliseconds, loudness: loudness, metadata: metadata)
     }
 }
 
@@ -109,13 +112,26 @@ struct ItemMaker: Sendable {
     /// through the join into the encoders. One chunk failing does not cancel
     /// the others: a request in flight may already be billed, so it is let
     /// land (and kept in the cache); then the first failure is thrown.
+    ///
+    /// With a loudness target, the file's one gain comes from every chunk's
+    /// measurement (kept in the synthesis cache beside its shape), so the
+    /// join starts once the last chunk has landed; until then the chunks
+    /// wait as their files, as early ones always do. Each file is measured
+    /// as written, by decoding it.
     private func stream(
         _ item: PlanItem, label: String, into targets: [EncodeTarget], metadata: AudioMetadata
     ) async throws -> (files: [AudioFormat: EncodedAudio], samples: Int) {
-        let (synthesizer, recipe, keys) = (synthesizer, recipe, item.keys)
-        let session = try await pool.runIfActive {
-            SessionBox(try recipe.encoder.open(targets, inputRate: recipe.endpointRate, metadata: metadata))
+        let (synthesizer, recipe, keys, pool) = (synthesizer, recipe, item.keys, pool)
+        /// Opens the encoders, behind a leveler with `gainDB` when given one.
+        let open = { @Sendable (gainDB: Double?) async throws -> SessionBox in
+            try await pool.runIfActive {
+                let session = try recipe.encoder.open(targets, inputRate: recipe.endpointRate, metadata: metadata)
+                guard let gainDB, let target = recipe.loudness else { return SessionBox(session, leveler: nil) }
+                let leveler = LoudnessLeveler(gainDB: gainDB, ceilingDBTP: target.limiterCeilingDBTP, rate: recipe.endpointRate)
+                return SessionBox(LevelingSession(session, leveler: leveler), leveler: leveler)
+            }
         }
+        var box: SessionBox? = recipe.loudness == nil ? try await open(nil) : nil
         let join = JoinStream(joiner: recipe.joiner, chunks: item.chunks.count, rate: recipe.endpointRate)
         let failure: (any Error)? = await withTaskGroup(of: ChunkOutcome.self, returning: (any Error)?.self) { group in
             for (index, chunk) in item.chunks.enumerated() {
@@ -127,53 +143,87 @@ struct ItemMaker: Sendable {
                 }
             }
             var ready: [Int: SpokenChunk] = [:]
+            var profiles: [LoudnessProfile] = []
             var failure: (any Error)?
-            for await outcome in group {
-                switch outcome.result {
-                case .success(let chunk):
-                    ready[outcome.index] = chunk
-                    join.record(outcome.index, chunk.shape)
-                case .failure(let error):
-                    failure = failure ?? error
-                }
-                guard failure == nil else { continue }
+            /// Renders every chunk the join can take now, in order.
+            func renderReady(into session: SessionBox) async -> (any Error)? {
                 while let (index, piece) = join.next() {
                     guard let chunk = ready.removeValue(forKey: index) else {
-                        failure = TourpackError.internalInvariant("\(label): chunk \(index) was joined before it arrived")
-                        break
+                        return TourpackError.internalInvariant("\(label): chunk \(index) was joined before it arrived")
                     }
                     do {
                         let key = keys[index]
                         try await pool.runIfActive { try Self.render(chunk, key: key, piece: piece, rate: recipe.endpointRate, into: session) }
                     } catch {
-                        failure = error
-                        break
+                        return error
                     }
+                }
+                return nil
+            }
+            for await outcome in group {
+                switch outcome.result {
+                case .success(let chunk):
+                    ready[outcome.index] = chunk
+                    join.record(outcome.index, chunk.shape)
+                    if let loudness = chunk.shape.loudness { profiles.append(loudness) }
+                case .failure(let error):
+                    failure = failure ?? error
+                }
+                guard failure == nil, let box else { continue }
+                failure = await renderReady(into: box)
+            }
+            if failure == nil, box == nil, let target = recipe.loudness {
+                do {
+                    let opened = try await open(target.gainDB(for: profiles))
+                    box = opened
+                    failure = await renderReady(into: opened)
+                } catch {
+                    failure = error
                 }
             }
             return failure
         }
+        let discard = { @Sendable (box: SessionBox?) async in
+            guard let box else { return }
+            await pool.runRegardless { box.session.discard() }
+        }
         if let failure {
-            await pool.runRegardless { session.session.discard() }
+            await discard(box)
             throw failure
         }
+        guard let session = box else { throw TourpackError.internalInvariant("\(label): no encode session was opened") }
         if Task.isCancelled {
-            await pool.runRegardless { session.session.discard() }
+            await discard(session)
             throw TourpackError.cancelled
         }
         guard join.isComplete else {
-            await pool.runRegardless { session.session.discard() }
+            await discard(session)
             throw TourpackError.internalInvariant("\(label): the join stopped before its last chunk")
         }
         return try await pool.runIfActive {
             do {
-                return (try session.session.finish(), session.session.samplesWritten)
+                var files = try session.session.finish()
+                let report = session.leveler?.report ?? LevelingReport(gainDB: 0, limiterReductionDB: 0)
+                for (format, file) in files {
+                    guard let url = targets.first(where: { $0.format == format })?.url else { continue }
+                    files[format]?.loudness = try Self.loudness(of: url, leveling: report)
+                }
+                return (files, session.session.samplesWritten)
             } catch {
                 session.session.discard()
                 throw error
             }
         }
         // (A cancelled task's finish never runs: the caller discards the temps.)
+    }
+
+    /// A written file's loudness, by decoding it: what package.json
+    /// promises is the file as shipped, after the encoder. Blocking.
+    static func loudness(of url: URL, leveling: LevelingReport) throws -> AudioLoudness {
+        let inspection = try AudioFileInspector().inspect(url)
+        return AudioLoudness(
+            integratedLUFS: inspection.integratedLUFS, truePeakDBTP: inspection.truePeakDBTP, gainDB: leveling.gainDB,
+            limiterReductionDB: leveling.limiterReductionDB)
     }
 
     /// One chunk's piece of the join, read block by block from its file into
@@ -223,9 +273,13 @@ struct DamagedChunk: Error, CustomStringConvertible {
     var description: String { "a synthesis-cache file is damaged: \(reason)" }
 }
 
-/// The encode session, handed between the item's task and the thread pool,
-/// used by one of them at a time.
+/// The encode session (and its leveler, when files are normalized), handed
+/// between the item's task and the thread pool, used by one of them at a time.
 private final class SessionBox: @unchecked Sendable {
     let session: any AudioEncodeSession
-    init(_ session: any AudioEncodeSession) { self.session = session }
+    let leveler: LoudnessLeveler?
+    init(_ session: any AudioEncodeSession, leveler: LoudnessLeveler?) {
+        self.session = session
+        self.leveler = leveler
+    }
 }

@@ -45,7 +45,14 @@ public struct OutputCache: Sendable {
         let audio = EncodedAudio(
             format: format, codec: row["codec"], sampleRateHz: row["sampleRateHz"], channels: row["channels"],
             bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"], sizeBytes: row["sizeBytes"],
-            sha256: row["sha256"])
+            sha256: row["sha256"],
+            loudness: (row["gainDB"] as Double?).map { gain in
+                AudioLoudness(
+                    integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: gain,
+                    limiterReductionDB: row["limiterReductionDB"] ?? 0)
+            })
+        // A file recorded before loudness was measured is made again, so package.json can say it.
+        guard audio.loudness != nil else { return nil }
         guard SynthesisCache.fileSize(url) == audio.sizeBytes else { return nil }
         if case .sizeAndHash = check {
             guard let digest = try? FileDigest.sha256(of: url), digest.hex == audio.sha256 else { return nil }
@@ -63,12 +70,14 @@ public struct OutputCache: Sendable {
                 try db.execute(
                     sql: """
                         INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
-                            durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
+                            integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         file.url.path, file.key.hex, a.format.rawValue, a.codec, a.sampleRateHz, a.channels, a.bitrateKbps,
                         a.durationSeconds, a.sizeBytes, a.sha256, now, now,
+                        a.loudness?.integratedLUFS, a.loudness?.truePeakDBTP, a.loudness?.gainDB, a.loudness?.limiterReductionDB,
                     ])
             }
         }

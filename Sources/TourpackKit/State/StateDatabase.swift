@@ -225,6 +225,18 @@ public struct StateDatabase: Sendable {
             // A dead owner's unsent reservations are released, its sent ones settled.
             try db.execute(sql: "ALTER TABLE quotaReservation ADD COLUMN sentAt DOUBLE")
         }
+        migrator.registerMigration("v6 loudness") { db in
+            // Each chunk's gating blocks and true peak (`LoudnessProfile.encoded`;
+            // NULL: not measured yet), and each output file's measured loudness
+            // and how it was levelled, as package.json lists them.
+            try db.execute(sql: """
+                ALTER TABLE synthesisChunk ADD COLUMN loudness BLOB;
+                ALTER TABLE outputFile ADD COLUMN integratedLUFS DOUBLE;
+                ALTER TABLE outputFile ADD COLUMN truePeakDBTP DOUBLE;
+                ALTER TABLE outputFile ADD COLUMN gainDB DOUBLE;
+                ALTER TABLE outputFile ADD COLUMN limiterReductionDB DOUBLE;
+                """)
+        }
         return migrator
     }
 }

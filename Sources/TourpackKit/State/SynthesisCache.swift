@@ -60,12 +60,12 @@ public struct SynthesisCache: Sendable {
     /// The chunk's entry when it is fresh and its file is there; nil
     /// otherwise (a missing file also drops the entry). A hit becomes the
     /// most recently used entry. Reads no audio, unless the entry predates
-    /// chunk shapes: then its file is decoded once to measure it.
+    /// chunk shapes or loudness: then its file is decoded once to measure it.
     public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
         let cutoff = self.cutoff
         let row = try database.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT createdAt, samples, sampleRate, audibleStart, audibleEnd FROM synthesisChunk WHERE key = ?",
+                db, sql: "SELECT createdAt, samples, sampleRate, audibleStart, audibleEnd, loudness FROM synthesisChunk WHERE key = ?",
                 arguments: [key.hex])
         }
         guard let row, (row["createdAt"] as Double) >= cutoff else { return nil }
@@ -75,25 +75,26 @@ public struct SynthesisCache: Sendable {
             return nil
         }
         let samples: Int = row["samples"]
-        var shape: ChunkShape
-        if let start = row["audibleStart"] as Int?, let end = row["audibleEnd"] as Int? {
-            shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil)
+        let rate: Int = row["sampleRate"]
+        let shape: ChunkShape
+        if let start = row["audibleStart"] as Int?, let end = row["audibleEnd"] as Int?,
+           let loudness = (row["loudness"] as Data?).flatMap(LoudnessProfile.init(encoded:)) {
+            shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil, loudness: loudness)
         } else {
-            var meter = ShapeMeter()
-            guard (try? FLACFile.stream(url, { meter.add($0) })) != nil, meter.count == samples else {
+            guard let measured = ChunkMeter.measure(url, rate: rate), measured.samples == samples else {
                 try forget(key)
                 return nil
             }
-            shape = meter.shape
+            shape = measured
         }
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
         try database.write { db in
             try db.execute(
-                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ? WHERE key = ?",
-                arguments: [now, audible?.lowerBound ?? -1, audible?.upperBound ?? -1, key.hex])
+                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ?, loudness = ? WHERE key = ?",
+                arguments: [now, audible?.lowerBound ?? -1, audible?.upperBound ?? -1, shape.loudness?.encoded, key.hex])
         }
-        return CachedChunk(key: key, url: url, shape: shape, sampleRate: row["sampleRate"])
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: rate)
     }
 
     /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
@@ -132,10 +133,15 @@ public struct SynthesisCache: Sendable {
     /// audio of `key`, replacing any older entry, with `extra` statements in
     /// the transaction that records the entry: the ledger's settlement, so
     /// the chunk is paid for exactly when it is kept, and a crash between
-    /// the two cannot make it paid twice.
+    /// the two cannot make it paid twice. A shape without loudness is
+    /// measured from the file first.
     func adopt(
         _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith extra: ((Database) throws -> Void)?
     ) throws -> CachedChunk {
+        var shape = shape
+        if shape.loudness == nil {
+            shape.loudness = ChunkMeter.measure(temp, rate: sampleRate)?.loudness
+        }
         let url = fileURL(for: key)
         try AtomicFile.move(temp, to: url)
         let bytes = Self.fileSize(url)
@@ -144,12 +150,12 @@ public struct SynthesisCache: Sendable {
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO synthesisChunk
-                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     key.hex, characters, sampleRate, shape.samples, bytes, now, now,
-                    shape.audible?.lowerBound ?? -1, shape.audible?.upperBound ?? -1,
+                    shape.audible?.lowerBound ?? -1, shape.audible?.upperBound ?? -1, shape.loudness?.encoded,
                 ])
             try extra?(db)
         }

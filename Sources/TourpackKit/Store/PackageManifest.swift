@@ -51,6 +51,14 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
     public var pois: [POIEntry]
     public var audio: [AudioEntry]
     public var mapTiles: MapCoverage
+    /// The loudness every file was normalized to; nil with `loudness: off`.
+    public var loudness: Loudness?
+
+    /// The pipeline's loudness target, as package.json states it.
+    public struct Loudness: Sendable, Hashable, Codable {
+        public var targetLUFS: Double
+        public var truePeakDBTP: Double
+    }
 
     public struct Voice: Sendable, Hashable, Codable {
         public var provider: String
@@ -108,6 +116,9 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         /// Lowercase hex SHA-256 of the file.
         public var sha256: String
         public var characters: Int
+        /// The file's measured loudness and how it was levelled, to 0.01 dB;
+        /// nil only in packages from before it was recorded.
+        public var loudness: AudioLoudness?
     }
 
     /// Builds the manifest of one tour package: one voice, one format.
@@ -118,7 +129,7 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
     /// is there, so an incomplete one is never built.
     public init(
         tour: Tour, voice: VoicePreset, format: AudioFormat, audio: [PackageAudio],
-        mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int
+        mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int, loudness: LoudnessTarget? = nil
     ) throws {
         let packageID = PackageID.make(tourID: tour.id, voice: voice, format: format)
         let label = "package \(packageID) (tour \(tour.id), \(format.rawValue))"
@@ -147,7 +158,8 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
                     format: format, codec: encoded.codec, bitrateKbps: format.bitrateKbps,
                     sampleRateHz: encoded.sampleRateHz, channels: encoded.channels,
                     durationSeconds: (encoded.durationSeconds * 1000).rounded() / 1000,
-                    sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters
+                    sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters,
+                    loudness: encoded.loudness?.rounded
                 ))
             }
         }
@@ -172,6 +184,7 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         self.pois = tour.pois.map { POIEntry(id: $0.id.value, name: $0.name, location: $0.location, triggerRadiusMeters: $0.triggerRadiusMeters) }
         self.audio = entries
         self.mapTiles = mapTiles
+        self.loudness = loudness.map { Loudness(targetLUFS: $0.integratedLUFS, truePeakDBTP: $0.truePeakDBTP) }
         self.contentHash = ""
         self.contentHash = computeContentHash()
     }

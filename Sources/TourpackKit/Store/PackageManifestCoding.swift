@@ -80,7 +80,7 @@ extension PackageManifest {
 
     /// The whole manifest as a JSON value, in its fixed array order.
     public func jsonValue() -> JSONValue {
-        .object([
+        var members: [(key: String, value: JSONValue)] = [
             ("schemaVersion", .number(Double(schemaVersion))), ("packageId", .string(packageId)),
             ("tourId", .string(tourId)), ("tourName", .string(tourName)), ("tourVersion", .number(Double(tourVersion))),
             ("language", .string(language)),
@@ -89,7 +89,11 @@ extension PackageManifest {
             ("contentHash", .string(contentHash)), ("sizeBytes", .number(Double(sizeBytes))),
             ("voice", voiceValue), ("route", routeValue), ("pois", poisValue),
             ("audio", .array(audio.map { $0.jsonValue(includingCharacters: true) })), ("mapTiles", mapTilesValue),
-        ])
+        ]
+        if let loudness {
+            members.append(("loudness", .object([("targetLUFS", .number(loudness.targetLUFS)), ("truePeakDBTP", .number(loudness.truePeakDBTP))])))
+        }
+        return .object(members)
     }
 
     // MARK: Pieces
@@ -198,6 +202,14 @@ extension PackageManifest.AudioEntry {
             ("durationSeconds", .number(durationSeconds)), ("sizeBytes", .number(Double(sizeBytes))), ("sha256", .string(sha256)),
         ]
         if includingCharacters { members.append(("characters", .number(Double(characters)))) }
+        if let loudness {
+            var measured: [(key: String, value: JSONValue)] = [
+                ("gainDB", .number(loudness.gainDB)), ("limiterReductionDB", .number(loudness.limiterReductionDB)),
+            ]
+            if let integrated = loudness.integratedLUFS { measured.append(("integratedLUFS", .number(integrated))) }
+            if let peak = loudness.truePeakDBTP { measured.append(("truePeakDBTP", .number(peak))) }
+            members.append(("loudness", .object(measured)))
+        }
         return .object(members)
     }
 }

@@ -63,7 +63,7 @@ struct TourPublisher: Sendable {
                 }
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: mapTiles,
-                    createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays)
+                    createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
                 let final = layout.manifest(packageID: packageID)
                 packageIDs.insert(manifest.packageId)
                 if try isUnchanged(final.url, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
@@ -162,7 +162,7 @@ struct TourPublisher: Sendable {
         guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return false }
         let same = try PackageManifest(
             tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: coverage,
-            createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays)
+            createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
         return same.encoded() == Array(bytes)
     }
 }

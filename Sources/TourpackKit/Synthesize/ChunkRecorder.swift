@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a chunk's samples go as the endpoint's answer is decoded: into a
-/// FLAC file (the synthesis cache's form) and past a `ShapeMeter`, after
+/// FLAC file (the synthesis cache's form) and past a `ChunkMeter`, after
 /// converting them to the rate that was asked for when the endpoint
 /// answered at another. Holds one block at a time.
 ///
@@ -11,7 +11,7 @@ final class ChunkRecorder {
     let rate: Int
     private var writer: FLACWriter?
     private var resampler: PCMResampler?
-    private var meter = ShapeMeter()
+    private var meter: ChunkMeter
 
     /// - Parameters:
     ///   - destination: the FLAC file to write (replaced); nothing is
@@ -20,6 +20,7 @@ final class ChunkRecorder {
     init(destination: URL, rate: Int) {
         self.destination = destination
         self.rate = rate
+        meter = ChunkMeter(rate: rate)
     }
 
     /// Takes the next samples, at `inputRate`.
@@ -43,7 +44,7 @@ final class ChunkRecorder {
             writer = try FFmpegLogCapture.explaining { try FLACWriter(url: destination, sampleRate: rate) }
         }
         try FFmpegLogCapture.explaining { try writer?.write(samples) }
-        meter.add(samples)
+        try meter.add(samples)
     }
 
     private func flushResampler() throws {
@@ -57,7 +58,7 @@ final class ChunkRecorder {
         try flushResampler()
         if let writer { try FFmpegLogCapture.explaining { try writer.finish() } }
         writer = nil
-        return meter.shape
+        return meter.finish()
     }
 
     /// Removes whatever was written; for a chunk that will not be finished.
@@ -77,5 +78,43 @@ final class ChunkRecorder {
         }
         try decoder.finish()
         return try finish()
+    }
+}
+
+/// A chunk's shape and loudness, measured on one pass over its samples.
+struct ChunkMeter {
+    let rate: Int
+    private var shapes = ShapeMeter()
+    private var loudness: LoudnessMeter?
+    private var survey: LimiterSurvey
+
+    init(rate: Int) {
+        self.rate = rate
+        survey = LimiterSurvey(rate: rate)
+    }
+
+    mutating func add(_ samples: UnsafeBufferPointer<Int16>) throws {
+        shapes.add(samples)
+        if loudness == nil { loudness = try LoudnessMeter(rate: rate) }
+        loudness?.add(samples)
+        survey.add(samples)
+    }
+
+    var count: Int { shapes.count }
+
+    /// The chunk's shape with its loudness, once every sample is in.
+    mutating func finish() -> ChunkShape {
+        var shape = shapes.shape
+        var profile = loudness?.finishedProfile ?? LoudnessProfile()
+        profile.limiting = survey.finish()
+        shape.loudness = profile
+        return shape
+    }
+
+    /// Measures the FLAC file at `url`; nil when it does not decode whole.
+    static func measure(_ url: URL, rate: Int) -> ChunkShape? {
+        var meter = ChunkMeter(rate: rate)
+        guard (try? FLACFile.stream(url, { try meter.add($0) })) != nil else { return nil }
+        return meter.finish()
     }
 }

@@ -21,6 +21,8 @@ struct AudioFileCheck: Sendable {
     var entry: PackageManifest.AudioEntry
     /// The entry's path resolved inside the root (already checked by `Layout.resolve`).
     var url: URL
+    /// The package's loudness target; nil when it was built with `loudness: off`.
+    var target: PackageManifest.Loudness?
 
     func run() -> [CheckOutcome] {
         var record = OutcomeRecorder(package: package, subject: entry.path)
@@ -97,6 +99,50 @@ struct AudioFileCheck: Sendable {
         if abs(inspection.durationSeconds - entry.durationSeconds) > tolerance {
             record.error(.duration, "decodes to \(Self.seconds(inspection.durationSeconds)) s, package.json says \(Self.seconds(entry.durationSeconds)) s (tolerance \(Self.seconds(tolerance)) s)")
         }
+        checkLoudness(inspection, &record)
+    }
+
+    /// The loudness the decode measured against what package.json says of
+    /// the file, and against the package's target.
+    private func checkLoudness(_ inspection: AudioInspection, _ record: inout OutcomeRecorder) {
+        record.ran(.loudness)
+        let tolerance = ValidationTolerance.loudnessLU
+        guard let declared = entry.loudness else {
+            if let target {
+                record.error(.loudness, "package.json records no loudness for this file, but says the package is normalized to \(Self.level(target.targetLUFS)) LUFS")
+            }
+            return
+        }
+        switch (inspection.integratedLUFS, declared.integratedLUFS) {
+        case (let measured?, let said?) where abs(measured - said) > tolerance:
+            record.error(.loudness, "measures \(Self.level(measured)) LUFS, package.json says \(Self.level(said)) LUFS (tolerance \(Self.level(tolerance)) LU)")
+        case (let measured?, nil):
+            record.error(.loudness, "measures \(Self.level(measured)) LUFS, package.json records no integrated loudness")
+        case (nil, let said?):
+            record.error(.loudness, "has no gated loudness (silence, or under 0.4 s), package.json says \(Self.level(said)) LUFS")
+        default:
+            break
+        }
+        switch (inspection.truePeakDBTP, declared.truePeakDBTP) {
+        case (let measured?, let said?) where abs(measured - said) > tolerance:
+            record.error(.loudness, "true peak is \(Self.level(measured)) dBTP, package.json says \(Self.level(said)) dBTP (tolerance \(Self.level(tolerance)) dB)")
+        case (let measured?, nil):
+            record.error(.loudness, "true peak is \(Self.level(measured)) dBTP, package.json records none")
+        default:
+            break
+        }
+        guard let target, inspection.durationSeconds >= ValidationTolerance.minimumSecondsForLoudness else { return }
+        if let measured = inspection.integratedLUFS, abs(measured - target.targetLUFS) > tolerance {
+            record.error(.loudness, "measures \(Self.level(measured)) LUFS; the package's target is \(Self.level(target.targetLUFS)) LUFS (tolerance \(Self.level(tolerance)) LU)")
+        }
+        if let peak = inspection.truePeakDBTP, peak > target.truePeakDBTP + ValidationTolerance.truePeakOverDB {
+            record.error(.loudness, "true peak is \(Self.level(peak)) dBTP, above the package's ceiling of \(Self.level(target.truePeakDBTP)) dBTP")
+        }
+    }
+
+    /// A level to 0.1 dB, as meters show it.
+    static func level(_ value: Double) -> String {
+        String(format: "%.1f", value)
     }
 
     /// The bit rate as each format means it. package.json states the

@@ -304,7 +304,7 @@ struct PackageCheck {
                         record.error(.path, "audio[\(index)]: expected \(expected) for POI \(entry.poiId) \(entry.phase.rawValue) in \(entry.format.rawValue)")
                     }
                 }
-                checks.append(AudioFileCheck(package: name, entry: entry, url: url))
+                checks.append(AudioFileCheck(package: name, entry: entry, url: url, target: manifest.loudness))
             } catch {
                 record.error(.path, "audio[\(index)].path is refused: \(Self.reason(error, path: entry.path)); a path must stay inside the root")
             }

@@ -94,7 +94,13 @@ public enum PackageSchema {
             ("sizeBytes", .integer(exclusiveMinimum: 0)),
             ("sha256", .string(pattern: sha256Pattern)),
             ("characters", .integer(minimum: 0)),
-        ], conditions: .audioEntry))),
+            ("loudness", .object([
+                ("integratedLUFS", .number(minimum: -70, maximum: 10)),
+                ("truePeakDBTP", .number(maximum: 20)),
+                ("gainDB", .number(minimum: -LoudnessTarget.maximumGainDB, maximum: LoudnessTarget.maximumGainDB)),
+                ("limiterReductionDB", .number(minimum: 0)),
+            ], optional: ["integratedLUFS", "truePeakDBTP"])),
+        ], optional: ["loudness"], conditions: .audioEntry))),
         ("mapTiles", .object([
             ("minZoom", zoom), ("maxZoom", zoom),
             ("bufferMiles", .number(minimum: 0)),
@@ -114,7 +120,11 @@ public enum PackageSchema {
             ("sha256", .string(pattern: sha256Pattern)),
             ("attribution", .string()),
         ], optional: Set(tilePackFields), together: tilePackFields)),
-    ])
+        ("loudness", .object([
+            ("targetLUFS", .number(minimum: -40, maximum: -5)),
+            ("truePeakDBTP", .number(minimum: -9, maximum: 0)),
+        ])),
+    ], optional: ["loudness"])
 
     // MARK: Rules
 

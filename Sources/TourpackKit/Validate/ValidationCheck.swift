@@ -45,6 +45,9 @@ public enum ValidationCheck: String, Sendable, Hashable, CaseIterable, Codable, 
     case oggOpus
     /// An .mp3 file is MPEG-1 Layer III whose first frame carries a Xing/Info header.
     case mp3Header
+    /// The decoded file's integrated loudness and true peak match its entry's `loudness` within
+    /// 1 LU; a file of 3 s or more is within 1 LU of the package's target, its true peak under the ceiling.
+    case loudness
 
     // The tile pack a package.json names.
     /// `OfflineTours/<folder>/tiles.mbtiles` is there with package.json's size and sha256, opens as

@@ -73,6 +73,16 @@ public enum ValidationTolerance {
     public static let minimumSecondsForBitRate = 1.0
     /// The largest sane Opus pre-skip: 80 ms at 48 kHz (libopus writes 312, 6.5 ms).
     public static let maximumOpusPreSkip = 3_840
+    /// A file's loudness may differ from what package.json records, and from
+    /// the package's target, by this much (LU, and dB for true peaks).
+    public static let loudnessLU = 1.0
+    /// Shorter files are not held to the package's target: a few gating
+    /// blocks say little about a file, and the target is met by the whole tour.
+    public static let minimumSecondsForLoudness = 3.0
+    /// A true peak may pass the package's ceiling by this much before it is
+    /// an error: true-peak meters oversample with different filters, and
+    /// they disagree by a few tenths of a dB on the same file.
+    public static let truePeakOverDB = 0.5
     /// A `createdAt` further in the future than this is a warning (clock skew between machines).
     public static let clockSkewSeconds: TimeInterval = 300
 

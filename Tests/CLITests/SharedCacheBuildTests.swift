@@ -84,7 +84,12 @@ import TourpackKit
         #expect(b.stdout.contains("0 requests (0 retries), 0 characters billed, 0 chunks from cache, \(spoken) chunks from the shared cache, 0 added to it"), "\(b.stdout)")
         let validateB = try Executable.run(["validate", second.output.path, "--strict"], in: second.root)
         #expect(validateB.status == 0, "\(validateB.stdout)")
-        #expect(try RootCheck.snapshot(second.output).keys.sorted() == RootCheck.snapshot(first.output).keys.sorted())
+        // The restored chunks are the spoken ones, sample for sample: the audio is the same bytes.
+        let (made, restored) = (try RootCheck.snapshot(first.output), try RootCheck.snapshot(second.output))
+        #expect(restored.keys.sorted() == made.keys.sorted())
+        for (path, bytes) in made where path.hasPrefix(Layout.audioCacheFolder) {
+            #expect(restored[path] == bytes, "\(path) differs between the machine that spoke it and the one that restored it")
+        }
 
         try moto.damage(bucket, objects[0])
         let third = try BuildWorkspace()

@@ -41,12 +41,14 @@ public struct SharedSynthesisCache: Sendable {
             let temp = try local.temporaryURL(for: key)
             do {
                 try Data(bytes).write(to: temp)
-                var meter = ShapeMeter()
-                guard let rate = try? FLACFile.stream(temp, { meter.add($0) }), rate == sampleRate, meter.count > 0 else {
+                // One decode measures the shape and the loudness the join needs,
+                // so `adopt` does not decode the file a second time.
+                var meter = ChunkMeter(rate: sampleRate)
+                guard let rate = try? FLACFile.stream(temp, { try meter.add($0) }), rate == sampleRate, meter.count > 0 else {
                     AtomicFile.discard(temp: temp)
                     return nil
                 }
-                return try local.adopt(temp, for: key, shape: meter.shape, sampleRate: rate, characters: characters, alongWith: nil)
+                return try local.adopt(temp, for: key, shape: meter.finish(), sampleRate: rate, characters: characters, alongWith: nil)
             } catch {
                 AtomicFile.discard(temp: temp)
                 throw error

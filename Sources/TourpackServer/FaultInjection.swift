@@ -1,4 +1,5 @@
 import Foundation
+import TourpackKit
 
 /// Faults `serve-tts` can inject, all off by default.
 ///
@@ -30,15 +31,21 @@ public struct FaultInjection: Sendable, Hashable {
     /// counted; later ones are served. Lets a test kill a client while the
     /// server holds a request it will never bill.
     public var holdText: String?
+    /// Each answer's audio is attenuated by up to this many dB, by an amount
+    /// drawn from its input text (so the same text always comes back at the
+    /// same level): an endpoint whose voices and sentences come back at
+    /// levels far apart, for the loudness tests.
+    public var levelSpreadDB: Double = 0
     public var seed: UInt64 = 0x7075_7270_6c65
 
     /// Every fault off unless named.
     public init(
         latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
         truncateRate: Double = 0, garbageRate: Double = 0, stallRate: Double = 0, stallMilliseconds: Int = 5000,
-        refuseText: String? = nil, holdText: String? = nil, seed: UInt64 = 0x7075_7270_6c65
+        refuseText: String? = nil, holdText: String? = nil, levelSpreadDB: Double = 0, seed: UInt64 = 0x7075_7270_6c65
     ) {
         self.holdText = holdText
+        self.levelSpreadDB = levelSpreadDB
         self.latencyMilliseconds = latencyMilliseconds
         self.failureRate = failureRate
         self.rateLimitRate = rateLimitRate
@@ -63,12 +70,15 @@ public struct FaultInjection: Sendable, Hashable {
         guard latencyMilliseconds >= 0, stallMilliseconds >= 0, retryAfterSeconds >= 0 else {
             throw FaultConfigurationError(message: "latency, stall and Retry-After must not be negative")
         }
+        guard (0...60).contains(levelSpreadDB) else {
+            throw FaultConfigurationError(message: "the level spread must be within 0...60 dB")
+        }
         return self
     }
 
     /// True when any fault can fire; `serve-tts` is honest otherwise.
     public var isActive: Bool {
-        latencyMilliseconds > 0 || refuseText != nil || holdText != nil || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
+        latencyMilliseconds > 0 || refuseText != nil || holdText != nil || levelSpreadDB > 0 || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
     }
 }
 
@@ -147,5 +157,27 @@ final class FaultDice: @unchecked Sendable {
             withUnsafeBytes(of: next()) { bytes.append(contentsOf: $0) }
         }
         return Array(bytes.prefix(count))
+    }
+}
+
+extension FaultInjection {
+    /// The attenuation `levelSpreadDB` gives the answer for `text`: 0 to
+    /// the spread, from an FNV-1a hash of the text.
+    public func attenuationDB(for text: String) -> Double {
+        guard levelSpreadDB > 0 else { return 0 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return levelSpreadDB * Double(hash >> 11) / Double(1 << 53)
+    }
+
+    /// `pcm` attenuated as `attenuationDB(for:)` says.
+    func leveled(_ pcm: PCMAudio, for text: String) -> PCMAudio {
+        let decibels = attenuationDB(for: text)
+        guard decibels > 0 else { return pcm }
+        let scale = pow(10, -decibels / 20)
+        return PCMAudio(samples: pcm.samples.map { Int16((Double($0) * scale).rounded()) }, sampleRate: pcm.sampleRate)
     }
 }

@@ -101,7 +101,7 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: false) }
-        return try await answer(.google, encoding, characters: input.unicodeScalars.count) {
+        return try await answer(.google, encoding, text: input) {
             try await voice.speak(text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
     }
@@ -170,7 +170,7 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.openAI(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: true) }
-        return try await answer(.openai, encoding, characters: input.unicodeScalars.count) {
+        return try await answer(.openai, encoding, text: input) {
             try await voice.speak(text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
         }
     }
@@ -200,7 +200,8 @@ struct SynthesisRoutes: Sendable {
     /// Draws a fault, speaks unless the fault is an error status, encodes,
     /// and shapes the answer in the dialect's way: Google's JSON with the
     /// file in base64, or OpenAI's bare file.
-    private func answer(_ dialect: Dialect, _ encoding: ResponseEncoding, characters: Int, speak: () async throws -> PCMAudio) async throws -> Response {
+    private func answer(_ dialect: Dialect, _ encoding: ResponseEncoding, text: String, speak: () async throws -> PCMAudio) async throws -> Response {
+        let characters = text.unicodeScalars.count
         let fault = dice.draw()
         if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
         let openAI = dialect == .openai
@@ -219,7 +220,7 @@ struct SynthesisRoutes: Sendable {
             break
         }
         let pcm: PCMAudio
-        do { pcm = try await speak() } catch {
+        do { pcm = dice.plan.leveled(try await speak(), for: text) } catch {
             return openAI ? ErrorBody.openAI(500, "synthesis failed: \(error)") : ErrorBody.google(500, "Synthesis failed: \(error)")
         }
         var audio: [UInt8]

@@ -33,6 +33,8 @@ struct ServeTTS: AsyncParsableCommand {
     var refuseText: String?
     @Option(help: "Fault: hold the first request whose input contains this text for --stall-ms, then answer 503 (nothing spoken or counted).")
     var holdText: String?
+    @Option(name: .customLong("level-spread-db"), help: "Fault: attenuate each answer by 0 to this many dB, drawn from its text (levels far apart, for loudness tests).")
+    var levelSpreadDB = 0.0
     @Option(help: "Fault: seed for the fault draws, for reproducible runs.") var faultSeed: UInt64 = 0x7075_7270_6c65
 
     func validate() throws {
@@ -44,7 +46,7 @@ struct ServeTTS: AsyncParsableCommand {
         FaultInjection(
             latencyMilliseconds: latencyMilliseconds, failureRate: failureRate, rateLimitRate: rateLimitRate,
             retryAfterSeconds: retryAfter, truncateRate: truncateRate, garbageRate: garbageRate,
-            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, holdText: holdText, seed: faultSeed)
+            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, holdText: holdText, levelSpreadDB: levelSpreadDB, seed: faultSeed)
     }
 
     func run() async throws {

@@ -33,6 +33,7 @@ struct ValidateCorpusTests {
         case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats, hostileNumbers
         case truncatedTilePack, storedTilesOffByOne, foreignTile, tileOutsideRange, strayTilePack, missingTilePack
         case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp
+        case misstatedLoudness, offTargetLoudness, missingLoudness
         case symlinkedAudioCache, symlinkedTourFolder, symlinkedOfflineTours, symlinkedPackageFolder, symlinkInsideRoot
 
         var testDescription: String { rawValue }
@@ -71,7 +72,8 @@ struct ValidateCorpusTests {
             let container: ValidationCheck = [.aac: .faststart, .mp3: .mp3Header, .opus: .oggOpus][format]!
             for entry in bundle.manifest(format).audio {
                 let ran = Set(report.outcomes.filter { $0.subject == entry.path }.map(\.check))
-                #expect(ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, container], "\(entry.path): \(ran)")
+                #expect(ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, .loudness, container], "\(entry.path): \(ran)")
+                #expect(entry.loudness?.integratedLUFS != nil, "\(entry.path): no loudness recorded")
             }
             let manifestChecks = Set(report.outcomes.filter { $0.subject == bundle.manifestPath(format) }.map(\.check))
             #expect(manifestChecks == [.json, .schema, .canonical, .packageId, .audioList, .expiry, .mapTiles, .contentHash, .sizeBytes])
@@ -311,6 +313,32 @@ extension ValidateCorpusTests.Defect {
             let path = bundle.audioPath(.aac, 1)
             try bundle.rewrite(.aac) { $0.audio[1].durationSeconds += 1.5 }
             return Expectation(path: path, check: .duration, words: ["package.json says 3.0"], package: package(.aac))
+        case .misstatedLoudness:
+            let path = bundle.audioPath(.opus, 1)
+            try bundle.rewrite(.opus) { $0.audio[1].loudness?.integratedLUFS? += 3 }
+            return Expectation(path: path, check: .loudness, words: ["LUFS, package.json says"], package: package(.opus))
+        case .offTargetLoudness:
+            // A package that says it was normalized to -40 LUFS, over a
+            // 4-second file (long enough to be held to it) that never was.
+            let path = bundle.audioPath(.mp3, 2)
+            let url = bundle.url(path)
+            var encoded = try FFmpegAudioEncoder().encode(ValidateFixture.sweep(seconds: 4), as: .mp3, metadata: Fixtures.metadata, to: url)
+            encoded.loudness = try ItemMaker.loudness(of: url, leveling: LevelingReport(gainDB: 0, limiterReductionDB: 0))
+            try bundle.rewrite(.mp3) { manifest in
+                manifest.loudness = PackageManifest.Loudness(targetLUFS: -40, truePeakDBTP: -1)
+                manifest.audio[2].durationSeconds = (encoded.durationSeconds * 1000).rounded() / 1000
+                manifest.audio[2].sizeBytes = encoded.sizeBytes
+                manifest.audio[2].sha256 = encoded.sha256
+                manifest.audio[2].loudness = encoded.loudness?.rounded
+            }
+            return Expectation(path: path, check: .loudness, words: ["the package's target is -40.0 LUFS"], package: package(.mp3))
+        case .missingLoudness:
+            let path = bundle.audioPath(.aac, 0)
+            try bundle.rewrite(.aac) {
+                $0.loudness = PackageManifest.Loudness(targetLUFS: -30, truePeakDBTP: -1)
+                $0.audio[0].loudness = nil
+            }
+            return Expectation(path: path, check: .loudness, words: ["records no loudness"], package: package(.aac))
         case .staleContentHash:
             try bundle.rewrite(.opus, rehash: false) { $0.tourName = "Renamed Road" }
             return Expectation(path: bundle.manifestPath(.opus), check: .contentHash, package: package(.opus))

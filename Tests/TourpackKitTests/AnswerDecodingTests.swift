@@ -111,7 +111,12 @@ import Testing
         let kept = try FLACFile.read(folder.appendingPathComponent("chunk.flac"))
         #expect(kept.sampleRate == 24_000)
         #expect(abs(kept.samples.count - 28_800) <= 2, "\(kept.samples.count) samples for 1.2 s")
-        #expect(shape == ShapeMeter.shape(of: kept.samples))
+        var withoutLoudness = shape
+        withoutLoudness.loudness = nil
+        #expect(withoutLoudness == ShapeMeter.shape(of: kept.samples))
+        // Measured on the same pass: the tone's level, and a limiter survey.
+        let loudness = try #require(shape.loudness)
+        #expect(loudness.integratedLUFS != nil && loudness.limiting.count == LimiterSurvey.thresholdsDBFS.count)
         let audible = try #require(shape.audible)
         #expect(abs(audible.lowerBound - 2_400) <= 40 && abs(audible.upperBound - 26_400) <= 40, "\(audible)")
     }

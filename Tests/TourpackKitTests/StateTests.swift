@@ -30,7 +30,7 @@ struct StateScratch {
         defer { scratch.remove() }
         let database = try StateDatabase(folder: scratch.state)
         #expect(try database.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
-        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes", "v5 sent reservations"])
+        #expect(try database.appliedMigrations() == ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes", "v5 sent reservations", "v6 loudness"])
         // Opening again migrates nothing and keeps the data.
         try database.write { db in try db.execute(sql: "INSERT INTO quotaUsage (account, month, tier, used) VALUES ('a', '2026-11', 'standard', 5)") }
         let again = try StateDatabase(folder: scratch.state)

@@ -55,7 +55,7 @@ enum StoreManifestFixture {
     }
 
     static func manifest(tour: Tour = tour, audio: [PackageAudio] = audio, coverage: MapCoverage = coverage, createdAt: Date = createdAt) throws -> PackageManifest {
-        try PackageManifest(tour: tour, voice: voice, format: .aac, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90)
+        try PackageManifest(tour: tour, voice: voice, format: .aac, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90, loudness: .standard)
     }
 
     /// The same package in another format, with that format's codec facts.

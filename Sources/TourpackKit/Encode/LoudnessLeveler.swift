@@ -15,19 +15,25 @@ public struct LoudnessTarget: Sendable, Hashable {
     /// speech level.
     public static let maximumGainDB = 30.0
 
-    /// How far below the ceiling the limiter holds the peaks. AAC, MP3 and
-    /// Opus reconstruct peaks a little above those of their input (the
-    /// quantization noise rides on them); the margin absorbs that, so the
-    /// file as shipped stays under the ceiling.
-    public static let encoderMarginDB = 0.5
+    /// How far below the ceiling the limiter holds the peaks: the largest
+    /// `AudioFormat.truePeakOvershootDB` of the formats made from the stream.
+    public var encoderMarginDB: Double
 
-    public init(integratedLUFS: Double, truePeakDBTP: Double) {
+    public init(integratedLUFS: Double, truePeakDBTP: Double, encoderMarginDB: Double = 0.5) {
         self.integratedLUFS = integratedLUFS
         self.truePeakDBTP = truePeakDBTP
+        self.encoderMarginDB = encoderMarginDB
+    }
+
+    /// This target with the margin that `formats` need.
+    public func making(_ formats: some Sequence<AudioFormat>) -> LoudnessTarget {
+        var target = self
+        target.encoderMarginDB = formats.map(\.truePeakOvershootDB).max() ?? encoderMarginDB
+        return target
     }
 
     /// The limiter's threshold: the ceiling less the encoders' margin.
-    public var limiterCeilingDBTP: Double { truePeakDBTP - Self.encoderMarginDB }
+    public var limiterCeilingDBTP: Double { truePeakDBTP - encoderMarginDB }
 
     /// The one gain, in dB, that brings a file made of `chunks` to the
     /// target after its limiter; 0 when it has no gated loudness (silence,
@@ -59,7 +65,7 @@ public struct LoudnessTarget: Sendable, Hashable {
 
     /// What output keys hold of it: a changed target makes the files again.
     var fingerprint: String {
-        "loudness \(integratedLUFS.compactText) LUFS \(truePeakDBTP.compactText) dBTP r\(LoudnessLeveler.revision)"
+        "loudness \(integratedLUFS.compactText) LUFS \(truePeakDBTP.compactText) dBTP margin \(encoderMarginDB.compactText) r\(LoudnessLeveler.revision)"
     }
 }
 
@@ -84,7 +90,7 @@ public struct LevelingReport: Sendable, Hashable {
 public final class LoudnessLeveler {
     /// Part of output keys and of each chunk's limiter table: a change to
     /// the limiter makes the files, and the tables, again.
-    static let revision = 2
+    static let revision = 3
     static let lookaheadMilliseconds = 4.0
     static let releaseMilliseconds = 80.0
 
@@ -312,9 +318,11 @@ final class LevelingSession: AudioEncodeSession {
 /// file's gain then solves for the target with each chunk's loss at the
 /// threshold that gain implies (`LoudnessTarget.gainDB(for:)`).
 struct LimiterSurvey {
-    /// +1 dBFS (nothing to limit) down to -23 dBFS, 2 dB apart: gains up to
-    /// 22 dB above a ceiling of -1 dBTP.
-    static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 2 * Double($0) }
+    /// +1 dBFS (nothing to limit) down to -35 dBFS, 3 dB apart: a ceiling
+    /// of -1 dBTP less the margin, with every gain up to the largest
+    /// (`LoudnessTarget.maximumGainDB`). The loss between two thresholds is
+    /// interpolated in dB: it changes smoothly with the threshold.
+    static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
 
     private var envelope = TruePeakEnvelope()
     private var limiters: [LimiterGain]
@@ -360,5 +368,19 @@ struct LimiterSurvey {
         }
         guard before > 0 else { return [] }
         return after.map { min(1, $0 / before) }
+    }
+}
+
+extension AudioFormat {
+    /// How far the decoded file's true peak may rise above its input's:
+    /// the codec's quantization noise rides on the peaks. Measured with
+    /// ffmpeg's ebur128 meter on heavily limited speech (`LoudnessTests`):
+    /// AAC at 128k and MP3 at 192k stay within 0.5 dB, Opus at 96k
+    /// reaches about 1.1 dB.
+    public var truePeakOvershootDB: Double {
+        switch self {
+        case .aac, .mp3: return 0.5
+        case .opus: return 1.5
+        }
     }
 }

@@ -199,4 +199,8 @@ extension PipelineConfig {
     public func sampleRate(for format: AudioFormat) -> Int {
         audio.sampleRates[format] ?? format.defaultSampleRate(endpointRate: tts.sampleRateHz)
     }
+
+    /// The loudness files are made to, with the limiter margin the
+    /// pipeline's formats need; nil with `loudness: off`.
+    public var loudnessTarget: LoudnessTarget? { audio.loudness?.making(formats) }
 }

@@ -47,9 +47,17 @@ extension PipelineConfig {
             "          \(tiles)",
             "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
             "lexicons  \(lexiconsDescription)",
+            "loudness  \(loudnessDescription)",
         ]
         lines = lines.map { "  " + $0 }
         return (["configuration:"] + lines).joined(separator: "\n")
+    }
+
+    /// The target, and where the limiter holds the peaks for these formats.
+    var loudnessDescription: String {
+        guard let target = loudnessTarget else { return "off (files keep the endpoint's levels)" }
+        return "\(target.integratedLUFS.compactText) LUFS integrated · true peak ≤ \(target.truePeakDBTP.compactText) dBTP"
+            + " (limiter at \(target.limiterCeilingDBTP.compactText) for \(formats.map(\.rawValue).joined(separator: ", ")))"
     }
 
     /// The shared parts of `state:`, when named: the bucket and the names of

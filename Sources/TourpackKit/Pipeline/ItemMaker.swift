@@ -22,7 +22,7 @@ struct ItemRecipe: Sendable {
         endpointRate = config.tts.sampleRateHz
         self.joiner = joiner
         self.encoder = encoder
-        loudness = config.audio.loudness
+        loudness = config.loudnessTarget
     }
 
     /// The output cache's key of one format's file of `item`: the chunks,

@@ -54,7 +54,7 @@ public struct BuildState: Sendable {
                     let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
                     let key = OutputKey(
                         chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
-                        pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.audio.loudness, metadata: item.metadata(tour: tour))
+                        pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.loudnessTarget, metadata: item.metadata(tour: tour))
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }
                 for (chunk, key) in zip(item.chunks, keys) {

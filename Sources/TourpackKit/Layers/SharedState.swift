@@ -11,8 +11,9 @@ public struct SharedStateSettings: Sendable, Hashable {
     public var postgres: String?
     /// The variable holding PostgreSQL's password (default `PGPASSWORD`).
     public var postgresPasswordEnv: String
-    /// Local staging and journals on a worker. Accepted and printed; when
-    /// `state.path` is absent it is the local state folder.
+    /// A worker's local disk: each output root's lock, staged temps and
+    /// commit journals live under it (`StateLayout`); when `state.path` is
+    /// absent it is the local state folder too.
     public var scratch: URL?
 
     public static let defaultPostgresPasswordEnv = "PGPASSWORD"

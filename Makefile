@@ -84,6 +84,7 @@ tour: build-release
 bench: build-release
 	$(SWIFT) build -c release --product tourpack-bench
 	.build/release/tourpack-bench encode
+	.build/release/tourpack-bench loudness
 	.build/release/tourpack-bench tts
 	.build/release/tourpack-bench build
 	.build/release/tourpack-bench maps

@@ -13,6 +13,7 @@ case "build": exit(await BuildBench.run(Array(arguments.dropFirst())))
 case "stream": exit(await StreamBench.run(Array(arguments.dropFirst())))
 case "peer": exit(await PeerBench.run(Array(arguments.dropFirst())))
 case "maps": exit(await MapsBench.run(Array(arguments.dropFirst())))
+case "loudness": do { try LoudnessBench.run(Array(arguments.dropFirst())) } catch { print("loudness: \(error)"); exit(1) }
 case "encode": do { try EncodeBench.run(Array(arguments.dropFirst())) } catch { print("encode: \(error)"); exit(1) }
 case "validate": do { try await ValidateBench.run(Array(arguments.dropFirst())) } catch { print("validate: \(error)"); exit(1) }
 default:

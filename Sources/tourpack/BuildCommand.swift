@@ -29,6 +29,13 @@ struct Build: AsyncParsableCommand {
             cannot take is refused with exit code 3 and the numbers. A map tile \
             that keeps failing fails its tour (mapDownloadFailed).
 
+            Several workers: --shards N with --shard I, or with the \
+            JOB_COMPLETION_INDEX variable a Kubernetes Indexed Job sets, builds only \
+            the tours whose ID hashes to shard I of N, into an output the other \
+            shards share (shards hold its lock together; a whole build waits for \
+            them); with state.objects in the pipeline, chunks come from and \
+            go to the fleet's S3-compatible synthesis cache.
+
             Output: a progress bar on a terminal, one line per item otherwise, or \
             NDJSON events with --json (started, itemDone, itemFailed, mapsProgress, \
             mapsDone, tourPackaged, tourFailed, finished).
@@ -36,6 +43,8 @@ struct Build: AsyncParsableCommand {
     )
 
     @OptionGroup var options: PipelineOptions
+
+    @OptionGroup var sharding: ShardOptions
 
     @Option(help: "Build only this tour (its id); the others are skipped.")
     var tour: String?
@@ -58,6 +67,9 @@ struct Build: AsyncParsableCommand {
 
     func validate() throws {
         if let refreshExpiring, refreshExpiring < 0 { throw ValidationError("--refresh-expiring: DAYS must be 0 or more, not \(refreshExpiring)") }
+        if tour != nil, sharding.shards != nil {
+            throw ValidationError("--tour and --shards cannot be combined: --tour builds one tour, --shards one worker's share of them")
+        }
     }
 
     func run() async throws {
@@ -65,7 +77,7 @@ struct Build: AsyncParsableCommand {
         let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let selected = try select(tours)
         let planner = Planner(config: config)
-        let plan = try planner.plan(selected)
+        let plan = try planner.plan(selected, shard: try sharding.resolved())
 
         if dryRun {
             try printDryRun(try StateView.annotate(plan, config: config), config: config)

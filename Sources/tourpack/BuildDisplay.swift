@@ -82,7 +82,8 @@ final class BuildDisplay: @unchecked Sendable {
         case .waitingForLock(let path):
             return "waiting for the build that holds \(path)"
         case .started(let start):
-            var text = "building \(start.tours) tour\(start.tours == 1 ? "" : "s"): \(start.items) items, \(start.chunks) chunks, "
+            var text = start.shard.map { PlanReport.shardLine($0) + "\n" } ?? ""
+            text += "building \(start.tours) tour\(start.tours == 1 ? "" : "s"): \(start.items) items, \(start.chunks) chunks, "
                 + "\(PlanReport.grouped(start.characters)) characters → \(start.formats.map(\.rawValue).joined(separator: ", ")) in \(start.output)"
             if start.cacheHits > 0 || start.billableCharacters < start.characters {
                 text += "\ncache: \(start.cacheHits) of \(start.chunks) chunks already made; \(PlanReport.grouped(start.billableCharacters)) characters to synthesize"
@@ -118,11 +119,17 @@ final class BuildDisplay: @unchecked Sendable {
         var lines: [String] = []
         if let stopped = summary.stoppedEarly { lines.append("stopped early: \(stopped)") }
         for warning in summary.warnings { lines.append("warning: \(warning)") }
+        if let shard = summary.shard {
+            lines.append(shard.tours == 0 ? "\(shard), nothing to build" : "\(shard)")
+        }
+        let shared = summary.sharedCache.map {
+            ", \($0.restored) chunk\($0.restored == 1 ? "" : "s") from the shared cache, \($0.shared) added to it"
+        } ?? ""
         lines.append(
             "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
                 + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "
                 + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) characters billed, "
-                + "\(summary.cacheHits) chunks from cache, \(summary.encodes) encodes · "
+                + "\(summary.cacheHits) chunks from cache\(shared), \(summary.encodes) encodes · "
                 + "\(String(format: "%.2f", summary.wallSeconds)) s")
         if summary.tileRequests > 0 || summary.tilePacks > 0 {
             lines.append(

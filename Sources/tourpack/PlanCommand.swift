@@ -13,11 +13,14 @@ struct Plan: AsyncParsableCommand {
             budget (the monthly quota, cacheMaxMB, maps.maxTiles) would refuse the \
             build, the last line starts with "refused:" and gives the reason (in \
             --json, the "refused" field; null when the build would run); the plan \
-            itself still exits 0.
+            itself still exits 0. With --shards N (and --shard I or \
+            JOB_COMPLETION_INDEX), only the tours a build of that shard would make.
             """
     )
 
     @OptionGroup var options: PipelineOptions
+
+    @OptionGroup var sharding: ShardOptions
 
     @Flag(help: "Print the plan as JSON on stdout (the configuration is not printed).")
     var json = false
@@ -25,7 +28,7 @@ struct Plan: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-        let plan = try StateView.annotate(try Planner(config: config).plan(tours), config: config)
+        let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: try sharding.resolved()), config: config)
         let report = PlanReport(plan: plan, config: config)
         if json {
             print(try report.json())

@@ -129,7 +129,7 @@ struct LoudnessTests {
         }
         #expect(profiles.allSatisfy { $0.limiting.count == LimiterSurvey.thresholdsDBFS.count })
         let joined = try PCMJoiner().join(chunks)
-        let target = LoudnessTarget.standard.making(AudioFormat.allCases)
+        let target = LoudnessTarget.standard
         let result = try Self.leveled(joined.samples, gainDB: target.gainDB(for: profiles), ceiling: target.limiterCeilingDBTP, rate: rate)
         #expect(result.samples.count == joined.samples.count)
         let wav = directory.appendingPathComponent("leveled.wav")

@@ -16,20 +16,18 @@ public struct LoudnessTarget: Sendable, Hashable {
     public static let maximumGainDB = 30.0
 
     /// How far below the ceiling the limiter holds the peaks: the largest
-    /// `AudioFormat.truePeakOvershootDB` of the formats made from the stream.
+    /// `AudioFormat.truePeakOvershootDB` of every format, whichever the
+    /// pipeline makes. One limiter feeds every format of an item, and a
+    /// margin that followed the pipeline's formats would put the format
+    /// list into each file's key: adding Opus would re-encode every AAC file.
     public var encoderMarginDB: Double
 
-    public init(integratedLUFS: Double, truePeakDBTP: Double, encoderMarginDB: Double = 0.5) {
+    public static let defaultEncoderMarginDB = AudioFormat.allCases.map(\.truePeakOvershootDB).max() ?? 0
+
+    public init(integratedLUFS: Double, truePeakDBTP: Double, encoderMarginDB: Double = defaultEncoderMarginDB) {
         self.integratedLUFS = integratedLUFS
         self.truePeakDBTP = truePeakDBTP
         self.encoderMarginDB = encoderMarginDB
-    }
-
-    /// This target with the margin that `formats` need.
-    public func making(_ formats: some Sequence<AudioFormat>) -> LoudnessTarget {
-        var target = self
-        target.encoderMarginDB = formats.map(\.truePeakOvershootDB).max() ?? encoderMarginDB
-        return target
     }
 
     /// The limiter's threshold: the ceiling less the encoders' margin.
@@ -101,10 +99,11 @@ public final class LoudnessLeveler {
     private let gain: Float
     private var envelope = TruePeakEnvelope()
     private var limiter: LimiterGain
-    private var delay: SampleDelay
-    private var received = 0
+    private var history = SampleHistory()
     private var realCount: Int?
     private var smallestGain: Float = 1
+    private var gained: [Float] = []
+    private var peaks: [Float] = []
     private var block: [Int16] = []
 
     /// - Parameters:
@@ -114,10 +113,7 @@ public final class LoudnessLeveler {
     public init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
         self.gainDB = gainDB
         gain = Float(pow(10, gainDB / 20) / 32768)
-        let lookahead = Self.lookahead(rate: rate)
-        limiter = LimiterGain(threshold: Float(pow(10, ceilingDBTP / 20)), lookahead: lookahead, release: Self.release(rate: rate))
-        delay = SampleDelay(length: lookahead + TruePeakEnvelope.latency)
-        block.reserveCapacity(4096)
+        limiter = LimiterGain(threshold: Float(pow(10, ceilingDBTP / 20)), lookahead: Self.lookahead(rate: rate), release: Self.release(rate: rate))
     }
 
     /// How the stream was levelled so far.
@@ -127,49 +123,62 @@ public final class LoudnessLeveler {
 
     /// Takes the next samples; `emit` gets levelled samples, delayed by the look-ahead.
     public func feed(_ input: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        for sample in input { try push(Float(sample) * gain, emit: emit) }
+        gained.removeAll(keepingCapacity: true)
+        for sample in input { gained.append(Float(sample) * gain) }
+        try process(emit: emit)
     }
 
     /// After the last sample: pushes the delayed tail through.
     public func finish(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
         guard realCount == nil else { return }
-        realCount = received
-        for _ in 0..<(delay.length) { try push(0, emit: emit) }
-        try flush(emit: emit)
+        realCount = history.end
+        gained = Array(repeating: 0, count: limiter.lookahead + TruePeakEnvelope.latency)
+        try process(emit: emit)
     }
 
-    private func push(_ value: Float, emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        delay.push(value, at: received)
-        received += 1
-        guard let peak = envelope.push(value), let (index, applied) = limiter.push(peak) else { return }
-        guard realCount.map({ index < $0 }) ?? true else { return }
-        smallestGain = min(smallestGain, applied)
-        let level = (delay.sample(at: index) * applied * 32768).rounded()
-        block.append(Int16(max(-32768, min(32767, level))))
-        if block.count == 4096 { try flush(emit: emit) }
-    }
-
-    private func flush(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        guard !block.isEmpty else { return }
-        try block.withUnsafeBufferPointer { try emit($0) }
+    private func process(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        history.append(gained)
+        peaks.removeAll(keepingCapacity: true)
+        gained.withUnsafeBufferPointer { envelope.run($0, into: &peaks) }
         block.removeAll(keepingCapacity: true)
+        let end = realCount ?? Int.max
+        var smallest = smallestGain
+        do {
+            // A local view, released before `drop` so the drop never copies.
+            let history = self.history
+            peaks.withUnsafeBufferPointer { peaks in
+                limiter.run(peaks) { out, applied in
+                    guard out < end else { return }
+                    smallest = min(smallest, applied)
+                    let level = (history[out] * applied * 32768).rounded()
+                    block.append(Int16(max(-32768, min(32767, level))))
+                }
+            }
+        }
+        smallestGain = smallest
+        self.history.drop(before: limiter.nextOut)
+        if !block.isEmpty { try block.withUnsafeBufferPointer { try emit($0) } }
     }
 }
 
-/// The last `length` samples of a stream, by their index in it.
-struct SampleDelay {
-    let length: Int
-    private var ring: [Float]
+/// Samples of a stream by their index in it, from the oldest still needed.
+struct SampleHistory {
+    private var samples: [Float] = []
+    private var base = 0
+    /// The index after the last sample appended.
+    var end: Int { base + samples.count }
 
-    init(length: Int) {
-        self.length = length
-        ring = Array(repeating: 0, count: length)
+    mutating func append(_ more: [Float]) { samples.append(contentsOf: more) }
+
+    subscript(index: Int) -> Float { samples[index - base] }
+
+    /// Forgets samples before `index`, in large steps so the cost stays linear.
+    mutating func drop(before index: Int) {
+        let count = index - base
+        guard count > 16_384 else { return }
+        samples.removeFirst(count)
+        base = index
     }
-
-    mutating func push(_ value: Float, at index: Int) { ring[index % length] = value }
-
-    /// Sample `index`, which must be among the last `length` pushed.
-    func sample(at index: Int) -> Float { ring[index % length] }
 }
 
 /// For each sample of a stream, the largest magnitude near it: the sample
@@ -194,34 +203,48 @@ struct TruePeakEnvelope {
         return raw.map { Float($0 / sum) }
     }
 
-    /// The last `taps` samples, oldest first once full (a ring).
-    private var history = [Float](repeating: 0, count: taps)
+    /// The last `taps` samples, written twice (at `slot` and `slot + taps`),
+    /// so the window oldest-to-newest is always the contiguous
+    /// `window[slot ..< slot + taps]`: no index wraps in the inner loop.
+    private var window = [Float](repeating: 0, count: 2 * taps)
+    private var slot = 0
     private var count = 0
     private var previousBetween: Float = 0
 
+    /// Takes the next samples; appends to `peaks` the peak of every sample
+    /// that becomes known (each `latency` samples behind the input).
+    mutating func run(_ input: UnsafeBufferPointer<Float>, into peaks: inout [Float]) {
+        peaks.reserveCapacity(peaks.count + input.count)
+        for value in input {
+            if let peak = push(value) { peaks.append(peak) }
+        }
+    }
+
     /// Takes the next sample; the peak of the sample `latency` before it
     /// (nil for the first `latency` samples).
+    @inline(__always)
     mutating func push(_ value: Float) -> Float? {
-        history[count % Self.taps] = value
+        let taps = Self.taps
+        window[slot] = value
+        window[slot + taps] = value
+        slot = slot + 1 == taps ? 0 : slot + 1
         count += 1
-        // Sample n is at `count - 1 - halfTaps`; the window is n-5 … n+6.
-        let n = count - 1 - Self.halfTaps
-        guard n >= 0 else { return nil }
-        let start = count - Self.taps
-        var between: Float = 0
-        Self.phases.withUnsafeBufferPointer { coefficients in
-            history.withUnsafeBufferPointer { ring in
+        // The window is now samples n-5 … n+6 of sample n = count - 1 - halfTaps.
+        guard count > Self.halfTaps else { return nil }
+        let start = slot
+        let between = Self.phases.withUnsafeBufferPointer { coefficients in
+            window.withUnsafeBufferPointer { window in
+                var largest: Float = 0
                 for phase in 0..<3 {
                     var sum: Float = 0
-                    for tap in 0..<Self.taps {
-                        let index = start + tap
-                        if index >= 0 { sum += ring[index % Self.taps] * coefficients[phase * Self.taps + tap] }
-                    }
-                    between = max(between, abs(sum))
+                    for tap in 0..<taps { sum += window[start + tap] * coefficients[phase * taps + tap] }
+                    largest = max(largest, abs(sum))
                 }
+                return largest
             }
         }
-        let own = abs(history[n % Self.taps])
+        // Sample n sits halfTaps - 1 after the window's start.
+        let own = abs(window[start + Self.halfTaps - 1])
         defer { previousBetween = between }
         return max(own, between, previousBetween)
     }
@@ -247,6 +270,7 @@ struct LimiterGain {
     private var held: Float = 1
     private var ring: [Float]
     private var ringSum: Double
+    private var ringSlot = 0
     private var count = 0
 
     init(threshold: Float, lookahead: Int, release: Float) {
@@ -259,6 +283,43 @@ struct LimiterGain {
         ringSum = Double(lookahead)
     }
 
+    /// The next sample `run` hands out.
+    var nextOut: Int { max(0, count - lookahead + 1) }
+
+    /// Takes the next samples' peaks; calls `body` with the index and gain
+    /// of each sample that becomes known, in order.
+    mutating func run(_ peaks: UnsafeBufferPointer<Float>, _ body: (Int, Float) -> Void) {
+        let (threshold, lookahead, release, capacity) = (threshold, lookahead, release, lookahead + 1)
+        var (head, tail, held, ringSum, ringSlot, count) = (head, tail, held, ringSum, ringSlot, count)
+        queueIndex.withUnsafeMutableBufferPointer { queueIndex in
+            queueGain.withUnsafeMutableBufferPointer { queueGain in
+                ring.withUnsafeMutableBufferPointer { ring in
+                    for peak in peaks {
+                        let n = count
+                        count += 1
+                        let wanted = peak > threshold ? threshold / peak : 1
+                        while tail != head {
+                            let last = tail == 0 ? capacity - 1 : tail - 1
+                            guard queueGain[last] >= wanted else { break }
+                            tail = last
+                        }
+                        queueIndex[tail] = n
+                        queueGain[tail] = wanted
+                        tail = tail + 1 == capacity ? 0 : tail + 1
+                        while queueIndex[head] <= n - lookahead { head = head + 1 == capacity ? 0 : head + 1 }
+                        held = min(queueGain[head], held + (1 - held) * release)
+                        ringSum += Double(held - ring[ringSlot])
+                        ring[ringSlot] = held
+                        ringSlot = ringSlot + 1 == lookahead ? 0 : ringSlot + 1
+                        let out = n - lookahead + 1
+                        if out >= 0 { body(out, Float(ringSum / Double(lookahead))) }
+                    }
+                }
+            }
+        }
+        (self.head, self.tail, self.held, self.ringSum, self.ringSlot, self.count) = (head, tail, held, ringSum, ringSlot, count)
+    }
+
     /// Takes the next sample's peak; the index and gain of the sample
     /// `lookahead - 1` before it, once there is one.
     mutating func push(_ peak: Float) -> (index: Int, gain: Float)? {
@@ -266,15 +327,19 @@ struct LimiterGain {
         count += 1
         let wanted = peak > threshold ? threshold / peak : 1
         let capacity = lookahead + 1
-        while tail != head, queueGain[(tail + capacity - 1) % capacity] >= wanted { tail = (tail + capacity - 1) % capacity }
+        while tail != head {
+            let last = tail == 0 ? capacity - 1 : tail - 1
+            guard queueGain[last] >= wanted else { break }
+            tail = last
+        }
         queueIndex[tail] = n
         queueGain[tail] = wanted
-        tail = (tail + 1) % capacity
-        while queueIndex[head] <= n - lookahead { head = (head + 1) % capacity }
+        tail = tail + 1 == capacity ? 0 : tail + 1
+        while queueIndex[head] <= n - lookahead { head = head + 1 == capacity ? 0 : head + 1 }
         held = min(queueGain[head], held + (1 - held) * release)
-        let slot = n % lookahead
-        ringSum += Double(held - ring[slot])
-        ring[slot] = held
+        ringSum += Double(held - ring[ringSlot])
+        ring[ringSlot] = held
+        ringSlot = ringSlot + 1 == lookahead ? 0 : ringSlot + 1
         let out = n - lookahead + 1
         guard out >= 0 else { return nil }
         return (out, Float(ringSum / Double(lookahead)))
@@ -317,54 +382,71 @@ final class LevelingSession: AudioEncodeSession {
 /// the energy left after limiting as a fraction of the energy before. A
 /// file's gain then solves for the target with each chunk's loss at the
 /// threshold that gain implies (`LoudnessTarget.gainDB(for:)`).
-struct LimiterSurvey {
+public struct LimiterSurvey {
     /// +1 dBFS (nothing to limit) down to -35 dBFS, 3 dB apart: a ceiling
     /// of -1 dBTP less the margin, with every gain up to the largest
     /// (`LoudnessTarget.maximumGainDB`). The loss between two thresholds is
     /// interpolated in dB: it changes smoothly with the threshold.
-    static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
+    public static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
 
     private var envelope = TruePeakEnvelope()
     private var limiters: [LimiterGain]
-    private var delay: SampleDelay
+    private var history = SampleHistory()
     private var before = 0.0
     private var after: [Double]
-    private var received = 0
     private var finished = false
+    private var values: [Float] = []
+    private var peaks: [Float] = []
 
-    init(rate: Int) {
+    public init(rate: Int) {
         let lookahead = LoudnessLeveler.lookahead(rate: rate)
         let release = LoudnessLeveler.release(rate: rate)
         limiters = Self.thresholdsDBFS.map { LimiterGain(threshold: Float(pow(10, $0 / 20)), lookahead: lookahead, release: release) }
-        delay = SampleDelay(length: lookahead + TruePeakEnvelope.latency)
         after = Array(repeating: 0, count: Self.thresholdsDBFS.count)
     }
 
-    mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
-        for sample in samples { push(Float(sample) / 32768) }
+    public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
+        values.removeAll(keepingCapacity: true)
+        for sample in samples { values.append(Float(sample) / 32768) }
+        process()
     }
 
-    private mutating func push(_ value: Float) {
-        delay.push(value, at: received)
-        received += 1
-        guard let peak = envelope.push(value) else { return }
-        for index in limiters.indices {
-            guard let (out, gain) = limiters[index].push(peak) else { continue }
-            let limited = Double(delay.sample(at: out) * gain)
-            after[index] += limited * limited
-            if index == 0 {
-                let original = Double(delay.sample(at: out))
-                before += original * original
+    /// Each limiter runs over the block's peaks in turn: its state stays in
+    /// registers, and the block's samples in cache.
+    private mutating func process() {
+        history.append(values)
+        peaks.removeAll(keepingCapacity: true)
+        values.withUnsafeBufferPointer { envelope.run($0, into: &peaks) }
+        let handedOut: Int
+        do {
+            // A local view, released before `drop` so the drop never copies.
+            let history = self.history
+            peaks.withUnsafeBufferPointer { peaks in
+                for index in limiters.indices {
+                    var energy = 0.0
+                    limiters[index].run(peaks) { out, gain in
+                        let limited = Double(history[out] * gain)
+                        energy += limited * limited
+                    }
+                    after[index] += energy
+                }
+            }
+            // The samples the limiters handed out in this block, once.
+            handedOut = limiters[0].nextOut
+            for out in max(0, handedOut - peaks.count)..<handedOut {
+                before += Double(history[out]) * Double(history[out])
             }
         }
+        history.drop(before: handedOut)
     }
 
     /// The energy left at each threshold, as a fraction; empty for silence.
-    mutating func finish() -> [Double] {
+    public mutating func finish() -> [Double] {
         if !finished {
             finished = true
             // Push the tail through; what the padding adds is silence.
-            for _ in 0..<delay.length { push(0) }
+            values = Array(repeating: 0, count: (limiters.first?.lookahead ?? 0) + TruePeakEnvelope.latency)
+            process()
         }
         guard before > 0 else { return [] }
         return after.map { min(1, $0 / before) }

@@ -200,7 +200,6 @@ extension PipelineConfig {
         audio.sampleRates[format] ?? format.defaultSampleRate(endpointRate: tts.sampleRateHz)
     }
 
-    /// The loudness files are made to, with the limiter margin the
-    /// pipeline's formats need; nil with `loudness: off`.
-    public var loudnessTarget: LoudnessTarget? { audio.loudness?.making(formats) }
+    /// The loudness files are made to; nil with `loudness: off`.
+    public var loudnessTarget: LoudnessTarget? { audio.loudness }
 }

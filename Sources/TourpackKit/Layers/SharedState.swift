@@ -15,8 +15,9 @@ public struct SharedStateSettings: Sendable, Hashable {
     /// The password, read once from `postgresPasswordEnv` when the pipeline
     /// is loaded (only when `postgres` is set); it never prints.
     public var postgresPassword: Secret?
-    /// Local staging and journals on a worker. Accepted and printed; when
-    /// `state.path` is absent it is the local state folder.
+    /// A worker's local disk: each output root's lock, staged temps and
+    /// commit journals live under it (`StateLayout`); when `state.path` is
+    /// absent it is the local state folder too.
     public var scratch: URL?
 
     public static let defaultPostgresPasswordEnv = "PGPASSWORD"

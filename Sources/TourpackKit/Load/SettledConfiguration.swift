@@ -57,7 +57,7 @@ extension PipelineConfig {
     var loudnessDescription: String {
         guard let target = loudnessTarget else { return "off (files keep the endpoint's levels)" }
         return "\(target.integratedLUFS.compactText) LUFS integrated · true peak ≤ \(target.truePeakDBTP.compactText) dBTP"
-            + " (limiter at \(target.limiterCeilingDBTP.compactText) for \(formats.map(\.rawValue).joined(separator: ", ")))"
+            + " (limiter at \(target.limiterCeilingDBTP.compactText), the headroom the lossy encoders need)"
     }
 
     /// The shared parts of `state:`, when named: the bucket and the names of

@@ -50,6 +50,8 @@ public struct BuildStart: Sendable, Hashable, Codable {
     /// Map tiles the packs hold, summed over tours (a tile two tours share
     /// counts twice); 0 without a tile source.
     public var tiles: Int = 0
+    /// With `--shards`: the shard and its share of the pipeline's tours.
+    public var shard: ShardSlice? = nil
 }
 
 /// One finished item.
@@ -160,6 +162,10 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var cacheWriteFailures = 0
     /// Things that went wrong without failing a tour, one line each.
     public var warnings: [String] = []
+    /// With `--shards`: the shard built and its share of the pipeline's tours.
+    public var shard: ShardSlice?
+    /// With `state.objects`: what the build took from and gave to the fleet's bucket.
+    public var sharedCache: SharedCacheSummary?
 
     public init() {}
 
@@ -168,5 +174,21 @@ public struct BuildSummary: Sendable, Hashable, Codable {
         if stoppedBy == .cancelled { return ExitStatus.cancelled }
         if quotaRanOut { return ExitStatus.budget }
         return toursFailed > 0 || stoppedEarly != nil ? ExitStatus.failure : ExitStatus.ok
+    }
+}
+
+/// What one build did with the fleet's synthesis cache (`state.objects`).
+public struct SharedCacheSummary: Sendable, Hashable, Codable {
+    /// Chunks restored from the bucket instead of requested: no characters billed.
+    public var restored = 0
+    /// Chunks this build spoke and put into the bucket for the other workers.
+    public var shared = 0
+    /// Restores and shares the bucket failed; each is a warning, never a failed item.
+    public var failures = 0
+
+    public init(restored: Int = 0, shared: Int = 0, failures: Int = 0) {
+        self.restored = restored
+        self.shared = shared
+        self.failures = failures
     }
 }

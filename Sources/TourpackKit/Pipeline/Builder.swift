@@ -5,9 +5,11 @@ import NIOPosix
 ///
 ///     plan ─ preflight ─┬─ items, longest first, `tts.concurrency` + encode threads at once
 ///                       │    ItemMaker: output cache hit? keep the file : for each chunk, concurrently,
-///                       │      CachingSynthesizer: synthesis cache hit? its FLAC : reserve quota →
+///                       │      CachingSynthesizer: synthesis cache hit? its FLAC : the fleet's bucket
+///                       │        (state.objects) has it? restored, unpaid : reserve quota →
 ///                       │        HTTPSpeechSynthesizer: answer spooled to disk → decoded (AnswerDecoder)
 ///                       │        → FLAC temp + ChunkShape (ChunkRecorder) → kept in the cache, settled
+///                       │        → put in the fleet's bucket
 ///                       │      → JoinStream: each chunk, in order, as soon as it and the next chunk
 ///                       │        with speech are known → PieceRenderer (trim, fades, pause), block by
 ///                       │        block → one encode session feeding every missing format → staged temps
@@ -18,6 +20,12 @@ import NIOPosix
 ///
 /// Preflight, before any request: the state's lock, reconciliation, journal
 /// replay, the output tree's safety check, and the budgets against the plan.
+///
+/// A shard's build (`--shards`, the plan's `shard`) is one worker of a
+/// fleet writing into one shared root: it holds the root's lock shared with
+/// the other shards and sweeps leftovers and evicts audio only in its own
+/// tours' folders (`OutputScope`), so the other workers' packages and
+/// publishes in flight are never touched.
 ///
 /// Memory is bounded by the window of items in flight, never by a tour's
 /// size or a narration's length: no chunk and no narration is ever held
@@ -52,6 +60,8 @@ public struct Builder: Sendable {
         public var account: QuotaAccount?
         /// Overrides the tile fetches' retries (the TTS policy by default).
         public var tileRetry: RetryPolicy?
+        /// Where `state.objects`' key variables are read: the process's environment by default.
+        public var environment: [String: String] = ProcessInfo.processInfo.environment
 
         public init() {}
     }
@@ -87,13 +97,17 @@ public struct Builder: Sendable {
     ///   in the summary, not thrown; only a failure before any work (the
     ///   lock, the state, a budget refusal) throws.
     public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws -> BuildSummary {
+        // The bucket's keys are read first: a variable that is not set is a
+        // configuration error (exit 2, naming the variable), before the
+        // state is opened or a build recorded.
+        let objects = try config.shared.objects.map { try ObjectStore(settings: $0, environment: options.environment) }
         // Every blocking step (the state's flock and SQLite, journal replay,
         // scans, fsync, renames, FFmpeg) runs on this pool, never on the
         // cooperative pool, which keeps only the orchestration.
         let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
         pool.start()
         do {
-            let summary = try await build(plan, skippedTours: skippedTours, pool: pool, events: events)
+            let summary = try await build(plan, skippedTours: skippedTours, objects: objects, pool: pool, events: events)
             try? await pool.shutdownGracefully()
             return summary
         } catch {
@@ -103,7 +117,7 @@ public struct Builder: Sendable {
     }
 
     private func build(
-        _ plan: BuildPlan, skippedTours: Int, pool: NIOThreadPool, events: @escaping @Sendable (BuildEvent) -> Void
+        _ plan: BuildPlan, skippedTours: Int, objects: ObjectStore?, pool: NIOThreadPool, events: @escaping @Sendable (BuildEvent) -> Void
     ) async throws -> BuildSummary {
         let (config, account, clock) = (config, account, options.now)
         let (state, record) = try await pool.runIfActive {
@@ -112,7 +126,8 @@ public struct Builder: Sendable {
             return (state, try state.records.queue(pipeline: config.sourceFile, output: config.output))
         }
         do {
-            let summary = try await run(plan, state: state, record: record, pool: pool, skippedTours: skippedTours, events: events)
+            let summary = try await run(
+                plan, state: state, record: record, objects: objects, pool: pool, skippedTours: skippedTours, events: events)
             let status: BuildRecord.Status = summary.exitCode == ExitStatus.cancelled ? .cancelled
                 : summary.exitCode == ExitStatus.ok ? .completed : .failed
             await pool.runRegardless {
@@ -139,17 +154,23 @@ public struct Builder: Sendable {
     }
 
     private func run(
-        _ plan: BuildPlan, state: BuildState, record: Int64, pool: NIOThreadPool, skippedTours: Int,
+        _ plan: BuildPlan, state: BuildState, record: Int64, objects: ObjectStore?, pool: NIOThreadPool, skippedTours: Int,
         events: @escaping @Sendable (BuildEvent) -> Void
     ) async throws -> BuildSummary {
         let started = ContinuousClock.now
         let rootFolder = state.layout.rootFolder
+        // A shard's build owns only its tours' folders in the root, which the
+        // other workers of its fleet share with it: it holds the root's lock
+        // shared, and sweeps and evicts only inside its scope.
+        let scope = plan.shard == nil ? nil : OutputScope(tours: plan.tours.map(\.tour.id), voice: self.config.voice, formats: self.config.formats)
         let lock: BuildLock
         do {
-            lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: false)
+            lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, sharingRoot: scope != nil, wait: false)
         } catch let busy as TourpackError where busy.kind == .alreadyBuilding && options.waitForLock {
             events(.waitingForLock(path: busy.context.path ?? rootFolder.path))
-            do { lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, wait: true) } catch is CancellationError {
+            do {
+                lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, sharingRoot: scope != nil, wait: true)
+            } catch is CancellationError {
                 throw TourpackError.cancelled
             }
         }
@@ -168,7 +189,7 @@ public struct Builder: Sendable {
             let recovered = try CommitJournal.replayAll(state: rootFolder)
             // Before any request and before any folder under the root: no symlink may carry a write out of it.
             try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
-            let removed = try staging.removeLeftovers(in: layout)
+            let removed = try staging.removeLeftovers(in: layout, scope: scope)
 
             // Before any request: what the caches already hold, and whether the
             // quota and the cache budget can take the rest.
@@ -187,12 +208,12 @@ public struct Builder: Sendable {
         events(.started(BuildStart(
             tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
             formats: config.formats, output: layout.root.path, recoveredCommits: preflight.recovered, removedTemporaries: preflight.removed,
-            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters, tiles: mapTiles)))
+            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters, tiles: mapTiles, shard: plan.shard)))
 
         let tileProgress = TileProgress(total: mapTiles)
         let maps = try makeTilePackMaker(state: state, pool: pool, staging: staging, layout: layout, progress: tileProgress)
         let caching = CachingSynthesizer(
-            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool)
+            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool, objects: objects)
         var run = BuildRun(
             builder: self, layout: layout, staging: staging, pool: pool, events: events, state: state, record: record,
             synthesizer: caching,
@@ -207,7 +228,8 @@ public struct Builder: Sendable {
             // The packages are published: an eviction that fails is reported, never the build's undoing.
             do {
                 let evicted = try await pool.runIfActive { [config] in
-                    try CacheMaintenance.run(layout: layout, budgets: config.budgets, state: state, now: state.ledger.clock(), overBudgetOnly: true)
+                    try CacheMaintenance.run(
+                        layout: layout, budgets: config.budgets, state: state, now: state.ledger.clock(), overBudgetOnly: true, scope: scope)
                 }
                 summary.evictedFiles = evicted.removals.count
                 summary.evictedBytes = evicted.freedBytes
@@ -228,6 +250,17 @@ public struct Builder: Sendable {
             summary.warnings.append(
                 "this file system cannot swap folders in one step (renameat2 RENAME_EXCHANGE), so tours were published file by file: "
                     + "a kill during a publish could leave a package naming audio not yet in place until the next build finishes it")
+        }
+        summary.shard = plan.shard
+        if objects != nil {
+            summary.sharedCache = SharedCacheSummary(restored: counts.restored, shared: counts.shared, failures: counts.sharedFailures)
+        }
+        if let failure = counts.firstSharedFailure {
+            let gaveUp = counts.bucketGivenUp
+                ? "; after \(CacheCounts.bucketFailuresToGiveUp) failures in a row the build stopped using it" : ""
+            summary.warnings.append(
+                "the shared synthesis cache (state.objects) failed \(counts.sharedFailures) time\(counts.sharedFailures == 1 ? "" : "s")\(gaveUp); "
+                    + "those chunks were requested or kept locally instead, and other workers may pay for them again; first: \(failure)")
         }
         if let failure = counts.firstStoreFailure {
             summary.warnings.append("the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)")

@@ -20,6 +20,16 @@ import NIOPosix
 /// is requested once: later callers wait for the first one's audio. The
 /// shared request is cancelled only when every caller waiting for it is.
 ///
+/// With `state.objects`, the fleet's bucket (`SharedSynthesisCache`) sits
+/// between the local cache and the endpoint: a local miss is looked for in
+/// the bucket before any character is reserved, and a chunk just spoken and
+/// kept goes to the bucket for the other workers. The bucket can only save
+/// requests, never cost an item: a bucket that cannot be reached is a miss
+/// on the way in and a warning on the way out, and a damaged object is a
+/// miss. After `bucketFailuresToGiveUp` failures in a row (each already
+/// tried three times by `ObjectStore`), the build stops asking the bucket,
+/// so a bucket that is down costs seconds, not a wait on every chunk.
+///
 /// What comes back is a file and its shape, never samples: the join reads
 /// the file block by block. SQLite and file work run on the build's thread
 /// pool, never on the cooperative pool.
@@ -29,15 +39,21 @@ struct CachingSynthesizer: Sendable {
     let ledger: QuotaLedger
     let tier: PricingTier
     let pool: NIOThreadPool
+    /// The fleet's bucket behind `cache`, when the pipeline names one.
+    let shared: SharedSynthesisCache?
     let counters = CacheCounters(CacheCounts())
     private let inFlight = InFlightChunks()
 
-    init(inner: any SpeechSynthesizer, cache: SynthesisCache, ledger: QuotaLedger, tier: PricingTier, pool: NIOThreadPool) {
+    init(
+        inner: any SpeechSynthesizer, cache: SynthesisCache, ledger: QuotaLedger, tier: PricingTier, pool: NIOThreadPool,
+        objects: ObjectStore? = nil
+    ) {
         self.inner = inner
         self.cache = cache
         self.ledger = ledger
         self.tier = tier
         self.pool = pool
+        self.shared = objects.map { SharedSynthesisCache(local: cache, objects: $0, pool: pool) }
     }
 
     var stats: SynthesisStats { inner.stats }
@@ -73,6 +89,7 @@ struct CachingSynthesizer: Sendable {
             counters.update { $0.hits += 1 }
             return SpokenChunk(cached)
         }
+        if let restored = try await restore(request, key: key) { return restored }
         let temp = try await pool.runIfActive { try cache.temporaryURL(for: key) }
         let reservation = try await pool.runIfActive { try ledger.reserve(characters, tier: tier) }
         let pool = pool
@@ -116,6 +133,7 @@ struct CachingSynthesizer: Sendable {
                 $0.misses += 1
                 $0.billedCharacters += charged
             }
+            await share(kept)
             return SpokenChunk(kept)
         } catch {
             counters.update {
@@ -132,6 +150,56 @@ struct CachingSynthesizer: Sendable {
             let url = FileManager.default.fileExists(atPath: temp.path) ? temp : cache.fileURL(for: key)
             return SpokenChunk(url: url, shape: shape, sampleRate: rate)
         }
+    }
+
+    /// The chunk from the fleet's bucket, kept in the local cache and paid
+    /// for by nobody; nil on a miss, a damaged object, or a bucket that
+    /// cannot be reached (counted, for the summary's warning).
+    private func restore(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
+        guard let shared, !counters.snapshot.bucketGivenUp else { return nil }
+        do {
+            guard let restored = try await shared.restore(key, characters: request.chunk.characters, sampleRate: request.sampleRateHz) else {
+                counters.update { $0.failuresInARow = 0 }
+                return nil
+            }
+            counters.update {
+                $0.restored += 1
+                $0.failuresInARow = 0
+            }
+            return SpokenChunk(restored)
+        } catch {
+            try Self.rethrowCancellation(error)
+            counters.update { $0.noteSharedFailure("restoring \(SharedSynthesisCache.objectKey(key)): \(Self.describe(error))") }
+            return nil
+        }
+    }
+
+    /// Puts a chunk just kept into the fleet's bucket. A failure is counted
+    /// for the summary's warning, never the item's: the chunk is here, and
+    /// the worst outcome is that another worker pays for it too.
+    private func share(_ kept: CachedChunk) async {
+        guard let shared, !counters.snapshot.bucketGivenUp else { return }
+        do {
+            let outcome = try await shared.share(kept)
+            counters.update {
+                if outcome == .stored { $0.shared += 1 }
+                $0.failuresInARow = 0
+            }
+        } catch {
+            // Cancelled on the way: the build is stopping; the chunk stays local.
+            if Task.isCancelled || (error as? TourpackError)?.kind == .cancelled || error is CancellationError { return }
+            counters.update { $0.noteSharedFailure("sharing \(SharedSynthesisCache.objectKey(kept.key)): \(Self.describe(error))") }
+        }
+    }
+
+    private static func rethrowCancellation(_ error: any Error) throws {
+        if error is CancellationError { throw TourpackError.cancelled }
+        if let error = error as? TourpackError, error.kind == .cancelled { throw error }
+        if Task.isCancelled { throw TourpackError.cancelled }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        (error as? TourpackError)?.description ?? "\(error)"
     }
 
     /// A ledger write that fails (a full disk, a lost server) is never
@@ -229,6 +297,25 @@ struct CacheCounts: Sendable, Hashable {
     var storeFailures = 0
     /// The first cache file that could not be kept, and why: for the warning.
     var firstStoreFailure: String?
+    /// Chunks restored from the fleet's bucket (`state.objects`): no request, no characters.
+    var restored = 0
+    /// Chunks this build put into the bucket (not those another worker had put first).
+    var shared = 0
+    /// Restores and shares that failed on the bucket's side, and the first one's message.
+    var sharedFailures = 0
+    var firstSharedFailure: String?
+    /// Bucket failures since its last success; at `bucketFailuresToGiveUp` the build stops asking it.
+    var failuresInARow = 0
+    var bucketGivenUp: Bool { failuresInARow >= Self.bucketFailuresToGiveUp }
+
+    /// Failures in a row after which a build stops using the bucket.
+    static let bucketFailuresToGiveUp = 3
+
+    mutating func noteSharedFailure(_ message: String) {
+        sharedFailures += 1
+        failuresInARow += 1
+        if firstSharedFailure == nil { firstSharedFailure = message }
+    }
 }
 
 typealias CacheCounters = LockedCounts<CacheCounts>

@@ -85,7 +85,13 @@ public final class StagingArea: @unchecked Sendable {
     /// stray temps in the output's audio and package folders. Call it only
     /// while holding the `BuildLock`, after the journal has been replayed.
     /// Returns how many files were removed.
-    public func removeLeftovers(in layout: Layout) throws -> Int {
+    ///
+    /// - Parameter scope: with `--shards`, the folders this shard's build
+    ///   owns. Other workers publish into the same root at the same time
+    ///   (their builds hold the root's lock shared), so their temps and
+    ///   next-folders are in flight, not left over: only the scope's tour and
+    ///   package folders are swept. Nil sweeps the whole root.
+    public func removeLeftovers(in layout: Layout, scope: OutputScope? = nil) throws -> Int {
         var removed = 0
         if let folder {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
@@ -98,9 +104,10 @@ public final class StagingArea: @unchecked Sendable {
             let parent = layout.root.appendingPathComponent(top, isDirectory: true)
             // Never through a symlink: the preflight refuses one, and a sweep must not reach out of the root.
             guard OutputTree.kind(parent) == .folder else { continue }
-            removed += try AtomicFile.removeStaleTemporaries(in: parent).count
+            if scope == nil { removed += try AtomicFile.removeStaleTemporaries(in: parent).count }
             let children = (try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []
             for child in children.sorted() where OutputTree.kind(parent.appendingPathComponent(child)) == .folder {
+                guard scope?.owns(child, in: top) ?? true else { continue }
                 let folder = parent.appendingPathComponent(child, isDirectory: true)
                 if top == Layout.audioCacheFolder, child.hasPrefix("."), child.contains(TourPublisher.nextFolderMarker) {
                     // A tour's next audio folder from a run killed before its journal: never published.

@@ -61,6 +61,8 @@ public struct BuildPlan: Sendable, Hashable {
     public var monthlyQuota: Int?
     /// Characters already used this month in this tier (from the ledger; 0 without one).
     public var quotaUsedBefore: Int
+    /// The shard these tours are, with `--shards`; nil when the plan covers the whole pipeline.
+    public var shard: ShardSlice? = nil
 
     public var pois: Int { tours.reduce(0) { $0 + $1.tour.pois.count } }
     public var phases: Int { tours.reduce(0) { $0 + $1.phases } }

@@ -14,6 +14,7 @@ public struct PlanReport: Sendable {
 
     public func text() -> String {
         var lines: [String] = []
+        if let shard = plan.shard { lines.append(Self.shardLine(shard)) }
         let formatHeaders = plan.formats.map { "est. \($0.fileExtension)" }
         var rows: [[String]] = [["tour", "POIs", "phases", "chunks", "requests", "characters", "cache hits", "audio"] + formatHeaders + ["map tiles", "map size"]]
         for tourPlan in plan.tours {
@@ -68,6 +69,13 @@ public struct PlanReport: Sendable {
         return lines.joined(separator: "\n")
     }
 
+    /// `shard 2 of 4: 3 of 11 tours …`: which tours a sharded plan or build covers.
+    public static func shardLine(_ slice: ShardSlice) -> String {
+        slice.tours == 0
+            ? "\(slice): no tour of the pipeline hashes to this shard; nothing to build"
+            : "\(slice) (the tours whose ID hashes to this shard; the other shards build the rest)"
+    }
+
     /// Why a build of this plan would be refused with exit 3; nil when it would run.
     public var refusal: String? { plan.refusal(config) }
 
@@ -117,7 +125,8 @@ public struct PlanReport: Sendable {
                 thisBuild: plan.billableCharacters, leftAfter: plan.quotaLeftAfter,
                 fits: plan.quotaLeftAfter.map { $0 >= 0 } ?? true
             ),
-            refused: refusal
+            refused: refusal,
+            shard: plan.shard
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -178,8 +187,10 @@ public struct PlanReport: Sendable {
         var quota: Quota
         /// Why the build would be refused (exit 3), or null: written out either way.
         var refused: String?
+        /// With `--shards`: the shard and its share of the pipeline's tours; null otherwise.
+        var shard: ShardSlice?
 
-        enum CodingKeys: String, CodingKey { case version, pipeline, voice, formats, tours, totals, quota, refused }
+        enum CodingKeys: String, CodingKey { case version, pipeline, voice, formats, tours, totals, quota, refused, shard }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -191,6 +202,7 @@ public struct PlanReport: Sendable {
             try c.encode(totals, forKey: .totals)
             try c.encode(quota, forKey: .quota)
             try c.encode(refused, forKey: .refused)
+            try c.encode(shard, forKey: .shard)
         }
     }
 

@@ -23,8 +23,11 @@ public struct Planner: Sendable {
         LexiconRewriter(lexicons: config.lexicons, dialect: config.pronunciationDialect)
     }
 
-    /// Plans every tour; a narration that cannot be chunked is reported with its file and path.
-    public func plan(_ tours: [Tour], quotaUsedBefore: Int = 0) throws(DiagnosticsError) -> BuildPlan {
+    /// Plans every tour, or with `shard` only the tours in it (`--shards`);
+    /// a narration that cannot be chunked is reported with its file and path.
+    public func plan(_ tours: [Tour], shard: Shard? = nil, quotaUsedBefore: Int = 0) throws(DiagnosticsError) -> BuildPlan {
+        let selection = shard?.select(tours)
+        let tours = selection?.tours ?? tours
         var diagnostics = DiagnosticCollector()
         var plans: [TourPlan] = []
         for tour in tours {
@@ -44,7 +47,8 @@ public struct Planner: Sendable {
         }
         return BuildPlan(
             tours: plans, voice: config.voice, formats: config.formats,
-            monthlyQuota: config.budgets.monthlyQuota(for: config.voice.tier), quotaUsedBefore: quotaUsedBefore
+            monthlyQuota: config.budgets.monthlyQuota(for: config.voice.tier), quotaUsedBefore: quotaUsedBefore,
+            shard: selection?.slice
         )
     }
 

@@ -13,11 +13,9 @@ public import NIOPosix
 /// - `share` is for a chunk just kept locally: it goes to the bucket with
 ///   `If-None-Match: *`, so the first worker's copy stays.
 ///
-/// **Boundary.** The build does not call these yet: `CachingSynthesizer`
-/// would call `restore` after its second local lookup misses (before
-/// reserving characters), and `share` after `adopt`, counting a store that
-/// cannot be reached as a miss rather than failing the item. Until then a
-/// pipeline without `state.objects` and one with it build the same way.
+/// The build's `CachingSynthesizer` calls `restore` after its second local
+/// lookup misses (before reserving characters), and `share` after `adopt`;
+/// a store that cannot be reached is a miss there, never a failed item.
 public struct SharedSynthesisCache: Sendable {
     public let local: SynthesisCache
     public let objects: ObjectStore
@@ -43,12 +41,14 @@ public struct SharedSynthesisCache: Sendable {
             let temp = try local.temporaryURL(for: key)
             do {
                 try Data(bytes).write(to: temp)
-                var meter = ShapeMeter()
-                guard let rate = try? FLACFile.stream(temp, { meter.add($0) }), rate == sampleRate, meter.count > 0 else {
+                // One decode measures the shape and the loudness the join needs,
+                // so `adopt` does not decode the file a second time.
+                var meter = ChunkMeter(rate: sampleRate)
+                guard let rate = try? FLACFile.stream(temp, { try meter.add($0) }), rate == sampleRate, meter.count > 0 else {
                     AtomicFile.discard(temp: temp)
                     return nil
                 }
-                return try local.adopt(temp, for: key, shape: meter.shape, sampleRate: rate, characters: characters, alongWith: nil)
+                return try local.adopt(temp, for: key, shape: meter.finish(), sampleRate: rate, characters: characters, alongWith: nil)
             } catch {
                 AtomicFile.discard(temp: temp)
                 throw error

@@ -17,25 +17,38 @@ public import Foundation
 /// journals) sits in that root's own folder, so jobs on different roots run
 /// side by side and never touch each other's temps. The folder's name is the
 /// output folder's name plus 16 hex digits of a SHA-256 of its resolved path.
+///
+/// With `state.scratch` (a worker's local disk), the `roots/` folders live
+/// under the scratch folder instead: the staged temps and the commit
+/// journals are written, fsynced and renamed on every publish, which local
+/// disk does fast and a shared volume does not, and the lock that guards
+/// them goes with them. The caches and the database stay in the state folder.
+/// ```
+/// <scratch>/roots/<name>-<hash>/  build.lock  staging/  journal/
+/// ```
 public struct StateLayout: Sendable, Hashable {
     public let state: URL
     public let output: URL
+    /// `state.scratch`: where the per-root folders go; nil keeps them in `state`.
+    public let scratch: URL?
 
-    public init(state: URL, output: URL) {
+    public init(state: URL, output: URL, scratch: URL? = nil) {
         self.state = state
         self.output = output
+        self.scratch = scratch
     }
 
     public init(_ config: PipelineConfig) {
-        self.init(state: config.state, output: config.output)
+        self.init(state: config.state, output: config.output, scratch: config.shared.scratch)
     }
 
-    /// The lock, staging and journal folder of this output root.
+    /// The lock, staging and journal folder of this output root: under the
+    /// scratch folder when there is one, else under the state folder.
     public var rootFolder: URL {
         let resolved = output.standardizedFileURL.resolvingSymlinksInPath().path
         let digest = SHA256.hash(data: Data(resolved.utf8)).prefix(8).lowercaseHex
         let name = output.lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
-        return state.appendingPathComponent("roots", isDirectory: true)
+        return (scratch ?? state).appendingPathComponent("roots", isDirectory: true)
             .appendingPathComponent("\(name.isEmpty ? "root" : String(name.prefix(40)))-\(digest)", isDirectory: true)
     }
 
@@ -64,6 +77,11 @@ public struct StateLayout: Sendable, Hashable {
             throw TourpackError.invalidInput(
                 "the output \(output.path) lies inside the state folder \(state.path) (really \(realOutput.path) inside \(realState.path)); "
                     + "choose an output outside the state folder")
+        }
+        if let scratch, OutputTree.isSameOrInside(scratch, output) {
+            throw TourpackError.invalidInput(
+                "state.scratch \(scratch.path) lies inside the output \(output.path) (really \(OutputTree.realPath(scratch).path) inside \(realOutput.path)); "
+                    + "staged temps and journals would ship in the bundle; choose a scratch folder outside the output")
         }
     }
 

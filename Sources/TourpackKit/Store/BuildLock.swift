@@ -46,11 +46,17 @@ public final class BuildLock: @unchecked Sendable {
     /// blocked and cancelling the task stops the wait (`CancellationError`).
     /// Without `wait`, a held lock is `TourpackError.alreadyBuilding` at once.
     ///
-    /// - Parameter root: the output root, locked too (a `flock` on the folder
-    ///   itself, which writes nothing into it), so that two pipelines that
-    ///   name the same output with different state folders still take turns.
-    ///   Always after the state lock, so two builds never wait on each other.
-    public static func acquire(stateFolder: URL, root: URL? = nil, wait: Bool) async throws -> BuildLock {
+    /// - Parameters:
+    ///   - root: the output root, locked too (a `flock` on the folder
+    ///     itself, which writes nothing into it), so that two pipelines that
+    ///     name the same output with different state folders still take turns.
+    ///     Always after the state lock, so two builds never wait on each other.
+    ///   - sharingRoot: take the root's lock shared (`LOCK_SH`) instead of
+    ///     exclusive. For a shard's build (`--shards`): the workers of one
+    ///     fleet own disjoint tours and touch only their own tours' folders,
+    ///     so they publish side by side, while a whole-root build, `cache
+    ///     prune` or `cache clear` (exclusive) still waits for all of them.
+    public static func acquire(stateFolder: URL, root: URL? = nil, sharingRoot: Bool = false, wait: Bool) async throws -> BuildLock {
         try AtomicFile.createFolder(stateFolder)
         let url = stateFolder.appendingPathComponent(fileName)
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -62,7 +68,7 @@ public final class BuildLock: @unchecked Sendable {
                 try AtomicFile.createFolder(root)
                 let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open output root") }
-                try await hold(folder, path: root.path, wait: wait)  // closes `folder` when it throws
+                try await hold(folder, path: root.path, mode: sharingRoot ? LOCK_SH : LOCK_EX, wait: wait)  // closes `folder` when it throws
                 rootDescriptor = folder
             } catch {
                 _ = close(fd)
@@ -73,10 +79,10 @@ public final class BuildLock: @unchecked Sendable {
         return BuildLock(lockURL: url, descriptor: fd, rootDescriptor: rootDescriptor)
     }
 
-    /// Takes `flock` on `fd`, polling; closes it and throws when it cannot.
-    private static func hold(_ fd: Int32, path: String, wait: Bool) async throws {
+    /// Takes `flock` on `fd` (`LOCK_EX` or `LOCK_SH`), polling; closes it and throws when it cannot.
+    private static func hold(_ fd: Int32, path: String, mode: Int32 = LOCK_EX, wait: Bool) async throws {
         var pause: UInt64 = 20_000_000
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        while flock(fd, mode | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
             guard code == EWOULDBLOCK else {

@@ -41,10 +41,15 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     /// - Parameters:
     ///   - lastUsed: when the build last made or reused each file, by root-relative path.
     ///   - overBudgetOnly: only evict over the budget; leave expired packages and old audio.
-    public init(inventory: CacheInventory, budgets: Budgets, now: Date, lastUsed: [String: Date] = [:], overBudgetOnly: Bool = false) {
+    ///   - scope: a shard's build evicts only its own tours' unlisted audio
+    ///     (`OutputScope`); the budget still counts the whole AudioCache.
+    public init(
+        inventory: CacheInventory, budgets: Budgets, now: Date, lastUsed: [String: Date] = [:], overBudgetOnly: Bool = false,
+        scope: OutputScope? = nil
+    ) {
         bytesBefore = inventory.bytes
         budgetBytes = budgets.cacheMaxBytes
-        for package in inventory.packages where package.isExpired && !overBudgetOnly {
+        for package in inventory.packages where package.isExpired && !overBudgetOnly && scope?.packageIDs.contains(package.packageID) ?? true {
             removals.append(Removal(path: "\(Layout.offlineToursFolder)/\(package.packageID)", bytes: 0, reason: "expired package"))
         }
         // After a build, every package on disk pins its audio, expired or
@@ -54,7 +59,7 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
         let cutoff = now.addingTimeInterval(-Double(budgets.audioMaxAgeDays) * 86_400)
         var remaining = inventory.bytes
         var unlisted: [CacheInventory.File] = []
-        for file in inventory.files where !live.contains(file.path) {
+        for file in inventory.files where !live.contains(file.path) && scope?.ownsAudio(at: file.path) ?? true {
             if file.modified < cutoff, !overBudgetOnly {
                 removals.append(Removal(path: file.path, bytes: file.size, reason: "expired audio"))
                 remaining -= file.size
@@ -98,22 +103,25 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
 /// evict to their own budgets. Audio that a current package lists is never
 /// removed. Blocking; call it with the root's lock held.
 public enum CacheMaintenance {
+    /// - Parameter scope: a shard's build (`OutputScope`): only its own tours' audio is evicted.
     @discardableResult
     public static func run(
-        layout: Layout, budgets: Budgets, state: BuildState?, now: Date, overBudgetOnly: Bool, dryRun: Bool = false
+        layout: Layout, budgets: Budgets, state: BuildState?, now: Date, overBudgetOnly: Bool, dryRun: Bool = false,
+        scope: OutputScope? = nil
     ) throws -> CachePrunePlan {
         try run(
             layout: layout, budgets: budgets, outputs: state?.outputs, synthesis: state?.synthesis, tiles: state?.tiles, now: now,
-            overBudgetOnly: overBudgetOnly, dryRun: dryRun)
+            overBudgetOnly: overBudgetOnly, dryRun: dryRun, scope: scope)
     }
 
     static func run(
         layout: Layout, budgets: Budgets, outputs: OutputCache?, synthesis: SynthesisCache? = nil, tiles: TileCache? = nil, now: Date,
-        overBudgetOnly: Bool, dryRun: Bool = false
+        overBudgetOnly: Bool, dryRun: Bool = false, scope: OutputScope? = nil
     ) throws -> CachePrunePlan {
         let inventory = try CacheInventory.scan(layout, now: now)
         let lastUsed = try outputs.map { try $0.lastUsed(relativeTo: layout.root) } ?? [:]
-        let plan = CachePrunePlan(inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: overBudgetOnly)
+        let plan = CachePrunePlan(
+            inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: overBudgetOnly, scope: scope)
         guard !dryRun else { return plan }
         try plan.apply(to: layout)
         try outputs?.forget(plan.removals.map { layout.root.appendingPathComponent($0.path) })

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestServer
 
 #if canImport(Glibc)
 import Glibc
@@ -97,17 +98,7 @@ final class MotoProcess {
 
     /// A port the kernel just handed out; moto binds it a moment later.
     static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard ok else { throw SetupFailure("no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        try PostgresTestServer.freePort()
     }
 
     static func canConnect(_ port: Int) -> Bool {

@@ -88,7 +88,7 @@ public struct LevelingReport: Sendable, Hashable {
 public final class LoudnessLeveler {
     /// Part of output keys and of each chunk's limiter table: a change to
     /// the limiter makes the files, and the tables, again.
-    static let revision = 3
+    static let revision = 4
     static let lookaheadMilliseconds = 4.0
     static let releaseMilliseconds = 80.0
 

@@ -91,6 +91,7 @@ bench: build-release
 	.build/release/tourpack-bench validate
 	.build/release/tourpack-bench stream
 	.build/release/tourpack-bench peer
+	.build/release/tourpack-bench peer --loudness
 
 clean:
 	rm -rf .build build

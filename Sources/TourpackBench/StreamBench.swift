@@ -84,7 +84,7 @@ enum LongTour {
     /// The tour JSON is made with JSONSerialization, so the prose's quotes and
     /// line breaks are escaped as JSON wants. No map source: the build only
     /// estimates tiles, and the bench measures audio.
-    static func write(pois: Int, guidedCharacters: Int, formats: [String], concurrency: Int, into folder: URL) throws -> URL {
+    static func write(pois: Int, guidedCharacters: Int, formats: [String], concurrency: Int, extraYAML: String = "", into folder: URL) throws -> URL {
         let tours = folder.appendingPathComponent("tours")
         try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
         let names = ["Kaiser-Franz-Josefs-Höhe", "Fuscher Törl", "Edelweissspitze", "Hochtor", "Glocknerhaus", "Franz-Josefs-Höhe Chapel",
@@ -111,13 +111,14 @@ enum LongTour {
             "pois": poiObjects,
         ]
         try JSONSerialization.data(withJSONObject: tour, options: [.sortedKeys, .prettyPrinted]).write(to: tours.appendingPathComponent("long.json"))
-        return try pipeline(tours: "tours/*.json", formats: formats, concurrency: concurrency, in: folder)
+        return try pipeline(tours: "tours/*.json", formats: formats, concurrency: concurrency, extraYAML: extraYAML, in: folder)
     }
 
     /// A pipeline in `folder` over `tours` (a glob, relative to `folder` or
     /// absolute) with the local voice, the Google dialect and a cache budget
     /// that holds hours of audio. The endpoint is replaced on the command line.
-    static func pipeline(tours: String, formats: [String], concurrency: Int, in folder: URL) throws -> URL {
+    /// `extraYAML`: more top-level keys, e.g. `loudness: off`.
+    static func pipeline(tours: String, formats: [String], concurrency: Int, extraYAML: String = "", in folder: URL) throws -> URL {
         let voice = URL(fileURLWithPath: "voices/local-en-us.yaml").standardizedFileURL.path
         let url = folder.appendingPathComponent("pipeline.yaml")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -130,6 +131,7 @@ enum LongTour {
         output: Documents
         state: state
         budgets: {cacheMaxMB: 4000}
+        \(extraYAML)
         """.write(to: url, atomically: true, encoding: .utf8)
         return url
     }

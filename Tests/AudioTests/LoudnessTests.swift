@@ -74,6 +74,10 @@ struct LoudnessTests {
         #expect(profile.blockCount == 17)
         #expect(LoudnessProfile(encoded: profile.encoded) == profile)
         #expect(LoudnessProfile(encoded: Data([2, 0, 0])) == nil)
+        // A survey by another revision of the limiter is not trusted: the chunk is measured again.
+        var stale = profile.encoded
+        stale[1] = UInt8(LoudnessLeveler.revision - 1)
+        #expect(LoudnessProfile(encoded: stale) == nil)
         #expect(LoudnessProfile(encoded: profile.encoded.dropLast()) == nil)
         #expect(LoudnessProfile().integratedLUFS == nil)
         #expect(LoudnessProfile().truePeakDBTP == nil)

@@ -88,7 +88,7 @@ public struct LevelingReport: Sendable, Hashable {
 public final class LoudnessLeveler {
     /// Part of output keys and of each chunk's limiter table: a change to
     /// the limiter makes the files, and the tables, again.
-    static let revision = 3
+    static let revision = 4
     static let lookaheadMilliseconds = 4.0
     static let releaseMilliseconds = 80.0
 
@@ -318,31 +318,6 @@ struct LimiterGain {
             }
         }
         (self.head, self.tail, self.held, self.ringSum, self.ringSlot, self.count) = (head, tail, held, ringSum, ringSlot, count)
-    }
-
-    /// Takes the next sample's peak; the index and gain of the sample
-    /// `lookahead - 1` before it, once there is one.
-    mutating func push(_ peak: Float) -> (index: Int, gain: Float)? {
-        let n = count
-        count += 1
-        let wanted = peak > threshold ? threshold / peak : 1
-        let capacity = lookahead + 1
-        while tail != head {
-            let last = tail == 0 ? capacity - 1 : tail - 1
-            guard queueGain[last] >= wanted else { break }
-            tail = last
-        }
-        queueIndex[tail] = n
-        queueGain[tail] = wanted
-        tail = tail + 1 == capacity ? 0 : tail + 1
-        while queueIndex[head] <= n - lookahead { head = head + 1 == capacity ? 0 : head + 1 }
-        held = min(queueGain[head], held + (1 - held) * release)
-        ringSum += Double(held - ring[ringSlot])
-        ring[ringSlot] = held
-        ringSlot = ringSlot + 1 == lookahead ? 0 : ringSlot + 1
-        let out = n - lookahead + 1
-        guard out >= 0 else { return nil }
-        return (out, Float(ringSum / Double(lookahead)))
     }
 }
 

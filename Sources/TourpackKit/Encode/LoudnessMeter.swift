@@ -99,11 +99,13 @@ public struct LoudnessProfile: Sendable, Hashable {
         return limiting[thresholds.count - 1]
     }
 
-    /// A compact byte form: a version byte, the peak (Float64), the number
-    /// of limiter survey entries (UInt8) and each as a Float64, then each
-    /// non-empty bin as (UInt16 bin, UInt32 count), little-endian.
+    /// A compact byte form: a version byte, the limiter's revision (the
+    /// survey's entries mean nothing to another limiter, or at other
+    /// thresholds), the peak (Float64), the number of survey entries
+    /// (UInt8) and each as a Float64, then each non-empty bin as (UInt16
+    /// bin, UInt32 count), little-endian.
     public var encoded: Data {
-        var data = Data([2])
+        var data = Data([3, UInt8(LoudnessLeveler.revision)])
         withUnsafeBytes(of: truePeak.bitPattern.littleEndian) { data.append(contentsOf: $0) }
         data.append(UInt8(limiting.count))
         for fraction in limiting { withUnsafeBytes(of: fraction.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
@@ -117,18 +119,19 @@ public struct LoudnessProfile: Sendable, Hashable {
     /// Reads `encoded`; nil for bytes it did not write.
     public init?(encoded data: Data) {
         let bytes = [UInt8](data)
-        guard bytes.count >= 10, bytes[0] == 2 else { return nil }
-        let surveyed = Int(bytes[9])
-        let binsStart = 10 + 8 * surveyed
+        // Another layout, or a survey by another limiter: measured again.
+        guard bytes.count >= 11, bytes[0] == 3, Int(bytes[1]) == LoudnessLeveler.revision else { return nil }
+        let surveyed = Int(bytes[10])
+        let binsStart = 11 + 8 * surveyed
         guard surveyed == 0 || surveyed == LimiterSurvey.thresholdsDBFS.count, bytes.count >= binsStart,
               (bytes.count - binsStart) % 6 == 0
         else { return nil }
         func little(_ at: Int, _ count: Int) -> UInt64 {
             (0..<count).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
         }
-        let peak = Double(bitPattern: little(1, 8))
+        let peak = Double(bitPattern: little(2, 8))
         guard peak.isFinite, peak >= 0 else { return nil }
-        let limiting = (0..<surveyed).map { Double(bitPattern: little(10 + 8 * $0, 8)) }
+        let limiting = (0..<surveyed).map { Double(bitPattern: little(11 + 8 * $0, 8)) }
         guard limiting.allSatisfy({ $0.isFinite && $0 >= 0 && $0 <= 1 }) else { return nil }
         var bins: [Int: Int] = [:]
         for at in stride(from: binsStart, to: bytes.count, by: 6) {

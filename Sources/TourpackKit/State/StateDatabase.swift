@@ -272,6 +272,11 @@ final class FileLock: @unchecked Sendable {
             let code = errno
             guard code == EINTR else {
                 _ = close(descriptor)
+                // A class whose init throws once every property is set is
+                // still deinitialized: without this, `deinit` would close
+                // the number again, by then perhaps another thread's file
+                // (seen as EBADF on a chunk's spool while tile stripes were busy).
+                descriptor = -1
                 throw TourpackError.storageFailed(path: url.path, errno: code, operation: "flock")
             }
         }

@@ -92,8 +92,10 @@ struct Build: AsyncParsableCommand {
         let summary: BuildSummary
         do {
             let chunker = planner.chunker
+            var synthesisOptions = HTTPSpeechSynthesizer.Options()
+            synthesisOptions.measuresLoudness = config.loudnessTarget != nil
             let synthesizer = try HTTPSpeechSynthesizer(
-                settings: config.tts, splitter: { chunker.split($0) })
+                settings: config.tts, splitter: { chunker.split($0) }, options: synthesisOptions)
             var builderOptions = Builder.Options()
             builderOptions.waitForLock = !noWait
             builderOptions.now = CommandClock.now

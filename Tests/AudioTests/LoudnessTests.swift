@@ -83,6 +83,19 @@ struct LoudnessTests {
         #expect(LoudnessProfile().truePeakDBTP == nil)
     }
 
+    @Test("with loudness off, a chunk is measured for its shape only; with a target, for its loudness too")
+    func shapeOnlyWhenOff() throws {
+        let tone = Self.tone(hertz: 440, dBFS: -12, seconds: 1, rate: 24_000)
+        var off = ChunkMeter(rate: 24_000, measuresLoudness: false)
+        try tone.withUnsafeBufferPointer { try off.add($0) }
+        let shape = off.finish()
+        #expect(shape.loudness == nil && shape.samples == tone.count && shape.audible != nil)
+        var on = ChunkMeter(rate: 24_000)
+        try tone.withUnsafeBufferPointer { try on.add($0) }
+        let measured = on.finish()
+        #expect(measured.audible == shape.audible && measured.loudness?.limiting.count == LimiterSurvey.thresholdsDBFS.count)
+    }
+
     @Test("gain below the ceiling: exactly the gained samples, none lost or added")
     func gainOnly() throws {
         let rate = 24_000

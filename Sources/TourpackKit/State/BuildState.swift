@@ -34,8 +34,10 @@ public struct BuildState: Sendable {
         layout = StateLayout(config)
         self.database = database
         self.backend = backend
-        synthesis = SynthesisCache(
+        var synthesis = SynthesisCache(
             index: backend.synthesisIndex, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        synthesis.measuresLoudness = config.loudnessTarget != nil
+        self.synthesis = synthesis
         outputs = OutputCache(index: backend.outputIndex, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         ledger = QuotaLedger(store: backend.ledger, account: account, budgets: config.budgets, clock: clock)
         records = BuildRecords(store: backend.buildRecords, clock: clock)

@@ -24,6 +24,10 @@ public struct SynthesisCache: Sendable {
     public let folder: URL
     public let maxAgeSeconds: TimeInterval
     public let clock: @Sendable () -> Date
+    /// Whether a hit must carry its loudness (a build with a target): an
+    /// entry without it is measured from its file, once. Off, entries are
+    /// taken as they are.
+    public var measuresLoudness = true
 
     public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
@@ -66,10 +70,11 @@ public struct SynthesisCache: Sendable {
         let samples = entry.samples
         let rate = entry.sampleRate
         let shape: ChunkShape
-        if let start = entry.audibleStart, let end = entry.audibleEnd, let loudness = entry.loudness.flatMap(LoudnessProfile.init(encoded:)) {
+        let loudness = entry.loudness.flatMap(LoudnessProfile.init(encoded:))
+        if let start = entry.audibleStart, let end = entry.audibleEnd, loudness != nil || !measuresLoudness {
             shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil, loudness: loudness)
         } else {
-            guard let measured = ChunkMeter.measure(url, rate: rate), measured.samples == samples else {
+            guard let measured = ChunkMeter.measure(url, rate: rate, measuresLoudness: measuresLoudness), measured.samples == samples else {
                 try forget(key)
                 return nil
             }
@@ -124,7 +129,7 @@ public struct SynthesisCache: Sendable {
         _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith settlement: LedgerSettlement?
     ) throws -> CachedChunk {
         var shape = shape
-        if shape.loudness == nil {
+        if shape.loudness == nil, measuresLoudness {
             shape.loudness = ChunkMeter.measure(temp, rate: sampleRate)?.loudness
         }
         let url = fileURL(for: key)

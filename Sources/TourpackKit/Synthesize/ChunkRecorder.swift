@@ -17,10 +17,13 @@ final class ChunkRecorder {
     ///   - destination: the FLAC file to write (replaced); nothing is
     ///     written there when the chunk turns out empty.
     ///   - rate: the rate the file is kept at.
-    init(destination: URL, rate: Int) {
+    ///   - measuresLoudness: also measure the chunk's loudness (off when
+    ///     the pipeline says `loudness: off`; a later build with a target
+    ///     measures the cached file once).
+    init(destination: URL, rate: Int, measuresLoudness: Bool = true) {
         self.destination = destination
         self.rate = rate
-        meter = ChunkMeter(rate: rate)
+        meter = ChunkMeter(rate: rate, measuresLoudness: measuresLoudness)
     }
 
     /// Takes the next samples, at `inputRate`.
@@ -86,18 +89,21 @@ struct ChunkMeter {
     let rate: Int
     private var shapes = ShapeMeter()
     private var loudness: LoudnessMeter?
-    private var survey: LimiterSurvey
+    private var survey: LimiterSurvey?
 
-    init(rate: Int) {
+    /// - Parameter measuresLoudness: false measures the shape only (its
+    ///   `loudness` stays nil): most of the cost is the limiter survey.
+    init(rate: Int, measuresLoudness: Bool = true) {
         self.rate = rate
-        survey = LimiterSurvey(rate: rate)
+        survey = measuresLoudness ? LimiterSurvey(rate: rate) : nil
     }
 
     mutating func add(_ samples: UnsafeBufferPointer<Int16>) throws {
         shapes.add(samples)
+        guard survey != nil else { return }
         if loudness == nil { loudness = try LoudnessMeter(rate: rate) }
         loudness?.add(samples)
-        survey.add(samples)
+        survey?.add(samples)
     }
 
     var count: Int { shapes.count }
@@ -105,15 +111,16 @@ struct ChunkMeter {
     /// The chunk's shape with its loudness, once every sample is in.
     mutating func finish() -> ChunkShape {
         var shape = shapes.shape
+        guard survey != nil else { return shape }
         var profile = loudness?.finishedProfile ?? LoudnessProfile()
-        profile.limiting = survey.finish()
+        profile.limiting = survey?.finish() ?? []
         shape.loudness = profile
         return shape
     }
 
     /// Measures the FLAC file at `url`; nil when it does not decode whole.
-    static func measure(_ url: URL, rate: Int) -> ChunkShape? {
-        var meter = ChunkMeter(rate: rate)
+    static func measure(_ url: URL, rate: Int, measuresLoudness: Bool = true) -> ChunkShape? {
+        var meter = ChunkMeter(rate: rate, measuresLoudness: measuresLoudness)
         guard (try? FLACFile.stream(url, { try meter.add($0) })) != nil else { return nil }
         return meter.finish()
     }

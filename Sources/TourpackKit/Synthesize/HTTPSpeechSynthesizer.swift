@@ -28,6 +28,10 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         public var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
         /// Retries and failures are logged at `notice`, each request at `debug`. Never bodies or headers.
         public var logger = Logger(label: "tourpack.tts", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// Measure each chunk's loudness on the pass that records it (gating
+        /// blocks, true peak, limiter survey). Off for `loudness: off`, where
+        /// nothing uses it: a later build with a target measures the cached file.
+        public var measuresLoudness = true
 
         /// - Parameter retry: nil takes the policy from `TTSSettings`.
         public init(retry: RetryPolicy? = nil) { self.retry = retry }
@@ -104,9 +108,9 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
                         item: request.itemLabel, status: again.status, message: "\(again.message) (even after splitting)")
                 }
             }
-            let (rate, measured) = (request.sampleRateHz, shapes)
+            let (rate, measured, measuresLoudness) = (request.sampleRateHz, shapes, core.options.measuresLoudness)
             return try await core.pool.runIfActive {
-                let recorder = ChunkRecorder(destination: destination, rate: rate)
+                let recorder = ChunkRecorder(destination: destination, rate: rate, measuresLoudness: measuresLoudness)
                 do {
                     for (shape, file) in zip(measured, files) where shape.samples > 0 {
                         try FLACFile.stream(file) { try recorder.take($0, inputRate: rate) }

@@ -215,10 +215,10 @@ final class SynthesisClient: Sendable {
     /// Decodes a 2xx answer (spooled, or in memory when it was empty or
     /// short) into the FLAC file at `destination`, on the client's thread pool.
     private func decode(_ response: HTTPResponse, spool: URL, into destination: URL, rate: Int) async -> Result<ChunkShape, any Error> {
-        let dialect = dialect
+        let (dialect, measuresLoudness) = (dialect, options.measuresLoudness)
         do {
             return try await pool.runIfActive {
-                let recorder = ChunkRecorder(destination: destination, rate: rate)
+                let recorder = ChunkRecorder(destination: destination, rate: rate, measuresLoudness: measuresLoudness)
                 var decoder = dialect.answerDecoder()
                 do {
                     if response.spooled { return .success(try recorder.decode(spool: spool, with: &decoder)) }

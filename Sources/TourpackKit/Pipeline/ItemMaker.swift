@@ -126,9 +126,9 @@ struct ItemMaker: Sendable {
         let open = { @Sendable (gainDB: Double?) async throws -> SessionBox in
             try await pool.runIfActive {
                 let session = try recipe.encoder.open(targets, inputRate: recipe.endpointRate, metadata: metadata)
-                guard let gainDB, let target = recipe.loudness else { return SessionBox(session, leveler: nil) }
+                guard let gainDB, let target = recipe.loudness else { return SessionBox(session) }
                 let leveler = LoudnessLeveler(gainDB: gainDB, ceilingDBTP: target.limiterCeilingDBTP, rate: recipe.endpointRate)
-                return SessionBox(LevelingSession(session, leveler: leveler), leveler: leveler)
+                return SessionBox(LevelingSession(session, leveler: leveler))
             }
         }
         var box: SessionBox? = recipe.loudness == nil ? try await open(nil) : nil
@@ -203,7 +203,7 @@ struct ItemMaker: Sendable {
         return try await pool.runIfActive {
             do {
                 var files = try session.session.finish()
-                let report = session.leveler?.report ?? LevelingReport(gainDB: 0, limiterReductionDB: 0)
+                let report = (session.session as? LevelingSession)?.leveler.report ?? LevelingReport(gainDB: 0, limiterReductionDB: 0)
                 for (format, file) in files {
                     guard let url = targets.first(where: { $0.format == format })?.url else { continue }
                     files[format]?.loudness = try Self.loudness(of: url, leveling: report)
@@ -273,13 +273,10 @@ struct DamagedChunk: Error, CustomStringConvertible {
     var description: String { "a synthesis-cache file is damaged: \(reason)" }
 }
 
-/// The encode session (and its leveler, when files are normalized), handed
-/// between the item's task and the thread pool, used by one of them at a time.
+/// The encode session (levelling its samples on the way in when files are
+/// normalized), handed between the item's task and the thread pool, used by
+/// one of them at a time.
 private final class SessionBox: @unchecked Sendable {
     let session: any AudioEncodeSession
-    let leveler: LoudnessLeveler?
-    init(_ session: any AudioEncodeSession, leveler: LoudnessLeveler?) {
-        self.session = session
-        self.leveler = leveler
-    }
+    init(_ session: any AudioEncodeSession) { self.session = session }
 }

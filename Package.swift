@@ -85,6 +85,8 @@ let package = Package(
             name: "TourpackServer",
             dependencies: [
                 "TourpackKit", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
+                // SHA-256 of each request's text, for the repeated-request counter in `/debug/stats`.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import Crypto
 import TourpackKit
 import Foundation
 
@@ -5,7 +6,9 @@ import Foundation
 ///
 /// Tests read it to prove things the client cannot see for itself: how many
 /// requests arrived (an incremental build must cause 0), the most that were
-/// in flight at once (the client's concurrency cap), and which faults fired.
+/// in flight at once (the client's concurrency cap), which faults fired,
+/// and whether any text was asked for twice (a fleet of workers must speak
+/// each chunk once).
 public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
     /// Every HTTP request, any path.
     public var totalRequests = 0
@@ -21,6 +24,16 @@ public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
     public var faultsInjected: [String: Int] = [:]
     /// Answers by HTTP status, as strings ("200", "400").
     public var responsesByStatus: [String: Int] = [:]
+    /// Different input texts (`input.text`, `input.ssml` or `input`) among
+    /// the synthesize requests whose body named one, told apart by SHA-256.
+    public var distinctTexts = 0
+    /// Synthesize requests whose text an earlier request had already sent:
+    /// a retry, or one chunk paid for twice. Counted whatever the answer.
+    public var repeatedRequests = 0
+    /// Synthesize requests whose text was new once `ServerStats.textMemory`
+    /// texts were remembered: neither distinct nor repeated, since the
+    /// server no longer remembers every text. 0 in any test-sized run.
+    public var untrackedTexts = 0
 
     public init() {}
 
@@ -30,25 +43,50 @@ public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
 
 /// The live counters; shared by the routes and the access-log middleware.
 public final class ServerStats: Sendable {
-    private let counts = LockedCounts(ServerStatsSnapshot())
+    /// The counters, and the texts seen so far: under one lock, so a
+    /// snapshot's `distinctTexts` and `repeatedRequests` agree with its
+    /// `synthesizeRequests`.
+    private struct State: Sendable {
+        var snapshot = ServerStatsSnapshot()
+        var texts: Set<TextDigest> = []
+    }
+
+    /// The first 16 bytes of a text's SHA-256: 16 bytes per text remembered
+    /// (plus the set's overhead), with no collision in any run this server sees.
+    private struct TextDigest: Hashable, Sendable {
+        var high: UInt64
+        var low: UInt64
+
+        init(_ text: String) {
+            let digest = Array(SHA256.hash(data: Array(text.utf8)))
+            high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
+            low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+    }
+
+    /// Texts remembered at most, so a long-running server (a bench, `make
+    /// tour`) keeps its memory bounded: about 5 MB when full.
+    public static let textMemory = 100_000
+
+    private let counts = LockedCounts(State())
 
     public init() {}
 
     /// The counters now, consistent with each other.
-    public var snapshot: ServerStatsSnapshot { counts.snapshot }
+    public var snapshot: ServerStatsSnapshot { counts.snapshot.snapshot }
 
-    /// Zeroes every counter except the requests in flight now.
+    /// Zeroes every counter except the requests in flight now, and forgets every text.
     public func reset() {
-        counts.update { stats in
-            let inFlight = stats.inFlight
-            stats = ServerStatsSnapshot()
-            stats.inFlight = inFlight
-            stats.maxInFlight = inFlight
+        counts.update { state in
+            let inFlight = state.snapshot.inFlight
+            state = State()
+            state.snapshot.inFlight = inFlight
+            state.snapshot.maxInFlight = inFlight
         }
     }
 
     func update(_ change: (inout ServerStatsSnapshot) -> Void) {
-        counts.update(change)
+        counts.update { change(&$0.snapshot) }
     }
 
     func synthesizeBegan() {
@@ -60,4 +98,19 @@ public final class ServerStats: Sendable {
     }
 
     func synthesizeEnded() { update { $0.inFlight -= 1 } }
+
+    /// A synthesize request named `text`: new, or a repeat of an earlier one.
+    func textArrived(_ text: String) {
+        let digest = TextDigest(text)
+        counts.update { state in
+            if state.texts.contains(digest) {
+                state.snapshot.repeatedRequests += 1
+            } else if state.texts.count < Self.textMemory {
+                state.texts.insert(digest)
+                state.snapshot.distinctTexts += 1
+            } else {
+                state.snapshot.untrackedTexts += 1
+            }
+        }
+    }
 }

@@ -58,6 +58,7 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Exactly one of `input.text` or `input.ssml` must be set.")
         }
         let input = text ?? ssml ?? ""
+        stats.textArrived(input)
         guard input.utf8.count <= googleInputLimitBytes else {
             return ErrorBody.google(400, "Either `input.text` or `input.ssml` is longer than the limit of \(googleInputLimitBytes) bytes. This limit is different from quotas. To fix, reduce the byte length of the characters in this request, or consider using the Long Audio API: https://cloud.google.com/text-to-speech/docs/create-audio-text-long-audio-synthesis.")
         }
@@ -146,6 +147,7 @@ struct SynthesisRoutes: Sendable {
         guard let parsed = try? JSONDecoder().decode(OpenAIRequest.self, from: Data(body.readableBytesView)) else {
             return ErrorBody.openAI(400, "We could not parse the JSON body of your request.")
         }
+        if let input = parsed.input { stats.textArrived(input) }
         guard let input = parsed.input, !input.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return ErrorBody.openAI(400, "'input' is required and must not be empty.")
         }

@@ -137,6 +137,25 @@ import TourpackServer
         }
     }
 
+    /// A text asked for again is a repeat, whichever dialect asks; the
+    /// counters are what proves a fleet spoke each chunk once.
+    @Test func statsCountDistinctTextsAndRepeats() async throws {
+        try await withServer { port, server in
+            let google = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil)
+            let openAI = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, api: .openai), apiKey: nil)
+            _ = try await google.synthesize(speechRequest("Once."))
+            _ = try await google.synthesize(speechRequest("Twice."))
+            _ = try await google.synthesize(speechRequest("Twice."))
+            _ = try await openAI.synthesize(speechRequest("Once."))
+            let stats = server.stats.snapshot
+            #expect(stats.synthesizeRequests == 4)
+            #expect(stats.distinctTexts == 2 && stats.repeatedRequests == 2 && stats.untrackedTexts == 0)
+            server.stats.reset()
+            _ = try await google.synthesize(speechRequest("Once."))
+            #expect(server.stats.snapshot.distinctTexts == 1 && server.stats.snapshot.repeatedRequests == 0, "a reset forgets the texts")
+        }
+    }
+
     @Test func apiKeyTravelsOnlyInItsHeaderAndIsNeverPrinted() async throws {
         let serverLog = LogCapture()
         let clientLog = LogCapture()

@@ -153,13 +153,26 @@ final class RunningBuild {
     private let out = Pipe()
     private var buffer = Data()
     private(set) var events: [[String: Any]] = []
+    /// Everything read from its stdout so far, events or not.
+    private(set) var transcript = ""
 
-    init(arguments: [String], in directory: URL) throws {
+    /// - Parameters:
+    ///   - environment: added to the build's environment.
+    ///   - stderr: a file its stderr goes to; discarded when nil.
+    init(arguments: [String], in directory: URL, environment: [String: String] = [:], stderr: URL? = nil) throws {
         process.executableURL = Executable.tourpack
         process.arguments = arguments
         process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = out
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        if let stderr {
+            guard FileManager.default.createFile(atPath: stderr.path, contents: nil), let log = FileHandle(forWritingAtPath: stderr.path) else {
+                throw SetupFailure("cannot write \(stderr.path)")
+            }
+            process.standardError = log
+        } else {
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        }
         try process.run()
     }
 
@@ -176,6 +189,7 @@ final class RunningBuild {
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { return nil }
             buffer += chunk
+            transcript += String(decoding: chunk, as: UTF8.self)
             while let newline = buffer.firstIndex(of: 0x0A) {
                 let line = buffer[buffer.startIndex..<newline]
                 buffer = Data(buffer[buffer.index(after: newline)...])

@@ -71,7 +71,7 @@ import TourpackKit
         let spoken = try IncrementalBuildTests.requests(server)
         let aSummary = try IncrementalBuildTests.summary(a)
         #expect(spoken > 0 && aSummary["requests"] as? Int == spoken)
-        #expect(try Self.sharedCache(aSummary) == ["restored": 0, "shared": spoken, "failures": 0])
+        #expect(try Self.sharedCache(aSummary) == ["restored": 0, "shared": spoken, "failures": 0, "waited": 0])
         let objects = try moto.keys(bucket)
         #expect(objects.count == spoken)
         #expect(objects.allSatisfy { $0.hasPrefix("synthesis/") && $0.hasSuffix(".flac") && $0.count == "synthesis/".count + 64 + 5 }, "\(objects)")

@@ -28,6 +28,11 @@ public struct SynthesisCache: Sendable {
     /// entry without it is measured from its file, once. Off, entries are
     /// taken as they are.
     public var measuresLoudness = true
+    /// Whether the index is shared by machines whose files are their own
+    /// (PostgreSQL): a row whose file is not on this disk is then another
+    /// worker's chunk, held in the fleet's bucket, and a local miss only,
+    /// never a row to drop.
+    public var indexIsShared = false
 
     public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
@@ -64,7 +69,7 @@ public struct SynthesisCache: Sendable {
         guard let entry = try index.entry(key.hex), entry.createdAt >= cutoff else { return nil }
         let url = fileURL(for: key)
         guard FileManager.default.fileExists(atPath: url.path) else {
-            try forget(key)
+            if !indexIsShared { try forget(key) }
             return nil
         }
         let samples = entry.samples

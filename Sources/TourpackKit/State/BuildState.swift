@@ -40,6 +40,7 @@ public struct BuildState: Sendable {
             index: backend.synthesisIndex, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         synthesis.measuresLoudness = config.loudnessTarget != nil
         synthesis.indexIsShared = config.shared.postgres != nil
+        synthesis.bucketHoldsFiles = config.shared.objects != nil
         self.synthesis = synthesis
         outputs = OutputCache(index: backend.outputIndex, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         ledger = QuotaLedger(store: backend.ledger, account: account, budgets: config.budgets, clock: clock)

@@ -103,7 +103,16 @@ import TourpackKit
         #expect((cSummary["warnings"] as? [String])?.isEmpty == true, "a damaged object is a miss, not a failure: \(cSummary)")
         let validateC = try Executable.run(["validate", third.output.path, "--strict"], in: third.root)
         #expect(validateC.status == 0, "\(validateC.stdout)")
-        Self.expectNoKey([unset, secretOnly, a, b, c])
+        // Machine C removed the damaged object and put its fresh copy in its
+        // place (a share never overwrites): machine D pays for nothing.
+        #expect(try Self.sharedCache(cSummary)["shared"] == 1, "\(cSummary)")
+        let fourth = try BuildWorkspace()
+        try Self.useBucket(fourth, endpoint: moto.endpoint, bucket: bucket)
+        let d = try fourth.build(server, ["--json"], environment: Self.keys)
+        #expect(d.status == 0, "\(d.stdout)\n\(d.stderr)")
+        #expect(try IncrementalBuildTests.requests(server) == spoken + 1, "the replaced object restores")
+        #expect(try Self.sharedCache(IncrementalBuildTests.summary(d))["restored"] == spoken)
+        Self.expectNoKey([unset, secretOnly, a, b, c, d])
     }
 
     /// A new worker (an empty state folder) on the fleet's PostgreSQL and

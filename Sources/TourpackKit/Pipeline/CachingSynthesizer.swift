@@ -127,11 +127,11 @@ struct CachingSynthesizer: Sendable {
         var waited = false
         while true {
             if try await pool.runIfActive({ try claims.claim(key) }) {
-                guard waited else { return nil }
-                // The holder may have kept it and let go since the last look.
+                // A holder may have kept it and let go between the last look
+                // and this claim: one more look before paying.
                 guard let found = try await lookAgain(request, key: key) else { return nil }
                 await pool.runRegardless { try? claims.release(key) }
-                counters.update { $0.waitedForOthers += 1 }
+                if waited { counters.update { $0.waitedForOthers += 1 } }
                 return found
             }
             if !waited { counters.update { $0.claimWaits += 1 } }

@@ -124,6 +124,7 @@ final class BuildDisplay: @unchecked Sendable {
         }
         let shared = summary.sharedCache.map {
             ", \($0.restored) chunk\($0.restored == 1 ? "" : "s") from the shared cache, \($0.shared) added to it"
+                + ($0.waited > 0 ? " (\($0.waited) waited for another worker)" : "")
         } ?? ""
         lines.append(
             "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "

@@ -259,6 +259,37 @@ import Glibc
         #expect(tiers["standard"]?["reserved"] as? Int == 0)
     }
 
+    /// Two jobs on two output roots share one state folder and want the same
+    /// chunks at the same moment: each chunk is claimed by one of them and
+    /// spoken once; the other waits for its audio. Both publish every tour,
+    /// and the server spoke exactly what one job alone would have paid for.
+    @Test func twoConcurrentBuildsOfTheSameToursPayForEachChunkOnce() throws {
+        let server = try LocalVoiceServer(faults: ["--latency-ms", "250"])
+        let first = try BuildWorkspace()
+        let second = try BuildWorkspace()
+        let planned = try Executable.run(["plan", first.pipeline.path, "--json"], in: first.root)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any])
+        let totals = try #require(plan["totals"] as? [String: Any])
+        let requests = try #require(totals["requests"] as? Int)
+        let billable = try #require(totals["billableCharacters"] as? Int)
+        #expect(requests > 3)
+
+        let builds = [
+            try first.startBuild(server, ["--concurrency", "2"]),
+            try second.startBuild(server, ["--concurrency", "2", "--state", first.state.path]),
+        ]
+        let codes = builds.map { $0.finish() }
+        #expect(codes == [0, 0], "\(builds.map { $0.events.map { "\($0)" }.joined(separator: "\n") })")
+        #expect(try Self.requests(server) == requests, "each chunk spoken once by the two jobs together")
+        #expect(try Self.characters(server) == billable)
+        let summaries = builds.compactMap { $0.events.last { $0["event"] as? String == "finished" } }
+        #expect(summaries.map { $0["toursBuilt"] as? Int } == [2, 2])
+        #expect(summaries.compactMap { $0["requests"] as? Int }.reduce(0, +) == requests)
+        let local = try Self.quota(first, ["--endpoint", server.endpoint])["local"]
+        #expect(local?["used"] as? Int == billable)
+        #expect(local?["reserved"] as? Int == 0)
+    }
+
     /// Answers cut short or garbled are retried, and the provider bills each
     /// one: the ledger counts every answer, as the server does.
     @Test func theLedgerCountsEveryAnswerARetryCostIncludingBadOnes() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestServer
 import Testing
 import TourpackKit
 
@@ -71,7 +72,7 @@ import TourpackKit
         let spoken = try IncrementalBuildTests.requests(server)
         let aSummary = try IncrementalBuildTests.summary(a)
         #expect(spoken > 0 && aSummary["requests"] as? Int == spoken)
-        #expect(try Self.sharedCache(aSummary) == ["restored": 0, "shared": spoken, "failures": 0])
+        #expect(try Self.sharedCache(aSummary) == ["restored": 0, "shared": spoken, "failures": 0, "waited": 0])
         let objects = try moto.keys(bucket)
         #expect(objects.count == spoken)
         #expect(objects.allSatisfy { $0.hasPrefix("synthesis/") && $0.hasSuffix(".flac") && $0.count == "synthesis/".count + 64 + 5 }, "\(objects)")
@@ -102,7 +103,71 @@ import TourpackKit
         #expect((cSummary["warnings"] as? [String])?.isEmpty == true, "a damaged object is a miss, not a failure: \(cSummary)")
         let validateC = try Executable.run(["validate", third.output.path, "--strict"], in: third.root)
         #expect(validateC.status == 0, "\(validateC.stdout)")
-        Self.expectNoKey([unset, secretOnly, a, b, c])
+        // Machine C removed the damaged object and put its fresh copy in its
+        // place (a share never overwrites): machine D pays for nothing.
+        #expect(try Self.sharedCache(cSummary)["shared"] == 1, "\(cSummary)")
+        let fourth = try BuildWorkspace()
+        try Self.useBucket(fourth, endpoint: moto.endpoint, bucket: bucket)
+        let d = try fourth.build(server, ["--json"], environment: Self.keys)
+        #expect(d.status == 0, "\(d.stdout)\n\(d.stderr)")
+        #expect(try IncrementalBuildTests.requests(server) == spoken + 1, "the replaced object restores")
+        #expect(try Self.sharedCache(IncrementalBuildTests.summary(d))["restored"] == spoken)
+        Self.expectNoKey([unset, secretOnly, a, b, c, d])
+    }
+
+    /// A new worker (an empty state folder) on the fleet's PostgreSQL and
+    /// bucket, with the month's quota spent to the last character by the
+    /// worker that spoke the tours: its plan counts the fleet's chunks as
+    /// cached, so the budget check lets it build, and it builds from the
+    /// bucket without a request. Counting only its own empty disk, it
+    /// would be refused with exit 3.
+    @Test func aNewWorkerIsNotRefusedForChunksTheFleetPaidFor() throws {
+        let moto = try MotoProcess()
+        let bucket = "tourpack-fleet-quota"
+        try moto.createBucket(bucket)
+        let server = try LocalVoiceServer()
+        let database = try PostgresTestServer.shared().createDatabase()
+        let environment = Self.keys.merging(StateCommandTests.environment) { $1 }
+        func join(_ workspace: BuildWorkspace) throws -> String {
+            try Self.useState(workspace, """
+                  postgres: '\(database)'
+                  passwordEnv: TP_TEST_PG_PASSWORD
+                  objects:
+                    endpoint: \(moto.endpoint)
+                    bucket: \(bucket)
+                    prefix: synthesis/
+                    accessKeyEnv: TP_S3_ACCESS
+                    secretKeyEnv: TP_S3_SECRET
+                """)
+            return try IncrementalBuildTests.writeStandardVoice(in: workspace)
+        }
+        // The characters these tours need, from a plan on a scratch workspace.
+        let probe = try BuildWorkspace()
+        defer { probe.remove() }
+        let probeVoice = try IncrementalBuildTests.writeStandardVoice(in: probe)
+        let planned = try Executable.run(["plan", probe.pipeline.path, "--voice", probeVoice, "--json"], in: probe.root)
+        let plan = try #require(try JSONSerialization.jsonObject(with: Data(planned.stdout.utf8)) as? [String: Any], "\(planned.stderr)")
+        let needed = try #require((plan["quota"] as? [String: Any])?["thisBuild"] as? Int)
+        let budget = "budgets: {monthlyCharacters: {standard: \(needed)}}"
+
+        let first = try BuildWorkspace(extraYAML: budget)
+        let firstVoice = try join(first)
+        let a = try Executable.run(
+            ["build", first.pipeline.path, "--voice", firstVoice, "--endpoint", server.endpoint, "--json"], in: first.root, environment: environment)
+        #expect(a.status == 0, "\(a.stdout)\n\(a.stderr)")
+        #expect(try IncrementalBuildTests.characters(server) == needed, "the month is now spent to the last character")
+
+        let second = try BuildWorkspace(extraYAML: budget)
+        let secondVoice = try join(second)
+        let secondPlan = try Executable.run(["plan", second.pipeline.path, "--voice", secondVoice, "--json"], in: second.root, environment: environment)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(secondPlan.stdout.utf8)) as? [String: Any], "\(secondPlan.stderr)")
+        #expect((object["totals"] as? [String: Any])?["billableCharacters"] as? Int == 0, "\(secondPlan.stdout)")
+        let b = try Executable.run(
+            ["build", second.pipeline.path, "--voice", secondVoice, "--endpoint", server.endpoint, "--json"], in: second.root, environment: environment)
+        #expect(b.status == 0, "\(b.stdout)\n\(b.stderr)")
+        #expect(try IncrementalBuildTests.characters(server) == needed, "the new worker sent nothing")
+        #expect(try Self.sharedCache(IncrementalBuildTests.summary(b))["restored"] ?? 0 > 0)
+        Self.expectNoKey([a, b, planned, secondPlan])
     }
 
     /// A bucket nobody answers for costs requests, never the build: every

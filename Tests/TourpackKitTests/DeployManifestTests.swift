@@ -70,6 +70,19 @@ import Yams
         }
         #expect((volume(mountedAt: "/config")?["configMap"] as? [String: Any])?["name"] as? String == "tourpack-pipeline")
         #expect((volume(mountedAt: "/output")?["persistentVolumeClaim"] as? [String: Any])?["claimName"] as? String == "tourpack-output")
+
+        // Staging and journals outlive the pod: a folder per index on the
+        // shared claim, named by the index the pod's environment holds, so
+        // the index's next pod replays a killed publish's journal.
+        let scratch = try #require(mounts.first { $0["mountPath"] as? String == "/scratch" }, "no /scratch mount")
+        #expect((volume(mountedAt: "/scratch")?["persistentVolumeClaim"] as? [String: Any])?["claimName"] as? String == "tourpack-output")
+        let subPath = try #require(scratch["subPathExpr"] as? String)
+        #expect(subPath.contains("$(JOB_COMPLETION_INDEX)"))
+        let index = try #require(env.first { $0["name"] as? String == "JOB_COMPLETION_INDEX" })
+        #expect(((index["valueFrom"] as? [String: Any])?["fieldRef"] as? [String: Any])?["fieldPath"] as? String
+            == "metadata.annotations['batch.kubernetes.io/job-completion-index']")
+        // The worker's own files stay on local disk.
+        #expect(volume(mountedAt: "/var/tmp/tourpack")?["emptyDir"] != nil)
     }
 
     @Test func theOutputClaimIsReadWriteMany() throws {
@@ -102,6 +115,7 @@ import Yams
         #expect(config.tts.apiKeyEnv == "TTS_API_KEY")
         #expect(config.output.path == "/output/Documents")
         #expect(config.state.path == "/var/tmp/tourpack")
+        #expect(config.shared.scratch?.path == "/scratch")
         #expect(config.shared.objects?.bucket == "tourpack-cache")
         #expect(config.shared.objects?.accessKeyEnv == "AWS_ACCESS_KEY_ID")
         #expect(config.shared.postgresPasswordEnv == "PGPASSWORD")

@@ -41,8 +41,8 @@ struct StateScratch {
         switch backend {
         case .sqlite:
             ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes",
-             "v5 sent reservations", "v6 loudness"]
-        case .postgres: ["v1 caches, ledger and build records", "v2 loudness"]
+             "v5 sent reservations", "v6 loudness", "v7 synthesis claims"]
+        case .postgres: ["v1 caches, ledger and build records", "v2 loudness", "v3 synthesis claims"]
         }
     }
 

@@ -185,10 +185,14 @@ public struct SharedCacheSummary: Sendable, Hashable, Codable {
     public var shared = 0
     /// Restores and shares the bucket failed; each is a warning, never a failed item.
     public var failures = 0
+    /// Chunks another worker was speaking when this build wanted them: it
+    /// waited for that worker's audio instead of paying for it too.
+    public var waited = 0
 
-    public init(restored: Int = 0, shared: Int = 0, failures: Int = 0) {
+    public init(restored: Int = 0, shared: Int = 0, failures: Int = 0, waited: Int = 0) {
         self.restored = restored
         self.shared = shared
         self.failures = failures
+        self.waited = waited
     }
 }

@@ -266,8 +266,11 @@ struct BuildRun {
         }
         if maps == nil { events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount)) }
         do {
-            let (publisher, now) = (publisher, builder.options.now())
-            let packaged = try await pool.runIfActive { try publisher.publish(assembly, coverage: coverage, now: now) }
+            let (publisher, now, backend, root) = (publisher, builder.options.now(), state.backend, layout.root.path)
+            // Workers on other machines share the root: one tour is published by one at a time.
+            let packaged = try await pool.runIfActive {
+                try backend.publishing(tour: tour.id.value, into: root) { try publisher.publish(assembly, coverage: coverage, now: now) }
+            }
             if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
             summary.files += packaged.files
             summary.reusedFiles += packaged.reusedFiles

@@ -213,7 +213,11 @@ public struct Builder: Sendable {
         let tileProgress = TileProgress(total: mapTiles)
         let maps = try makeTilePackMaker(state: state, pool: pool, staging: staging, layout: layout, progress: tileProgress)
         let caching = CachingSynthesizer(
-            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool, objects: objects)
+            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool, objects: objects,
+            claims: state.claims)
+        let heartbeat = ClaimHeartbeat(state.claims)
+        heartbeat.start()
+        defer { heartbeat.stop() }
         var run = BuildRun(
             builder: self, layout: layout, staging: staging, pool: pool, events: events, state: state, record: record,
             synthesizer: caching,
@@ -253,7 +257,8 @@ public struct Builder: Sendable {
         }
         summary.shard = plan.shard
         if objects != nil {
-            summary.sharedCache = SharedCacheSummary(restored: counts.restored, shared: counts.shared, failures: counts.sharedFailures)
+            summary.sharedCache = SharedCacheSummary(
+                restored: counts.restored, shared: counts.shared, failures: counts.sharedFailures, waited: counts.claimWaits)
         }
         if let failure = counts.firstSharedFailure {
             let gaveUp = counts.bucketGivenUp

@@ -30,6 +30,13 @@ import NIOPosix
 /// tried three times by `ObjectStore`), the build stops asking the bucket,
 /// so a bucket that is down costs seconds, not a wait on every chunk.
 ///
+/// Processes that share the state (jobs on one machine, workers on many)
+/// pay for a chunk once too: a miss everywhere is claimed (`ChunkClaims`)
+/// before a character is reserved. The claim's winner speaks the chunk;
+/// the others wait, looking in the cache and the bucket between tries, and
+/// find the winner's audio there, or win the claim in their turn when the
+/// winner let go without audio.
+///
 /// What comes back is a file and its shape, never samples: the join reads
 /// the file block by block. SQLite and file work run on the build's thread
 /// pool, never on the cooperative pool.
@@ -41,12 +48,14 @@ struct CachingSynthesizer: Sendable {
     let pool: NIOThreadPool
     /// The fleet's bucket behind `cache`, when the pipeline names one.
     let shared: SharedSynthesisCache?
+    /// Who speaks a chunk that other processes want too; nil: this process only.
+    let claims: ChunkClaims?
     let counters = CacheCounters(CacheCounts())
     private let inFlight = InFlightChunks()
 
     init(
         inner: any SpeechSynthesizer, cache: SynthesisCache, ledger: QuotaLedger, tier: PricingTier, pool: NIOThreadPool,
-        objects: ObjectStore? = nil
+        objects: ObjectStore? = nil, claims: ChunkClaims? = nil
     ) {
         self.inner = inner
         self.cache = cache
@@ -54,6 +63,7 @@ struct CachingSynthesizer: Sendable {
         self.tier = tier
         self.pool = pool
         self.shared = objects.map { SharedSynthesisCache(local: cache, objects: $0, pool: pool) }
+        self.claims = claims
     }
 
     var stats: SynthesisStats { inner.stats }
@@ -81,15 +91,67 @@ struct CachingSynthesizer: Sendable {
         }
     }
 
-    /// A miss: reserve, request, keep and settle (or release).
+    /// A miss: found after all (kept meanwhile by another item or process),
+    /// or claimed, then spoken.
     private func fetch(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk {
-        let (cache, ledger, tier, characters) = (cache, ledger, tier, request.chunk.characters)
         // Another item may have fetched and kept it since this one looked.
+        if let found = try await lookAgain(request, key: key) { return found }
+        guard let claims else { return try await speak(request, key: key) }
+        if let found = try await waitForClaim(claims, request, key: key) { return found }
+        do {
+            let spoken = try await speak(request, key: key)
+            await pool.runRegardless { try? claims.release(key) }
+            return spoken
+        } catch {
+            // Let go, so that a waiting process tries in its turn (its stale-claim rules would free it anyway).
+            await pool.runRegardless { try? claims.release(key) }
+            throw error
+        }
+    }
+
+    /// The chunk from the cache or the bucket, without a request; nil on a miss in both.
+    private func lookAgain(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
+        let cache = cache
         if let cached = try await pool.runIfActive({ try cache.lookup(key) }) {
             counters.update { $0.hits += 1 }
             return SpokenChunk(cached)
         }
-        if let restored = try await restore(request, key: key) { return restored }
+        return try await restore(request, key: key)
+    }
+
+    /// Claims the chunk, waiting while another process holds it. Returns
+    /// nil once this process holds the claim (and must speak the chunk), or
+    /// the holder's audio once it is in the cache or the bucket.
+    private func waitForClaim(_ claims: ChunkClaims, _ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
+        var pause = 0.05
+        var waited = false
+        while true {
+            if try await pool.runIfActive({ try claims.claim(key) }) {
+                // A holder may have kept it and let go between the last look
+                // and this claim: one more look before paying.
+                guard let found = try await lookAgain(request, key: key) else { return nil }
+                await pool.runRegardless { try? claims.release(key) }
+                if waited { counters.update { $0.waitedForOthers += 1 } }
+                return found
+            }
+            if !waited { counters.update { $0.claimWaits += 1 } }
+            waited = true
+            do {
+                try await Task.sleep(for: .seconds(pause))
+            } catch {
+                throw TourpackError.cancelled
+            }
+            pause = min(pause * 2, 1)
+            if let found = try await lookAgain(request, key: key) {
+                counters.update { $0.waitedForOthers += 1 }
+                return found
+            }
+        }
+    }
+
+    /// Reserve, request, keep and settle (or release).
+    private func speak(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk {
+        let (cache, ledger, tier, characters) = (cache, ledger, tier, request.chunk.characters)
         let temp = try await pool.runIfActive { try cache.temporaryURL(for: key) }
         let reservation = try await pool.runIfActive { try ledger.reserve(characters, tier: tier) }
         let pool = pool
@@ -304,6 +366,11 @@ struct CacheCounts: Sendable, Hashable {
     /// Restores and shares that failed on the bucket's side, and the first one's message.
     var sharedFailures = 0
     var firstSharedFailure: String?
+    /// Chunks another process held a claim on when this build wanted them,
+    /// and of those, the ones whose audio it then found (the rest it spoke
+    /// after the holder let go without audio).
+    var claimWaits = 0
+    var waitedForOthers = 0
     /// Bucket failures since its last success; at `bucketFailuresToGiveUp` the build stops asking it.
     var failuresInARow = 0
     var bucketGivenUp: Bool { failuresInARow >= Self.bucketFailuresToGiveUp }

@@ -21,6 +21,8 @@ public struct BuildState: Sendable {
     public let records: BuildRecords
     public let tiles: TileCache
     public let tilePacks: TilePackRecords
+    /// Who is speaking which chunk, among every process sharing the backend.
+    public let claims: ChunkClaims
 
     /// Opens the state of `config` (creating and migrating what is missing) for `account`.
     public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
@@ -37,12 +39,15 @@ public struct BuildState: Sendable {
         var synthesis = SynthesisCache(
             index: backend.synthesisIndex, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         synthesis.measuresLoudness = config.loudnessTarget != nil
+        synthesis.indexIsShared = config.shared.postgres != nil
+        synthesis.bucketHoldsFiles = config.shared.objects != nil
         self.synthesis = synthesis
         outputs = OutputCache(index: backend.outputIndex, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
         ledger = QuotaLedger(store: backend.ledger, account: account, budgets: config.budgets, clock: clock)
         records = BuildRecords(store: backend.buildRecords, clock: clock)
         tiles = TileCache(database: database, folder: layout.tileFolder, clock: clock)
         tilePacks = TilePackRecords(database: database, clock: clock)
+        claims = ChunkClaims(store: backend.synthesisClaims, clock: clock)
     }
 
     /// The state when it exists already; nil (and nothing created) when the

@@ -93,18 +93,33 @@ public final class ObjectStore: Sendable {
         return try await put(key, bytes: bytes)
     }
 
-    /// The object's bytes when it is there and matches the SHA-256 recorded
-    /// at put; nil when it is missing, damaged, or carries no SHA-256.
-    public func get(_ key: String) async throws -> [UInt8]? {
+    /// What a read found.
+    public enum Fetched: Sendable, Equatable {
+        /// The bytes, matching the SHA-256 recorded at put.
+        case found([UInt8])
+        case missing
+        /// There, but not matching its SHA-256, or without one.
+        case damaged
+    }
+
+    /// The object as `Fetched` says.
+    public func fetch(_ key: String) async throws -> Fetched {
         let response = try await exchange(.get, key, operation: "GET")
         switch response.status {
         case 200:
             guard let recorded = response.headers["x-amz-meta-sha256"]?.lowercased(),
-                  recorded == Self.hex(Array(SHA256.hash(data: response.body))) else { return nil }
-            return response.body
-        case 404: return nil
+                  recorded == Self.hex(Array(SHA256.hash(data: response.body))) else { return .damaged }
+            return .found(response.body)
+        case 404: return .missing
         default: throw failure("GET", key, response)
         }
+    }
+
+    /// The object's bytes when it is there and matches the SHA-256 recorded
+    /// at put; nil when it is missing, damaged, or carries no SHA-256.
+    public func get(_ key: String) async throws -> [UInt8]? {
+        if case .found(let bytes) = try await fetch(key) { return bytes }
+        return nil
     }
 
     /// Writes the object to `url` (replacing it) when `get` would return it;

@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 import PostgresNIO
 
@@ -44,6 +45,33 @@ public struct PostgresState: StateBackend {
     public var synthesisIndex: any SynthesisIndex { PostgresSynthesisIndex(connections: connections) }
     public var outputIndex: any OutputIndex { PostgresOutputIndex(connections: connections) }
     public var buildRecords: any BuildRecordStore { PostgresBuildRecordStore(connections: connections) }
+    public var synthesisClaims: any SynthesisClaimStore { PostgresSynthesisClaimStore(connections: connections) }
+
+    /// Holds a session-level advisory lock on (`output`, `tour`) while `body`
+    /// runs, on a connection kept for it: other workers publishing the same
+    /// tour into the same root wait their turn. Should this process die, the
+    /// server drops the lock with its connection.
+    public func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
+        let key = Self.publishLock(tour: tour, output: output)
+        let store = PostgresStore(connections: connections)
+        // The body's own error comes out as it was thrown; only the lock's are the state's.
+        let outcome = try store.run("lock tour \(tour) for publishing") {
+            try connections.withConnection { session in
+                try session.execute("SELECT pg_advisory_lock(\(key))")
+                let outcome = Result { try body() }
+                try session.execute("SELECT pg_advisory_unlock(\(key))")
+                return outcome
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The advisory lock of one tour in one output root: the first 8 bytes
+    /// of a SHA-256, so every worker, whatever its build, names it alike.
+    static func publishLock(tour: String, output: String) -> Int64 {
+        let digest = SHA256.hash(data: Data("tourpack publish\n\(output)\n\(tour)".utf8))
+        return digest.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
 
     public func appliedMigrations() throws -> [String] {
         try PostgresStore(connections: connections).run("read the applied migrations") {
@@ -163,6 +191,17 @@ public struct PostgresState: StateBackend {
                 ADD COLUMN gain_db DOUBLE PRECISION,
                 ADD COLUMN limiter_reduction_db DOUBLE PRECISION
             """,
+        ]),
+        // SQLite's "v7 synthesis claims": who is speaking which chunk now (`ChunkClaims`).
+        Migration(version: 3, name: "v3 synthesis claims", statements: [
+            """
+            CREATE TABLE synthesis_claim (
+                key TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                heartbeat_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "CREATE INDEX synthesis_claim_by_owner ON synthesis_claim (owner)",
         ]),
     ]
 

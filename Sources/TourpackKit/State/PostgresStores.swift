@@ -432,3 +432,43 @@ struct PostgresBuildRecordStore: BuildRecordStore {
         }
     }
 }
+
+/// The chunk claims in PostgreSQL: each call one statement (a claim two),
+/// so a claim is decided under the row's lock, never by a read then a write.
+struct PostgresSynthesisClaimStore: SynthesisClaimStore {
+    let store: PostgresStore
+    var location: StateLocation { store.location }
+
+    init(connections: PostgresConnections) {
+        store = PostgresStore(connections: connections)
+    }
+
+    func claim(_ key: String, owner: String, at time: Double, replacing holder: ChunkClaim?) throws -> ClaimOutcome {
+        try store.run("claim chunk \(key.prefix(16))") {
+            try store.connections.withConnection { session in
+                // A free key is inserted; a held one is taken over only when it
+                // is still exactly the stale claim the caller judged.
+                let won = try session.query("""
+                    INSERT INTO synthesis_claim (key, owner, heartbeat_at) VALUES (\(key), \(owner), \(time))
+                    ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, heartbeat_at = EXCLUDED.heartbeat_at
+                    WHERE synthesis_claim.owner = \(holder?.owner) AND synthesis_claim.heartbeat_at = \(holder?.heartbeatAt)
+                    RETURNING key
+                    """)
+                if won.first != nil { return .won }
+                let row = try session.query("SELECT owner, heartbeat_at FROM synthesis_claim WHERE key = \(key)").first
+                return .held(try row.map { row in
+                    let (owner, beat) = try row.decode((String, Double).self)
+                    return ChunkClaim(owner: owner, heartbeatAt: beat)
+                })
+            }
+        }
+    }
+
+    func heartbeat(owner: String, at time: Double) throws {
+        try store.query("refresh the chunk claims", "UPDATE synthesis_claim SET heartbeat_at = \(time) WHERE owner = \(owner)")
+    }
+
+    func release(_ key: String, owner: String) throws {
+        try store.query("release chunk \(key.prefix(16))", "DELETE FROM synthesis_claim WHERE key = \(key) AND owner = \(owner)")
+    }
+}

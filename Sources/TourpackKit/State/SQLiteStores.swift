@@ -11,6 +11,40 @@ extension StateDatabase: StateBackend {
     public var synthesisIndex: any SynthesisIndex { SQLiteSynthesisIndex(database: self) }
     public var outputIndex: any OutputIndex { SQLiteOutputIndex(database: self) }
     public var buildRecords: any BuildRecordStore { SQLiteBuildRecordStore(database: self) }
+    public var synthesisClaims: any SynthesisClaimStore { SQLiteSynthesisClaimStore(database: self) }
+
+    /// One machine: the output root's flock already keeps its publishers apart.
+    public func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
+        try body()
+    }
+}
+
+struct SQLiteSynthesisClaimStore: SynthesisClaimStore {
+    let database: StateDatabase
+    var location: StateLocation { database.location }
+
+    func claim(_ key: String, owner: String, at time: Double, replacing holder: ChunkClaim?) throws -> ClaimOutcome {
+        try database.write { db in
+            let row = try Row.fetchOne(db, sql: "SELECT owner, heartbeatAt FROM synthesisClaim WHERE key = ?", arguments: [key])
+            let current = row.map { ChunkClaim(owner: $0["owner"], heartbeatAt: $0["heartbeatAt"]) }
+            guard current == nil || current == holder else { return .held(current) }
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO synthesisClaim (key, owner, heartbeatAt) VALUES (?, ?, ?)", arguments: [key, owner, time])
+            return .won
+        }
+    }
+
+    func heartbeat(owner: String, at time: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE synthesisClaim SET heartbeatAt = ? WHERE owner = ?", arguments: [time, owner])
+        }
+    }
+
+    func release(_ key: String, owner: String) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM synthesisClaim WHERE key = ? AND owner = ?", arguments: [key, owner])
+        }
+    }
 }
 
 struct SQLiteLedgerStore: LedgerStore {

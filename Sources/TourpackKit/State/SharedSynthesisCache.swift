@@ -34,10 +34,22 @@ public struct SharedSynthesisCache: Sendable {
     /// The chunk from the bucket, kept in the local cache, or nil when the
     /// bucket has no usable copy. Throws only when the store cannot be
     /// reached or refuses us, or the local cache cannot be written.
+    ///
+    /// A damaged object (its SHA-256 does not match, or it does not decode
+    /// at the chunk's rate) is removed, so that the next share, which never
+    /// overwrites, can put a good copy in its place; otherwise every new
+    /// worker would pay for that chunk again.
     public func restore(_ key: SynthesisKey, characters: Int, sampleRate: Int) async throws -> CachedChunk? {
-        guard let bytes = try await objects.get(Self.objectKey(key)) else { return nil }
+        let bytes: [UInt8]
+        switch try await objects.fetch(Self.objectKey(key)) {
+        case .found(let found): bytes = found
+        case .missing: return nil
+        case .damaged:
+            try? await objects.delete(Self.objectKey(key))
+            return nil
+        }
         let local = local
-        return try await pool.runIfActive {
+        let restored = try await pool.runIfActive { () -> CachedChunk? in
             let temp = try local.temporaryURL(for: key)
             do {
                 try Data(bytes).write(to: temp)
@@ -54,6 +66,8 @@ public struct SharedSynthesisCache: Sendable {
                 throw error
             }
         }
+        if restored == nil { try? await objects.delete(Self.objectKey(key)) }
+        return restored
     }
 
     /// Puts a locally kept chunk in the bucket unless a copy is there already.

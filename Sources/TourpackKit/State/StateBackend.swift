@@ -28,6 +28,14 @@ public protocol StateBackend: Sendable {
     var synthesisIndex: any SynthesisIndex { get }
     var outputIndex: any OutputIndex { get }
     var buildRecords: any BuildRecordStore { get }
+    /// Who is speaking which chunk now (`ChunkClaims`).
+    var synthesisClaims: any SynthesisClaimStore { get }
+    /// Runs `body` while this process alone, among all that share the
+    /// backend, publishes `tour` into the output root `output`. SQLite
+    /// serves one machine, whose root lock already keeps publishers apart:
+    /// there it only runs `body`. PostgreSQL takes an advisory lock per
+    /// tour, because a folder's flock does not hold across machines.
+    func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T
     /// The names of the migrations applied, oldest first.
     func appliedMigrations() throws -> [String]
 }

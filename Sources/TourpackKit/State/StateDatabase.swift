@@ -241,6 +241,18 @@ public struct StateDatabase: Sendable {
                 ALTER TABLE outputFile ADD COLUMN limiterReductionDB DOUBLE;
                 """)
         }
+        migrator.registerMigration("v7 synthesis claims") { db in
+            // Who is speaking which chunk now (`ChunkClaims`): jobs sharing
+            // this state pay for a chunk once.
+            try db.execute(sql: """
+                CREATE TABLE synthesisClaim (
+                    key TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    heartbeatAt DOUBLE NOT NULL
+                );
+                CREATE INDEX synthesisClaimByOwner ON synthesisClaim (owner);
+                """)
+        }
         return migrator
     }
 }

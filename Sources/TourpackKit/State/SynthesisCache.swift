@@ -28,6 +28,16 @@ public struct SynthesisCache: Sendable {
     /// entry without it is measured from its file, once. Off, entries are
     /// taken as they are.
     public var measuresLoudness = true
+    /// Whether the index is shared by machines whose files are their own
+    /// (PostgreSQL): a row whose file is not on this disk is then another
+    /// worker's chunk, held in the fleet's bucket, and a local miss only,
+    /// never a row to drop.
+    public var indexIsShared = false
+    /// Whether the fleet's bucket (`state.objects`) holds the files the
+    /// shared index lists: a plan then counts a fresh row as a hit even
+    /// when the file is not on this disk, since a build restores it
+    /// without a request.
+    public var bucketHoldsFiles = false
 
     public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
@@ -48,11 +58,16 @@ public struct SynthesisCache: Sendable {
     private var cutoff: Double { clock().timeIntervalSince1970 - maxAgeSeconds }
 
     /// The keys among `keys` that a build would take from the cache: a fresh
-    /// entry whose file is there. For plans; reads no audio.
+    /// entry whose file is there, or in the fleet's bucket. For plans; reads no audio.
     public func freshKeys(among keys: some Sequence<SynthesisKey>) throws -> Set<SynthesisKey> {
         let wanted = Array(Set(keys))
-        let found = try index.freshKeys(among: wanted.map(\.hex), createdSince: cutoff).map(SynthesisKey.init(hex:))
-        return Set(found).filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
+        let found = Set(try index.freshKeys(among: wanted.map(\.hex), createdSince: cutoff).map(SynthesisKey.init(hex:)))
+        // A worker's first build in a new pod has no file yet: the quota
+        // check must not refuse it for chunks the fleet has paid for. (A
+        // share that failed makes this an underestimate; each reservation
+        // is still checked against the month.)
+        if indexIsShared, bucketHoldsFiles { return found }
+        return found.filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
     }
 
     /// The chunk's entry when it is fresh and its file is there; nil
@@ -64,7 +79,7 @@ public struct SynthesisCache: Sendable {
         guard let entry = try index.entry(key.hex), entry.createdAt >= cutoff else { return nil }
         let url = fileURL(for: key)
         guard FileManager.default.fileExists(atPath: url.path) else {
-            try forget(key)
+            if !indexIsShared { try forget(key) }
             return nil
         }
         let samples = entry.samples

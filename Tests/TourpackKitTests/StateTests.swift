@@ -359,6 +359,49 @@ struct StateScratch {
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000))
     }
 
+    /// A request retried after answers that were billed (cut short,
+    /// undecodable) raises its reservation first: a crash during the retry
+    /// settles what the endpoint billed, never only the first answer.
+    @Test(arguments: Backend.allCases) func aRaisedReservationIsSettledInFullWhenItsOwnerDies(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        var ledger = try fixture.ledger(clock: clock)
+        ledger.owner = ProcessOwner(host: ProcessOwner.current.host, pid: 999_999_999, startTicks: 1)
+        let retried = try ledger.reserve(100, tier: .standard)
+        try ledger.markSent(retried)
+        try ledger.raise(retried, to: 200)
+        try ledger.raise(retried, to: 150)  // never lowered
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 200, limit: 1000))
+        // Past the month's limit: billed already, so recorded all the same.
+        let other = try ledger.reserve(50, tier: .standard)
+        try ledger.markSent(other)
+        try ledger.raise(other, to: 900)
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 1100, limit: 1000))
+        if let store = ledger.store as? PostgresLedgerStore { #expect(try store.mismatchedSlots() == 0) }
+        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(settled: 2, settledCharacters: 1100))
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 1100, reserved: 0, limit: 1000))
+        // A closed reservation is not raised again, and a settle after reconcile still counts what was billed.
+        try ledger.raise(retried, to: 400)
+        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 1100, reserved: 0, limit: 1000))
+    }
+
+    /// What the ledger hears from a request's tries: sent before the first,
+    /// then, before a retry, what the answers so far were billed (and
+    /// nothing when no answer was billed since it last heard).
+    @Test func aRequestTellsTheLedgerBeforeTheFirstTryAndBeforeEachRetryAfterABilledAnswer() async throws {
+        let heard = LockedCounts([String]())
+        let billed = BilledCharacters(onSend: { first, billedSoFar in heard.update { $0.append("\(first ? "sent" : "retry") \(billedSoFar)") } })
+        try await billed.willSend()
+        try await billed.willSend()  // a retry after a refusal: nothing billed
+        billed.add(100)  // an answer cut short
+        try await billed.willSend()
+        billed.add(100)  // undecodable
+        try await billed.willSend()
+        #expect(heard.snapshot == ["sent 0", "retry 100", "retry 200"])
+        #expect(billed.value == 200)
+    }
+
     /// Every worker reconciles as it starts, and several start at once: a
     /// dead owner's sent reservation is settled once, never once per worker.
     @Test(arguments: Backend.allCases) func workersReconcilingAtOnceCloseEachReservationOnce(backend: Backend) throws {

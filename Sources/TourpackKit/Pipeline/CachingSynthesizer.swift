@@ -155,9 +155,15 @@ struct CachingSynthesizer: Sendable {
         let temp = try await pool.runIfActive { try cache.temporaryURL(for: key) }
         let reservation = try await pool.runIfActive { try ledger.reserve(characters, tier: tier) }
         let pool = pool
-        let billed = BilledCharacters(onFirstSend: {
-            // reserved → sent: from here a crash settles it instead of releasing it.
-            try await Self.writingLedger(ledger) { try await pool.runIfActive { try ledger.markSent(reservation) } }
+        let billed = BilledCharacters(onSend: { first, billedSoFar in
+            try await Self.writingLedger(ledger) {
+                try await pool.runIfActive {
+                    // reserved → sent: from here a crash settles it instead of releasing it.
+                    if first { try ledger.markSent(reservation) }
+                    // A retry after billed answers: a crash from here settles those and this one.
+                    if billedSoFar > 0 { try ledger.raise(reservation, to: billedSoFar + characters) }
+                }
+            }
         })
         let shape: ChunkShape
         do {

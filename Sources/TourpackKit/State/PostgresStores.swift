@@ -99,6 +99,21 @@ struct PostgresLedgerStore: LedgerStore {
             "mark reservation \(id) sent", "UPDATE quota_reservation SET sent_at = \(time) WHERE id = \(id) AND sent_at IS NULL")
     }
 
+    /// One statement: the reservation, locked, grows to `characters`, and
+    /// its slot's `reserved` by as much, so the sum stays the sum.
+    func raise(_ id: Int64, to characters: Int) throws {
+        try store.query("raise reservation \(id) to \(characters) characters", """
+            WITH old AS (
+                SELECT id, account, month, tier, characters FROM quota_reservation WHERE id = \(id) AND characters < \(characters) FOR UPDATE
+            ), raised AS (
+                UPDATE quota_reservation r SET characters = \(characters) FROM old WHERE r.id = old.id
+                RETURNING old.account, old.month, old.tier, \(characters) - old.characters AS more
+            )
+            UPDATE quota_usage u SET reserved = u.reserved + raised.more
+            FROM raised WHERE u.account = raised.account AND u.month = raised.month AND u.tier = raised.tier
+            """)
+    }
+
     func settle(_ settlement: LedgerSettlement) throws {
         try store.run("settle reservation \(settlement.id)") {
             try store.connections.withConnection { try Self.settle($0, settlement) }

@@ -68,10 +68,11 @@ public struct TierUsage: Sendable, Hashable, Codable {
 /// boot) and is gone (`ProcessOwner`), or its owner cannot be checked
 /// (another host) and it is older than `staleAfter` (an hour by default, far
 /// past any request's time limit with all its retries). A live owner on
-/// this host keeps its reservations. A chunk whose audio came back in the
-/// instant between the server answering and the settle is therefore not
-/// counted; that is at most `tts.concurrency` chunks per crash, and the
-/// README says so.
+/// this host keeps its reservations. A reservation is marked sent just
+/// before its request goes out, and raised before each retry by what the
+/// answers so far were billed, so a crash settles at least what the
+/// endpoint billed: it may over-count (a request that never arrived), never
+/// under-count.
 ///
 /// Months are calendar months in UTC (`2026-11`), taken from the injected
 /// clock at reservation time. The `local` tier, and any tier without a
@@ -159,6 +160,14 @@ public struct QuotaLedger: Sendable {
     /// never under-counts one that was billed.
     public func markSent(_ reservation: Reservation) throws {
         try store.markSent(reservation.id, at: clock().timeIntervalSince1970)
+    }
+
+    /// Raises a sent reservation to `characters`: its request is about to be
+    /// tried again after answers that were billed (cut short, undecodable),
+    /// so a crash from here on settles what those cost as well as the retry.
+    /// Never lowers it; the month's limit does not apply to what is billed already.
+    public func raise(_ reservation: Reservation, to characters: Int) throws {
+        try store.raise(reservation.id, to: characters)
     }
 
     /// What `reconcile` did with the reservations of owners that are gone.

@@ -73,6 +73,12 @@ struct SQLiteLedgerStore: LedgerStore {
         }
     }
 
+    func raise(_ id: Int64, to characters: Int) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE quotaReservation SET characters = ? WHERE id = ? AND characters < ?", arguments: [characters, id, characters])
+        }
+    }
+
     func settle(_ settlement: LedgerSettlement) throws {
         try database.write { db in try Self.settle(db, settlement) }
     }

@@ -115,6 +115,10 @@ public protocol LedgerStore: Sendable {
     func reserve(_ characters: Int, in slot: QuotaSlot, limit: Int?, owner: String, at time: Double) throws -> ReservationOutcome
     /// Marks a reservation sent (once; again changes nothing).
     func markSent(_ id: Int64, at time: Double) throws
+    /// Raises an open reservation to `characters` when it holds fewer (its
+    /// request is being retried after answers that were billed), and the
+    /// slot's reserved characters with it; a closed one is left alone.
+    func raise(_ id: Int64, to characters: Int) throws
     /// Removes the reservation, if it is still there, and adds what was
     /// billed to its month's used characters. A reservation that reconcile
     /// already closed is still settled: the audio did come back.

@@ -34,24 +34,30 @@ final class BilledCharacters: @unchecked Sendable {
     private let lock = NSLock()
     private var total = 0
     private var sent = false
-    /// Called once, before the first request goes out (the ledger marks
-    /// the reservation sent); a throw stops the request.
-    let onFirstSend: (@Sendable () async throws -> Void)?
+    /// `total` as `onSend` was last told it.
+    private var announced = 0
+    /// Called before the first request goes out (`first`: the ledger marks
+    /// the reservation sent), and before a retry when answers were billed
+    /// since (`billed`: the ledger raises the reservation); a throw stops the request.
+    let onSend: (@Sendable (_ first: Bool, _ billed: Int) async throws -> Void)?
 
-    init(onFirstSend: (@Sendable () async throws -> Void)? = nil) {
-        self.onFirstSend = onFirstSend
+    init(onSend: (@Sendable (_ first: Bool, _ billed: Int) async throws -> Void)? = nil) {
+        self.onSend = onSend
     }
 
     var value: Int { lock.withLock { total } }
     func add(_ characters: Int) { lock.withLock { total += characters } }
 
-    /// The request is about to go out.
+    /// A request (the first, or a retry) is about to go out.
     func willSend() async throws {
-        let first = lock.withLock {
-            defer { sent = true }
-            return !sent
+        let (first, billed, changed) = lock.withLock {
+            defer {
+                sent = true
+                announced = total
+            }
+            return (!sent, total, total > announced)
         }
-        if first, let onFirstSend { try await onFirstSend() }
+        if first || changed, let onSend { try await onSend(first, billed) }
     }
 
     @TaskLocal static var current: BilledCharacters?

@@ -18,6 +18,7 @@ case "encode": do { try EncodeBench.run(Array(arguments.dropFirst())) } catch { 
 case "ledger": exit(LedgerBench.run(Array(arguments.dropFirst())))
 // One of `ledger`'s worker processes; not for people.
 case "ledger-worker": exit(LedgerBench.worker(Array(arguments.dropFirst())))
+case "fleet": exit(await FleetBench.run(Array(arguments.dropFirst())))
 case "validate": do { try await ValidateBench.run(Array(arguments.dropFirst())) } catch { print("validate: \(error)"); exit(1) }
 default:
     print("unknown benchmark \(name)")

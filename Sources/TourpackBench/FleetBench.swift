@@ -34,11 +34,15 @@ import Glibc
 /// with 0 reserved, and `tourpack validate --strict` passes on the output.
 /// Exit 1 when a check fails.
 ///
-/// On a 2-core machine the local voice (espeak-ng, one synthesis thread in
-/// serve-tts) and the encoders (one thread pool per worker) compete for
-/// the same two cores, so without latency the fleet has no spare CPU to
-/// gain from; the latency runs show what the fleet buys when the endpoint,
-/// not this machine, is the wait.
+/// Each build line also says how busy the machine was: the user and
+/// system CPU of the workers and of this process (serve-tts: espeak-ng is
+/// about a tenth of it; PostgreSQL and moto are not counted) over the wall
+/// time. On a 2-core machine one worker already keeps both cores busy
+/// when the voice answers at once, so the fleet has no spare CPU to gain
+/// from; with latency one worker waits on the endpoint (at most
+/// `tts.concurrency` requests in flight) and the fleet overlaps those
+/// waits until the cores are full again. That is what the fleet buys on
+/// machines of their own, where each worker brings its own cores.
 enum FleetBench {
     static let passwordVariable = "TOURPACK_BENCH_PG_PASSWORD"
     static let accessVariable = "TOURPACK_BENCH_S3_ACCESS"
@@ -119,11 +123,12 @@ enum FleetBench {
                             if workers == 1 { single.append(result.wallSeconds) } else { fleet.append(result.wallSeconds) }
                             requests[workers, default: []].insert(served)
                             let cpu = result.workersCPUSeconds + serverCPU
-                            print(String(format: "fleet %d ms run %d, %d worker%@: %.2f s wall%@, %d requests, %@ characters billed, "
+                            let speech = LongTour.speechSeconds(in: folder.appendingPathComponent("Documents"), format: "aac")
+                            print(String(format: "fleet %d ms run %d, %d worker%@: %.2f s wall%@, %d requests, %@ characters billed, %.1f min of speech, "
                                              + "CPU %.1f s (workers %.1f, serve-tts %.1f) = %.2f cores busy; %@; load %@",
                                          latency, run + 1, workers, workers == 1 ? "" : "s", result.wallSeconds,
                                          workers == 1 ? "" : " (workers " + result.workers.map { String(format: "%.1f", $0.wallSeconds) }.joined(separator: ", ") + " s)",
-                                         served, PlanReport.grouped(billed), cpu, result.workersCPUSeconds, serverCPU, cpu / result.wallSeconds,
+                                         served, PlanReport.grouped(billed), speech / 60, cpu, result.workersCPUSeconds, serverCPU, cpu / result.wallSeconds,
                                          check.text, BenchLoad.text))
                             try? FileManager.default.removeItem(at: folder)
                         }

@@ -56,7 +56,7 @@ enum LedgerBench {
         let total = (0..<workers).reduce(0) { sum, worker in sum + (0..<cycles).reduce(0) { $0 + characters(worker: worker, cycle: $1) } }
         // Pinned, so a run across midnight at the end of a month stays in one month.
         let time = Date().timeIntervalSince1970
-        print("ledger: \(workers) worker processes × \(cycles) reserve → markSent → settle cycles, one account's \(tier.rawValue) tier, "
+        print("ledger: \(workers) worker process\(workers == 1 ? "" : "es") × \(cycles) reserve → markSent → settle cycles, one account's \(tier.rawValue) tier, "
             + "limit = exactly the \(workers * cycles) reservations' \(PlanReport.grouped(total)) characters; median of \(runs) runs; load average \(BenchLoad.text)")
         var failed = false
         var medians: [Backend: Double] = [:]
@@ -93,8 +93,8 @@ enum LedgerBench {
             return 1
         }
         for backend in Backend.allCases {
-            print(String(format: "ledger %@: median %.0f reservations/s (full reserve → markSent → settle cycles/s, %d worker processes)",
-                         backend.rawValue, medians[backend] ?? 0, workers))
+            print(String(format: "ledger %@: median %.0f reservations/s (full reserve → markSent → settle cycles/s, %d worker process%@)",
+                         backend.rawValue, medians[backend] ?? 0, workers, workers == 1 ? "" : "es"))
         }
         if let postgres = medians[.postgres], let sqlite = medians[.sqlite], let async = medians[.postgresAsync] {
             print(String(format: "ledger PostgreSQL (durable commits) / SQLite (one machine): %.2f×; PostgreSQL with synchronous_commit=off / SQLite: %.2f×",

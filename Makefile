@@ -17,7 +17,7 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test build build-release test tour bench clean help
+.PHONY: all setup setup-test setup-bench build build-release test tour bench clean help
 
 all: build
 
@@ -77,11 +77,19 @@ test: setup-test
 tour: build-release
 	TOURPACK_BIN=$(BIN_RELEASE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
 
-# Speed targets are measured here, never in timed tests. `stream` (30-minute
-# narrations, peak RSS) and `peer` (against an ffmpeg-CLI script) measure the
-# streaming-audio targets. They run last: a missed goal exits 1 and stops
-# make, and until the streaming path lands these two are expected to miss.
-bench: build-release
+# moto's S3 server, the fleet bench's shared bucket (PostgreSQL comes from `setup`).
+setup-bench: setup
+	@python3 -c "import moto.server" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "moto[server]" \
+		|| { echo "setup-bench: could not install moto[server] from PyPI (needed for 'import moto.server')" >&2; exit 1; }
+
+# Speed targets are measured here, never in timed tests. `ledger` (the quota
+# ledger's reservations per second, 4 worker processes, PostgreSQL against
+# SQLite) and `fleet` (a cold build by 4 shard workers against 1, on one
+# PostgreSQL and one S3 bucket) measure several machines' state. `stream`
+# (30-minute narrations, peak RSS) and `peer` (against an ffmpeg-CLI script)
+# measure the streaming-audio targets. They run last: a missed goal exits 1
+# and stops make, and until the streaming path lands these two are expected to miss.
+bench: setup-bench build-release
 	$(SWIFT) build -c release --product tourpack-bench
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench loudness
@@ -89,6 +97,8 @@ bench: build-release
 	.build/release/tourpack-bench build
 	.build/release/tourpack-bench maps
 	.build/release/tourpack-bench validate
+	.build/release/tourpack-bench ledger
+	.build/release/tourpack-bench fleet
 	.build/release/tourpack-bench stream
 	.build/release/tourpack-bench peer
 	.build/release/tourpack-bench peer --loudness

@@ -105,7 +105,8 @@ let package = Package(
         .executableTarget(
             name: "TourpackBench",
             dependencies: [
-                "TourpackKit", "TourpackServer",
+                // The ledger and fleet benches start a throwaway PostgreSQL of their own.
+                "TourpackKit", "TourpackServer", "PostgresTestServer",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

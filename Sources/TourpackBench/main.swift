@@ -15,6 +15,10 @@ case "peer": exit(await PeerBench.run(Array(arguments.dropFirst())))
 case "maps": exit(await MapsBench.run(Array(arguments.dropFirst())))
 case "loudness": do { try LoudnessBench.run(Array(arguments.dropFirst())) } catch { print("loudness: \(error)"); exit(1) }
 case "encode": do { try EncodeBench.run(Array(arguments.dropFirst())) } catch { print("encode: \(error)"); exit(1) }
+case "ledger": exit(LedgerBench.run(Array(arguments.dropFirst())))
+// One of `ledger`'s worker processes; not for people.
+case "ledger-worker": exit(LedgerBench.worker(Array(arguments.dropFirst())))
+case "fleet": exit(await FleetBench.run(Array(arguments.dropFirst())))
 case "validate": do { try await ValidateBench.run(Array(arguments.dropFirst())) } catch { print("validate: \(error)"); exit(1) }
 default:
     print("unknown benchmark \(name)")

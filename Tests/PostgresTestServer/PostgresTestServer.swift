@@ -80,7 +80,16 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     // MARK: Start and stop
 
-    static func start() throws -> PostgresTestServer {
+    /// A server of the caller's own, apart from `shared()`: the caller stops
+    /// it (or exit, or the watchdog, does).
+    ///
+    /// - Parameter durable: commits wait for the disk (`fsync`,
+    ///   `synchronous_commit` and `full_page_writes` on: PostgreSQL's own
+    ///   defaults), as on a production server. `tourpack-bench` measures
+    ///   with it, since a figure from a server that skips the disk says
+    ///   nothing about a real one. The tests keep the default, off: their
+    ///   data is thrown away, and waiting for the disk would only slow them.
+    public static func start(durable: Bool = false) throws -> PostgresTestServer {
         let bin = try binFolder()
         // /tmp, not $TMPDIR: the server's Unix socket lives in this folder and
         // its path must stay short (107 bytes at most), and as root the
@@ -107,8 +116,10 @@ public final class PostgresTestServer: @unchecked Sendable {
                 server = PostgresTestServer(port: try freePort(), folder: folder, bin: bin, account: account)
                 let started = try server.run(bin.appendingPathComponent("pg_ctl"), [
                     "-D", server.data.path, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "60",
-                    // Throwaway data: no fsync, nothing that waits for the disk.
-                    "-o", "-k \(folder.path) -p \(server.port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+                    // Throwaway data: no fsync, nothing that waits for the disk (unless `durable`).
+                    "-o", "-k \(folder.path) -p \(server.port) -c listen_addresses=127.0.0.1 "
+                        + (durable ? "-c fsync=on -c synchronous_commit=on -c full_page_writes=on" : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+                        + " -c max_connections=300",
                     "start",
                 ], asServer: true, daemon: true)
                 if started.status == 0 {

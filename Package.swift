@@ -105,21 +105,22 @@ let package = Package(
         .executableTarget(
             name: "TourpackBench",
             dependencies: [
-                // The ledger and fleet benches start a throwaway PostgreSQL of their own.
-                "TourpackKit", "TourpackServer", "PostgresTestServer",
+                // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
+                "TourpackKit", "TourpackServer", "TestServers",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
         // MARK: Tests
-        // A throwaway PostgreSQL server (Debian's initdb and pg_ctl) that the
-        // state tests and the CLI tests share, one per test process.
-        .target(name: "PostgresTestServer", path: "Tests/PostgresTestServer"),
+        // Real servers on loopback for the tests and the benches: a throwaway
+        // PostgreSQL (Debian's initdb and pg_ctl), one per process, and an
+        // S3-compatible moto server (PyPI moto[server]).
+        .target(name: "TestServers", path: "Tests/TestServers"),
         .testTarget(
             name: "TourpackKitTests",
             // Yams: the deploy/ manifests are checked by parsing them.
             dependencies: [
-                "TourpackKit", "PostgresTestServer", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
+                "TourpackKit", "TestServers", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
             ],
             resources: [.copy("Resources")]
         ),
@@ -141,7 +142,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TourpackKit", "PostgresTestServer"]
+            dependencies: ["TourpackKit", "TestServers"]
         ),
     ]
 )

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import PostgresTestServer
+import TestServers
 import TourpackKit
 import TourpackServer
 
@@ -86,7 +86,7 @@ enum FleetBench {
             let counted = try plan(tours: tours, voice: voice, options: options, in: scratch.appendingPathComponent("input"))
             let server = try PostgresTestServer.start(durable: true)
             defer { server.stop() }
-            let moto = try MotoServer()
+            let moto = try MotoTestServer()
             defer { moto.stop() }
             print("fleet: \(options.tours) generated tours × \(options.pois) POIs (\(counted.items) items, \(counted.chunks) distinct chunks, "
                 + "\(PlanReport.grouped(counted.characters)) characters), aac, tts.concurrency \(options.concurrency) per worker; "
@@ -247,7 +247,7 @@ enum FleetBench {
     /// One cold build by `workers` processes (1: no shards) from a fresh
     /// database, bucket, output and local state folders. Blocks until the last exits.
     static func build(
-        _ executable: URL, tours: URL, voice: URL, workers: Int, options: Options, folder: URL, port: Int, postgres: PostgresTestServer, moto: MotoServer
+        _ executable: URL, tours: URL, voice: URL, workers: Int, options: Options, folder: URL, port: Int, postgres: PostgresTestServer, moto: MotoTestServer
     ) throws -> BuildResult {
         let bucket = "fleet-" + UUID().uuidString.lowercased().prefix(13)
         try moto.createBucket(bucket)

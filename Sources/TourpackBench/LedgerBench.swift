@@ -1,5 +1,5 @@
 import Foundation
-import PostgresTestServer
+import TestServers
 import TourpackKit
 
 #if canImport(Glibc)

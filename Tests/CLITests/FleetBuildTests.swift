@@ -1,5 +1,5 @@
 import Foundation
-import PostgresTestServer
+import TestServers
 import Testing
 import TourpackKit
 
@@ -25,7 +25,7 @@ import Glibc
 
     @Test func fourWorkersOneKilledAndRestartedPublishEveryTourOnceAndPayForEveryChunkOnce() throws {
         let database = try PostgresTestServer.shared().createDatabase()
-        let moto = try MotoProcess()
+        let moto = try MotoTestServer()
         try moto.createBucket(Fleet.bucket)
         let server = try LocalVoiceServer(faults: ["--latency-ms", String(Self.latencyMilliseconds)])
         let fleet = try Fleet(server: server, database: database, objects: moto.endpoint)

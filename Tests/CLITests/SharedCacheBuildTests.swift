@@ -1,5 +1,5 @@
 import Foundation
-import PostgresTestServer
+import TestServers
 import Testing
 import TourpackKit
 
@@ -50,7 +50,7 @@ import TourpackKit
     /// no request at all; machine C finds one object damaged, which is a
     /// miss: that one chunk is spoken again, the rest restored.
     @Test func aFreshStateBuildsFromTheBucketWithoutARequest() throws {
-        let moto = try MotoProcess()
+        let moto = try MotoTestServer()
         let bucket = "tourpack-fleet"
         try moto.createBucket(bucket)
         let server = try LocalVoiceServer()
@@ -122,7 +122,7 @@ import TourpackKit
     /// bucket without a request. Counting only its own empty disk, it
     /// would be refused with exit 3.
     @Test func aNewWorkerIsNotRefusedForChunksTheFleetPaidFor() throws {
-        let moto = try MotoProcess()
+        let moto = try MotoTestServer()
         let bucket = "tourpack-fleet-quota"
         try moto.createBucket(bucket)
         let server = try LocalVoiceServer()
@@ -175,7 +175,7 @@ import TourpackKit
     @Test func aBucketThatCannotBeReachedIsAWarningNotAFailure() throws {
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace()
-        try Self.useBucket(workspace, endpoint: "http://127.0.0.1:\(try MotoProcess.freePort())", bucket: "nobody-home")
+        try Self.useBucket(workspace, endpoint: "http://127.0.0.1:\(try PostgresTestServer.freePort())", bucket: "nobody-home")
         let result = try workspace.build(server, ["--json"], environment: Self.keys)
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         let summary = try IncrementalBuildTests.summary(result)

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresTestServer
+import TestServers
 import Testing
 @testable import TourpackKit
 

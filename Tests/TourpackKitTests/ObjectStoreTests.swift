@@ -1,76 +1,19 @@
 import Foundation
-import PostgresTestServer
+import TestServers
 import Testing
 @testable import TourpackKit
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A real S3-compatible server on loopback: `python3 -m moto.server`
-/// (PyPI `moto[server]`, installed by `make setup-test`), started for one
-/// test and always stopped, whatever the test did.
-struct MotoServer {
-    let process: Process
-    let port: Int
-    var endpoint: String { "http://127.0.0.1:\(port)" }
-
+/// The shared moto server, for one test at a time, always stopped,
+/// whatever the test did; and a store on a bucket of it.
+extension MotoTestServer {
     /// Runs `body` against a fresh server.
-    static func with<T>(environment: [String: String] = [:], _ body: (MotoServer) async throws -> T) async throws -> T {
+    static func with<T>(environment: [String: String] = [:], _ body: (MotoTestServer) async throws -> T) async throws -> T {
         let server = try await start(environment: environment)
         defer { server.stop() }
         return try await body(server)
-    }
-
-    /// SIGKILL: the server inherits the test thread's blocked signals, so it
-    /// never sees SIGTERM or SIGINT; it keeps nothing worth a clean exit.
-    func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    static func start(environment: [String: String] = [:]) async throws -> MotoServer {
-        let check = Process()
-        check.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        check.arguments = ["python3", "-c", "import moto.server, flask"]
-        check.standardError = FileHandle.nullDevice
-        try check.run()
-        check.waitUntilExit()
-        guard check.terminationStatus == 0 else {
-            throw TestFailure("python3 cannot import moto.server; install it with `make setup-test` (or `python3 -m pip install 'moto[server]'`)")
-        }
-        let port = try freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Ready when it accepts a connection; moto takes a few seconds to import.
-        for _ in 0..<300 {
-            if canConnect(port) { return MotoServer(process: process, port: port) }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        MotoServer(process: process, port: port).stop()
-        throw TestFailure("moto.server did not start on port \(port)")
-    }
-
-    /// A port the kernel just handed out; moto binds it a moment later.
-    static func freePort() throws -> Int {
-        try PostgresTestServer.freePort()
-    }
-
-    static func canConnect(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
     }
 
     /// A store on a new bucket of this server, keys from a fake environment.
@@ -126,7 +69,7 @@ struct TestFailure: Error, CustomStringConvertible {
     }
 
     @Test func aFLACChunkGoesRoundTheStoreAndASecondPutIsSuccess() async throws {
-        try await MotoServer.with { moto in
+        try await MotoTestServer.with { moto in
             let store = try await moto.store()
             let (file, bytes) = try Self.flacFile()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -155,7 +98,7 @@ struct TestFailure: Error, CustomStringConvertible {
     }
 
     @Test func aDamagedOrMissingObjectIsAMiss() async throws {
-        try await MotoServer.with { moto in
+        try await MotoTestServer.with { moto in
             let store = try await moto.store()
             let (file, bytes) = try Self.flacFile()
             defer { try? FileManager.default.removeItem(at: file) }
@@ -205,7 +148,7 @@ struct TestFailure: Error, CustomStringConvertible {
         """
 
     @Test func aServerThatChecksSignaturesAcceptsTheStoresRequests() async throws {
-        try await MotoServer.with(environment: ["INITIAL_NO_AUTH_ACTION_COUNT": "4"]) { moto in
+        try await MotoTestServer.with(environment: ["INITIAL_NO_AUTH_ACTION_COUNT": "4"]) { moto in
             let made = try ToolRun.run("python3", ["-c", Self.bootstrap, moto.endpoint, "verified"])
             let keys = made.stdout.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             guard made.status == 0, keys.count == 2 else { throw TestFailure("bootstrap failed: \(made.stderr)") }
@@ -234,7 +177,7 @@ struct TestFailure: Error, CustomStringConvertible {
 
     @Test func theKeysAppearInNoError() async throws {
         var errors: [String] = []
-        try await MotoServer.with { moto in
+        try await MotoTestServer.with { moto in
             // A bucket that does not exist: every write fails with S3's own error.
             let settings = ObjectStoreSettings(endpoint: moto.endpoint, bucket: "no-such-bucket", prefix: "synthesis/")
             let store = try ObjectStore(settings: settings, environment: Self.environment)
@@ -244,7 +187,7 @@ struct TestFailure: Error, CustomStringConvertible {
             } catch { errors.append("\(error)") }
         }
         // Nothing listening.
-        let closed = try MotoServer.freePort()
+        let closed = try PostgresTestServer.freePort()
         let gone = try ObjectStore(settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(closed)", bucket: "bucket"), environment: Self.environment)
         do {
             _ = try await gone.get("x.flac")

@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 import NIOPosix
 import Testing
 @testable import TourpackKit
@@ -26,7 +27,7 @@ import Testing
     }
 
     static func share(_ first: StateScratch, _ second: StateScratch, pool: NIOThreadPool) async throws {
-        try await MotoServer.with { moto in
+        try await MotoTestServer.with { moto in
             let store = try await moto.store()
             let a = try Self.machine(first, store: store, pool: pool)
             let b = try Self.machine(second, store: store, pool: pool)

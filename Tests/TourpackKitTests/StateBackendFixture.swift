@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import PostgresTestServer
+import TestServers
 import Testing
 @testable import TourpackKit
 

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
-import PostgresTestServer
+import TestServers
 import Testing
 @testable import TourpackKit
 

@@ -121,4 +121,61 @@ import TourpackKit
         #expect((cache["builds"] as? [String: Int])?["completed"] == 2, "\(stats.stdout)")
         for text in [first.stdout, first.stderr, warm.stdout, quota.stdout, stats.stdout] { #expect(!text.contains(PostgresTestServer.password)) }
     }
+
+    /// A build on PostgreSQL publishes each tour under that tour's advisory
+    /// lock: while another session holds the lock of one tour, the build
+    /// publishes the other and waits, on the server, for the lock of the
+    /// first; once it is let go, that tour is published too.
+    @Test func aTourIsPublishedOnlyUnderItsAdvisoryLock() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        let postgres = try PostgresTestServer.shared()
+        let url = try postgres.createDatabase()
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        try Self.useState(workspace, postgres: url)
+        // The lock's key as the build names it: the first 8 bytes of a SHA-256
+        // of the output root's real path and the tour ID, read big-endian.
+        let output = workspace.root.resolvingSymlinksInPath().appendingPathComponent("Documents").path
+        let key = try MotoTestServer.python(["-c", """
+            import hashlib, sys
+            digest = hashlib.sha256(f"tourpack publish\\n{sys.argv[1]}\\n{sys.argv[2]}".encode()).digest()
+            print(int.from_bytes(digest[:8], "big", signed=True))
+            """, output, BuildWorkspace.alpsID]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let holder = try postgres.session(database)
+        defer {
+            try? holder.input.close()
+            holder.process.waitUntilExit()
+        }
+        holder.input.write(Data("SELECT pg_advisory_lock(\(key));\n".utf8))
+        func advisoryLocks(granted: Bool) throws -> Int {
+            Int(try postgres.psql(database, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = \(granted)")
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        try Self.poll("the test's session holds the lock") { try advisoryLocks(granted: true) == 1 }
+
+        let build = try RunningBuild(
+            arguments: ["build", workspace.pipeline.path, "--endpoint", server.endpoint, "--json"], in: workspace.root,
+            environment: Self.environment)
+        let first = try #require(build.waitForEvent("tourPackaged"), "no tour was published")
+        #expect(first["tourId"] as? String == BuildWorkspace.lakesID, "the tour whose lock is free is published: \(first)")
+        // The build's own connection now waits for the held lock, on the server.
+        try Self.poll("the build waits for the tour's lock") { try advisoryLocks(granted: false) == 1 }
+        #expect(build.process.isRunning)
+        #expect(!build.events.contains { $0["event"] as? String == "tourPackaged" && $0["tourId"] as? String == BuildWorkspace.alpsID })
+
+        holder.input.write(Data("SELECT pg_advisory_unlock_all();\n".utf8))
+        #expect(build.finish() == 0)
+        #expect(build.events.contains { $0["event"] as? String == "tourPackaged" && $0["tourId"] as? String == BuildWorkspace.alpsID })
+        #expect(try advisoryLocks(granted: true) == 0 && advisoryLocks(granted: false) == 0, "the build let go of its locks")
+    }
+
+    /// Checks `condition` every 50 ms for up to 30 s.
+    static func poll(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if try condition() { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw SetupFailure("timed out: \(what)")
+    }
 }

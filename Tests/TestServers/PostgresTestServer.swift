@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -76,6 +76,21 @@ public final class PostgresTestServer: @unchecked Sendable {
             ["-h", folder.path, "-p", String(port), "-U", Self.user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql], asServer: false)
         try Self.check(result, "psql")
         return result.output
+    }
+
+    /// A psql session as the superuser that stays open: each line written
+    /// to it runs as it arrives, on one connection, so a test can hold a
+    /// lock while a build runs. Ends when `input` is closed.
+    public func session(_ database: String) throws -> (process: Process, input: FileHandle) {
+        let process = Process()
+        process.executableURL = bin.appendingPathComponent("psql")
+        process.arguments = ["-h", folder.path, "-p", String(port), "-U", Self.user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atq"]
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, input.fileHandleForWriting)
     }
 
     // MARK: Start and stop

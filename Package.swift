@@ -114,7 +114,8 @@ let package = Package(
         // MARK: Tests
         // Real servers on loopback for the tests and the benches: a throwaway
         // PostgreSQL (Debian's initdb and pg_ctl), one per process, and an
-        // S3-compatible moto server (PyPI moto[server]).
+        // S3-compatible moto server (PyPI moto[server]); and the tools the
+        // tests check output with, run to their end.
         .target(name: "TestServers", path: "Tests/TestServers"),
         .testTarget(
             name: "TourpackKitTests",
@@ -127,14 +128,14 @@ let package = Package(
         .testTarget(
             name: "AudioTests",
             dependencies: [
-                "TourpackKit", "CFFmpeg", "CFFmpegShims",
+                "TourpackKit", "CFFmpeg", "CFFmpegShims", "TestServers",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(
             name: "TourpackServerTests",
             dependencies: [
-                "TourpackKit", "TourpackServer",
+                "TourpackKit", "TourpackServer", "TestServers",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.

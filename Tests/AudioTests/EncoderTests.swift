@@ -1,6 +1,7 @@
 import CFFmpeg
 import CFFmpegShims
 import Foundation
+import TestServers
 import Testing
 import TourpackKit
 
@@ -76,7 +77,7 @@ struct EncoderTests {
         #expect(abs(encoded.durationSeconds - joined.durationSeconds) <= tolerance, "reported \(encoded.durationSeconds) s")
 
         // A full decode: ffmpeg's, then ours. Ours counts the playable samples exactly.
-        let decode = try Fixtures.run("ffmpeg", ["-nostdin", "-v", "error", "-i", url.path, "-f", "null", "-"])
+        let decode = try Tool.run("ffmpeg", ["-nostdin", "-v", "error", "-i", url.path, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.stderr.isEmpty, "ffmpeg decode: \(decode.stderr)")
         let inspection = try AudioFileInspector().inspect(url)
         #expect(inspection.isClean, "\(inspection.errors)")
@@ -105,7 +106,7 @@ struct EncoderTests {
             #expect(moov < mdat, "top-level boxes \(boxes)")
             #expect(boxes.first == "ftyp")
         case .mp3:
-            let check = try Fixtures.run("mp3val", [url.path])
+            let check = try Tool.run("mp3val", [url.path])
             let problems = check.stdout.split(separator: "\n").filter { $0.hasPrefix("WARNING") || $0.hasPrefix("ERROR") }
             #expect(check.status == 0 && problems.isEmpty, "mp3val: \(check.stdout)")
             // The Xing/Info header sits in the first MPEG frame, after the ID3v2 tag.
@@ -114,7 +115,7 @@ struct EncoderTests {
             #expect(head.range(of: Data("Info".utf8)) != nil || head.range(of: Data("Xing".utf8)) != nil)
             #expect(inspection.primingSamples >= figures.delay, "LAME tag delay \(inspection.primingSamples)")
         case .opus:
-            let check = try Fixtures.run("opusinfo", [url.path])
+            let check = try Tool.run("opusinfo", [url.path])
             let output = check.stdout + check.stderr
             #expect(check.status == 0 && !output.contains("WARNING") && !output.contains("ERROR"), "opusinfo: \(output)")
             let preSkip = output.split(separator: "\n").first { $0.contains("Pre-skip") }
@@ -146,7 +147,7 @@ struct EncoderTests {
         let rate = format.defaultSampleRate(endpointRate: 24_000)
         let figures = try encoderFigures(format, rate: rate)
         #expect(abs(encoded.durationSeconds - 0.010) <= Double(figures.frameSize + figures.delay) / Double(rate))
-        let decode = try Fixtures.run("ffmpeg", ["-nostdin", "-v", "error", "-i", url.path, "-f", "null", "-"])
+        let decode = try Tool.run("ffmpeg", ["-nostdin", "-v", "error", "-i", url.path, "-f", "null", "-"])
         #expect(decode.status == 0 && decode.stderr.isEmpty, "ffmpeg decode: \(decode.stderr)")
     }
 

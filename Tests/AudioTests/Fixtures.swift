@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 import Testing
 import TourpackKit
 
@@ -21,7 +22,7 @@ enum Fixtures {
     /// espeak-ng's speech for `text`, at its native 22050 Hz.
     static func speech(_ text: String, in directory: URL) throws -> PCMAudio {
         let wav = directory.appendingPathComponent("espeak-\(UUID().uuidString).wav")
-        let result = try run("espeak-ng", ["-w", wav.path, text])
+        let result = try Tool.run("espeak-ng", ["-w", wav.path, text])
         #expect(result.status == 0, "espeak-ng failed: \(result.stderr)")
         return try WAV.decode(Array(try Data(contentsOf: wav)))
     }
@@ -31,32 +32,9 @@ enum Fixtures {
         try sentences.map { try speech($0, in: directory).resampled(to: rate) }
     }
 
-    struct ToolResult {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// Runs a tool found on PATH and waits for it.
-    static func run(_ tool: String, _ arguments: [String]) throws -> ToolResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read before waiting so a chatty tool cannot fill the pipe and stall.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ToolResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
-    }
-
     /// ffprobe's JSON for the file's streams and format.
     static func probe(_ url: URL) throws -> [String: Any] {
-        let result = try run("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
+        let result = try Tool.run("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
         #expect(result.status == 0, "ffprobe failed: \(result.stderr)")
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:]
     }
@@ -88,7 +66,7 @@ extension Fixtures {
     /// Integrated loudness (LUFS) and true peak (dBTP) by ffmpeg's own
     /// `ebur128` filter: a meter that shares no code with the project's.
     static func ffmpegLoudness(_ url: URL) throws -> (integrated: Double, truePeak: Double) {
-        let result = try run("ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-af", "ebur128=peak=true", "-f", "null", "-"])
+        let result = try Tool.run("ffmpeg", ["-hide_banner", "-nostats", "-i", url.path, "-af", "ebur128=peak=true", "-f", "null", "-"])
         #expect(result.status == 0, "ffmpeg ebur128 failed: \(result.stderr)")
         let summary = result.stderr.components(separatedBy: "Summary:").last ?? ""
         func value(after label: String) -> Double? {

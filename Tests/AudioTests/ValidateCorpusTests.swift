@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 import Testing
 @testable import TourpackKit
 
@@ -461,7 +462,7 @@ extension ValidateCorpusTests.Defect {
     /// Replaces `url` with ffmpeg's rewrite of it (`-map_metadata 0` keeps the tags).
     private func reencode(_ url: URL, _ arguments: [String]) throws {
         let output = url.deletingLastPathComponent().appendingPathComponent("reencoded-\(UUID().uuidString)")
-        let result = try Fixtures.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", url.path] + arguments + [output.path])
+        let result = try Tool.run("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", url.path] + arguments + [output.path])
         try #require(result.status == 0, "ffmpeg: \(result.stderr)")
         try FileManager.default.removeItem(at: url)
         try FileManager.default.moveItem(at: output, to: url)

@@ -114,19 +114,8 @@ public final class MotoTestServer: @unchecked Sendable {
     // MARK: Plumbing
 
     /// Runs `python3` with `arguments`; its status and both outputs.
-    public static func python(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Small outputs (a key list, a traceback): each fits the pipe's buffer.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    public static func python(_ arguments: [String]) throws -> Tool.Result {
+        try Tool.run("python3", arguments)
     }
 
     /// Whether something accepts connections on the loopback port.

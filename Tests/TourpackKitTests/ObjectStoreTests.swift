@@ -31,23 +31,6 @@ extension MotoTestServer {
     }
 }
 
-/// Runs a tool to its end, reading its output before waiting (a chatty tool cannot stall on a full pipe).
-enum ToolRun {
-    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
-    }
-}
-
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -149,7 +132,7 @@ struct TestFailure: Error, CustomStringConvertible {
 
     @Test func aServerThatChecksSignaturesAcceptsTheStoresRequests() async throws {
         try await MotoTestServer.with(environment: ["INITIAL_NO_AUTH_ACTION_COUNT": "4"]) { moto in
-            let made = try ToolRun.run("python3", ["-c", Self.bootstrap, moto.endpoint, "verified"])
+            let made = try Tool.run("python3", ["-c", Self.bootstrap, moto.endpoint, "verified"])
             let keys = made.stdout.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             guard made.status == 0, keys.count == 2 else { throw TestFailure("bootstrap failed: \(made.stderr)") }
             let settings = ObjectStoreSettings(endpoint: moto.endpoint, bucket: "verified", prefix: "synthesis/")

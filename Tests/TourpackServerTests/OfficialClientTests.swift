@@ -1,4 +1,5 @@
 import Foundation
+import TestServers
 import Testing
 import TourpackKit
 import TourpackServer
@@ -148,7 +149,7 @@ import TourpackServer
 
     /// ffprobe's view of the file's only audio stream.
     static func probe(_ url: URL) throws -> Probe {
-        let result = try runTool("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
+        let result = try Tool.run("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
         guard result.status == 0,
               let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
               let streams = object["streams"] as? [[String: Any]], streams.count == 1,
@@ -218,7 +219,7 @@ import TourpackServer
     static func runClient(_ script: String, port: Int, outdir: URL) async throws {
         let clients = try #require(Bundle.module.url(forResource: "Clients", withExtension: nil), "the Clients resource folder")
         if let (module, package) = libraries[script] {
-            let check = try await runToolAsync("python3", ["-c", "import \(module)"])
+            let check = try await Tool.runOffThePool("python3", ["-c", "import \(module)"])
             guard check.status == 0 else {
                 throw ToolFailure(message: """
                     python3 cannot import \(module), so \(script) cannot run. Install it with `make setup-test` \
@@ -226,32 +227,10 @@ import TourpackServer
                     """)
             }
         }
-        let result = try await runToolAsync("python3", [clients.appendingPathComponent(script).path, String(port), outdir.path])
+        let result = try await Tool.runOffThePool("python3", [clients.appendingPathComponent(script).path, String(port), outdir.path])
         guard result.status == 0 else {
             throw ToolFailure(message: "\(script) exited \(result.status):\n\(result.stderr)\(result.stdout)")
         }
     }
 
-    /// Runs a tool found on PATH and waits for it (ffprobe is quick; the clients use `runToolAsync`).
-    static func runTool(_ tool: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read before waiting so a chatty tool cannot fill the pipe and stall.
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
-    }
-
-    /// `runTool` on a thread of its own, resumed when the tool has exited.
-    static func runToolAsync(_ tool: String, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runTool(tool, arguments) }) }.start()
-        }
-    }
 }

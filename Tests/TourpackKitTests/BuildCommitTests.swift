@@ -34,7 +34,16 @@ import Testing
         try AtomicFile.write(try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
         try AtomicFile.move(URL(fileURLWithPath: moves[0].from), to: finals[0])
 
-        #expect(try CommitJournal.replayAll(state: scratch.state) == 1)
+        // The replay runs as the tour's publish would (under its lock, on a
+        // shared root): the files move inside that call, not before or after.
+        var locked: [(tourId: String, before: String, after: String)] = []
+        let replayed = try CommitJournal.replayAll(state: scratch.state) { tourId, replay in
+            let before = try String(contentsOf: finals[1], encoding: .utf8)
+            try replay()
+            locked.append((tourId, before, try String(contentsOf: finals[1], encoding: .utf8)))
+        }
+        #expect(replayed == 1)
+        #expect(locked.map(\.tourId) == ["t"] && locked.map(\.before) == ["old 1"] && locked.map(\.after) == ["new 1"])
         for (index, final) in finals.enumerated() {
             #expect(try String(contentsOf: final, encoding: .utf8) == "new \(index)")
         }

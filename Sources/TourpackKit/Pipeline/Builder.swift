@@ -186,7 +186,10 @@ public struct Builder: Sendable {
             resolved.output = OutputTree.realPath(config.output)
             let layout = Layout(root: resolved.output)
             let staging = try StagingArea(state: rootFolder, output: layout.root)
-            let recovered = try CommitJournal.replayAll(state: rootFolder)
+            // A killed publish is finished as a publish runs: under the tour's lock.
+            let recovered = try CommitJournal.replayAll(state: rootFolder) { tourId, replay in
+                try state.backend.publishing(tour: tourId, into: layout.root.path, replay)
+            }
             // Before any request and before any folder under the root: no symlink may carry a write out of it.
             try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
             let removed = try staging.removeLeftovers(in: layout, scope: scope)

@@ -96,7 +96,12 @@ public struct CommitJournal: Sendable, Hashable, Codable {
 
     /// Finishes every commit a killed run left half done; returns how many.
     /// Call it only while holding the `BuildLock`, before removing leftovers.
-    public static func replayAll(state: URL) throws -> Int {
+    /// - Parameter publishing: runs one tour's replay as that tour's publish
+    ///   runs (`StateBackend.publishing`: under its advisory lock when
+    ///   workers on other machines share the root).
+    public static func replayAll(
+        state: URL, publishing: (_ tourId: String, _ replay: () throws -> Void) throws -> Void = { try $1() }
+    ) throws -> Int {
         let folder = folder(state: state)
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
         var replayed = 0
@@ -109,7 +114,7 @@ public struct CommitJournal: Sendable, Hashable, Codable {
                 // Journals are written atomically, so this one is not ours to act on.
                 throw TourpackError.invalidInput("\(url.path): unreadable commit journal (\(error)); move it away and run again")
             }
-            try journal.apply()
+            try publishing(journal.tourId) { try journal.apply() }
             try remove(url)
             replayed += 1
         }

@@ -131,7 +131,6 @@ struct CachingSynthesizer: Sendable {
                 // and this claim: one more look before paying.
                 guard let found = try await lookAgain(request, key: key) else { return nil }
                 await pool.runRegardless { try? claims.release(key) }
-                if waited { counters.update { $0.waitedForOthers += 1 } }
                 return found
             }
             if !waited { counters.update { $0.claimWaits += 1 } }
@@ -142,10 +141,7 @@ struct CachingSynthesizer: Sendable {
                 throw TourpackError.cancelled
             }
             pause = min(pause * 2, 1)
-            if let found = try await lookAgain(request, key: key) {
-                counters.update { $0.waitedForOthers += 1 }
-                return found
-            }
+            if let found = try await lookAgain(request, key: key) { return found }
         }
     }
 
@@ -372,11 +368,8 @@ struct CacheCounts: Sendable, Hashable {
     /// Restores and shares that failed on the bucket's side, and the first one's message.
     var sharedFailures = 0
     var firstSharedFailure: String?
-    /// Chunks another process held a claim on when this build wanted them,
-    /// and of those, the ones whose audio it then found (the rest it spoke
-    /// after the holder let go without audio).
+    /// Chunks another process held a claim on when this build wanted them.
     var claimWaits = 0
-    var waitedForOthers = 0
     /// Bucket failures since its last success; at `bucketFailuresToGiveUp` the build stops asking it.
     var failuresInARow = 0
     var bucketGivenUp: Bool { failuresInARow >= Self.bucketFailuresToGiveUp }

@@ -33,9 +33,8 @@ typealias SynthesisCounters = LockedCounts<SynthesisStats>
 final class BilledCharacters: @unchecked Sendable {
     private let lock = NSLock()
     private var total = 0
-    private var sent = false
-    /// `total` as `onSend` was last told it.
-    private var announced = 0
+    /// `total` as `onSend` was last told it; nil before the first send.
+    private var announced: Int?
     /// Called before the first request goes out (`first`: the ledger marks
     /// the reservation sent), and before a retry when answers were billed
     /// since (`billed`: the ledger raises the reservation); a throw stops the request.
@@ -51,11 +50,8 @@ final class BilledCharacters: @unchecked Sendable {
     /// A request (the first, or a retry) is about to go out.
     func willSend() async throws {
         let (first, billed, changed) = lock.withLock {
-            defer {
-                sent = true
-                announced = total
-            }
-            return (!sent, total, total > announced)
+            defer { announced = total }
+            return (announced == nil, total, total > (announced ?? 0))
         }
         if first || changed, let onSend { try await onSend(first, billed) }
     }

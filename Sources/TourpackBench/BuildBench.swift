@@ -107,7 +107,7 @@ enum BuildBench {
         let events = folder.appendingPathComponent("events.ndjson")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let started = ContinuousClock.now
-        let (status, peakKB) = try spawn(executable.path, [
+        let (status, peakKB) = try Child.run(executable.path, [
             "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
             "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
         ] + (tilesURL.map { ["--tiles-url", $0] } ?? []), stdout: events.path)
@@ -120,25 +120,6 @@ enum BuildBench {
             peakKB: (finished["peakMemoryBytes"] as? Int).map { $0 / 1024 } ?? peakKB,
             files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,
             reused: finished["reusedFiles"] as? Int ?? 0, encodes: finished["encodes"] as? Int ?? 0, exitStatus: status)
-    }
-
-    /// posix_spawn + wait4, so the peak RSS is this child's alone.
-    static func spawn(_ path: String, _ arguments: [String], stdout: String) throws -> (Int32, Int) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw BenchFailure("could not start \(path): errno \(spawned)") }
-        var status: Int32 = 0
-        var usage = rusage()
-        guard wait4(pid, &status, 0, &usage) == pid else { throw BenchFailure("wait4 failed: errno \(errno)") }
-        let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (exitStatus, Int(usage.ru_maxrss))
     }
 
     /// Tours of 30 POIs each, three phases of one or two sentences per POI.

@@ -266,19 +266,20 @@ enum FleetBench {
                 secretKeyEnv: \(secretVariable)
             """, in: folder)
         // Once, before the workers, as a deployment runs it before the Job.
-        let migrated = try BuildBench.spawn(executable.path, ["state", "migrate", pipeline.path], stdout: folder.appendingPathComponent("migrate.txt").path)
-        guard migrated.0 == 0 else { throw BenchFailure("tourpack state migrate exited \(migrated.0)") }
+        let migrated = try Child.run(executable.path, ["state", "migrate", pipeline.path], stdout: folder.appendingPathComponent("migrate.txt").path)
+        guard migrated.status == 0 else { throw BenchFailure("tourpack state migrate exited \(migrated.status)") }
         let output = folder.appendingPathComponent("Documents")
         let cpuBefore = cpuSeconds(RUSAGE_CHILDREN.rawValue)
         let started = ContinuousClock.now
         let pids = try (0..<workers).map { index in
-            try launch(executable.path, [
+            try Child.launch(executable.path, [
                 "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json", "--output", output.path,
                 "--state", folder.appendingPathComponent("worker-\(index)").path,
             ] + (workers == 1 ? [] : ["--shards", String(workers), "--shard", String(index)]),
-                       stdout: folder.appendingPathComponent("events-\(index).ndjson").path)
+                stdout: folder.appendingPathComponent("events-\(index).ndjson").path,
+                stderr: folder.appendingPathComponent("events-\(index).ndjson.err").path)
         }
-        let statuses = pids.map(reap)
+        let statuses = try pids.map { try Child.wait($0).status }
         let wall = started.duration(to: .now).seconds
         let workersCPU = cpuSeconds(RUSAGE_CHILDREN.rawValue) - cpuBefore
         let results = statuses.enumerated().map { index, status in
@@ -311,34 +312,20 @@ enum FleetBench {
 
         // The ledger, as another machine sees it: a fresh local folder, the same database.
         let quotaFile = folder.appendingPathComponent("quota.json")
-        let quota = try BuildBench.spawn(executable.path, [
+        let quota = try Child.run(executable.path, [
             "quota", result.pipeline.path, "--json", "--state", folder.appendingPathComponent("checker").path, "--endpoint", "http://127.0.0.1:\(port)",
         ], stdout: quotaFile.path)
         let object = (try? JSONSerialization.jsonObject(with: Data(contentsOf: quotaFile))) as? [String: Any]
         let standard = (object?["tiers"] as? [[String: Any]])?.first { $0["tier"] as? String == "standard" }
         let used = standard?["used"] as? Int ?? -1, reserved = standard?["reserved"] as? Int ?? -1
-        if quota.0 != 0 || used != billed || reserved != 0 { problems.append("quota exit \(quota.0): used \(used), reserved \(reserved), billed \(billed)") }
+        if quota.status != 0 || used != billed || reserved != 0 { problems.append("quota exit \(quota.status): used \(used), reserved \(reserved), billed \(billed)") }
 
-        let validate = try BuildBench.spawn(executable.path, ["validate", folder.appendingPathComponent("Documents").path, "--strict"],
-                                            stdout: folder.appendingPathComponent("validate.txt").path)
-        if validate.0 != 0 { problems.append("validate --strict exited \(validate.0)") }
+        let validate = try Child.run(
+            executable.path, ["validate", folder.appendingPathComponent("Documents").path, "--strict"],
+            stdout: folder.appendingPathComponent("validate.txt").path)
+        if validate.status != 0 { problems.append("validate --strict exited \(validate.status)") }
         guard problems.isEmpty else { return (false, "FAIL: " + problems.joined(separator: "; ")) }
         return (true, "\(built) tours built, each chunk once (\(served) = planned), quota used = billed, 0 reserved, validate --strict ok: PASS")
-    }
-
-    /// posix_spawn with stdout to a file and stderr beside it (`.err`); the child's pid.
-    static func launch(_ path: String, _ arguments: [String], stdout: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, stdout + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw BenchFailure("could not start \(path): errno \(spawned)") }
-        return pid
     }
 
     /// User plus system CPU seconds of this process (`RUSAGE_SELF`: serve-tts
@@ -347,14 +334,5 @@ enum FleetBench {
         var usage = rusage()
         getrusage(who, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
-    }
-
-    /// Waits for the child; its exit status (128 + the signal when killed).
-    static func reap(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { return -1 }
-        }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 }

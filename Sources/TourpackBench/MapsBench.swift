@@ -200,27 +200,8 @@ enum MapsBench {
     /// keep every thread of the concurrency pool (2 on a 2-core machine).
     private static func spawn(_ path: String, _ arguments: [String], stdout: String) async throws -> Int32 {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try spawnAndWait(path, arguments, stdout: stdout) }) }.start()
+            Thread { continuation.resume(with: Result { try Child.run(path, arguments, stdout: stdout).status }) }.start()
         }
-    }
-
-    /// posix_spawn + waitpid; the child's peak memory comes from its own summary.
-    private static func spawnAndWait(_ path: String, _ arguments: [String], stdout: String) throws -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw BenchFailure("could not start \(path): errno \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { throw BenchFailure("waitpid failed: errno \(errno)") }
-        }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     /// `tours` tours, each a diagonal route of up to 0.2° × 0.3° with one POI and one

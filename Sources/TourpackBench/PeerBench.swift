@@ -96,7 +96,7 @@ enum PeerBench {
                                            threads: 1, sampleRateHz: config.tts.sampleRateHz)
                 let warm = try await OffPool.run { try warmUp.run() }
                 guard warm.failures.isEmpty else { throw BenchFailure("warm-up: \(warm.failures[0])") }
-                _ = try await OffPool.run { try BuildBench.spawn(executable.path, ["--help"], stdout: "/dev/null") }
+                _ = try await OffPool.run { try Child.run(executable.path, ["--help"], stdout: "/dev/null") }
                 for run in 0..<runs {
                     for side in run % 2 == 0 ? ["tourpack", "peer"] : ["peer", "tourpack"] {
                         if side == "tourpack" {

@@ -1,8 +1,15 @@
 // swift-tools-version: 6.0
 //
 // tourpack: the batch pipeline that builds the touring app's offline audio
-// packages. One library (`TourpackKit`) holds the pipeline; `TourpackServer`
-// is the embedded espeak-ng TTS endpoint; `tourpack` is the thin CLI.
+// packages. The targets are the layers, and their dependencies the architecture:
+//
+//   TourpackCore   values between stages, settings, errors, atomic files
+//   TourpackHTTP   libcurl, SigV4, retries, limits          (Core)
+//   TourpackAudio  FFmpeg, libebur128, FLAC, join, leveller  (Core)
+//   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
+//   TourpackState  caches, ledger, claims, records, S3       (Core, HTTP, Audio)
+//   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
+//   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
 // Swift cannot reach on its own, a `C<Name>Shims` target.
@@ -36,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // HTTP field names for serve-tts's headers; already a dependency of Hummingbird.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // `make docs`: the DocC catalog (`swift package generate-documentation`).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // MARK: C walls
@@ -68,23 +77,76 @@ let package = Package(
             providers: [.apt(["libespeak-ng-dev"])]
         ),
 
-        // MARK: Swift
+        // MARK: Swift: the layers, bottom up. Each lists only what it uses;
+        // across targets, `package` access, never `public` for the package's own sake.
+
+        // The values passed between stages (`Model/`), the pipeline's settings
+        // (`Settings/`), errors and diagnostics, and the file primitives every
+        // layer writes through (atomic files, the output root's lock, the
+        // Documents layout).
+        .target(
+            name: "TourpackCore",
+            dependencies: [
+                "CSystemShims",
+                // SHA-256 of files (`FileDigest`): package.json's digests, tile packs.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // HTTP over libcurl: the transport, SigV4, retries, rate and concurrency
+        // limits. Synthesis, map tiles and the object store all talk through it.
+        .target(
+            name: "TourpackHTTP",
+            dependencies: ["TourpackCore", "CCurl", "CCurlShims"]
+        ),
+        // Audio through FFmpeg's libraries and libebur128: encoders, FLAC, the
+        // streamed join, the loudness meter and leveller, inspection.
+        .target(
+            name: "TourpackAudio",
+            dependencies: [
+                "TourpackCore", "CEbur128", "CFFmpeg", "CFFmpegShims",
+                // SHA-256 of encoded files.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Map tiles: tile math, the fetcher, MBTiles packs (SQLite through GRDB).
+        .target(
+            name: "TourpackMaps",
+            dependencies: [
+                "TourpackCore", "TourpackHTTP",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // What a build remembers: the synthesis, output and tile caches, the quota
+        // ledger, chunk claims and build records, in SQLite (GRDB) by default or
+        // PostgreSQL (PostgresNIO); the S3 object store the fleet shares chunks in.
+        .target(
+            name: "TourpackState",
+            dependencies: [
+                "TourpackCore", "TourpackHTTP", "TourpackAudio",
+                // Cache keys, lock keys and the ledger's account are SHA-256 digests.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The pipeline on top: load, plan, chunk, synthesize, build, store, validate.
         .target(
             name: "TourpackKit",
             dependencies: [
-                "CCurl", "CCurlShims", "CEbur128", "CFFmpeg", "CFFmpegShims", "CSystemShims",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .target(
             name: "TourpackServer",
             dependencies: [
-                "TourpackKit", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackKit", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
                 // SHA-256 of each request's text, for the repeated-request counter in `/debug/stats`.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -96,7 +158,7 @@ let package = Package(
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackKit", "TourpackServer",
+                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -106,7 +168,8 @@ let package = Package(
             name: "TourpackBench",
             dependencies: [
                 // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
-                "TourpackKit", "TourpackServer", "TestServers",
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackServer",
+                "TestServers",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -121,21 +184,22 @@ let package = Package(
             name: "TourpackKitTests",
             // Yams: the deploy/ manifests are checked by parsing them.
             dependencies: [
-                "TourpackKit", "TestServers", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TestServers",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
             ],
             resources: [.copy("Resources")]
         ),
         .testTarget(
             name: "AudioTests",
             dependencies: [
-                "TourpackKit", "CFFmpeg", "CFFmpegShims", "TestServers",
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "CFFmpeg", "CFFmpegShims", "TestServers",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(
             name: "TourpackServerTests",
             dependencies: [
-                "TourpackKit", "TourpackServer", "TestServers",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer", "TestServers",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.
@@ -143,7 +207,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TourpackKit", "TestServers"]
+            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TestServers"]
         ),
     ]
 )

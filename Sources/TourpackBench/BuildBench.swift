@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TourpackKit
 import TourpackServer
+import TourpackCore
 
 #if canImport(Glibc)
 import Glibc

@@ -20,6 +20,8 @@
 //    the same libavcodec encoder with the coder named; CPU is the CLI's.
 import Foundation
 import TourpackKit
+import TourpackCore
+import TourpackAudio
 
 enum EncodeBench {
     static func run(_ arguments: [String]) throws {

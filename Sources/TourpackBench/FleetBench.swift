@@ -4,6 +4,8 @@ import TestServers
 import TourpackKit
 import TourpackServer
 
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,9 @@ import Foundation
 import TestServers
 import TourpackKit
 
+import TourpackCore
+import TourpackState
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -13,6 +13,8 @@
 // getrusage (RUSAGE_SELF), the median of `--repetitions` runs.
 import Foundation
 import TourpackKit
+import TourpackCore
+import TourpackAudio
 
 enum LoudnessBench {
     static func run(_ arguments: [String]) throws {

@@ -3,6 +3,9 @@ import Logging
 import TourpackKit
 import TourpackServer
 
+import TourpackCore
+import TourpackMaps
+
 #if canImport(Glibc)
 import Glibc
 #endif

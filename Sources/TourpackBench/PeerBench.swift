@@ -3,6 +3,8 @@ import Logging
 import TourpackKit
 import TourpackServer
 
+import TourpackCore
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import TourpackKit
 import TourpackServer
+import TourpackCore
+import TourpackAudio
 
 /// `tourpack-bench tts [--requests N] [--latency-ms 150] [--concurrency 8]`
 ///

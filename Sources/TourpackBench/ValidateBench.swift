@@ -8,6 +8,9 @@
 // Target (issue 7): 1,000 files in seconds.
 import Foundation
 import TourpackKit
+import TourpackCore
+import TourpackAudio
+import TourpackMaps
 
 enum ValidateBench {
     static func run(_ arguments: [String]) async throws {

@@ -2,6 +2,7 @@ import CEspeakNG
 import Foundation
 import NIOPosix
 import TourpackKit
+import TourpackAudio
 
 /// One espeak-ng voice, as `GET /v1/voices` lists it.
 struct EspeakVoice: Sendable, Hashable {

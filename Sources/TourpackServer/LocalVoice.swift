@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import TourpackKit
+import TourpackAudio
 
 /// Turns an API request's voice and prosody into espeak terms, speaks, and
 /// resamples to the rate asked for. Shared by the Google and OpenAI routes.

@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import TourpackKit
+import TourpackAudio
 
 /// An audio encoding a client can ask serve-tts for, by Google's
 /// `audioConfig.audioEncoding` or OpenAI's `response_format`, and how it is

@@ -1,6 +1,7 @@
 import Crypto
 import TourpackKit
 import Foundation
+import TourpackCore
 
 /// What `serve-tts` has served: `GET /debug/stats` returns it as JSON.
 ///

@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import TourpackKit
+import TourpackHTTP
+import TourpackAudio
 
 /// The two synthesize endpoints and the voice list, with faults on top.
 ///

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import UnixSignals
 import TourpackKit
+import TourpackCore
 
 /// How `serve-tts` listens and misbehaves.
 public struct TTSServerConfiguration: Sendable {

@@ -1,5 +1,6 @@
-import Foundation
+public import Foundation
 public import TourpackKit
+public import TourpackCore
 
 /// Faults `serve-tiles` can inject, all off by default.
 ///

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOPosix
 import TourpackKit
+import TourpackCore
 
 /// One tile's PNG and its validator.
 struct RenderedTile: Sendable {

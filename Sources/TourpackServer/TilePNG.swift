@@ -2,6 +2,7 @@ import CFFmpeg
 import CFFmpegShims
 import Foundation
 import TourpackKit
+import TourpackAudio
 
 /// Encodes a tile's RGB pixels as PNG with libavcodec's PNG encoder, the
 /// same FFmpeg the pipeline already links (no image library, no CLI).

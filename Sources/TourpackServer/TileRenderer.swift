@@ -1,4 +1,5 @@
 import TourpackKit
+import TourpackCore
 
 /// Draws the picture of one tile: a light background whose colour follows
 /// the zoom, a 1-px dark border so tile edges show when tiles sit side by

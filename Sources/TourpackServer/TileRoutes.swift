@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import TourpackKit
+import TourpackCore
+import TourpackHTTP
 
 /// `GET /{z}/{x}/{y}.png`: validation, the key, faults, conditional
 /// requests and caching headers around a rendered tile.

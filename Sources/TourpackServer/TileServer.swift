@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import UnixSignals
 import TourpackKit
+import TourpackCore
 
 /// How `serve-tiles` listens, what it sends, and how it misbehaves.
 public struct TileServerConfiguration: Sendable {

@@ -3,6 +3,8 @@ import Dispatch
 import Foundation
 import TourpackKit
 
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,8 @@
 import Foundation
 import TourpackKit
 
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import TourpackKit
+import TourpackCore
+import TourpackState
 
 struct Cache: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

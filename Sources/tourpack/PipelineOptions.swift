@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import TourpackKit
+import TourpackCore
+import TourpackAudio
+import TourpackState
 
 /// The pipeline file and the flags that override it (flags beat the file,
 /// which beats the defaults).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TourpackKit
+import TourpackCore
 
 struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TourpackKit
+import TourpackState
 
 struct StateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

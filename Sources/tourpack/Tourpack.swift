@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TourpackKit
+import TourpackCore
 
 @main
 struct Tourpack: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TourpackKit
+import TourpackCore
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,8 @@ import Foundation
 import TestServers
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackAudio
 
 /// The encoder's own figures for a format, read from a freshly opened FFmpeg
 /// encoder with the contract's settings: frame size and delay (priming).

@@ -3,6 +3,8 @@ import CFFmpegShims
 import Foundation
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackAudio
 
 /// The frame size libavcodec's flac encoder picks for `rate` (set on open).
 private func flacFrameSize(rate: Int) throws -> Int {

@@ -2,6 +2,7 @@ import Foundation
 import TestServers
 import Testing
 import TourpackKit
+import TourpackAudio
 
 /// Real speech and real tools for the audio tests: espeak-ng's CLI makes the
 /// speech, ffprobe/ffmpeg/mp3val/opusinfo check what the encoder wrote.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackAudio
 
 @Suite("AudioFileInspector")
 struct InspectorTests {

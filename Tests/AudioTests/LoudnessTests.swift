@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackAudio
 
 /// The loudness meter against BS.1770's reference tone, chunk profiles
 /// against a measurement of the whole, and the leveler's promises: one gain,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackAudio
 
 @Suite("PCMJoiner on espeak-ng speech")
 struct PCMJoinerTests {

@@ -1,5 +1,6 @@
 import Foundation
 import TourpackKit
+import TourpackAudio
 
 /// The whole-buffer join that the build used before the audio path
 /// streamed (commit 1271158's `PCMJoiner.join`), kept verbatim as the

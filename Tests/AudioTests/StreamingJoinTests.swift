@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackAudio
 
 /// The streamed join (shapes first, then each chunk rendered block by block
 /// as soon as it and the next chunk with speech are known) gives exactly the

@@ -2,6 +2,8 @@ import Foundation
 import NIOPosix
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackAudio
 
 /// The build joins and encodes inside `NIOThreadPool.runIfActive` (see
 /// `ItemMaker`), so FFmpeg's blocking work stays off Swift's cooperative

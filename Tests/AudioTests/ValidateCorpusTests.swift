@@ -3,6 +3,10 @@ import TestServers
 import Testing
 @testable import TourpackKit
 
+@testable import TourpackCore
+@testable import TourpackAudio
+@testable import TourpackMaps
+
 #if canImport(Glibc)
 import Glibc
 #endif

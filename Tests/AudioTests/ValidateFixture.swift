@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackAudio
+@testable import TourpackMaps
 
 /// A good bundle, made the way the store makes one: a short synthetic
 /// sweep per phase, encoded by the real FFmpeg encoder into the layout's

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import TourpackKit
 
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,10 @@
 import Foundation
 import TourpackKit
 
+import TourpackCore
+import TourpackAudio
+import TourpackState
+
 #if canImport(Glibc)
 import Glibc
 #endif

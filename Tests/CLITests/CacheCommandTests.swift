@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackCore
 
 /// `tourpack cache stats|prune|clear` on a root the real build made.
 @Suite(.serialized) struct CacheCommandTests {

@@ -3,6 +3,8 @@ import TestServers
 import Testing
 import TourpackKit
 
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackAudio
 
 /// Loudness normalization end to end: `serve-tts --level-spread-db 18`
 /// answers each text 0 to 18 dB down (levels up to ±9 dB about their

@@ -2,6 +2,10 @@ import Foundation
 import Testing
 import TourpackKit
 
+import TourpackCore
+import TourpackAudio
+import TourpackMaps
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackState
 
 /// Workers of one fleet (`build --shards N`), end to end: the real
 /// `tourpack` against the real `serve-tts`, several shard builds into one

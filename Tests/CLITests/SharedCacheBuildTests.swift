@@ -2,6 +2,8 @@ import Foundation
 import TestServers
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackState
 
 /// The state a fleet shares, end to end: `state.objects` (the synthesis
 /// cache in an S3-compatible bucket, here a real moto server) and

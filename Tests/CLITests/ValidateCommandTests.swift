@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackCore
+import TourpackAudio
+import TourpackMaps
 
 /// `tourpack validate` run as CI runs it: the real executable on a real
 /// bundle, its exit codes, its JSON, and its JUnit XML read by a JUnit

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackAudio
 
 /// The endpoint's answer is decoded as it is read. Whatever sizes the body
 /// arrives in, the samples are those of a whole-body decode, and a body cut

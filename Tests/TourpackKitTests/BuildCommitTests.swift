@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 /// The commit journal, staging and progress: the parts of the build that
 /// make a killed run recoverable and a running one legible.

@@ -2,6 +2,8 @@ import Foundation
 import TestServers
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// Chunk claims on both backends: one process speaks a chunk that several
 /// want, a dead or silent holder's claim is taken over, and of two

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 /// The chunker's golden files: `Resources/chunker/<case>.txt` holds a limit
 /// line (`limit: google 300`, `limit: google 5000 headroom 100` or

@@ -1,5 +1,6 @@
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 /// SplitMix64: a small seeded generator, so a failing input can be replayed from its seed.
 struct SeededGenerator: RandomNumberGenerator {

@@ -1,5 +1,6 @@
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 /// The sentences the chunker sees in plain text: cut at every sentence end and nowhere else.
 private func sentences(_ text: String) -> [String] {

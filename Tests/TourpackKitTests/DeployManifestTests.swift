@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import TourpackKit
 import Yams
+import TourpackCore
 
 /// `deploy/` parsed as Kubernetes would read it: the Indexed Job's shape
 /// (N completions, N in parallel, N shards), its failure policy (exit 2 and

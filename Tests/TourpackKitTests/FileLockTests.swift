@@ -2,6 +2,9 @@ import Foundation
 import Testing
 @testable import TourpackKit
 
+@testable import TourpackCore
+@testable import TourpackState
+
 #if canImport(Glibc)
 import Glibc
 #endif

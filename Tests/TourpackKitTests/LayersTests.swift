@@ -1,6 +1,8 @@
 import Testing
 import Foundation
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackAudio
 
 @Suite struct LayersTests {
     @Test func safeIDAcceptsOnlyCanonicalUUIDs() {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// W3C PLS 1.0 lexicons: strict parsing with file and line, rewriting for
 /// each dialect, and what a lexeme's edit does to the chunk keys.

@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackMaps
 
 /// The tile pack writer: MBTiles 1.3 that `MBTilesReader` reads back, in
 /// TMS rows, with the same bytes for the same tiles.

@@ -2,6 +2,11 @@ import Foundation
 import TestServers
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackHTTP
+@testable import TourpackAudio
+@testable import TourpackState
+
 #if canImport(Glibc)
 import Glibc
 #endif

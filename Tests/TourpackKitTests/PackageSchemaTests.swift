@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+import TourpackMaps
 
 /// `PackageSchema` (validate's Swift mirror of `schemas/package.schema.json`)
 /// must agree with the schema file as Python's `jsonschema` reads it: the

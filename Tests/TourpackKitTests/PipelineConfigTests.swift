@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 /// A scratch folder with `pipelines/`, `voices/` and `tours/`, like a real project.
 struct ConfigFixture {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackMaps
 
 @Suite struct TileMathTests {
     /// Known tiles, computed independently from the OSM slippy-map formulas.

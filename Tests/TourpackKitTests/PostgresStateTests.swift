@@ -3,6 +3,8 @@ import GRDB
 import TestServers
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// What only the PostgreSQL backend has: a server to reach, a password to
 /// send, a URL to read, and the choice of backend itself. Its behaviour as

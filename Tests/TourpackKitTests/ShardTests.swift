@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// `--shards N --shard I`: which tours a worker builds, and what it may
 /// touch in a root it shares with the other shards.

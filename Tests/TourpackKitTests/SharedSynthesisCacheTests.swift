@@ -3,6 +3,8 @@ import TestServers
 import NIOPosix
 import Testing
 @testable import TourpackKit
+@testable import TourpackAudio
+@testable import TourpackState
 
 /// Two machines, each with its own state folder, sharing one bucket on a
 /// real moto server: what one speaks, the other restores without paying.

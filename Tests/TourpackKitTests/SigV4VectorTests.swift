@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackHTTP
 
 /// libcurl's SigV4 (`CURLOPT_AWS_SIGV4`), as the object store uses it, held
 /// to AWS's published "aws-sig-v4-test-suite". moto checks S3 signatures

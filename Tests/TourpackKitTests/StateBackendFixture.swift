@@ -3,6 +3,8 @@ import GRDB
 import TestServers
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// The two places state can live. Every behavioural test of the ledger, the
 /// cache indexes and the build records runs once for each

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// `state:` as a plain path (as always) or as a mapping naming the shared
 /// object store, PostgreSQL and scratch; keys only as variable names.

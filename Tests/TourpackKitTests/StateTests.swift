@@ -4,6 +4,9 @@ import GRDB
 import TestServers
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackAudio
+@testable import TourpackState
 
 /// A clock that moves only when told: expiry, LRU order and the ledger's
 /// month without a single sleep.

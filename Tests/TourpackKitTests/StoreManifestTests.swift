@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackAudio
+@testable import TourpackMaps
 
 /// A fixed tour, voice, audio and map coverage for package.json tests.
 enum StoreManifestFixture {

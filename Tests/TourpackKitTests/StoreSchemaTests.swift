@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 /// package.json against `schemas/package.schema.json` (checked by Python's
 /// `jsonschema`, Draft 2020-12) and against the committed golden file.

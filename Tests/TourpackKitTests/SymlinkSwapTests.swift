@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import TourpackKit
 
+@testable import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackState
 
 /// The map tile cache on a manual clock: freshness, 304 renewal, content
 /// addressing, LRU eviction within the budget, and the fetch stripe locks.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
+@testable import TourpackMaps
 
 /// The `corridor` tile selection: only tiles within `bufferMiles` of the
 /// route's line or a POI, always inside the `bbox` selection.

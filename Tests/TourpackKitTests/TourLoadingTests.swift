@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 @Suite struct TourLoadingTests {
     static let resources = Bundle.module.url(forResource: "Resources", withExtension: nil)!

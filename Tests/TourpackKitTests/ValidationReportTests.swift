@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TourpackKit
+import TourpackCore
 
 /// The report's three renderings and the small readers of validate, on
 /// hand-made inputs whose every byte is known.

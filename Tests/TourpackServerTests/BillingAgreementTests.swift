@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import TourpackKit
 import TourpackServer
+import TourpackState
+import TourpackCore
 
 /// One count of billed characters: against an endpoint that cuts 30% of its
 /// answers short (in the WAV, in the JSON, or on the wire with the

@@ -3,6 +3,9 @@ import Logging
 import Testing
 @testable import TourpackKit
 import TourpackServer
+@testable import TourpackCore
+@testable import TourpackHTTP
+import TourpackAudio
 
 /// The libcurl client against the real serve-tts over loopback.
 @Suite struct ClientTests {

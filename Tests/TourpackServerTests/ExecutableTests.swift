@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackAudio
 
 /// The real `tourpack serve-tts` executable, as scripts and `make tour` run it.
 @Suite struct ExecutableTests {

@@ -3,6 +3,7 @@ import TestServers
 import Testing
 import TourpackKit
 import TourpackServer
+import TourpackAudio
 
 /// serve-tts as the services' own client libraries see it: Google's
 /// `google-cloud-texttospeech` (REST transport) and `openai`, run by

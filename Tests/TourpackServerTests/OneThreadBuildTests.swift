@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackCore
 
 /// Runs every job it is given on one thread of its own: a cooperative pool
 /// one thread wide. Work that blocks it stalls everything else on it.

@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TourpackKit
 import TourpackServer
+import TourpackCore
+import TourpackHTTP
+import TourpackAudio
 
 /// Final errors, Retry-After, splitting, and the concurrency and rate limits.
 @Suite struct PolicyTests {

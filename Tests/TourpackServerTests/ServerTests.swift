@@ -3,6 +3,8 @@ import Logging
 import Testing
 import TourpackKit
 import TourpackServer
+import TourpackCore
+import TourpackAudio
 
 /// serve-tts validates and answers as the real APIs do.
 @Suite struct ServerTests {

@@ -5,6 +5,8 @@ import FoundationNetworking
 import Logging
 import TourpackKit
 import TourpackServer
+import TourpackCore
+import TourpackAudio
 
 /// A key no code path may ever print.
 let sentinelKey = "SENTINEL-kq7Zp4Wx-never-print-me"

@@ -6,6 +6,8 @@ import Logging
 import Testing
 import TourpackKit
 import TourpackServer
+import TourpackCore
+import TourpackAudio
 
 /// Runs `body` against a fresh in-process serve-tiles on a free loopback port.
 func withTileServer<T>(

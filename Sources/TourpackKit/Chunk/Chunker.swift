@@ -1,3 +1,5 @@
+public import TourpackCore
+
 /// The chunk stage: cuts one narration into requests that each fit under the
 /// TTS endpoint's limit (SPEC.md "Audio rules").
 ///

@@ -1,3 +1,5 @@
+public import TourpackCore
+
 /// Writes pronunciation lexicons into narration, before it is chunked
 /// (SPEC.md "Audio rules" → "Pronunciation").
 ///

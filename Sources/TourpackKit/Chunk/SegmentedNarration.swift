@@ -1,3 +1,5 @@
+import TourpackCore
+
 /// Narration laid out as a row of units the chunker may cut between.
 ///
 /// A unit is one grapheme cluster of text, one SSML entity reference, or one

@@ -1,5 +1,6 @@
 import Foundation
 import FoundationXML
+import TourpackCore
 
 /// Reads the XML of one W3C PLS 1.0 lexicon strictly, reporting every
 /// problem with its line.

@@ -1,5 +1,7 @@
 public import Foundation
 import Yams
+public import TourpackCore
+public import TourpackMaps
 
 /// Values given on the command line; each one beats the pipeline file,
 /// which beats the defaults.

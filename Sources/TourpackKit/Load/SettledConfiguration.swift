@@ -1,4 +1,6 @@
 public import Foundation
+public import TourpackCore
+import TourpackHTTP
 
 extension PipelineConfig {
     /// The configuration a run settled on, for the top of its output.

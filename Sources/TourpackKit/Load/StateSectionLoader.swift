@@ -1,5 +1,7 @@
 import Foundation
 import Yams
+import TourpackCore
+import TourpackState
 
 /// `state:` in a pipeline: a plain path, as it always was, or a mapping that
 /// also names what several machines share (SPEC "Beyond one machine"):

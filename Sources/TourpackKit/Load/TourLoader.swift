@@ -1,4 +1,5 @@
 public import Foundation
+public import TourpackCore
 
 /// Loads tour JSON files, refusing hostile input before parsing it, and
 /// reports every problem of every file in one `DiagnosticsError`.

@@ -1,3 +1,5 @@
+import TourpackCore
+
 /// Turns a tour's JSON tree into a `Tour`, recording every problem it finds
 /// with the file and JSON path instead of stopping at the first.
 ///

@@ -1,4 +1,5 @@
 public import Foundation
+public import TourpackCore
 
 /// Loads a voice preset (`voices/*.yaml`): provider, languageCode, name,
 /// tier, speakingRate (0.25–4.0) and pitch (-20…+20), and optionally the

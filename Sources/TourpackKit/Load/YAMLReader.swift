@@ -1,4 +1,5 @@
 import Yams
+import TourpackCore
 
 /// Reads YAML config with paths in every message, rejecting unknown keys.
 ///

@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
 import NIOPosix
+import TourpackCore
+import TourpackAudio
+import TourpackMaps
+import TourpackState
 
 /// How far the maps phase has come: tiles settled (fresh in the cache,
 /// fetched, renewed or found empty) of all the build's tiles.

@@ -1,3 +1,6 @@
+public import TourpackCore
+public import TourpackState
+
 /// What a running build reports, in order. The CLI turns these into a
 /// progress bar, plain log lines or NDJSON (`--json`); tests read them to
 /// know how far a build has come.
@@ -194,5 +197,15 @@ public struct SharedCacheSummary: Sendable, Hashable, Codable {
         self.shared = shared
         self.failures = failures
         self.waited = waited
+    }
+}
+
+extension BuildRecords {
+    /// The build is over: its record keeps the summary's totals (none when it stopped before one).
+    public func finish(_ id: Int64, status: BuildRecord.Status, summary: BuildSummary?, error: String?) throws {
+        let totals = BuildTotals(
+            toursBuilt: summary?.toursBuilt ?? 0, toursFailed: summary?.toursFailed ?? 0, requests: summary?.requests ?? 0,
+            characters: summary?.charactersBilled ?? 0)
+        try finish(id, status: status, totals: totals, error: error)
     }
 }

@@ -1,5 +1,9 @@
 import Foundation
 import NIOPosix
+import TourpackCore
+import TourpackAudio
+import TourpackMaps
+import TourpackState
 
 /// One build's moving parts and running totals; lives for one `build` call.
 struct BuildRun {

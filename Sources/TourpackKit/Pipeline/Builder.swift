@@ -1,5 +1,10 @@
 public import Foundation
 import NIOPosix
+public import TourpackCore
+public import TourpackHTTP
+public import TourpackAudio
+public import TourpackMaps
+public import TourpackState
 
 /// Runs a `BuildPlan`: the map of the pipeline, one output root at a time.
 ///

@@ -1,5 +1,8 @@
 import Foundation
 import NIOPosix
+import TourpackCore
+import TourpackAudio
+import TourpackState
 
 /// The synthesize stage as a build runs it: the synthesis cache first, and
 /// on a miss the endpoint, paid for through the quota ledger.

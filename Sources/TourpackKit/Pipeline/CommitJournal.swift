@@ -1,5 +1,8 @@
 public import Foundation
 
+public import TourpackCore
+public import TourpackState
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,5 +1,8 @@
 import Foundation
 import NIOPosix
+import TourpackCore
+import TourpackAudio
+import TourpackState
 
 /// What making one item needs from the build: the settings it reads, the
 /// stages it drives, and where its files go. Nothing else of the `Builder`.

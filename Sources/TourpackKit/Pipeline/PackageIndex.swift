@@ -1,4 +1,5 @@
 public import Foundation
+public import TourpackCore
 
 /// The packages already in an output root, read once when a build starts.
 ///

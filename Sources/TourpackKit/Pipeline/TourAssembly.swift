@@ -1,4 +1,6 @@
 import Foundation
+import TourpackCore
+import TourpackState
 
 /// One item's file in one format: encoded and waiting as a temp, or (no
 /// temp) the file already at its final path, reused from the output cache.

@@ -1,3 +1,8 @@
+public import TourpackCore
+public import TourpackAudio
+public import TourpackMaps
+public import TourpackState
+
 /// One unit of work: a POI's phase, chunked for the endpoint.
 public struct PlanItem: Sendable, Hashable {
     public var tourID: SafeID

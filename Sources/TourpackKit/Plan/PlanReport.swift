@@ -1,4 +1,6 @@
 import Foundation
+public import TourpackCore
+public import TourpackMaps
 
 /// Renders a `BuildPlan` for a person (a table) or for a job (stable JSON).
 public struct PlanReport: Sendable {

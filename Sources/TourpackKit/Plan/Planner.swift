@@ -1,3 +1,7 @@
+public import TourpackCore
+public import TourpackState
+import TourpackMaps
+
 /// Works out a `BuildPlan`: chunks every narration for the configured
 /// endpoint and estimates characters, requests, duration, bytes and map tiles.
 ///

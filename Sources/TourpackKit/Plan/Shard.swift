@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+public import TourpackCore
 
 /// One worker's part of a pipeline's tours (`build --shards N --shard I`):
 /// the tours whose ID hashes to shard `index` of `count` (SPEC "Beyond one

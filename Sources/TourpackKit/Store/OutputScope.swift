@@ -1,4 +1,5 @@
 import Foundation
+public import TourpackCore
 
 /// The part of an output root that one shard's build owns: its tours' audio
 /// folders and its packages' folders.

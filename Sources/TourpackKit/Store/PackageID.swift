@@ -1,4 +1,5 @@
 import Crypto
+public import TourpackCore
 
 /// The package's UUID: RFC 4122 version 5 (SHA-1, name-based) of the tour,
 /// the voice and the format, so a rebuild of the same tour in the same voice

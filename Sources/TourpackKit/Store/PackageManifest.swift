@@ -1,4 +1,7 @@
 public import Foundation
+public import TourpackCore
+public import TourpackAudio
+public import TourpackMaps
 
 /// One finished audio file, as the store stage hands it to the manifest.
 public struct PackageAudio: Sendable, Hashable {

@@ -1,6 +1,10 @@
 public import Foundation
 import Crypto
 
+public import TourpackCore
+import TourpackAudio
+import TourpackMaps
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,8 @@
 import Foundation
+import TourpackCore
+import TourpackMaps
+import TourpackState
+import TourpackAudio
 
 /// Writes one tour's packages: a manifest per format, then the journalled commit.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import TourpackAudio
 
 /// Decodes an endpoint's answer as it is read, a block of bytes at a time,
 /// into 16-bit mono samples: so a five-minute chunk is never held whole,

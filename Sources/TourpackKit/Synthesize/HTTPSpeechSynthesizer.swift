@@ -1,6 +1,9 @@
 public import Foundation
 public import Logging
 import NIOPosix
+public import TourpackCore
+public import TourpackHTTP
+public import TourpackAudio
 
 /// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
 ///

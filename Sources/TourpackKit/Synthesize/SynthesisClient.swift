@@ -1,6 +1,9 @@
 import Foundation
 import Logging
 import NIOPosix
+import TourpackCore
+import TourpackHTTP
+import TourpackAudio
 
 /// The shared state behind every copy of an `HTTPSpeechSynthesizer`, and
 /// the try-wait-retry loop for one chunk.
@@ -80,7 +83,7 @@ final class SynthesisClient: Sendable {
                     throw error
                 }
                 let start = clock.now
-                let due = deadline ?? start.advanced(by: Self.duration(retry.deadlineSeconds))
+                let due = deadline ?? start.advanced(by: Duration.clamped(seconds: retry.deadlineSeconds))
                 deadline = due
                 let remaining = start.duration(to: due).seconds
                 outcome = await attemptOnce(
@@ -103,7 +106,7 @@ final class SynthesisClient: Sendable {
                 throw error
             case .retryable(let status, let reason, let retryAfter, let transport):
                 let wait = retry.delay(afterFailedAttempts: attempt, retryAfter: retryAfter)
-                let outOfTime = deadline.map { clock.now.advanced(by: Self.duration(wait)) > $0 } ?? false
+                let outOfTime = deadline.map { clock.now.advanced(by: Duration.clamped(seconds: wait)) > $0 } ?? false
                 if attempt >= retry.maxAttempts || outOfTime {
                     counters.update { $0.failures += 1 }
                     let why = outOfTime ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
@@ -123,7 +126,7 @@ final class SynthesisClient: Sendable {
                     "reason": "\(reason)",
                     "wait_ms": "\(Int(wait * 1000))",
                 ])
-                do { try await options.sleep(Self.duration(wait)) } catch { throw TourpackError.cancelled }
+                do { try await options.sleep(Duration.clamped(seconds: wait)) } catch { throw TourpackError.cancelled }
             }
         }
     }
@@ -238,10 +241,6 @@ final class SynthesisClient: Sendable {
     }
 
     private func scrub(_ text: String) -> String { key?.scrub(text) ?? text }
-
-    static func duration(_ seconds: Double) -> Duration {
-        .nanoseconds(Int64((max(0, min(seconds, 1e9)) * 1e9).rounded()))
-    }
 
     private static func format(_ seconds: Double) -> String { String(format: "%g", seconds) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+public import TourpackCore
 
 /// What a synthesizer has done so far, for the build's summary and `--json`.
 public struct SynthesisStats: Sendable, Hashable, Codable {
@@ -57,26 +58,4 @@ final class BilledCharacters: @unchecked Sendable {
     }
 
     @TaskLocal static var current: BilledCharacters?
-}
-
-/// An API key that never prints, dumps or reflects itself.
-///
-/// Only the dialect's header builder reads `value`; every message that came
-/// from elsewhere goes through `scrub` before it reaches a log or an error.
-struct APIKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    let value: String
-
-    init?(_ value: String?) {
-        guard let value, !value.isEmpty else { return nil }
-        self.value = value
-    }
-
-    var description: String { "<redacted>" }
-    var debugDescription: String { "<redacted>" }
-    var customMirror: Mirror { Mirror(self, children: []) }
-
-    /// `text` with every occurrence of the key replaced, in case a server echoes it.
-    func scrub(_ text: String) -> String {
-        text.replacingOccurrences(of: value, with: "<redacted>")
-    }
 }

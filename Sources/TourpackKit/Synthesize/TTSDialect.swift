@@ -1,4 +1,6 @@
 import Foundation
+import TourpackCore
+import TourpackHTTP
 
 /// How one TTS API spells a request and its answers. `HTTPSpeechSynthesizer`
 /// does the transport, retries and limits; a dialect only knows the wire format.

@@ -1,5 +1,8 @@
 import Foundation
 
+import TourpackAudio
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

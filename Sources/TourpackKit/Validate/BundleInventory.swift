@@ -1,5 +1,7 @@
 import Foundation
 
+import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,6 +1,8 @@
 public import Foundation
 public import NIOPosix
 
+public import TourpackCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,4 +1,6 @@
 import Foundation
+import TourpackCore
+import TourpackMaps
 
 /// The checks of one `OfflineTours/<name>/package.json` that need no audio
 /// decoding: readable JSON, the schema, the package ID, the audio list, the

@@ -1,3 +1,5 @@
+public import TourpackCore
+
 /// `schemas/package.schema.json`, mirrored rule for rule in Swift.
 ///
 /// `validate` must not need Python or a JSON Schema library on a CI runner,

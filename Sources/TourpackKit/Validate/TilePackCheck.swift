@@ -1,6 +1,10 @@
 import Foundation
 import GRDB
 
+import TourpackCore
+import TourpackAudio
+import TourpackMaps
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

@@ -1,3 +1,5 @@
+public import TourpackCore
+
 /// One problem `validate` found, with the file a person has to look at.
 ///
 /// `path` is relative to the validated root (`AudioCache/<tour>/<poi>_Detailed.m4a`,

@@ -1,4 +1,5 @@
 public import Foundation
+public import TourpackCore
 
 /// How `BundleValidator` judges a bundle: the clock, strictness, and what a
 /// pipeline file adds.

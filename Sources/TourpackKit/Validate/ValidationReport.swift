@@ -1,3 +1,5 @@
+public import TourpackCore
+
 /// Everything one `validate` run found, in a fixed order, ready to print as
 /// text, JSON or JUnit XML.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import TourpackCore
 
 // The JSON report: a stable shape for jobs that read it.
 extension ValidationReport {

@@ -1,3 +1,4 @@
+import TourpackCore
 // The JUnit XML report, for CI systems that show test results.
 extension ValidationReport {
     /// JUnit XML as Jenkins, GitLab and junitparser read it: one `<testsuite>`

@@ -1,0 +1,147 @@
+public import Foundation
+public import TourpackCore
+
+/// Tags written into each file: ID3v2 for MP3, iTunes tags for M4A, OpusTags for Opus.
+public struct AudioMetadata: Sendable, Hashable {
+    /// The POI name and the phase, e.g. `Kaiser-Franz-Josefs-Höhe – Detailed`.
+    public var title: String
+    /// The tour name.
+    public var album: String
+    /// BCP-47 language, e.g. `en-US`.
+    public var language: String
+
+    public init(title: String, album: String, language: String) {
+        self.title = title
+        self.album = album
+        self.language = language
+    }
+}
+
+/// What the encoder made, measured from the file it wrote.
+public struct EncodedAudio: Sendable, Hashable {
+    public var format: AudioFormat
+    public var codec: String
+    public var sampleRateHz: Int
+    public var channels: Int
+    public var bitrateKbps: Int
+    public var durationSeconds: Double
+    public var sizeBytes: Int64
+    /// Lowercase hex SHA-256 of the file's bytes.
+    public var sha256: String
+    /// Measured on the file as written, and how it was levelled; nil when not measured.
+    public var loudness: AudioLoudness?
+
+    public init(
+        format: AudioFormat, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int, durationSeconds: Double, sizeBytes: Int64, sha256: String,
+        loudness: AudioLoudness? = nil
+    ) {
+        self.format = format
+        self.codec = codec
+        self.sampleRateHz = sampleRateHz
+        self.channels = channels
+        self.bitrateKbps = bitrateKbps
+        self.durationSeconds = durationSeconds
+        self.sizeBytes = sizeBytes
+        self.sha256 = sha256
+        self.loudness = loudness
+    }
+}
+
+/// An audio file's loudness as shipped (package.json's `loudness` on each
+/// audio entry): measured by decoding the file, plus the gain it was given
+/// and the limiter's largest reduction.
+public struct AudioLoudness: Sendable, Hashable, Codable {
+    /// BS.1770 integrated loudness; nil when no 400 ms block passes the
+    /// gates (a file under 0.4 s, or silence).
+    public var integratedLUFS: Double?
+    /// The true peak; nil for digital silence.
+    public var truePeakDBTP: Double?
+    /// The one gain applied to the whole file (0 with normalization off).
+    public var gainDB: Double
+    /// The look-ahead limiter's largest gain reduction (0 when it never acted).
+    public var limiterReductionDB: Double
+
+    public init(integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double, limiterReductionDB: Double) {
+        self.integratedLUFS = integratedLUFS
+        self.truePeakDBTP = truePeakDBTP
+        self.gainDB = gainDB
+        self.limiterReductionDB = limiterReductionDB
+    }
+
+    /// Every figure to 0.01 dB: what package.json records, so float noise
+    /// in a measurement never changes its bytes.
+    public var rounded: AudioLoudness {
+        func r(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+        return AudioLoudness(
+            integratedLUFS: integratedLUFS.map(r), truePeakDBTP: truePeakDBTP.map(r), gainDB: r(gainDB), limiterReductionDB: r(limiterReductionDB))
+    }
+}
+
+/// One file an encode session writes: its format, the rate it is encoded
+/// at, and the temporary URL it goes to.
+public struct EncodeTarget: Sendable, Hashable {
+    public var format: AudioFormat
+    public var sampleRateHz: Int
+    public var url: URL
+
+    public init(format: AudioFormat, sampleRateHz: Int, url: URL) {
+        self.format = format
+        self.sampleRateHz = sampleRateHz
+        self.url = url
+    }
+}
+
+/// The encode stage: one stream of joined PCM in, one finished file per
+/// target out, every format fed from the same blocks.
+///
+/// The encoder writes to the targets' temporary URLs only; the store stage
+/// fsyncs and renames them to their final paths. The default is
+/// `FFmpegAudioEncoder`.
+public protocol AudioEncoding: Sendable {
+    /// Opens one file per target for PCM at `inputRate`.
+    func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession
+    /// Names the encoder's settings and library versions. It is part of each
+    /// output file's cache key, so a change to either makes the files again.
+    var fingerprint: String { get }
+}
+
+/// The files of one phase while its PCM streams in. Blocking: run it on a
+/// thread pool, one caller at a time (it may move between threads).
+public protocol AudioEncodeSession: AnyObject {
+    /// Encodes the next samples into every file.
+    func write(_ samples: UnsafeBufferPointer<Int16>) throws
+    /// Flushes and closes every file, and measures what was written.
+    /// Throws `PCMJoiner.JoinError.empty` when no sample was written.
+    func finish() throws -> [AudioFormat: EncodedAudio]
+    /// Removes every file; for a session that will not be finished.
+    func discard()
+    /// Samples written so far, at the input's rate.
+    var samplesWritten: Int { get }
+}
+
+extension AudioEncoding {
+    public var fingerprint: String { String(describing: Self.self) }
+
+    /// Encodes `pcm` once into `format` at `temporaryURL`, at `sampleRateHz`
+    /// (the format's default for the PCM's rate when nil).
+    public func encode(_ pcm: PCMAudio, as format: AudioFormat, sampleRateHz: Int? = nil, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio {
+        let rate = sampleRateHz ?? format.defaultSampleRate(endpointRate: pcm.sampleRate)
+        let session = try open([EncodeTarget(format: format, sampleRateHz: rate, url: temporaryURL)], inputRate: pcm.sampleRate, metadata: metadata)
+        do {
+            try pcm.samples.withUnsafeBufferPointer { samples in
+                var start = 0
+                while start < samples.count {
+                    let end = min(samples.count, start + 8192)
+                    try session.write(UnsafeBufferPointer(rebasing: samples[start..<end]))
+                    start = end
+                }
+            }
+            guard let encoded = try session.finish()[format] else { throw PCMJoiner.JoinError.empty }
+            return encoded
+        } catch {
+            session.discard()
+            try? FileManager.default.removeItem(at: temporaryURL)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,403 @@
+public import Foundation
+public import TourpackCore
+
+extension LoudnessTarget {
+    /// The one gain, in dB, that brings a file made of `chunks` to the
+    /// target after its limiter; 0 when it has no gated loudness (silence,
+    /// or under 400 ms).
+    ///
+    /// The chunks' gating blocks merged say what the file measures at 0 dB.
+    /// The gain that would reach the target alone pushes speech's peaks into
+    /// the limiter, which takes some loudness back: each chunk's survey says
+    /// how much at the threshold this gain implies, so the blocks are
+    /// lowered by that, measured again, and the gain corrected; a few rounds
+    /// settle it to a hundredth of a dB.
+    public func gainDB(for chunks: [LoudnessProfile]) -> Double {
+        let whole = chunks.reduce(LoudnessProfile()) { $0.merged(with: $1) }
+        guard let measured = whole.integratedLUFS else { return 0 }
+        func clamped(_ gain: Double) -> Double { min(Self.maximumGainDB, max(-Self.maximumGainDB, gain)) }
+        var gain = clamped(integratedLUFS - measured)
+        for _ in 0..<8 {
+            let threshold = limiterCeilingDBTP - gain
+            let limited = chunks.reduce(LoudnessProfile()) { sum, chunk in
+                sum.merged(with: chunk.shifted(by: 10 * log10(max(chunk.energyLeft(atThreshold: threshold), 1e-9))))
+            }
+            guard let after = limited.integratedLUFS else { break }
+            let error = integratedLUFS - (after + gain)
+            gain = clamped(gain + error)
+            if abs(error) < 0.01 { break }
+        }
+        return gain
+    }
+
+    /// What output keys hold of it: a changed target makes the files again.
+    package var fingerprint: String {
+        "loudness \(integratedLUFS.compactText) LUFS \(truePeakDBTP.compactText) dBTP margin \(encoderMarginDB.compactText) r\(LoudnessLeveler.revision)"
+    }
+}
+
+/// How one file was levelled, for package.json.
+public struct LevelingReport: Sendable, Hashable {
+    /// The gain applied to the whole file.
+    public var gainDB: Double
+    /// The limiter's largest gain reduction (0 when it never acted).
+    public var limiterReductionDB: Double
+
+    package init(gainDB: Double, limiterReductionDB: Double) {
+        self.gainDB = gainDB
+        self.limiterReductionDB = limiterReductionDB
+    }
+}
+
+/// Applies one gain to a stream of samples and holds its true peaks under
+/// a ceiling with a look-ahead limiter, without changing its length.
+///
+/// The limiter looks `lookahead` samples ahead. For each sample it finds
+/// the largest peak near it, including those between samples
+/// (`TruePeakEnvelope`), and the gain that would bring that peak to the
+/// ceiling (`LimiterGain`). The stream is delayed inside the limiter and
+/// flushed at the end, so the output has exactly as many samples as the input.
+///
+/// Blocking arithmetic; one owner at a time. Holds a few milliseconds of samples.
+public final class LoudnessLeveler {
+    /// Part of output keys and of each chunk's limiter table: a change to
+    /// the limiter makes the files, and the tables, again.
+    static let revision = 4
+    static let lookaheadMilliseconds = 4.0
+    static let releaseMilliseconds = 80.0
+
+    static func lookahead(rate: Int) -> Int { max(1, Int((lookaheadMilliseconds * Double(rate) / 1000).rounded())) }
+    static func release(rate: Int) -> Float { Float(1 - exp(-1000 / (releaseMilliseconds * Double(rate)))) }
+
+    public let gainDB: Double
+    private let gain: Float
+    private var envelope = TruePeakEnvelope()
+    private var limiter: LimiterGain
+    private var history = SampleHistory()
+    private var realCount: Int?
+    private var smallestGain: Float = 1
+    private var gained: [Float] = []
+    private var peaks: [Float] = []
+    private var block: [Int16] = []
+
+    /// - Parameters:
+    ///   - gainDB: the file's gain.
+    ///   - ceilingDBTP: the largest true peak let through.
+    ///   - rate: the samples' rate.
+    public init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
+        self.gainDB = gainDB
+        gain = Float(pow(10, gainDB / 20) / 32768)
+        limiter = LimiterGain(threshold: Float(pow(10, ceilingDBTP / 20)), lookahead: Self.lookahead(rate: rate), release: Self.release(rate: rate))
+    }
+
+    /// How the stream was levelled so far.
+    public var report: LevelingReport {
+        LevelingReport(gainDB: gainDB, limiterReductionDB: smallestGain < 1 ? -20 * log10(Double(smallestGain)) : 0)
+    }
+
+    /// Takes the next samples; `emit` gets levelled samples, delayed by the look-ahead.
+    public func feed(_ input: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        gained.removeAll(keepingCapacity: true)
+        for sample in input { gained.append(Float(sample) * gain) }
+        try process(emit: emit)
+    }
+
+    /// After the last sample: pushes the delayed tail through.
+    public func finish(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        guard realCount == nil else { return }
+        realCount = history.end
+        gained = Array(repeating: 0, count: limiter.lookahead + TruePeakEnvelope.latency)
+        try process(emit: emit)
+    }
+
+    private func process(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        history.append(gained)
+        peaks.removeAll(keepingCapacity: true)
+        gained.withUnsafeBufferPointer { envelope.run($0, into: &peaks) }
+        block.removeAll(keepingCapacity: true)
+        let end = realCount ?? Int.max
+        var smallest = smallestGain
+        do {
+            // A local view, released before `drop` so the drop never copies.
+            let history = self.history
+            peaks.withUnsafeBufferPointer { peaks in
+                limiter.run(peaks) { out, applied in
+                    guard out < end else { return }
+                    smallest = min(smallest, applied)
+                    let level = (history[out] * applied * 32768).rounded()
+                    block.append(Int16(max(-32768, min(32767, level))))
+                }
+            }
+        }
+        smallestGain = smallest
+        self.history.drop(before: limiter.nextOut)
+        if !block.isEmpty { try block.withUnsafeBufferPointer { try emit($0) } }
+    }
+}
+
+/// Samples of a stream by their index in it, from the oldest still needed.
+struct SampleHistory {
+    private var samples: [Float] = []
+    private var base = 0
+    /// The index after the last sample appended.
+    var end: Int { base + samples.count }
+
+    mutating func append(_ more: [Float]) { samples.append(contentsOf: more) }
+
+    subscript(index: Int) -> Float { samples[index - base] }
+
+    /// Forgets samples before `index`, in large steps so the cost stays linear.
+    mutating func drop(before index: Int) {
+        let count = index - base
+        guard count > 16_384 else { return }
+        samples.removeFirst(count)
+        base = index
+    }
+}
+
+/// For each sample of a stream, the largest magnitude near it: the sample
+/// itself and the points ¼, ½ and ¾ of the way to each neighbour, from a
+/// 12-tap windowed-sinc interpolator (4× oversampling, as BS.1770's
+/// true-peak meter does). Hands out sample n's peak when sample n+6 arrives.
+struct TruePeakEnvelope {
+    static let latency = halfTaps
+    private static let halfTaps = 6
+    private static let taps = 2 * halfTaps
+    /// The coefficients for the point ¼, ½ and ¾ of the way from sample n
+    /// to n+1, over samples n-5 … n+6; each phase sums to 1.
+    private static let phases: [Float] = (1...3).flatMap { phase -> [Float] in
+        let fraction = Double(phase) / 4
+        let raw = (-(halfTaps - 1)...halfTaps).map { m -> Double in
+            let t = Double(m) - fraction
+            let sinc = t == 0 ? 1 : sin(Double.pi * t) / (Double.pi * t)
+            let window = 0.5 + 0.5 * cos(Double.pi * t / (Double(halfTaps) + 0.5))
+            return sinc * window
+        }
+        let sum = raw.reduce(0, +)
+        return raw.map { Float($0 / sum) }
+    }
+
+    /// The last `taps` samples, written twice (at `slot` and `slot + taps`),
+    /// so the window oldest-to-newest is always the contiguous
+    /// `window[slot ..< slot + taps]`: no index wraps in the inner loop.
+    private var window = [Float](repeating: 0, count: 2 * taps)
+    private var slot = 0
+    private var count = 0
+    private var previousBetween: Float = 0
+
+    /// Takes the next samples; appends to `peaks` the peak of every sample
+    /// that becomes known (each `latency` samples behind the input).
+    mutating func run(_ input: UnsafeBufferPointer<Float>, into peaks: inout [Float]) {
+        peaks.reserveCapacity(peaks.count + input.count)
+        for value in input {
+            if let peak = push(value) { peaks.append(peak) }
+        }
+    }
+
+    /// Takes the next sample; the peak of the sample `latency` before it
+    /// (nil for the first `latency` samples).
+    @inline(__always)
+    mutating func push(_ value: Float) -> Float? {
+        let taps = Self.taps
+        window[slot] = value
+        window[slot + taps] = value
+        slot = slot + 1 == taps ? 0 : slot + 1
+        count += 1
+        // The window is now samples n-5 … n+6 of sample n = count - 1 - halfTaps.
+        guard count > Self.halfTaps else { return nil }
+        let start = slot
+        let between = Self.phases.withUnsafeBufferPointer { coefficients in
+            window.withUnsafeBufferPointer { window in
+                var largest: Float = 0
+                for phase in 0..<3 {
+                    var sum: Float = 0
+                    for tap in 0..<taps { sum += window[start + tap] * coefficients[phase * taps + tap] }
+                    largest = max(largest, abs(sum))
+                }
+                return largest
+            }
+        }
+        // Sample n sits halfTaps - 1 after the window's start.
+        let own = abs(window[start + Self.halfTaps - 1])
+        defer { previousBetween = between }
+        return max(own, between, previousBetween)
+    }
+}
+
+/// The gain a look-ahead limiter applies for one threshold, from the
+/// stream's true-peak envelope: for each sample, the gain that brings its
+/// peak to the threshold; the minimum of those over the last `lookahead`
+/// samples, recovering no faster than `release` per sample; averaged over
+/// `lookahead` samples. Each of the minimums averaged for sample `out`
+/// covers `out`, so the average never exceeds the gain `out` needs, and it
+/// moves in small steps: no click. Hands out sample n's gain when the peak
+/// of sample n + lookahead - 1 arrives.
+struct LimiterGain {
+    let threshold: Float
+    let lookahead: Int
+    let release: Float
+    /// Monotonic queue of (index, wanted gain), a ring of `lookahead + 1`.
+    private var queueIndex: [Int]
+    private var queueGain: [Float]
+    private var head = 0
+    private var tail = 0
+    private var held: Float = 1
+    private var ring: [Float]
+    private var ringSum: Double
+    private var ringSlot = 0
+    private var count = 0
+
+    init(threshold: Float, lookahead: Int, release: Float) {
+        self.threshold = threshold
+        self.lookahead = lookahead
+        self.release = release
+        queueIndex = Array(repeating: 0, count: lookahead + 1)
+        queueGain = Array(repeating: 1, count: lookahead + 1)
+        ring = Array(repeating: 1, count: lookahead)
+        ringSum = Double(lookahead)
+    }
+
+    /// The next sample `run` hands out.
+    var nextOut: Int { max(0, count - lookahead + 1) }
+
+    /// Takes the next samples' peaks; calls `body` with the index and gain
+    /// of each sample that becomes known, in order.
+    mutating func run(_ peaks: UnsafeBufferPointer<Float>, _ body: (Int, Float) -> Void) {
+        let (threshold, lookahead, release, capacity) = (threshold, lookahead, release, lookahead + 1)
+        var (head, tail, held, ringSum, ringSlot, count) = (head, tail, held, ringSum, ringSlot, count)
+        queueIndex.withUnsafeMutableBufferPointer { queueIndex in
+            queueGain.withUnsafeMutableBufferPointer { queueGain in
+                ring.withUnsafeMutableBufferPointer { ring in
+                    for peak in peaks {
+                        let n = count
+                        count += 1
+                        let wanted = peak > threshold ? threshold / peak : 1
+                        while tail != head {
+                            let last = tail == 0 ? capacity - 1 : tail - 1
+                            guard queueGain[last] >= wanted else { break }
+                            tail = last
+                        }
+                        queueIndex[tail] = n
+                        queueGain[tail] = wanted
+                        tail = tail + 1 == capacity ? 0 : tail + 1
+                        while queueIndex[head] <= n - lookahead { head = head + 1 == capacity ? 0 : head + 1 }
+                        held = min(queueGain[head], held + (1 - held) * release)
+                        ringSum += Double(held - ring[ringSlot])
+                        ring[ringSlot] = held
+                        ringSlot = ringSlot + 1 == lookahead ? 0 : ringSlot + 1
+                        let out = n - lookahead + 1
+                        if out >= 0 { body(out, Float(ringSum / Double(lookahead))) }
+                    }
+                }
+            }
+        }
+        (self.head, self.tail, self.held, self.ringSum, self.ringSlot, self.count) = (head, tail, held, ringSum, ringSlot, count)
+    }
+}
+
+/// An encode session whose samples are levelled on their way in.
+package final class LevelingSession: AudioEncodeSession {
+    let inner: any AudioEncodeSession
+    package let leveler: LoudnessLeveler
+
+    package init(_ inner: any AudioEncodeSession, leveler: LoudnessLeveler) {
+        self.inner = inner
+        self.leveler = leveler
+    }
+
+    package func write(_ samples: UnsafeBufferPointer<Int16>) throws {
+        try leveler.feed(samples) { try inner.write($0) }
+    }
+
+    package func finish() throws -> [AudioFormat: EncodedAudio] {
+        try leveler.finish { try inner.write($0) }
+        return try inner.finish()
+    }
+
+    package func discard() { inner.discard() }
+
+    package var samplesWritten: Int { inner.samplesWritten }
+}
+
+/// How much loudness the limiter would take from one chunk, at each of a
+/// range of thresholds: measured once, when the chunk is recorded, so a
+/// file's gain can allow for its limiter before the file is encoded.
+///
+/// A gain moves every sample and the ceiling does not, so limiting `x`
+/// gained by G under ceiling C takes exactly what limiting `x` under
+/// C - G takes: the limiter only sees peaks against its threshold. The
+/// survey runs one `LimiterGain` per threshold of `thresholdsDBFS` (sharing
+/// one true-peak envelope) over the chunk as it is, and keeps, for each,
+/// the energy left after limiting as a fraction of the energy before. A
+/// file's gain then solves for the target with each chunk's loss at the
+/// threshold that gain implies (`LoudnessTarget.gainDB(for:)`).
+public struct LimiterSurvey {
+    /// +1 dBFS (nothing to limit) down to -35 dBFS, 3 dB apart: a ceiling
+    /// of -1 dBTP less the margin, with every gain up to the largest
+    /// (`LoudnessTarget.maximumGainDB`). The loss between two thresholds is
+    /// interpolated in dB: it changes smoothly with the threshold.
+    public static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
+
+    private var envelope = TruePeakEnvelope()
+    private var limiters: [LimiterGain]
+    private var history = SampleHistory()
+    private var before = 0.0
+    private var after: [Double]
+    private var finished = false
+    private var values: [Float] = []
+    private var peaks: [Float] = []
+
+    public init(rate: Int) {
+        let lookahead = LoudnessLeveler.lookahead(rate: rate)
+        let release = LoudnessLeveler.release(rate: rate)
+        limiters = Self.thresholdsDBFS.map { LimiterGain(threshold: Float(pow(10, $0 / 20)), lookahead: lookahead, release: release) }
+        after = Array(repeating: 0, count: Self.thresholdsDBFS.count)
+    }
+
+    public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
+        values.removeAll(keepingCapacity: true)
+        for sample in samples { values.append(Float(sample) / 32768) }
+        process()
+    }
+
+    /// Each limiter runs over the block's peaks in turn: its state stays in
+    /// registers, and the block's samples in cache.
+    private mutating func process() {
+        history.append(values)
+        peaks.removeAll(keepingCapacity: true)
+        values.withUnsafeBufferPointer { envelope.run($0, into: &peaks) }
+        let handedOut: Int
+        do {
+            // A local view, released before `drop` so the drop never copies.
+            let history = self.history
+            peaks.withUnsafeBufferPointer { peaks in
+                for index in limiters.indices {
+                    var energy = 0.0
+                    limiters[index].run(peaks) { out, gain in
+                        let limited = Double(history[out] * gain)
+                        energy += limited * limited
+                    }
+                    after[index] += energy
+                }
+            }
+            // The samples the limiters handed out in this block, once.
+            handedOut = limiters[0].nextOut
+            for out in max(0, handedOut - peaks.count)..<handedOut {
+                before += Double(history[out]) * Double(history[out])
+            }
+        }
+        history.drop(before: handedOut)
+    }
+
+    /// The energy left at each threshold, as a fraction; empty for silence.
+    public mutating func finish() -> [Double] {
+        if !finished {
+            finished = true
+            // Push the tail through; what the padding adds is silence.
+            values = Array(repeating: 0, count: (limiters.first?.lookahead ?? 0) + TruePeakEnvelope.latency)
+            process()
+        }
+        guard before > 0 else { return [] }
+        return after.map { min(1, $0 / before) }
+    }
+}

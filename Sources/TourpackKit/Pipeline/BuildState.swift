@@ -1,0 +1,127 @@
+public import Foundation
+public import TourpackCore
+public import TourpackState
+import TourpackMaps
+
+/// A pipeline's state, opened once per command: the backend and the four
+/// things kept in it, plus the local tile cache, all on one clock.
+///
+/// The backend is the local SQLite database (`<state>/state.sqlite`) by
+/// default, with no server; when `state.postgres` is set it is that
+/// PostgreSQL database, shared by workers on many machines. The map tile
+/// cache stays in the local SQLite database either way: tiles are fetched
+/// and kept per worker.
+public struct BuildState: Sendable {
+    public let layout: StateLayout
+    /// The local SQLite database: everything by default; the tile cache (and
+    /// nothing else in use) when PostgreSQL holds the rest.
+    public let database: StateDatabase
+    /// Where the ledger, the cache indexes and the build records live.
+    public let backend: any StateBackend
+    public let synthesis: SynthesisCache
+    public let outputs: OutputCache
+    public let ledger: QuotaLedger
+    public let records: BuildRecords
+    public let tiles: TileCache
+    public let tilePacks: TilePackRecords
+    /// Who is speaking which chunk, among every process sharing the backend.
+    public let claims: ChunkClaims
+
+    /// Opens the state of `config` (creating and migrating what is missing) for `account`.
+    public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        let database = try StateDatabase(folder: config.state)
+        let backend: any StateBackend = try config.shared.postgres.map { try PostgresState(url: $0, password: config.shared.postgresPassword) }
+            ?? database
+        self.init(config: config, database: database, backend: backend, account: account, clock: clock)
+    }
+
+    private init(config: PipelineConfig, database: StateDatabase, backend: any StateBackend, account: QuotaAccount, clock: @escaping @Sendable () -> Date) {
+        layout = StateLayout(config)
+        self.database = database
+        self.backend = backend
+        var synthesis = SynthesisCache(
+            index: backend.synthesisIndex, folder: layout.synthesisFolder, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        synthesis.measuresLoudness = config.loudnessTarget != nil
+        synthesis.indexIsShared = config.shared.postgres != nil
+        synthesis.bucketHoldsFiles = config.shared.objects != nil
+        self.synthesis = synthesis
+        outputs = OutputCache(index: backend.outputIndex, maxAgeDays: config.budgets.audioMaxAgeDays, clock: clock)
+        ledger = QuotaLedger(store: backend.ledger, account: account, budgets: config.budgets, clock: clock)
+        records = BuildRecords(store: backend.buildRecords, clock: clock)
+        tiles = TileCache(database: database, folder: layout.tileFolder, clock: clock)
+        tilePacks = TilePackRecords(database: database, clock: clock)
+        claims = ChunkClaims(store: backend.synthesisClaims, clock: clock)
+    }
+
+    /// The state when it exists already; nil (and nothing created) when the
+    /// pipeline has never been built. For `plan` and `build --dry-run`, which touch nothing.
+    ///
+    /// With PostgreSQL, the shared state exists once any worker has migrated
+    /// the database; a worker that has never built gets its local folder
+    /// (the tile cache) then, since the plan must see the shared ledger.
+    public static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws -> BuildState? {
+        if let url = config.shared.postgres {
+            guard let shared = try PostgresState.existing(url: url, password: config.shared.postgresPassword) else { return nil }
+            return BuildState(config: config, database: try StateDatabase(folder: config.state), backend: shared, account: account, clock: clock)
+        }
+        guard FileManager.default.fileExists(atPath: config.state.appendingPathComponent(StateDatabase.fileName).path) else { return nil }
+        return try BuildState(config: config, account: account, clock: clock)
+    }
+
+    /// `plan` with what the caches and the ledger know: per tour, the chunks
+    /// a build would not pay for (every format of their item is reusable from
+    /// the AudioCache, or the chunk is in the synthesis cache), the
+    /// characters it would pay for, and the month's characters already used
+    /// or reserved in the voice's tier. Reads no audio: reusable files are
+    /// judged by their recorded size here, by size and SHA-256 in the build.
+    public func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String) throws -> BuildPlan {
+        var plan = plan
+        let output = Layout(root: config.output)
+        let fresh = try synthesis.freshKeys(among: plan.tours.flatMap { $0.items.flatMap(\.keys) })
+        // A chunk spoken once serves every narration that holds it.
+        var paidFor: Set<SynthesisKey> = []
+        for tourIndex in plan.tours.indices {
+            var hits = 0
+            var billable = 0
+            let tour = plan.tours[tourIndex].tour
+            for item in plan.tours[tourIndex].items {
+                let keys = item.keys
+                let reusable = try config.formats.allSatisfy { format in
+                    let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
+                    let key = OutputKey(
+                        chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
+                        pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.loudnessTarget, metadata: item.metadata(tour: tour))
+                    return try outputs.reusable(url, key: key, check: .size) != nil
+                }
+                for (chunk, key) in zip(item.chunks, keys) {
+                    if reusable || fresh.contains(key) || !paidFor.insert(key).inserted { hits += 1 } else { billable += chunk.characters }
+                }
+            }
+            plan.tours[tourIndex].cacheHits = hits
+            plan.tours[tourIndex].billableCharacters = billable
+        }
+        if let source = config.maps.source, case .url = source.location {
+            for tourIndex in plan.tours.indices {
+                let tour = plan.tours[tourIndex].tour
+                for (index, selectionPlan) in plan.tours[tourIndex].tileSelections.enumerated() {
+                    var settings = config.maps
+                    settings.selection = selectionPlan.selection
+                    let known = try tiles.entries(source: source.cacheName, tiles: tour.mapTiles(settings))
+                    plan.tours[tourIndex].tileSelections[index].fresh = known.values.filter { entry in
+                        tiles.isFresh(entry) && (entry.sha256.map { FileManager.default.fileExists(atPath: tiles.blobURL($0).path) } ?? true)
+                    }.count
+                }
+            }
+        } else if config.maps.source != nil {
+            // A local extract: nothing is fetched.
+            for tourIndex in plan.tours.indices {
+                for index in plan.tours[tourIndex].tileSelections.indices {
+                    plan.tours[tourIndex].tileSelections[index].fresh = plan.tours[tourIndex].tileSelections[index].tiles
+                }
+            }
+        }
+        let usage = try ledger.usage(of: config.voice.tier)
+        plan.quotaUsedBefore = usage.used + usage.reserved
+        return plan
+    }
+}

@@ -1,0 +1,53 @@
+public import Foundation
+public import TourpackCore
+
+extension OutputTree {
+    /// Refuses (exit 2) a tree a build of `plan` in `formats` with `voice` could
+    /// write through: a symlinked or non-folder `AudioCache`, `OfflineTours`,
+    /// tour or package folder, or a symlink at a file the build will replace.
+    /// Every problem is listed in one error. Reads only; creates nothing.
+    public static func check(_ layout: Layout, plan: BuildPlan, formats: [AudioFormat], voice: VoicePreset) throws {
+        var problems: [String] = []
+        for top in [Layout.audioCacheFolder, Layout.offlineToursFolder] {
+            let folder = layout.root.appendingPathComponent(top, isDirectory: true)
+            if let problem = folderProblem(folder) {
+                problems.append(problem)
+                continue
+            }
+            // Every tour or package folder, planned or not: leftovers are
+            // swept and superseded packages removed in each of them.
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
+            for name in names where kind(folder.appendingPathComponent(name)) == .symlink {
+                problems.append(describe(folder.appendingPathComponent(name), as: .symlink, wanted: "a folder"))
+            }
+        }
+        var folders: [URL: [URL]] = [:]
+        for tourPlan in plan.tours {
+            let tourID = tourPlan.tour.id
+            let audio = layout.audioFolder(tourID: tourID).url
+            folders[audio, default: []] += tourPlan.items.flatMap { item in
+                formats.map { layout.audioFile(tourID: tourID, poiID: item.poiID, phase: item.phase, format: $0).url }
+            }
+            for format in formats {
+                let packageID = PackageID.make(tourID: tourID, voice: voice, format: format)
+                folders[layout.packageFolder(packageID: packageID).url, default: []] +=
+                    [layout.manifest(packageID: packageID).url, layout.tilePack(packageID: packageID).url]
+            }
+        }
+        for (folder, files) in folders.sorted(by: { $0.key.path < $1.key.path }) {
+            if let problem = folderProblem(folder) {
+                if !problems.contains(problem) { problems.append(problem) }
+                continue
+            }
+            for file in files {
+                let found = kind(file)
+                if found == .symlink || found == .folder { problems.append(describe(file, as: found, wanted: "a file")) }
+            }
+        }
+        guard !problems.isEmpty else { return }
+        throw TourpackError.invalidInput(
+            "the output tree is unsafe to write: \(problems.joined(separator: "; ")). "
+                + "AudioCache, OfflineTours and their tour and package folders must be real folders inside the output root "
+                + "(or absent), and the files a build replaces must not be symlinks; nothing was requested or written")
+    }
+}

@@ -1,0 +1,51 @@
+public import Foundation
+public import TourpackCore
+public import TourpackAudio
+
+/// One chunk to speak, with the voice to speak it in.
+public struct SynthesisRequest: Sendable, Hashable {
+    public var chunk: Chunk
+    public var voice: VoicePreset
+    /// The LINEAR16 sample rate asked of the endpoint.
+    public var sampleRateHz: Int
+    /// Names the item (tour, POI, phase) for error messages.
+    public var itemLabel: String
+
+    public init(chunk: Chunk, voice: VoicePreset, sampleRateHz: Int, itemLabel: String) {
+        self.chunk = chunk
+        self.voice = voice
+        self.sampleRateHz = sampleRateHz
+        self.itemLabel = itemLabel
+    }
+}
+
+/// The synthesize stage: text in, a FLAC file of the chunk's audio out.
+///
+/// The default is `HTTPSpeechSynthesizer` over libcurl. The answer is
+/// decoded as it is read and written straight to the file, so a long chunk
+/// is never held whole in memory; the build keeps that file as the chunk's
+/// entry in the synthesis cache. Errors are `TourpackError`s.
+public protocol SpeechSynthesizer: Sendable {
+    /// Speaks one chunk into a mono 16-bit FLAC file at `destination`, at the
+    /// request's rate, and returns its shape. Writes nothing there when the
+    /// chunk came back empty (`shape.samples == 0`).
+    func synthesize(_ request: SynthesisRequest, to destination: URL) async throws -> ChunkShape
+    /// Requests, retries and characters so far, for the build's summary.
+    var stats: SynthesisStats { get }
+}
+
+extension SpeechSynthesizer {
+    /// A synthesizer that counts nothing reports zeros.
+    public var stats: SynthesisStats { SynthesisStats() }
+
+    /// One chunk's audio in memory, for tools and tests; the build streams instead.
+    public func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-speech-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("chunk.flac")
+        let shape = try await synthesize(request, to: file)
+        guard shape.samples > 0 else { return PCMAudio(samples: [], sampleRate: request.sampleRateHz) }
+        return try FLACFile.read(file)
+    }
+}

@@ -1,0 +1,67 @@
+import Crypto
+import Foundation
+public import TourpackCore
+public import TourpackAudio
+
+/// The content address of one synthesized chunk: a SHA-256 of the text sent
+/// (and whether it is SSML) and everything about the voice that changes the
+/// sound: provider, name, languageCode, speakingRate, pitch and the LINEAR16
+/// sample rate. Not the tier or the endpoint: the same voice speaks the same
+/// words alike wherever it is reached, and the tier is only its price.
+public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// 64 lowercase hex digits.
+    public let hex: String
+
+    public init(chunk: Chunk, voice: VoicePreset, sampleRateHz: Int) {
+        // One field per line, each field's length first, so no two inputs
+        // can run together into the same bytes.
+        let fields = [
+            "tourpack synthesis v1", voice.provider, voice.name, voice.languageCode, voice.speakingRate.compactText,
+            voice.pitch.compactText, String(sampleRateHz), chunk.isSSML ? "ssml" : "text", chunk.text,
+        ]
+        hex = CacheDigest.of(fields)
+    }
+
+    init(hex: String) { self.hex = hex }
+
+    public var description: String { hex }
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.hex < rhs.hex }
+}
+
+/// The key of one AudioCache file's inputs: the chunk keys in order, the
+/// format, the encoder's fingerprint (settings and library versions) and the
+/// rate it encodes at, the pause between chunks, the loudness target (and
+/// the leveler's revision), and the tags written into the file. When it is unchanged, the file a build made before is what it
+/// would make again.
+public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
+    public let hex: String
+
+    public init(
+        chunks: [SynthesisKey], format: AudioFormat, encoder: String, sampleRateHz: Int, pauseMilliseconds: Int, loudness: LoudnessTarget?,
+        metadata: AudioMetadata
+    ) {
+        let fields = [
+            "tourpack output v1", format.rawValue, "\(encoder) rate \(sampleRateHz)", String(pauseMilliseconds),
+            loudness?.fingerprint ?? "loudness off",
+            metadata.title, metadata.album, metadata.language,
+        ] + chunks.map(\.hex)
+        hex = CacheDigest.of(fields)
+    }
+
+    init(hex: String) { self.hex = hex }
+
+    public var description: String { hex }
+}
+
+enum CacheDigest {
+    static func of(_ fields: [String]) -> String {
+        var hasher = SHA256()
+        for field in fields {
+            let bytes = Data(field.utf8)
+            hasher.update(data: Data("\(bytes.count):".utf8))
+            hasher.update(data: bytes)
+            hasher.update(data: Data("\n".utf8))
+        }
+        return hasher.finalize().lowercaseHex
+    }
+}

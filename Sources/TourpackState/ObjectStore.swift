@@ -1,0 +1,242 @@
+public import Foundation
+import Crypto
+public import TourpackCore
+public import TourpackHTTP
+
+/// An S3-compatible bucket as the shared synthesis cache sees it: whole
+/// objects put once, read back verified, over the project's libcurl
+/// transport with libcurl's own SigV4 signing (`CURLOPT_AWS_SIGV4`).
+///
+/// - `put` writes with `If-None-Match: *`: a chunk is stored once across the
+///   fleet, and a 412 (another worker stored it first) is success.
+/// - Every put carries `Content-MD5` (the server refuses a body damaged in
+///   transit), `x-amz-content-sha256` (SigV4's payload hash) and the body's
+///   SHA-256 as metadata (`x-amz-meta-sha256`).
+/// - `get` hashes what came back against that metadata: a damaged object,
+///   one without the metadata, or a missing one is a miss (nil), never an
+///   error. Errors are for a store that cannot be reached or refuses us.
+/// - URLs are path-style (`endpoint/bucket/prefix+key`), which AWS, MinIO
+///   and moto all serve; virtual-hosted names would need DNS per bucket.
+/// - The keys are read from the environment once, when the store is made,
+///   and appear in no message: every text from the server is scrubbed.
+///
+/// Bodies travel in memory: a chunk's FLAC is a few hundred kilobytes.
+public final class ObjectStore: Sendable {
+    /// What a put did.
+    public enum PutOutcome: Sendable, Equatable {
+        /// This call stored the object.
+        case stored
+        /// The object was already there (412 to `If-None-Match: *`): another
+        /// worker stored it first, which is as good.
+        case alreadyStored
+    }
+
+    /// What `head` reports about an object.
+    public struct ObjectInfo: Sendable, Equatable {
+        public var bytes: Int
+        /// The `x-amz-meta-sha256` recorded at put, if any.
+        public var sha256: String?
+    }
+
+    public let settings: ObjectStoreSettings
+    private let signing: AWSSigning
+    private let transport: HTTPTransport
+    /// Tries for an exchange that failed on the way (a reset, a timeout, 5xx).
+    private let attempts = 3
+
+    /// Reads the keys from the variables the settings name, once.
+    /// - Throws: `TourpackError.invalidInput` naming the variable (never
+    ///   its value) when one is unset or empty.
+    public convenience init(settings: ObjectStoreSettings, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        guard let access = environment[settings.accessKeyEnv], !access.isEmpty else {
+            throw TourpackError.invalidInput("state.objects: the access key variable $\(settings.accessKeyEnv) is not set")
+        }
+        guard let secret = environment[settings.secretKeyEnv], !secret.isEmpty else {
+            throw TourpackError.invalidInput("state.objects: the secret key variable $\(settings.secretKeyEnv) is not set")
+        }
+        try self.init(settings: settings, signing: AWSSigning(region: settings.region, service: "s3", accessKey: access, secretKey: secret))
+    }
+
+    init(settings: ObjectStoreSettings, signing: AWSSigning) throws {
+        self.settings = settings
+        self.signing = signing
+        do { transport = try HTTPTransport(maxConnections: 4) } catch {
+            throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(settings.endpoint), reason: error.reason)
+        }
+    }
+
+    // MARK: Operations
+
+    /// Stores `bytes` as `key` unless an object is already there.
+    @discardableResult
+    public func put(_ key: String, bytes: [UInt8]) async throws -> PutOutcome {
+        let digest = Array(SHA256.hash(data: bytes))
+        let headers = [
+            (name: "Content-Type", value: "application/octet-stream"),
+            (name: "If-None-Match", value: "*"),
+            (name: "Content-MD5", value: Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
+            (name: "x-amz-meta-sha256", value: Self.hex(digest)),
+        ]
+        let response = try await exchange(.put, key, body: bytes, payloadSHA256: Self.hex(digest), headers: headers, operation: "PUT")
+        switch response.status {
+        case 200..<300: return .stored
+        case 412: return .alreadyStored
+        default: throw failure("PUT", key, response)
+        }
+    }
+
+    /// Stores the file at `url` as `key` unless an object is already there.
+    @discardableResult
+    public func put(_ key: String, file url: URL) async throws -> PutOutcome {
+        let bytes: [UInt8]
+        do { bytes = Array(try Data(contentsOf: url)) } catch {
+            throw TourpackError.storageFailed(path: url.path, errno: (error as NSError).code == NSFileReadNoSuchFileError ? ENOENT : EIO, operation: "read")
+        }
+        return try await put(key, bytes: bytes)
+    }
+
+    /// What a read found.
+    public enum Fetched: Sendable, Equatable {
+        /// The bytes, matching the SHA-256 recorded at put.
+        case found([UInt8])
+        case missing
+        /// There, but not matching its SHA-256, or without one.
+        case damaged
+    }
+
+    /// The object as `Fetched` says.
+    public func fetch(_ key: String) async throws -> Fetched {
+        let response = try await exchange(.get, key, operation: "GET")
+        switch response.status {
+        case 200:
+            guard let recorded = response.headers["x-amz-meta-sha256"]?.lowercased(),
+                  recorded == Self.hex(Array(SHA256.hash(data: response.body))) else { return .damaged }
+            return .found(response.body)
+        case 404: return .missing
+        default: throw failure("GET", key, response)
+        }
+    }
+
+    /// The object's bytes when it is there and matches the SHA-256 recorded
+    /// at put; nil when it is missing, damaged, or carries no SHA-256.
+    public func get(_ key: String) async throws -> [UInt8]? {
+        if case .found(let bytes) = try await fetch(key) { return bytes }
+        return nil
+    }
+
+    /// Writes the object to `url` (replacing it) when `get` would return it;
+    /// false, writing nothing, on a miss.
+    public func get(_ key: String, to url: URL) async throws -> Bool {
+        guard let bytes = try await get(key) else { return false }
+        do { try Data(bytes).write(to: url, options: .atomic) } catch {
+            throw TourpackError.storageFailed(path: url.path, errno: EIO, operation: "write")
+        }
+        return true
+    }
+
+    /// The object's size and recorded SHA-256, or nil when it is missing.
+    public func head(_ key: String) async throws -> ObjectInfo? {
+        let response = try await exchange(.head, key, operation: "HEAD")
+        switch response.status {
+        case 200: return ObjectInfo(bytes: response.headers["content-length"].flatMap(Int.init) ?? 0, sha256: response.headers["x-amz-meta-sha256"])
+        case 404: return nil
+        default: throw failure("HEAD", key, response)
+        }
+    }
+
+    /// Removes the object; a missing one is already removed.
+    public func delete(_ key: String) async throws {
+        let response = try await exchange(.delete, key, operation: "DELETE")
+        guard (200..<300).contains(response.status) || response.status == 404 else { throw failure("DELETE", key, response) }
+    }
+
+    // MARK: Requests
+
+    /// The object's path-style URL: the endpoint, the bucket, then the
+    /// prefix and key, each segment percent-encoded once (as SigV4 for S3
+    /// signs it).
+    func url(for key: String) -> String {
+        let base = settings.endpoint.hasSuffix("/") ? String(settings.endpoint.dropLast()) : settings.endpoint
+        return base + "/" + Self.encodePath(settings.bucket) + "/" + Self.encodePath(settings.prefix + key)
+    }
+
+    /// One signed exchange, tried again on a failure on the way or a 5xx.
+    /// Any other status is the caller's to read.
+    func exchange(
+        _ method: HTTPRequestSpec.Method, _ key: String, body: [UInt8] = [], payloadSHA256: String? = nil,
+        headers extra: [(name: String, value: String)] = [], operation: String
+    ) async throws -> HTTPResponse {
+        // S3 wants the payload hash in its own header on every request;
+        // libcurl signs every header given here.
+        let headers = [(name: "x-amz-content-sha256", value: payloadSHA256 ?? Self.hex(Array(SHA256.hash(data: body))))] + extra
+        var request = HTTPRequestSpec(
+            method: method, url: url(for: key), headers: headers, body: body,
+            totalTimeoutSeconds: 60, connectTimeoutSeconds: 10, stallTimeoutSeconds: 30)
+        request.signing = signing
+        var lastFailure: (any Error)?
+        for attempt in 1...attempts {
+            if attempt > 1 { try await Task.sleep(for: .milliseconds(200 * (1 << (attempt - 2)))) }
+            switch await transport.perform(request) {
+            case .success(let response) where response.status >= 500 && attempt < attempts:
+                lastFailure = failure(operation, key, response)
+            case .success(let response):
+                return response
+            case .failure(let transportFailure):
+                if case .cancelled = transportFailure { throw TourpackError.cancelled }
+                if case .cancelledAfterAnswer = transportFailure { throw TourpackError.cancelled }
+                let error = TourpackError.objectStorageFailed(
+                    operation: operation, object: HTTPRequestSpec.redactedURL(url(for: key)),
+                    status: transportFailure.answeredStatus, message: signing.scrub(transportFailure.reason))
+                guard transportFailure.isRetryable else { throw error }
+                lastFailure = error
+            }
+        }
+        throw lastFailure ?? TourpackError.cancelled
+    }
+
+    /// The error for a status the operation does not expect, with S3's
+    /// `<Code>` and `<Message>` when the body is its XML error.
+    private func failure(_ operation: String, _ key: String, _ response: HTTPResponse) -> TourpackError {
+        let text = String(decoding: response.body.prefix(4096), as: UTF8.self)
+        let code = Self.element("Code", in: text)
+        let message = Self.element("Message", in: text)
+        let summary = [code, message].compactMap { $0 }.joined(separator: ": ")
+        return .objectStorageFailed(
+            operation: operation, object: HTTPRequestSpec.redactedURL(url(for: key)), status: response.status,
+            message: signing.scrub(summary.isEmpty ? "no message" : summary))
+    }
+
+    private static func element(_ name: String, in xml: String) -> String? {
+        guard let start = xml.range(of: "<\(name)>"), let end = xml.range(of: "</\(name)>", range: start.upperBound..<xml.endIndex) else { return nil }
+        let value = xml[start.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        return value.isEmpty ? nil : String(value.prefix(300))
+    }
+
+    /// RFC 3986 unreserved characters and `/` pass; every other byte is `%XX`.
+    static func encodePath(_ path: String) -> String {
+        var encoded = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += String(format: "%%%02X", byte)
+            }
+        }
+        return encoded
+    }
+
+    static func sha256Hex(_ bytes: [UInt8]) -> String { hex(Array(SHA256.hash(data: bytes))) }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

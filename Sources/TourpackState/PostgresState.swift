@@ -1,0 +1,262 @@
+import Crypto
+public import Foundation
+import PostgresNIO
+public import TourpackCore
+
+/// The state in PostgreSQL (`state.postgres`), shared by workers on many
+/// machines: the quota ledger, the synthesis- and output-cache indexes and
+/// the build records, in the same shape as the SQLite tables.
+///
+/// The schema is versioned in `schema_migrations`. Opening checks it: a
+/// current schema costs one query; otherwise the missing migrations are
+/// applied in order, in one transaction that first takes a transaction-level
+/// advisory lock, so workers that start together take turns and the second
+/// finds the work done. A schema newer than this tourpack knows is refused,
+/// never guessed at. `tourpack state migrate` runs the same step on purpose.
+///
+/// Times are seconds since 1970 (UTC) from the build's injected clock, as in
+/// SQLite, so the rules about ages read the same on both backends.
+public struct PostgresState: StateBackend {
+    public let location: StateLocation
+    let connections: PostgresConnections
+    /// The migrations this open applied, oldest first; empty when the schema was current.
+    public let appliedNow: [String]
+
+    /// Connects (one connection now, more as callers need them) and
+    /// migrates. Errors name the server (`state: postgresql://…: …`), never the password.
+    public init(url: String, password: Secret?) throws {
+        try self.init(connections: PostgresConnections(url: PostgresURL(url), password: password))
+    }
+
+    private init(connections: PostgresConnections) throws {
+        self.connections = connections
+        location = connections.location
+        appliedNow = try Self.migrate(connections)
+    }
+
+    /// The state when its schema exists; nil (and nothing created) when no
+    /// worker has migrated this database yet. For `plan` and `build --dry-run`.
+    public static func existing(url: String, password: Secret?) throws -> PostgresState? {
+        let connections = try PostgresConnections(url: PostgresURL(url), password: password)
+        guard try version(connections) != nil else { return nil }
+        return try PostgresState(connections: connections)
+    }
+
+    public var ledger: any LedgerStore { PostgresLedgerStore(connections: connections) }
+    public var synthesisIndex: any SynthesisIndex { PostgresSynthesisIndex(connections: connections) }
+    public var outputIndex: any OutputIndex { PostgresOutputIndex(connections: connections) }
+    public var buildRecords: any BuildRecordStore { PostgresBuildRecordStore(connections: connections) }
+    public var synthesisClaims: any SynthesisClaimStore { PostgresSynthesisClaimStore(connections: connections) }
+
+    /// Holds a session-level advisory lock on (`output`, `tour`) while `body`
+    /// runs, on a connection kept for it: other workers publishing the same
+    /// tour into the same root wait their turn. Should this process die, the
+    /// server drops the lock with its connection.
+    public func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
+        let key = Self.publishLock(tour: tour, output: output)
+        let store = PostgresStore(connections: connections)
+        // The body's own error comes out as it was thrown; only the lock's are the state's.
+        let outcome = try store.run("lock tour \(tour) for publishing") {
+            try connections.withConnection { session in
+                try session.execute("SELECT pg_advisory_lock(\(key))")
+                let outcome = Result { try body() }
+                try session.execute("SELECT pg_advisory_unlock(\(key))")
+                return outcome
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The advisory lock of one tour in one output root: the first 8 bytes
+    /// of a SHA-256, so every worker, whatever its build, names it alike.
+    static func publishLock(tour: String, output: String) -> Int64 {
+        let digest = SHA256.hash(data: Data("tourpack publish\n\(output)\n\(tour)".utf8))
+        return digest.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
+
+    public func appliedMigrations() throws -> [String] {
+        try PostgresStore(connections: connections).run("read the applied migrations") {
+            try connections.withConnection { session in
+                try session.query("SELECT name FROM schema_migrations ORDER BY version").map { try $0.decode(String.self) }
+            }
+        }
+    }
+
+    // MARK: Migrations
+
+    struct Migration: Sendable {
+        var version: Int
+        var name: String
+        var statements: [String]
+    }
+
+    /// Every schema change, in order. Never edit a migration that has
+    /// shipped: add the next one, and mirror what SQLite's migrator gains.
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "v1 caches, ledger and build records", statements: [
+            """
+            CREATE TABLE synthesis_chunk (
+                key TEXT PRIMARY KEY,
+                characters BIGINT NOT NULL,
+                sample_rate BIGINT NOT NULL,
+                samples BIGINT NOT NULL,
+                file_bytes BIGINT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                last_used_at DOUBLE PRECISION NOT NULL,
+                audible_start BIGINT,
+                audible_end BIGINT
+            )
+            """,
+            "CREATE INDEX synthesis_chunk_by_last_use ON synthesis_chunk (last_used_at, key)",
+            """
+            CREATE TABLE output_file (
+                path TEXT PRIMARY KEY,
+                input_key TEXT NOT NULL,
+                format TEXT NOT NULL,
+                codec TEXT NOT NULL,
+                sample_rate_hz BIGINT NOT NULL,
+                channels BIGINT NOT NULL,
+                bitrate_kbps BIGINT NOT NULL,
+                duration_seconds DOUBLE PRECISION NOT NULL,
+                size_bytes BIGINT NOT NULL,
+                sha256 TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                last_used_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE build (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                pipeline TEXT NOT NULL,
+                output TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
+                owner TEXT NOT NULL,
+                queued_at DOUBLE PRECISION NOT NULL,
+                started_at DOUBLE PRECISION,
+                finished_at DOUBLE PRECISION,
+                tours_built BIGINT NOT NULL DEFAULT 0,
+                tours_failed BIGINT NOT NULL DEFAULT 0,
+                requests BIGINT NOT NULL DEFAULT 0,
+                characters BIGINT NOT NULL DEFAULT 0,
+                error TEXT
+            )
+            """,
+            "CREATE INDEX build_by_output ON build (output, id)",
+            """
+            CREATE TABLE build_tour (
+                build_id BIGINT NOT NULL REFERENCES build (id) ON DELETE CASCADE,
+                tour_id TEXT NOT NULL,
+                outcome TEXT NOT NULL CHECK (outcome IN ('packaged', 'unchanged', 'failed')),
+                message TEXT,
+                PRIMARY KEY (build_id, tour_id)
+            )
+            """,
+            "CREATE INDEX build_tour_by_tour ON build_tour (tour_id, build_id)",
+            // `reserved` is the sum of the slot's open reservations, kept in
+            // the same statements that open and close them: a reservation is
+            // then one conditional UPDATE of this row (see PostgresLedgerStore).
+            """
+            CREATE TABLE quota_usage (
+                account TEXT NOT NULL,
+                month TEXT NOT NULL,
+                tier TEXT NOT NULL,
+                used BIGINT NOT NULL DEFAULT 0 CHECK (used >= 0),
+                reserved BIGINT NOT NULL DEFAULT 0 CHECK (reserved >= 0),
+                PRIMARY KEY (account, month, tier)
+            )
+            """,
+            """
+            CREATE TABLE quota_reservation (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                account TEXT NOT NULL,
+                month TEXT NOT NULL,
+                tier TEXT NOT NULL,
+                characters BIGINT NOT NULL CHECK (characters >= 0),
+                owner TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                sent_at DOUBLE PRECISION,
+                FOREIGN KEY (account, month, tier) REFERENCES quota_usage (account, month, tier)
+            )
+            """,
+            "CREATE INDEX quota_reservation_by_slot ON quota_reservation (account, month, tier)",
+        ]),
+        // SQLite's "v6 loudness": each chunk's gating blocks and true peak
+        // (`LoudnessProfile.encoded`; NULL, not measured yet), and each output
+        // file's measured loudness and how it was levelled.
+        Migration(version: 2, name: "v2 loudness", statements: [
+            "ALTER TABLE synthesis_chunk ADD COLUMN loudness BYTEA",
+            """
+            ALTER TABLE output_file
+                ADD COLUMN integrated_lufs DOUBLE PRECISION,
+                ADD COLUMN true_peak_dbtp DOUBLE PRECISION,
+                ADD COLUMN gain_db DOUBLE PRECISION,
+                ADD COLUMN limiter_reduction_db DOUBLE PRECISION
+            """,
+        ]),
+        // SQLite's "v7 synthesis claims": who is speaking which chunk now (`ChunkClaims`).
+        Migration(version: 3, name: "v3 synthesis claims", statements: [
+            """
+            CREATE TABLE synthesis_claim (
+                key TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                heartbeat_at DOUBLE PRECISION NOT NULL
+            )
+            """,
+            "CREATE INDEX synthesis_claim_by_owner ON synthesis_claim (owner)",
+        ]),
+    ]
+
+    /// The advisory lock migrations take turns on: "tourpack" in ASCII.
+    static let migrationLock: Int64 = 0x746F_7572_7061_636B
+
+    /// The schema's version, or nil when it has none yet.
+    static func version(_ connections: PostgresConnections) throws -> Int? {
+        try PostgresStore(connections: connections).run("read the schema version") {
+            try connections.withConnection { session in
+                guard try session.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first?.decode(Bool.self) == true else { return nil }
+                return try session.query("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_migrations").first?.decode(Int.self)
+            }
+        }
+    }
+
+    /// Applies what is missing; returns the names applied.
+    static func migrate(_ connections: PostgresConnections) throws -> [String] {
+        let known = migrations.count
+        let location = connections.location
+        func refuseNewer(_ version: Int) -> TourpackError {
+            location.failure(
+                "the schema is at version \(version), newer than this tourpack knows (version \(known)); "
+                    + "use a newer tourpack, or another database")
+        }
+        // Every worker opens the state: a current schema must cost no lock.
+        if let version = try version(connections) {
+            if version == known { return [] }
+            if version > known { throw refuseNewer(version) }
+        }
+        return try PostgresStore(connections: connections).run("migrate the schema") {
+            try connections.transaction { session in
+                // First, before even looking: two workers migrating a new database
+                // at once would both create the table or apply v1.
+                try session.execute("SELECT pg_advisory_xact_lock(\(migrationLock))")
+                try session.execute("""
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version BIGINT PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                    )
+                    """)
+                let applied = Set(try session.query("SELECT version FROM schema_migrations").map { try $0.decode(Int.self) })
+                if let newest = applied.max(), newest > known { throw refuseNewer(newest) }
+                var names: [String] = []
+                for migration in migrations where !applied.contains(migration.version) {
+                    for statement in migration.statements {
+                        try session.execute(PostgresQuery(unsafeSQL: statement))
+                    }
+                    try session.execute("INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))")
+                    names.append(migration.name)
+                }
+                return names
+            }
+        }
+    }
+}

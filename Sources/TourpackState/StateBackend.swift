@@ -1,0 +1,293 @@
+public import Foundation
+public import TourpackCore
+
+/// Where the rows of a pipeline's state live, behind four small stores: the
+/// quota ledger, the synthesis-cache index, the output-cache index and the
+/// build records. Two backends implement them:
+///
+/// - SQLite (`StateDatabase`), `<state>/state.sqlite`: the default, one
+///   machine, no server. Jobs on that machine share it.
+/// - PostgreSQL (`PostgresState`), when `state.postgres` is set: workers on
+///   several machines share one ledger, one cache index and one set of
+///   records.
+///
+/// The stores hold rows, never files, and no policy: what a reservation may
+/// take, which owner is gone, when an entry is too old, are decided once, in
+/// `QuotaLedger`, `SynthesisCache`, `OutputCache` and `BuildRecords`, for
+/// both backends. A store promises only that each call is atomic against
+/// every other process using the same backend.
+///
+/// The map tile cache is not here: tiles are fetched per worker and kept on
+/// its local disk, so `TileCache` and `TilePackRecords` stay in the local
+/// SQLite database even when PostgreSQL holds the rest.
+///
+/// Every call blocks (a file, a socket); call them from a thread pool, as
+/// the build does, never from the cooperative pool's hot paths.
+public protocol StateBackend: Sendable {
+    var location: StateLocation { get }
+    var ledger: any LedgerStore { get }
+    var synthesisIndex: any SynthesisIndex { get }
+    var outputIndex: any OutputIndex { get }
+    var buildRecords: any BuildRecordStore { get }
+    /// Who is speaking which chunk now (`ChunkClaims`).
+    var synthesisClaims: any SynthesisClaimStore { get }
+    /// Runs `body` while this process alone, among all that share the
+    /// backend, publishes `tour` into the output root `output`. SQLite
+    /// serves one machine, whose root lock already keeps publishers apart:
+    /// there it only runs `body`. PostgreSQL takes an advisory lock per
+    /// tour, because a folder's flock does not hold across machines.
+    func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T
+    /// The names of the migrations applied, oldest first.
+    func appliedMigrations() throws -> [String]
+}
+
+/// Which database holds the state, as errors and `tourpack state migrate` name it.
+public enum StateLocation: Sendable, Hashable, CustomStringConvertible {
+    /// `<state>/state.sqlite`.
+    case sqlite(path: String)
+    /// A PostgreSQL server, by its URL without a password
+    /// (`postgresql://tourpack@127.0.0.1:5432/tourpack`).
+    case postgres(url: String)
+
+    public var description: String {
+        switch self {
+        case .sqlite(let path): path
+        case .postgres(let url): url
+        }
+    }
+
+    /// A failure of this backend, naming it (never a password: neither form holds one).
+    public func failure(_ message: String, cause: (any Error & Sendable)? = nil) -> TourpackError {
+        switch self {
+        case .sqlite(let path): TourpackError(.stateFailed, message, context: .init(path: path), cause: cause)
+        case .postgres(let url): TourpackError(.stateFailed, message, context: .init(url: url), cause: cause)
+        }
+    }
+}
+
+// MARK: The quota ledger
+
+/// One tier's month of one account: where a reservation counts.
+public struct QuotaSlot: Sendable, Hashable {
+    public var account: String
+    /// `yyyy-MM`, UTC.
+    public var month: String
+    public var tier: String
+
+    public init(account: String, month: String, tier: String) {
+        self.account = account
+        self.month = month
+        self.tier = tier
+    }
+}
+
+/// What a reservation came to.
+public enum ReservationOutcome: Sendable, Hashable {
+    case granted(id: Int64)
+    /// The month could not take it; the numbers it saw, for the message.
+    case refused(used: Int, reserved: Int)
+}
+
+/// A reservation not yet settled or released, as `reconcile` judges it.
+public struct OpenReservation: Sendable, Hashable {
+    public var id: Int64
+    public var characters: Int
+    /// `ProcessOwner.description`.
+    public var owner: String
+    public var createdAt: Double
+    /// Its request went out: the endpoint may have billed it.
+    public var sent: Bool
+}
+
+/// A reservation becoming used characters: what was billed, in its month.
+public struct LedgerSettlement: Sendable, Hashable {
+    public var id: Int64
+    public var slot: QuotaSlot
+    public var characters: Int
+}
+
+/// The ledger's rows. The policy (limits, months, which owners are gone) is `QuotaLedger`'s.
+public protocol LedgerStore: Sendable {
+    var location: StateLocation { get }
+    /// Records a reservation of `characters` in `slot` when the slot's used
+    /// plus reserved characters plus these stay within `limit` (nil: no
+    /// limit), in one transaction that no other process can interleave
+    /// with, so N processes together never pass the limit.
+    func reserve(_ characters: Int, in slot: QuotaSlot, limit: Int?, owner: String, at time: Double) throws -> ReservationOutcome
+    /// Marks a reservation sent (once; again changes nothing).
+    func markSent(_ id: Int64, at time: Double) throws
+    /// Raises an open reservation to `characters` when it holds fewer (its
+    /// request is being retried after answers that were billed), and the
+    /// slot's reserved characters with it; a closed one is left alone.
+    func raise(_ id: Int64, to characters: Int) throws
+    /// Removes the reservation, if it is still there, and adds what was
+    /// billed to its month's used characters. A reservation that reconcile
+    /// already closed is still settled: the audio did come back.
+    func settle(_ settlement: LedgerSettlement) throws
+    /// Removes the reservation: nothing was billed.
+    func release(_ id: Int64) throws
+    /// In one transaction, closes the open reservations (of every account)
+    /// that `closing` picks: an unsent one is released, a sent one settled
+    /// in full. A reservation another process closes meanwhile is not
+    /// counted twice.
+    func reconcile(closing: (OpenReservation) -> Bool) throws -> QuotaLedger.Reconciliation
+    /// The slot's settled and reserved characters.
+    func usage(in slot: QuotaSlot) throws -> (used: Int, reserved: Int)
+}
+
+// MARK: The synthesis-cache index
+
+/// One chunk's row in the synthesis-cache index.
+public struct SynthesisEntry: Sendable, Hashable {
+    /// `SynthesisKey.hex`.
+    public var key: String
+    public var characters: Int
+    public var sampleRate: Int
+    public var samples: Int
+    public var fileBytes: Int64
+    public var createdAt: Double
+    public var lastUsedAt: Double
+    /// Where speech starts and ends (`ChunkShape`): nil, not measured yet
+    /// (an entry from before chunk shapes); -1 and -1, only silence.
+    public var audibleStart: Int?
+    public var audibleEnd: Int?
+    /// The chunk's gating blocks and true peak (`LoudnessProfile.encoded`); nil, not measured yet.
+    public var loudness: Data?
+
+    public init(
+        key: String, characters: Int, sampleRate: Int, samples: Int, fileBytes: Int64, createdAt: Double, lastUsedAt: Double,
+        audibleStart: Int?, audibleEnd: Int?, loudness: Data?
+    ) {
+        self.key = key
+        self.characters = characters
+        self.sampleRate = sampleRate
+        self.samples = samples
+        self.fileBytes = fileBytes
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.audibleStart = audibleStart
+        self.audibleEnd = audibleEnd
+        self.loudness = loudness
+    }
+}
+
+/// The synthesis cache's rows (the FLAC files are `SynthesisCache`'s).
+public protocol SynthesisIndex: Sendable {
+    var location: StateLocation { get }
+    /// The keys among `keys` with an entry created at or after `cutoff`.
+    func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String>
+    func entry(_ key: String) throws -> SynthesisEntry?
+    /// A hit: the entry becomes the most recently used, with its shape and loudness.
+    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws
+    /// Records (or replaces) an entry, with the ledger's settlement in the
+    /// same transaction when given: the chunk is paid for exactly when it is
+    /// kept, and a crash between the two cannot make it paid twice.
+    func keep(_ entry: SynthesisEntry, settling: LedgerSettlement?) throws
+    func totals() throws -> (entries: Int, bytes: Int64)
+    /// Every entry's key, size and age, least recently used first (ties by key).
+    func byLastUse() throws -> [(key: String, bytes: Int64, createdAt: Double)]
+    func allKeys() throws -> Set<String>
+    func forget(_ key: String) throws
+    func forgetAll() throws
+}
+
+// MARK: The output-cache index
+
+/// One AudioCache file's row: what it was made from and its measurements.
+public struct OutputEntry: Sendable, Hashable {
+    /// The file's absolute path.
+    public var path: String
+    /// `OutputKey.hex`.
+    public var inputKey: String
+    public var format: String
+    public var codec: String
+    public var sampleRateHz: Int
+    public var channels: Int
+    public var bitrateKbps: Int
+    public var durationSeconds: Double
+    public var sizeBytes: Int64
+    public var sha256: String
+    public var createdAt: Double
+    public var lastUsedAt: Double
+    /// The file's loudness as shipped and how it was levelled (`AudioLoudness`);
+    /// a nil gain: recorded before loudness was measured.
+    public var integratedLUFS: Double?
+    public var truePeakDBTP: Double?
+    public var gainDB: Double?
+    public var limiterReductionDB: Double?
+
+    public init(
+        path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
+        durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
+        integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?
+    ) {
+        self.path = path
+        self.inputKey = inputKey
+        self.format = format
+        self.codec = codec
+        self.sampleRateHz = sampleRateHz
+        self.channels = channels
+        self.bitrateKbps = bitrateKbps
+        self.durationSeconds = durationSeconds
+        self.sizeBytes = sizeBytes
+        self.sha256 = sha256
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.integratedLUFS = integratedLUFS
+        self.truePeakDBTP = truePeakDBTP
+        self.gainDB = gainDB
+        self.limiterReductionDB = limiterReductionDB
+    }
+}
+
+/// The output cache's rows (the files, their checks and ages are `OutputCache`'s).
+public protocol OutputIndex: Sendable {
+    var location: StateLocation { get }
+    func entry(path: String) throws -> OutputEntry?
+    /// Records (or replaces) entries, all in one transaction.
+    func record(_ entries: [OutputEntry]) throws
+    func touch(_ paths: [String], at time: Double) throws
+    func forget(_ paths: [String]) throws
+    /// Path and last use of every entry whose path starts with `prefix`.
+    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)]
+    func forgetAll(under prefix: String) throws
+}
+
+// MARK: Build records
+
+/// A build's totals as it finishes.
+public struct BuildTotals: Sendable, Hashable {
+    public var toursBuilt = 0
+    public var toursFailed = 0
+    public var requests = 0
+    public var characters = 0
+
+    public init(toursBuilt: Int = 0, toursFailed: Int = 0, requests: Int = 0, characters: Int = 0) {
+        self.toursBuilt = toursBuilt
+        self.toursFailed = toursFailed
+        self.requests = requests
+        self.characters = characters
+    }
+}
+
+/// The build records' rows: a lifecycle per build and each tour's outcome.
+public protocol BuildRecordStore: Sendable {
+    var location: StateLocation { get }
+    /// A new queued record; its id.
+    func queue(pipeline: String, output: String, owner: String, at time: Double) throws -> Int64
+    func start(_ id: Int64, at time: Double) throws
+    /// Records (or replaces) one tour's outcome in a build.
+    func recordTour(_ id: Int64, tourId: String, outcome: String, message: String?) throws
+    /// The build is over; a build never started gets `time` as its start too.
+    func finish(_ id: Int64, status: BuildRecord.Status, at time: Double, totals: BuildTotals, error: String?) throws
+    /// In one transaction, marks failed every queued or running build whose
+    /// owner `interrupted` gives a message for; returns how many.
+    func reconcile(at time: Double, interrupted: (String) -> String?) throws -> Int
+    /// Forgets `output`'s finished builds and every tour outcome of its builds.
+    func forgetAll(output: String) throws
+    /// Newest first.
+    func recent(limit: Int, output: String?) throws -> [BuildRecord]
+    func counts(output: String) throws -> [BuildRecord.Status: Int]
+    /// Tours of `output` whose latest outcome is `failed`, by tour ID, with the message.
+    func failedTours(output: String) throws -> [(tourId: String, message: String?)]
+}

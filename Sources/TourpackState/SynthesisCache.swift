@@ -1,0 +1,218 @@
+public import Foundation
+public import TourpackCore
+public import TourpackAudio
+
+/// Every chunk the endpoint has spoken, kept losslessly so that nothing is
+/// paid for twice: a FLAC file per chunk in `<state>/synthesis/`, indexed by
+/// its `SynthesisKey` in the state's backend (`SynthesisIndex`: the local
+/// SQLite database, or PostgreSQL when the state is shared).
+///
+/// So adding a format, changing a bit rate or editing one sentence of a long
+/// narration costs characters only for the chunks whose text changed.
+///
+/// - An entry older than `audioMaxAgeDays` (by when it was synthesized) is
+///   not reused; the chunk is spoken again.
+/// - A file that is missing or does not decode is a miss, and its entry is
+///   dropped: the cache is never trusted over the endpoint.
+/// - `evict` keeps the files within `synthesisCacheMaxMB`, least recently
+///   used first. Another job may lose a file it was about to read to
+///   eviction; that is a miss too.
+/// - Files are written to a temp and renamed, without fsync: a file lost to
+///   a power cut is a miss, not a wrong answer.
+///
+/// All of it blocks (the index and file I/O); call it from a thread pool.
+public struct SynthesisCache: Sendable {
+    public let index: any SynthesisIndex
+    public let folder: URL
+    public let maxAgeSeconds: TimeInterval
+    public let clock: @Sendable () -> Date
+    /// Whether a hit must carry its loudness (a build with a target): an
+    /// entry without it is measured from its file, once. Off, entries are
+    /// taken as they are.
+    public var measuresLoudness = true
+    /// Whether the index is shared by machines whose files are their own
+    /// (PostgreSQL): a row whose file is not on this disk is then another
+    /// worker's chunk, held in the fleet's bucket, and a local miss only,
+    /// never a row to drop.
+    public var indexIsShared = false
+    /// Whether the fleet's bucket (`state.objects`) holds the files the
+    /// shared index lists: a plan then counts a fresh row as a hit even
+    /// when the file is not on this disk, since a build restores it
+    /// without a request.
+    public var bucketHoldsFiles = false
+
+    public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.index = index
+        self.folder = folder
+        self.maxAgeSeconds = Double(maxAgeDays) * 86_400
+        self.clock = clock
+    }
+
+    /// The cache indexed in a SQLite state database.
+    public init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+        self.init(index: database.synthesisIndex, folder: folder, maxAgeDays: maxAgeDays, clock: clock)
+    }
+
+    package func fileURL(for key: SynthesisKey) -> URL {
+        folder.appendingPathComponent(String(key.hex.prefix(2)), isDirectory: true).appendingPathComponent("\(key.hex).flac")
+    }
+
+    private var cutoff: Double { clock().timeIntervalSince1970 - maxAgeSeconds }
+
+    /// The keys among `keys` that a build would take from the cache: a fresh
+    /// entry whose file is there, or in the fleet's bucket. For plans; reads no audio.
+    public func freshKeys(among keys: some Sequence<SynthesisKey>) throws -> Set<SynthesisKey> {
+        let wanted = Array(Set(keys))
+        let found = Set(try index.freshKeys(among: wanted.map(\.hex), createdSince: cutoff).map(SynthesisKey.init(hex:)))
+        // A worker's first build in a new pod has no file yet: the quota
+        // check must not refuse it for chunks the fleet has paid for. (A
+        // share that failed makes this an underestimate; each reservation
+        // is still checked against the month.)
+        if indexIsShared, bucketHoldsFiles { return found }
+        return found.filter { FileManager.default.fileExists(atPath: fileURL(for: $0).path) }
+    }
+
+    /// The chunk's entry when it is fresh and its file is there; nil
+    /// otherwise (a missing file also drops the entry). A hit becomes the
+    /// most recently used entry. Reads no audio, unless the entry predates
+    /// chunk shapes or loudness: then its file is decoded once to measure it.
+    public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
+        let cutoff = self.cutoff
+        guard let entry = try index.entry(key.hex), entry.createdAt >= cutoff else { return nil }
+        let url = fileURL(for: key)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            if !indexIsShared { try forget(key) }
+            return nil
+        }
+        let samples = entry.samples
+        let rate = entry.sampleRate
+        let shape: ChunkShape
+        let loudness = entry.loudness.flatMap(LoudnessProfile.init(encoded:))
+        if let start = entry.audibleStart, let end = entry.audibleEnd, loudness != nil || !measuresLoudness {
+            shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil, loudness: loudness)
+        } else {
+            guard let measured = ChunkMeter.measure(url, rate: rate, measuresLoudness: measuresLoudness), measured.samples == samples else {
+                try forget(key)
+                return nil
+            }
+            shape = measured
+        }
+        let now = clock().timeIntervalSince1970
+        let audible = shape.audible
+        try index.touch(
+            key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1, loudness: shape.loudness?.encoded)
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: rate)
+    }
+
+    /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
+    /// becomes the most recently used entry. For tools and tests: the build
+    /// streams the file instead.
+    public func load(_ key: SynthesisKey) throws -> PCMAudio? {
+        guard let entry = try lookup(key) else { return nil }
+        guard let pcm = try? FLACFile.read(entry.url), pcm.samples.count == entry.shape.samples, pcm.sampleRate == entry.sampleRate else {
+            try forget(key)
+            return nil
+        }
+        return pcm
+    }
+
+    /// Keeps `pcm` as the audio of `key`, replacing any older entry.
+    public func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int) throws {
+        let temp = try temporaryURL(for: key)
+        do {
+            try FLACFile.write(pcm, to: temp)
+        } catch {
+            AtomicFile.discard(temp: temp)
+            throw error
+        }
+        _ = try adopt(temp, for: key, shape: ShapeMeter.shape(of: pcm.samples), sampleRate: pcm.sampleRate, characters: characters, alongWith: nil)
+    }
+
+    /// A fresh temp beside the file `key` would be kept in: where a
+    /// synthesizer writes the chunk, so keeping it is one rename.
+    package func temporaryURL(for key: SynthesisKey) throws -> URL {
+        let url = fileURL(for: key)
+        try AtomicFile.createFolder(url.deletingLastPathComponent())
+        return try AtomicFile.temporaryURL(for: url, in: nil)
+    }
+
+    /// Keeps the FLAC file at `temp` (from `temporaryURL(for:)`) as the
+    /// audio of `key`, replacing any older entry, with the ledger's
+    /// settlement in the transaction that records the entry, so the chunk
+    /// is paid for exactly when it is kept, and a crash between the two
+    /// cannot make it paid twice. A shape without loudness is measured from
+    /// the file first.
+    package func adopt(
+        _ temp: URL, for key: SynthesisKey, shape: ChunkShape, sampleRate: Int, characters: Int, alongWith settlement: LedgerSettlement?
+    ) throws -> CachedChunk {
+        var shape = shape
+        if shape.loudness == nil, measuresLoudness {
+            shape.loudness = ChunkMeter.measure(temp, rate: sampleRate)?.loudness
+        }
+        let url = fileURL(for: key)
+        try AtomicFile.move(temp, to: url)
+        let bytes = Self.fileSize(url)
+        let now = clock().timeIntervalSince1970
+        try index.keep(
+            SynthesisEntry(
+                key: key.hex, characters: characters, sampleRate: sampleRate, samples: shape.samples, fileBytes: bytes, createdAt: now,
+                lastUsedAt: now, audibleStart: shape.audible?.lowerBound ?? -1, audibleEnd: shape.audible?.upperBound ?? -1,
+                loudness: shape.loudness?.encoded),
+            settling: settlement)
+        return CachedChunk(key: key, url: url, shape: shape, sampleRate: sampleRate)
+    }
+
+    /// Entries and the bytes of their files.
+    public func totals() throws -> (entries: Int, bytes: Int64) {
+        try index.totals()
+    }
+
+    /// Drops entries too old to be reused, then the least recently used
+    /// until the files fit in `maxBytes`. Returns what was removed.
+    @discardableResult
+    public func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
+        let cutoff = self.cutoff
+        let rows = try index.byLastUse()
+        var total = rows.reduce(Int64(0)) { $0 + $1.bytes }
+        var victims: [(key: String, bytes: Int64)] = []
+        for row in rows {
+            guard row.createdAt < cutoff || total > maxBytes else { continue }
+            victims.append((row.key, row.bytes))
+            total -= row.bytes
+        }
+        for victim in victims { try forget(SynthesisKey(hex: victim.key)) }
+        let orphans = try removeOrphans()
+        return (victims.count + orphans.files, victims.reduce(0) { $0 + $1.bytes } + orphans.bytes)
+    }
+
+    /// Files with no entry: a crash between the rename and the insert, or a
+    /// `cache clear` beside another root's build. Only those an hour old are
+    /// removed, so a file another job is about to record is left alone.
+    func removeOrphans() throws -> (files: Int, bytes: Int64) {
+        let known = try index.allKeys()
+        return OrphanSweep.run(folder: folder, known: known, suffix: ".flac", graceSeconds: 3_600)
+    }
+
+    /// Forgets every entry (`cache clear`, which removes the folder itself).
+    public func forgetAll() throws {
+        try index.forgetAll()
+    }
+
+    /// Removes an entry and its file; a file already gone is fine.
+    package func forget(_ key: SynthesisKey) throws {
+        try index.forget(key.hex)
+        _ = try? AtomicFile.remove(fileURL(for: key))
+    }
+
+    static func fileSize(_ url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}
+
+/// A chunk's entry in the synthesis cache: its FLAC file and its shape.
+public struct CachedChunk: Sendable, Hashable {
+    public var key: SynthesisKey
+    public var url: URL
+    public var shape: ChunkShape
+    public var sampleRate: Int
+}

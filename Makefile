@@ -17,7 +17,7 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test setup-bench build build-release test tour bench docs clean help
+.PHONY: all setup setup-test setup-bench build build-release test tour bench docs clean help lint format
 
 all: build
 
@@ -26,6 +26,7 @@ help:
 	@echo "make test   set up and run every test"
 	@echo "make bench  speed and memory figures"
 	@echo "make docs   build the documentation (the DocC catalog) into build/docs"
+	@echo "make lint   swift format lint --strict, as CI runs it (make format fixes the tree)"
 	@echo "make clean  remove build products and the demo output"
 
 setup:
@@ -117,3 +118,12 @@ docs: setup
 
 clean:
 	rm -rf .build build
+
+# The toolchain's swift-format, with the project's .swift-format. CI fails on
+# any finding (`.ci/run`); `make format` rewrites the tree to match.
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
+
+format:
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
+

@@ -1,7 +1,7 @@
 <?xml version="1.0" encoding="UTF-8"?>
 <!--
   Alpine place names for the demo tours: a W3C PLS 1.0 pronunciation
-  lexicon (see README.md, "Pronunciation lexicons").
+  lexicon (see the docs catalog, "Input rules", on pronunciation lexicons).
 
   Every lexeme has an <alias>, so the demo's local voice (espeak-ng behind
   `tourpack serve-tts`, which reads no phonemes) can use it: it says the

@@ -50,7 +50,7 @@ package struct ShapeMeter {
 }
 
 /// Joins a phase's TTS chunks into one PCM signal, so the phase is encoded
-/// once (SPEC.md, "Audio rules": never concatenate encoded files).
+/// once (the contract's "Audio": never concatenate encoded files).
 ///
 /// Each chunk arrives with its own lead-in and tail of near-silence. Left as
 /// they are, the gap between chunks would vary with the voice and the text,
@@ -111,7 +111,7 @@ public struct PCMJoiner: Sendable {
     public var silenceThreshold: Int { Self.silenceThreshold }
 
     /// - Parameters:
-    ///   - pauseMilliseconds: 350 ms by default, the spec's "one natural pause".
+    ///   - pauseMilliseconds: 350 ms by default, the contract's "one natural pause".
     ///   - fadeMilliseconds: 8 ms by default: long enough to remove a click, short
     ///     enough not to soften a consonant.
     ///   - keepQuietMilliseconds: 40 ms by default.

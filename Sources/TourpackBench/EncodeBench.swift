@@ -7,7 +7,7 @@
 //    Our figure includes what `encode` does beyond encoding (measuring the
 //    file and its SHA-256); the CLI's includes its process start-up.
 //    Target: ours within 1.10x of the CLI.
-//    The CLI encodes at the rates SPEC.md gives each format (`cliSampleRateHz`:
+//    The CLI encodes at the rates the contract gives each format (`cliSampleRateHz`:
 //    aac and opus at the endpoint's 24 kHz, mp3 at 44.1 kHz) and asks 128k for
 //    aac. Where ours still writes another rate (the streaming audio path moves
 //    aac and opus to the endpoint's rate), a note says the row is not yet
@@ -58,7 +58,7 @@ enum EncodeBench {
     /// The endpoint's rate: the speech this bench encodes is at it.
     static let inputSampleRateHz = 24_000
 
-    /// The output rate of each format, as SPEC.md's table gives it: aac and
+    /// The output rate of each format, as the contract's table gives it: aac and
     /// opus at the endpoint's rate, mp3 at 44.1 kHz (MPEG-1 at 192 kbps).
     /// Local on purpose: `AudioFormat.sampleRateHz` is becoming a
     /// per-pipeline setting, and the bench states what it measures.
@@ -66,7 +66,7 @@ enum EncodeBench {
         format.defaultSampleRate(endpointRate: inputSampleRateHz)
     }
 
-    /// The ffmpeg CLI arguments that match the spec's settings for each format.
+    /// The ffmpeg CLI arguments that match the contract's settings for each format.
     static func cliArguments(_ format: AudioFormat, raw: URL, output: URL, aacCoder: AACCoder = .chosen) -> [String] {
         var arguments = ["-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", String(inputSampleRateHz), "-ac", "1", "-i", raw.path,
                          "-ar", String(cliSampleRateHz(format)), "-ac", "1",
@@ -102,7 +102,7 @@ enum EncodeBench {
                      format.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0) as NSString, median(ourTimes), ourTimes.min()!, median(cliTimes), cliTimes.min()!,
                      ratio, (ratio <= 1.10 ? "ok" : "OVER 1.10x") as NSString))
         if ourRate != cliSampleRateHz(format) {
-            print("        note: ours wrote \(ourRate) Hz, the CLI \(cliSampleRateHz(format)) Hz: not like for like until ours encodes at the spec's rate")
+            print("        note: ours wrote \(ourRate) Hz, the CLI \(cliSampleRateHz(format)) Hz: not like for like until ours encodes at the contract's rate")
         }
     }
 

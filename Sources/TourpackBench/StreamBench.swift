@@ -5,7 +5,7 @@ import TourpackServer
 /// `tourpack-bench stream [--pois 6] [--characters 27000] [--concurrency 8]`
 ///
 /// Memory against narration length, the streaming-audio issue's target.
-/// SPEC.md: "A 30-minute guided tour costs no more memory than a 30-second
+/// The contract: "A 30-minute guided tour costs no more memory than a 30-second
 /// one". Runs the real `tourpack build` (beside this binary) as a child, as
 /// `BuildBench` does, against one in-process serve-tts (its espeak-ng voice
 /// makes real speech, Google dialect):

@@ -5,7 +5,7 @@ public import TourpackAudio
 
 /// The synthesis cache a fleet shares: this machine's `SynthesisCache` in
 /// front, an S3-compatible bucket (`ObjectStore`) behind it, so a chunk is
-/// spoken once across all workers (SPEC "Beyond one machine").
+/// spoken once across all workers (the contract's "Beyond one machine").
 ///
 /// Objects are named `<prefix><key>.flac`, by the chunk's `SynthesisKey`.
 /// - `restore` is for a local miss: the bucket's copy, verified by the

@@ -10,7 +10,7 @@ struct Quota: AsyncParsableCommand {
         discussion: """
             The account is the pipeline's endpoint plus a fingerprint of its API key \
             (never the key). Months are calendar months in UTC. Reservations left by \
-            a build that died are released first (see the README's quota policy). \
+            a build that died are released first (see "Crash policy" in the State article of `make docs`). \
             The local tier, and any tier without a limit in budgets.monthlyCharacters, \
             is unlimited.
             """

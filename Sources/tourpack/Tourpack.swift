@@ -20,7 +20,7 @@ struct Tourpack: AsyncParsableCommand {
         subcommands: [Build.self, Plan.self, Validate.self, Cache.self, Quota.self, StateCommand.self, ServeTTS.self, ServeTiles.self]
     )
 
-    /// Runs the command and maps every failure onto SPEC.md's exit codes:
+    /// Runs the command and maps every failure onto the contract's exit codes:
     /// argument-parser's usage errors become 2 (its default is 64).
     static func main() async {
         do {
@@ -45,7 +45,7 @@ struct Tourpack: AsyncParsableCommand {
                 Foundation.exit(0)
             }
             Console.error(fullMessage(for: error))
-            // argument-parser's usage failures are 64 (EX_USAGE); SPEC.md says 2.
+            // argument-parser's usage failures are 64 (EX_USAGE); the contract says 2.
             Foundation.exit(code == .validationFailure ? ExitStatus.badInput : code.rawValue)
         }
     }

@@ -20,7 +20,7 @@ import Glibc
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("2 built, 0 up to date, 0 failed, 0 skipped · 15 files written"), "\(result.stdout)")
 
-        // Exactly the SPEC's paths: 5 items × 3 formats, and 2 tours × 3 formats of package.json.
+        // Exactly the contract's paths: 5 items × 3 formats, and 2 tours × 3 formats of package.json.
         var expected: Set<String> = []
         let items: [(String, String, [String])] = [
             (BuildWorkspace.alpsID, BuildWorkspace.alpsPOIs[0], ["Approaching", "Guided Tour"]),

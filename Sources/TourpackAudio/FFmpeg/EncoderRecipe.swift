@@ -1,7 +1,7 @@
 import CFFmpeg
 public import TourpackCore
 
-/// How each `AudioFormat` of the spec table is made with FFmpeg: the encoder,
+/// How each `AudioFormat` of the contract's table is made with FFmpeg: the encoder,
 /// the muxer, the options, and where each tag goes.
 ///
 /// The same settings are what `tourpack-bench encode` hands the ffmpeg CLI,

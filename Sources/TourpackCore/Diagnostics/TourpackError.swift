@@ -40,7 +40,7 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         /// Something tourpack itself got wrong: a bug, never the user's input.
         case internalInvariant
 
-        /// The process exit code SPEC.md assigns to this kind: the one place it is decided.
+        /// The process exit code the contract assigns to this kind: the one place it is decided.
         public var exitCode: Int32 {
             switch self {
             case .invalidInput: return ExitStatus.badInput
@@ -200,7 +200,7 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-/// Exit codes from SPEC.md, plus 130 for a run cancelled by a signal.
+/// Exit codes from the contract, plus 130 for a run cancelled by a signal.
 public enum ExitStatus {
     public static let ok: Int32 = 0
     public static let failure: Int32 = 1

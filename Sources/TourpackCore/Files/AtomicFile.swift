@@ -11,7 +11,7 @@ import Darwin
 
 /// Puts files at their final paths only when they are complete.
 ///
-/// SPEC.md promises that a run killed at any instant leaves a root `validate`
+/// The contract promises that a run killed at any instant leaves a root `validate`
 /// accepts. So nothing is ever written in place: bytes go to a temp file in
 /// the same folder (same file system, so `rename` is atomic), the temp is
 /// fsynced, renamed over the final path, and then the folder is fsynced so

@@ -18,7 +18,7 @@ public struct StoredPath: Sendable, Hashable, CustomStringConvertible {
     public var description: String { relativePath }
 }
 
-/// The app's `Documents` layout, exactly as SPEC.md fixes it:
+/// The app's `Documents` layout, exactly as the contract fixes it:
 ///
 ///     <output>/AudioCache/<tourId>/<poiId>_<Phase>.<ext>
 ///     <output>/OfflineTours/<packageId>/package.json

@@ -1,4 +1,4 @@
-/// The three output formats of SPEC.md's table. Every property here is part
+/// The three output formats of the contract's table. Every property here is part
 /// of the app contract: extension, codec, bitrate and sample rate.
 public enum AudioFormat: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
     case aac
@@ -41,7 +41,7 @@ public enum AudioFormat: String, Sendable, Hashable, CaseIterable, Codable, Comp
         }
     }
 
-    /// The rate a file is encoded at when the pipeline names none (SPEC.md's
+    /// The rate a file is encoded at when the pipeline names none (the contract's
     /// table): AAC and Opus at the endpoint's rate, since speech from a TTS
     /// endpoint holds nothing above half of it and upsampling would only
     /// double the encoder's work; MP3 at 44.1 kHz. A rate the format cannot

@@ -1,5 +1,5 @@
 /// A W3C PLS 1.0 pronunciation lexicon, as loaded and checked from a `.pls`
-/// file (SPEC.md "Audio rules" → "Pronunciation").
+/// file (the contract's "Audio" (pronunciation)).
 ///
 /// Only what changes the text sent is kept: each lexeme's graphemes and the
 /// one phoneme and one alias it would be spoken with. Where the lexeme came

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A tour as loaded and validated from tour JSON (SPEC.md "Input 1").
+/// A tour as loaded and validated from tour JSON (the contract's "Input: tours").
 ///
 /// Every value here has passed validation: IDs are lowercase UUIDs, so they
 /// are safe to use in paths; coordinates are in range; every POI has at

@@ -1,4 +1,4 @@
-/// The loudness every file is brought to (SPEC "Audio rules"): integrated
+/// The loudness every file is brought to (the contract's "Audio"): integrated
 /// loudness in LUFS and the ceiling for true peaks in dBTP.
 public struct LoudnessTarget: Sendable, Hashable {
     public var integratedLUFS: Double

@@ -1,6 +1,6 @@
 public import Foundation
 
-/// The parts of `state:` that reach beyond one machine (SPEC "Beyond one
+/// The parts of `state:` that reach beyond one machine (the contract's "Beyond one
 /// machine"). All nil by default: state is then one local folder, as it
 /// always was, and nothing here changes a build.
 public struct SharedStateSettings: Sendable, Hashable {

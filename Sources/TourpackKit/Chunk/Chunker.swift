@@ -1,7 +1,7 @@
 public import TourpackCore
 
 /// The chunk stage: cuts one narration into requests that each fit under the
-/// TTS endpoint's limit (SPEC.md "Audio rules").
+/// TTS endpoint's limit (the contract's "Audio").
 ///
 /// Every chunk becomes a separate utterance, joined later as PCM with a
 /// pause, so cuts go where a reader would pause anyway: whole sentences are

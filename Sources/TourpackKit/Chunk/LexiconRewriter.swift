@@ -1,7 +1,7 @@
 public import TourpackCore
 
 /// Writes pronunciation lexicons into narration, before it is chunked
-/// (SPEC.md "Audio rules" → "Pronunciation").
+/// (the contract's "Audio" (pronunciation)).
 ///
 /// Rewriting comes first so that what is chunked, measured against the
 /// endpoint's limit, sent, billed and cached is one and the same text: a

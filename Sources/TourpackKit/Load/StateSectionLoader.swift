@@ -4,7 +4,7 @@ import TourpackCore
 import TourpackState
 
 /// `state:` in a pipeline: a plain path, as it always was, or a mapping that
-/// also names what several machines share (SPEC "Beyond one machine"):
+/// also names what several machines share (the contract's "Beyond one machine"):
 ///
 /// ```yaml
 /// state:

@@ -3,7 +3,7 @@ import TourpackCore
 /// Turns a tour's JSON tree into a `Tour`, recording every problem it finds
 /// with the file and JSON path instead of stopping at the first.
 ///
-/// The rules are SPEC.md's "Input 1". Only values that pass become part of
+/// The rules are the contract's "Input: tours". Only values that pass become part of
 /// the `Tour`; IDs become `SafeID`s, the only kind allowed into paths.
 struct TourValidator {
     let file: String

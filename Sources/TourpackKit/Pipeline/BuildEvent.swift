@@ -172,7 +172,7 @@ public struct BuildSummary: Sendable, Hashable, Codable {
 
     public init() {}
 
-    /// The exit code SPEC.md gives this outcome.
+    /// The exit code the contract gives this outcome.
     public var exitCode: Int32 {
         if stoppedBy == .cancelled { return ExitStatus.cancelled }
         if quotaRanOut { return ExitStatus.budget }

@@ -4,7 +4,7 @@ public import TourpackCore
 /// The packages already in an output root, read once when a build starts.
 ///
 /// Audio paths name the tour, POI, phase and format but not the voice
-/// (SPEC.md's layout), so two voices of one tour in one format share their
+/// (the contract's layout), so two voices of one tour in one format share their
 /// files. When a build publishes a tour in a format, any package of that
 /// tour and format under another voice has just had its audio replaced; the
 /// index finds those so the commit removes them instead of leaving a

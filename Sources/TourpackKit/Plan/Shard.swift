@@ -3,7 +3,7 @@ import Foundation
 public import TourpackCore
 
 /// One worker's part of a pipeline's tours (`build --shards N --shard I`):
-/// the tours whose ID hashes to shard `index` of `count` (SPEC "Beyond one
+/// the tours whose ID hashes to shard `index` of `count` (the contract's "Beyond one
 /// machine").
 ///
 /// The hash is the first 8 bytes of the SHA-256 of the tour's lowercase ID,

@@ -22,7 +22,7 @@ import Darwin
 ///    unlisted audio, least recently used first (when the output cache
 ///    last made or reused it; its modification time when it has no record).
 ///
-/// After every build only step 3 runs (`overBudgetOnly`): SPEC.md's eviction.
+/// After every build only step 3 runs (`overBudgetOnly`): the contract's eviction.
 ///
 /// Audio a live package lists is never removed, so every package left
 /// still matches its files.

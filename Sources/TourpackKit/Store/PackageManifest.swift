@@ -21,7 +21,7 @@ public struct PackageAudio: Sendable, Hashable {
 }
 
 /// `OfflineTours/<packageId>/package.json`: everything the app needs to
-/// play a tour offline (SPEC.md, "package.json"), and what `validate` reads back.
+/// play a tour offline (the contract's "package.json"), and what `validate` reads back.
 ///
 /// Encoding is canonical (`encoded()`): sorted keys, POIs in tour order,
 /// audio by POI then phase, numbers in one fixed form, so the same inputs
@@ -107,7 +107,7 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         public var path: String
         public var format: AudioFormat
         public var codec: String
-        /// The format's nominal rate, the one the encoder targets (SPEC.md's
+        /// The format's nominal rate, the one the encoder targets (the contract's
         /// table). What a file measures differs a little (AAC's rate control,
         /// container overhead on a short file); `validate` checks that within a tolerance.
         public var bitrateKbps: Int

@@ -8,7 +8,7 @@ public import TourpackAudio
 /// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
 ///
 /// Speaks Google v1 or the OpenAI-compatible API (`TTSSettings.api`). It
-/// retries what SPEC.md calls retryable (429, 500, 503, 504, connection
+/// retries what the contract calls retryable (429, 500, 503, 504, connection
 /// errors, timeouts, truncated or undecodable bodies) with full-jitter
 /// backoff and `Retry-After`, keeps `concurrency` requests in flight at most
 /// and starts no more than `requestsPerMinute`. A 400 "longer than the

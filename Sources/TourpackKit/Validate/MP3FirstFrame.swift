@@ -2,7 +2,7 @@ public import Foundation
 
 /// The first MPEG audio frame of an .mp3 file, after any ID3v2 tag.
 ///
-/// SPEC.md asks for "MPEG-1 Layer III with a Xing/Info header": the Info
+/// The contract asks for "MPEG-1 Layer III with a Xing/Info header": the Info
 /// frame is what lets a phone seek in the file and know its exact length
 /// (LAME's tag in it carries the encoder delay and padding). FFmpeg decodes
 /// a file without one happily, so `validate` looks for it here: the frame

@@ -146,7 +146,7 @@ struct TilePackCheck: Sendable {
         return intact
     }
 
-    /// The keys SPEC.md requires, and the ones package.json repeats agree with it.
+    /// The keys the contract requires, and the ones package.json repeats agree with it.
     private func checkMetadata(_ db: Database, format: TileFormat, _ record: inout OutcomeRecorder) throws {
         var metadata: [String: String] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT name, value FROM metadata") {

@@ -55,13 +55,13 @@ public struct ValidationLimits: Sendable, Hashable {
     }
 }
 
-/// The tolerances of the audio checks, in one place so the README can quote them.
+/// The tolerances of the audio checks, in one place so the Validate article of the docs can quote them.
 ///
-/// Durations: SPEC.md allows a file to differ from its PCM by one codec
+/// Durations: the contract allows a file to differ from its PCM by one codec
 /// frame plus the encoder delay, so that is what a measured duration may
 /// differ from package.json by (plus 1 ms for the millisecond rounding of
 /// `durationSeconds`). Bit rates: FFmpeg's AAC and Opus encoders are not CBR;
-/// on espeak speech they land 2–4% from the table (README, "Audio
+/// on espeak speech they land 2–4% from the table (the docs' audio article, "Audio
 /// choices") and on a synthetic sweep up to 8% under it, so ±15% catches a
 /// wrong setting (a 64k or 256k file) without failing honest rate control.
 /// Files shorter than `minimumSecondsForBitRate` skip the bit-rate check:

@@ -54,7 +54,7 @@ public struct ValidationReport: Sendable {
     public var audioFileCount: Int { packages.reduce(0) { $0 + $1.audioFiles } }
     /// No error (with `--strict`, warnings are errors already).
     public var passed: Bool { errorCount == 0 }
-    /// SPEC.md's exit code: 0 clean, 1 when anything failed.
+    /// the contract's exit code: 0 clean, 1 when anything failed.
     public var exitCode: Int32 { passed ? ExitStatus.ok : ExitStatus.failure }
 
     /// The findings of one package (by folder name), or of the bundle as a whole for nil.

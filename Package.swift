@@ -146,7 +146,7 @@ let package = Package(
         .target(
             name: "TourpackServer",
             dependencies: [
-                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackKit", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
                 // SHA-256 of each request's text, for the repeated-request counter in `/debug/stats`.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,7 +1,6 @@
 import CEspeakNG
 import Foundation
 import NIOPosix
-import TourpackKit
 import TourpackAudio
 
 /// One espeak-ng voice, as `GET /v1/voices` lists it.

@@ -1,5 +1,4 @@
 import Foundation
-import TourpackKit
 import TourpackAudio
 
 /// Faults `serve-tts` can inject, all off by default.

@@ -1,6 +1,5 @@
 import Foundation
 import NIOPosix
-import TourpackKit
 import TourpackAudio
 
 /// Turns an API request's voice and prosody into espeak terms, speaks, and

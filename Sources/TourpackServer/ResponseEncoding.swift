@@ -1,6 +1,5 @@
 import Foundation
 import NIOPosix
-import TourpackKit
 import TourpackAudio
 
 /// An audio encoding a client can ask serve-tts for, by Google's

@@ -1,5 +1,4 @@
 import Crypto
-import TourpackKit
 import Foundation
 import TourpackCore
 

@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import TourpackKit
 import TourpackHTTP
 import TourpackAudio
+import TourpackCore
 
 /// The two synthesize endpoints and the voice list, with faults on top.
 ///

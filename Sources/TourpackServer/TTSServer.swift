@@ -2,7 +2,6 @@ public import Logging
 import Foundation
 import Hummingbird
 import UnixSignals
-import TourpackKit
 import TourpackCore
 
 /// How `serve-tts` listens and misbehaves.

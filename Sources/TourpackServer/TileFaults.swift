@@ -1,5 +1,4 @@
 public import Foundation
-public import TourpackKit
 public import TourpackCore
 
 /// Faults `serve-tiles` can inject, all off by default.

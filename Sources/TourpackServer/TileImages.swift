@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import NIOPosix
-import TourpackKit
 import TourpackCore
 
 /// One tile's PNG and its validator.

@@ -1,7 +1,6 @@
 import CFFmpeg
 import CFFmpegShims
 import Foundation
-import TourpackKit
 import TourpackAudio
 
 /// Encodes a tile's RGB pixels as PNG with libavcodec's PNG encoder, the

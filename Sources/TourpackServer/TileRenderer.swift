@@ -1,4 +1,3 @@
-import TourpackKit
 import TourpackCore
 
 /// Draws the picture of one tile: a light background whose colour follows

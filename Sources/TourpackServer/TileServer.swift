@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import UnixSignals
-import TourpackKit
 import TourpackCore
 
 /// How `serve-tiles` listens, what it sends, and how it misbehaves.

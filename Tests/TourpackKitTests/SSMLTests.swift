@@ -1,5 +1,6 @@
 import Testing
 @testable import TourpackKit
+@testable import TourpackCore
 
 @Suite struct SSMLEscapeTests {
     @Test func escapesTheFiveXMLCharacters() {

@@ -1,6 +1,6 @@
 /// One piece of SSML markup, located by Unicode-scalar offsets into the source.
-struct SSMLToken: Sendable, Equatable {
-    enum Kind: Sendable, Equatable {
+package struct SSMLToken: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// Character data with no markup in it (a stray `<` or `&` is reported and kept as text).
         case text
         /// A valid entity or character reference and the scalar it stands for.
@@ -15,8 +15,8 @@ struct SSMLToken: Sendable, Equatable {
         case refused
     }
 
-    var kind: Kind
-    var range: Range<Int>
+    package var kind: Kind
+    package var range: Range<Int>
 }
 
 /// Splits SSML into tokens and reports what is wrong inside each one
@@ -25,16 +25,16 @@ struct SSMLToken: Sendable, Equatable {
 /// Works on Unicode scalars, as XML does, so a combining mark after `>` can
 /// never hide the end of a tag; positions in messages are converted to
 /// characters for people. Nesting is checked afterwards by `SSMLStructure`.
-struct SSMLScanner {
+package struct SSMLScanner {
     let scalars: [Unicode.Scalar]
-    private(set) var tokens: [SSMLToken] = []
-    private(set) var problems: [SSMLProblem] = []
+    package private(set) var tokens: [SSMLToken] = []
+    package private(set) var problems: [SSMLProblem] = []
     /// The 1-based character (grapheme) position of every scalar.
     private let characterPositions: [Int]
     /// Where the document proper starts; only there may an `<?xml …?>` declaration stand.
     private let firstNonSpace: Int
 
-    init(_ text: String) {
+    package init(_ text: String) {
         scalars = Array(text.unicodeScalars)
         var positions: [Int] = []
         positions.reserveCapacity(scalars.count)
@@ -49,12 +49,12 @@ struct SSMLScanner {
     }
 
     /// The character position a person would count to reach `scalarOffset`.
-    func position(_ scalarOffset: Int) -> Int {
+    package func position(_ scalarOffset: Int) -> Int {
         if scalarOffset < characterPositions.count { return characterPositions[scalarOffset] }
         return (characterPositions.last ?? 0) + 1
     }
 
-    func string(_ range: Range<Int>) -> String {
+    package func string(_ range: Range<Int>) -> String {
         var out = ""
         out.unicodeScalars.append(contentsOf: scalars[range])
         return out

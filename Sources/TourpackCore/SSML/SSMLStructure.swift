@@ -5,14 +5,14 @@
 /// The chunker uses it too: `rootTag` and `content` say where the root's
 /// opening tag is and which tokens lie inside it, so each chunk can be
 /// rewrapped in the same `<speak …>` the writer used.
-struct SSMLStructure {
-    private(set) var problems: [SSMLProblem] = []
+package struct SSMLStructure {
+    package private(set) var problems: [SSMLProblem] = []
     /// The index of the root element's start tag among the scanner's tokens.
-    private(set) var rootTag: Int?
+    package private(set) var rootTag: Int?
     /// The tokens between the root's start and end tags, once the root is closed.
-    private(set) var content: Range<Int>?
+    package private(set) var content: Range<Int>?
 
-    init(scanner: SSMLScanner) {
+    package init(scanner: SSMLScanner) {
         let tokens = scanner.tokens
         var stack: [(name: String, token: Int)] = []
         var rootName = "speak"

@@ -31,7 +31,7 @@ public enum SSML {
     }
 
     /// The UTF-8 size of `escape(text)`, without building the escaped string.
-    static func escapedUTF8Count<S: Sequence>(_ scalars: S) -> Int where S.Element == Unicode.Scalar {
+    package static func escapedUTF8Count<S: Sequence>(_ scalars: S) -> Int where S.Element == Unicode.Scalar {
         var count = 0
         for scalar in scalars {
             switch scalar {
@@ -79,7 +79,7 @@ public enum SSML {
     }
 
     /// Problems by position, keeping the order they were found in for equal positions.
-    static func sorted(_ problems: [SSMLProblem]) -> [SSMLProblem] {
+    package static func sorted(_ problems: [SSMLProblem]) -> [SSMLProblem] {
         problems.enumerated()
             .sorted { ($0.element.offset, $0.offset) < ($1.element.offset, $1.offset) }
             .map(\.element)

@@ -13,7 +13,7 @@ public import NIOPosix
 /// - `share` is for a chunk just kept locally: it goes to the bucket with
 ///   `If-None-Match: *`, so the first worker's copy stays.
 ///
-/// The build's `CachingSynthesizer` calls `restore` after its second local
+/// The build's `ChunkLookup` calls `restore` after its second local
 /// lookup misses (before reserving characters), and `share` after `adopt`;
 /// a store that cannot be reached is a miss there, never a failed item.
 public struct SharedSynthesisCache: Sendable {

@@ -82,15 +82,12 @@ public struct BuildState: Sendable {
             var billable = 0
             let tour = plan.tours[tourIndex].tour
             for item in plan.tours[tourIndex].items {
-                let keys = item.keys
                 let reusable = try config.formats.allSatisfy { format in
                     let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
-                    let key = OutputKey(
-                        chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
-                        pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.loudnessTarget, metadata: item.metadata(tour: tour))
+                    let key = item.outputKey(format: format, tour: tour, config: config, encoder: encoder)
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }
-                for (chunk, key) in zip(item.chunks, keys) {
+                for (chunk, key) in zip(item.chunks, item.keys) {
                     if reusable || fresh.contains(key) || !paidFor.insert(key).inserted { hits += 1 } else { billable += chunk.characters }
                 }
             }

@@ -30,7 +30,7 @@ struct Validate: AsyncParsableCommand {
     @Option(help: "A pipeline file whose budgets (cacheMaxMB, packageMaxAgeDays) and map tile size the bundle must meet.", completion: .file(extensions: ["yaml", "yml"]))
     var pipeline: String?
 
-    @Option(help: "The report format: text, json or junit.")
+    @Option(help: "The report format.")
     var format: ReportFormat = .text
 
     @Option(help: "Write the report to this file instead of stdout (the summary line still goes to stderr).", completion: .file())

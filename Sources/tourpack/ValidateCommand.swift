@@ -14,8 +14,8 @@ struct Validate: AsyncParsableCommand {
             (warnings; errors with --strict), leftover temp files, and the cache budget \
             when --pipeline names one.
 
-            Every problem is reported, then the run fails once. Exit codes: 0 clean · \
-            1 problems found · 2 bad usage or no such ROOT.
+            Every problem is reported, then the run fails once. Exit codes: \(ExitStatus.ok) clean · \
+            \(ExitStatus.failure) problems found · \(ExitStatus.badInput) bad usage or no such ROOT.
             """
     )
 

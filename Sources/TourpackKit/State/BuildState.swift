@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A pipeline's state, opened once per command: the backend and the four
+/// A pipeline's state, opened once per command: the backend and the five
 /// things kept in it, plus the local tile cache, all on one clock.
 ///
 /// The backend is the local SQLite database (`<state>/state.sqlite`) by

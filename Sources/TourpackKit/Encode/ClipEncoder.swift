@@ -1,6 +1,6 @@
 import CFFmpeg
 import CFFmpegShims
-public import Foundation
+package import Foundation
 
 /// Which libavcodec encoder and libavformat muxer make a clip, and how.
 ///

@@ -1,6 +1,6 @@
 import CFFmpeg
 import CFFmpegShims
-public import Foundation
+import Foundation
 
 /// The default encode stage: a stream of PCM in, one AAC (.m4a), MP3 or Ogg
 /// Opus file per format out, made in-process with libavcodec, libavformat

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The loudness every file is brought to (SPEC "Audio rules"): integrated
 /// loudness in LUFS and the ceiling for true peaks in dBTP.

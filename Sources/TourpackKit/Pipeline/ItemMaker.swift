@@ -205,7 +205,7 @@ struct ItemMaker: Sendable {
             do {
                 var files = try session.session.finish()
                 let report = (session.session as? LevelingSession)?.leveler.report ?? LevelingReport(gainDB: 0, limiterReductionDB: 0)
-                for (format, file) in files {
+                for (format, _) in files {
                     guard let url = targets.first(where: { $0.format == format })?.url else { continue }
                     files[format]?.loudness = try Self.loudness(of: url, leveling: report)
                 }

@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 import PostgresNIO
 
 /// The state in PostgreSQL (`state.postgres`), shared by workers on many

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import NIOPosix
 
 /// The synthesis cache a fleet shares: this machine's `SynthesisCache` in

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// `tourpack state migrate`: brings the schema of the backend a pipeline
 /// names up to date (PostgreSQL when `state.postgres` is set, else the

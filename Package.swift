@@ -3,7 +3,7 @@
 // tourpack: the batch pipeline that builds the touring app's offline audio
 // packages. The targets are the layers, and their dependencies the architecture:
 //
-//   TourpackCore   values between stages, settings, errors, atomic files
+//   TourpackCore   values between stages, settings, SSML rules, errors, atomic files
 //   TourpackHTTP   libcurl, SigV4, retries, limits          (Core)
 //   TourpackAudio  FFmpeg, libebur128, FLAC, join, leveller  (Core)
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)

@@ -121,27 +121,4 @@ public protocol AudioEncodeSession: AnyObject {
 
 extension AudioEncoding {
     public var fingerprint: String { String(describing: Self.self) }
-
-    /// Encodes `pcm` once into `format` at `temporaryURL`, at `sampleRateHz`
-    /// (the format's default for the PCM's rate when nil).
-    public func encode(_ pcm: PCMAudio, as format: AudioFormat, sampleRateHz: Int? = nil, metadata: AudioMetadata, to temporaryURL: URL) throws -> EncodedAudio {
-        let rate = sampleRateHz ?? format.defaultSampleRate(endpointRate: pcm.sampleRate)
-        let session = try open([EncodeTarget(format: format, sampleRateHz: rate, url: temporaryURL)], inputRate: pcm.sampleRate, metadata: metadata)
-        do {
-            try pcm.samples.withUnsafeBufferPointer { samples in
-                var start = 0
-                while start < samples.count {
-                    let end = min(samples.count, start + 8192)
-                    try session.write(UnsafeBufferPointer(rebasing: samples[start..<end]))
-                    start = end
-                }
-            }
-            guard let encoded = try session.finish()[format] else { throw PCMJoiner.JoinError.empty }
-            return encoded
-        } catch {
-            session.discard()
-            try? FileManager.default.removeItem(at: temporaryURL)
-            throw error
-        }
-    }
 }

@@ -70,8 +70,7 @@ package struct ShapeMeter {
 /// chunk contributes one `JoinPiece`, a range of its samples with fades and
 /// the silence after it. So it runs as a stream (`JoinStream`): a chunk is
 /// rendered as soon as it and the next chunk with speech are known, block
-/// by block, and a narration is never held whole. `join` runs the same plan
-/// over arrays.
+/// by block, and a narration is never held whole.
 public struct PCMJoiner: Sendable {
     /// Why a join failed.
     public enum JoinError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -119,12 +118,6 @@ public struct PCMJoiner: Sendable {
         self.pauseMilliseconds = max(0, pauseMilliseconds)
         self.fadeMilliseconds = max(0, fadeMilliseconds)
         self.keepQuietMilliseconds = max(0, keepQuietMilliseconds)
-    }
-
-    /// The samples from the first to the last above the silence threshold:
-    /// what the join keeps of a chunk at an interior edge. Nil for silence.
-    public func audibleRange(of samples: [Int16]) -> Range<Int>? {
-        ShapeMeter.shape(of: samples).audible
     }
 
     /// What the join does with one chunk, once enough is known.
@@ -175,30 +168,6 @@ public struct PCMJoiner: Sendable {
             silence = max(0, pause - tail - min(next.lowerBound, keepQuiet, pause / 2))
         }
         return .piece(JoinPiece(range: range, fade: min(fade, range.count / 2), silenceAfter: silence))
-    }
-
-    /// Joins `chunks` in order. Chunks at another rate than the first are
-    /// resampled to the first chunk's rate; empty chunks are skipped; chunks
-    /// that hold only silence are skipped when any chunk holds speech.
-    /// - Throws: `JoinError.empty` when there is no sample at all.
-    public func join(_ chunks: [PCMAudio]) throws -> PCMAudio {
-        for (index, chunk) in chunks.enumerated() where chunk.sampleRate <= 0 {
-            throw JoinError.invalidSampleRate(chunk: index, rate: chunk.sampleRate)
-        }
-        guard let rate = chunks.first(where: { !$0.samples.isEmpty })?.sampleRate else { throw JoinError.empty }
-        let parts = try chunks.map { try $0.resampled(to: rate) }
-        var output: [Int16] = []
-        let stream = JoinStream(joiner: self, chunks: parts.count, rate: rate)
-        for (index, part) in parts.enumerated() { stream.record(index, ShapeMeter.shape(of: part.samples)) }
-        while let (index, piece) = stream.next() {
-            var renderer = PieceRenderer(piece)
-            try parts[index].samples.withUnsafeBufferPointer { block in
-                try renderer.feed(block) { output.append(contentsOf: $0) }
-            }
-            try renderer.finish { output.append(contentsOf: $0) }
-        }
-        guard !output.isEmpty else { throw JoinError.empty }
-        return PCMAudio(samples: output, sampleRate: rate)
     }
 
     private func samples(milliseconds: Int, rate: Int) -> Int {

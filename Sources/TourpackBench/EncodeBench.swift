@@ -4,7 +4,7 @@
 //    gives it) through `FFmpegAudioEncoder` and through the ffmpeg CLI with
 //    the same encoder and settings, per format. CPU is user+system time from
 //    getrusage: RUSAGE_SELF around our call, RUSAGE_CHILDREN around the CLI.
-//    Our figure includes what `encode` does beyond encoding (measuring the
+//    Our figure includes what an encode session does beyond encoding (measuring the
 //    file and its SHA-256); the CLI's includes its process start-up.
 //    Target: ours within 1.10x of the CLI.
 //    The CLI encodes at the rates the contract gives each format (`cliSampleRateHz`:
@@ -82,15 +82,14 @@ enum EncodeBench {
     static func compare(_ format: AudioFormat, pcm: PCMAudio, raw: URL, repetitions: Int, in work: URL) throws {
         let ours = work.appendingPathComponent("ours.\(format.fileExtension)")
         let theirs = work.appendingPathComponent("cli.\(format.fileExtension)")
-        let encoder = FFmpegAudioEncoder()
         // One warm-up each: page cache, dynamic loading, first-use allocations.
-        let ourRate = try encoder.encode(pcm, as: format, metadata: metadata, to: ours).sampleRateHz
+        let ourRate = try encode(pcm, as: format, to: ours).sampleRateHz
         try runTool("ffmpeg", cliArguments(format, raw: raw, output: theirs))
         var ourTimes: [Double] = []
         var cliTimes: [Double] = []
         for _ in 0..<repetitions {
             let before = CPUTime.ownSeconds()
-            _ = try encoder.encode(pcm, as: format, metadata: metadata, to: ours)
+            _ = try encode(pcm, as: format, to: ours)
             ourTimes.append(CPUTime.ownSeconds() - before)
             let childBefore = CPUTime.childrenSeconds()
             try runTool("ffmpeg", cliArguments(format, raw: raw, output: theirs))
@@ -148,10 +147,35 @@ enum EncodeBench {
         let wav = work.appendingPathComponent("speech.wav")
         try runTool("espeak-ng", ["-w", wav.path, text])
         let chunk = try WAV.decode(Array(try Data(contentsOf: wav))).resampled(to: rate)
-        let copies = Int((seconds / max(chunk.durationSeconds, 0.1)).rounded(.up))
-        var joined = try PCMJoiner().join(Array(repeating: chunk, count: max(1, copies)))
-        joined.samples = Array(joined.samples.prefix(Int(seconds * Double(rate))))
-        return joined
+        let copies = max(1, Int((seconds / max(chunk.durationSeconds, 0.1)).rounded(.up)))
+        // Joined as a build joins chunks: every shape known, then each piece rendered.
+        let threshold = PCMJoiner.silenceThreshold
+        let audible = chunk.samples.firstIndex { abs(Int($0)) > threshold }.flatMap { first in
+            chunk.samples.lastIndex { abs(Int($0)) > threshold }.map { first..<($0 + 1) }
+        }
+        let join = JoinStream(joiner: PCMJoiner(), chunks: copies, rate: rate)
+        for index in 0..<copies { join.record(index, ChunkShape(samples: chunk.samples.count, audible: audible)) }
+        var joined: [Int16] = []
+        while let (_, piece) = join.next() {
+            var renderer = PieceRenderer(piece)
+            chunk.samples.withUnsafeBufferPointer { samples in renderer.feed(samples) { joined.append(contentsOf: $0) } }
+            try renderer.finish { joined.append(contentsOf: $0) }
+        }
+        return PCMAudio(samples: Array(joined.prefix(Int(seconds * Double(rate)))), sampleRate: rate)
+    }
+
+    /// `pcm` as one `format` file at `url`, at the format's rate for the
+    /// PCM's: an encode session fed in 8192-sample blocks, as a build feeds one.
+    static func encode(_ pcm: PCMAudio, as format: AudioFormat, to url: URL) throws -> EncodedAudio {
+        let target = EncodeTarget(format: format, sampleRateHz: format.defaultSampleRate(endpointRate: pcm.sampleRate), url: url)
+        let session = try FFmpegAudioEncoder().open([target], inputRate: pcm.sampleRate, metadata: metadata)
+        try pcm.samples.withUnsafeBufferPointer { samples in
+            for start in stride(from: 0, to: samples.count, by: 8192) {
+                try session.write(UnsafeBufferPointer(rebasing: samples[start..<min(samples.count, start + 8192)]))
+            }
+        }
+        guard let encoded = try session.finish()[format] else { throw BenchError("\(format.rawValue): the encoder wrote no file") }
+        return encoded
     }
 
     @discardableResult

@@ -89,7 +89,7 @@ enum LoudnessBench {
         for format in AudioFormat.allCases {
             let url = work.appendingPathComponent("leveled.\(format.fileExtension)")
             let cost = try perHour("encode \(format.rawValue) (for scale, not loudness)") {
-                _ = try FFmpegAudioEncoder().encode(PCMAudio(samples: leveled, sampleRate: rate), as: format, metadata: EncodeBench.metadata, to: url)
+                _ = try EncodeBench.encode(PCMAudio(samples: leveled, sampleRate: rate), as: format, to: url)
             }
             if format == .aac { encodeAAC = cost }
             var inspection: AudioInspection?

@@ -56,7 +56,7 @@ enum ValidateBench {
         var encoded: [AudioFormat: (url: URL, audio: EncodedAudio)] = [:]
         for format in AudioFormat.allCases {
             let url = work.appendingPathComponent("speech.\(format.fileExtension)")
-            let audio = try FFmpegAudioEncoder().encode(pcm, as: format, metadata: EncodeBench.metadata, to: url)
+            let audio = try EncodeBench.encode(pcm, as: format, to: url)
             encoded[format] = (url, audio)
         }
         let perFormat = (files + 2) / 3

@@ -340,7 +340,4 @@ public struct MapCoverage: Sendable, Hashable, Codable {
         self.tileCount = tileCount
         self.estimatedBytes = estimatedBytes
     }
-
-    /// Whether package.json names a tile pack.
-    public var hasPack: Bool { file != nil }
 }

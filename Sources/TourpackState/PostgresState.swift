@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 import PostgresNIO
 public import TourpackCore
 
@@ -86,14 +86,19 @@ public struct PostgresState: StateBackend {
 
     struct Migration: Sendable {
         var version: Int
+        /// As SQLite names the same change (`MigrationName`).
         var name: String
+        /// What `schema_migrations` recorded before both backends named
+        /// their changes alike; renamed in place on the next migration.
+        var formerName: String
         var statements: [String]
     }
 
     /// Every schema change, in order. Never edit a migration that has
-    /// shipped: add the next one, and mirror what SQLite's migrator gains.
+    /// shipped: add the next one, and mirror what SQLite's migrator gains,
+    /// under the same name.
     static let migrations: [Migration] = [
-        Migration(version: 1, name: "v1 caches, ledger and build records", statements: [
+        Migration(version: 1, name: MigrationName.cachesLedgerAndBuildRecords, formerName: "v1 caches, ledger and build records", statements: [
             """
             CREATE TABLE synthesis_chunk (
                 key TEXT PRIMARY KEY,
@@ -180,10 +185,10 @@ public struct PostgresState: StateBackend {
             """,
             "CREATE INDEX quota_reservation_by_slot ON quota_reservation (account, month, tier)",
         ]),
-        // SQLite's "v6 loudness": each chunk's gating blocks and true peak
-        // (`LoudnessProfile.encoded`; NULL, not measured yet), and each output
-        // file's measured loudness and how it was levelled.
-        Migration(version: 2, name: "v2 loudness", statements: [
+        // Each chunk's gating blocks and true peak (`LoudnessProfile.encoded`;
+        // NULL, not measured yet), and each output file's measured loudness
+        // and how it was levelled.
+        Migration(version: 2, name: MigrationName.loudness, formerName: "v2 loudness", statements: [
             "ALTER TABLE synthesis_chunk ADD COLUMN loudness BYTEA",
             """
             ALTER TABLE output_file
@@ -193,8 +198,8 @@ public struct PostgresState: StateBackend {
                 ADD COLUMN limiter_reduction_db DOUBLE PRECISION
             """,
         ]),
-        // SQLite's "v7 synthesis claims": who is speaking which chunk now (`ChunkClaims`).
-        Migration(version: 3, name: "v3 synthesis claims", statements: [
+        // Who is speaking which chunk now (`ChunkClaims`).
+        Migration(version: 3, name: MigrationName.synthesisClaims, formerName: "v3 synthesis claims", statements: [
             """
             CREATE TABLE synthesis_claim (
                 key TEXT PRIMARY KEY,
@@ -209,14 +214,27 @@ public struct PostgresState: StateBackend {
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.
     static let migrationLock: Int64 = 0x746F_7572_7061_636B
 
-    /// The schema's version, or nil when it has none yet.
-    static func version(_ connections: PostgresConnections) throws -> Int? {
-        try PostgresStore(connections: connections).run("read the schema version") {
+    /// The schema's version, and whether any migration is still recorded
+    /// under its former name; nil when there is no schema yet.
+    static func schema(_ connections: PostgresConnections) throws -> (version: Int, formerNames: Bool)? {
+        let formerNames = migrations.map(\.formerName)
+        return try PostgresStore(connections: connections).run("read the schema version") {
             try connections.withConnection { session in
                 guard try session.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first?.decode(Bool.self) == true else { return nil }
-                return try session.query("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_migrations").first?.decode(Int.self)
+                let row = try session.query(
+                    "SELECT COALESCE(MAX(version), 0)::BIGINT, COUNT(*) FILTER (WHERE name = ANY(\(formerNames)))::BIGINT FROM schema_migrations"
+                ).first
+                return try row.map { row in
+                    let (version, former) = try row.decode((Int, Int).self)
+                    return (version, former > 0)
+                }
             }
         }
+    }
+
+    /// The schema's version, or nil when it has none yet.
+    static func version(_ connections: PostgresConnections) throws -> Int? {
+        try schema(connections)?.version
     }
 
     /// Applies what is missing; returns the names applied.
@@ -229,9 +247,9 @@ public struct PostgresState: StateBackend {
                     + "use a newer tourpack, or another database")
         }
         // Every worker opens the state: a current schema must cost no lock.
-        if let version = try version(connections) {
-            if version == known { return [] }
-            if version > known { throw refuseNewer(version) }
+        if let schema = try schema(connections) {
+            if schema.version == known && !schema.formerNames { return [] }
+            if schema.version > known { throw refuseNewer(schema.version) }
         }
         return try PostgresStore(connections: connections).run("migrate the schema") {
             try connections.transaction { session in
@@ -247,6 +265,11 @@ public struct PostgresState: StateBackend {
                     """)
                 let applied = Set(try session.query("SELECT version FROM schema_migrations").map { try $0.decode(Int.self) })
                 if let newest = applied.max(), newest > known { throw refuseNewer(newest) }
+                // Recorded before both backends named their changes alike: renamed in place, once.
+                for migration in migrations where applied.contains(migration.version) {
+                    try session.execute(
+                        "UPDATE schema_migrations SET name = \(migration.name) WHERE version = \(migration.version) AND name = \(migration.formerName)")
+                }
                 var names: [String] = []
                 for migration in migrations where !applied.contains(migration.version) {
                     for statement in migration.statements {

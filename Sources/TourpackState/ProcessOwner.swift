@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Who holds a quota reservation or runs a build: host, PID and the
 /// process's start time, written as `host:pid:start`.

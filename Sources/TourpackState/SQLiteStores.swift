@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// The SQLite backend: the four stores over `StateDatabase`, one
+/// The SQLite backend: the five stores over `StateDatabase`, one
 /// transaction per call. Writes are IMMEDIATE transactions (GRDB's
 /// default), so a read-check-write such as a reservation is atomic against
 /// every other process on the same file.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import NIOPosix
 public import TourpackCore
 public import TourpackAudio
@@ -15,7 +15,7 @@ public import TourpackAudio
 /// - `share` is for a chunk just kept locally: it goes to the bucket with
 ///   `If-None-Match: *`, so the first worker's copy stays.
 ///
-/// The build's `CachingSynthesizer` calls `restore` after its second local
+/// The build's `ChunkLookup` calls `restore` after its second local
 /// lookup misses (before reserving characters), and `share` after `adopt`;
 /// a store that cannot be reached is a miss there, never a failed item.
 public struct SharedSynthesisCache: Sendable {

@@ -1,9 +1,9 @@
 public import Foundation
 public import TourpackCore
 
-/// Where the rows of a pipeline's state live, behind four small stores: the
-/// quota ledger, the synthesis-cache index, the output-cache index and the
-/// build records. Two backends implement them:
+/// Where the rows of a pipeline's state live, behind five small stores: the
+/// quota ledger, the synthesis-cache index, the output-cache index, the
+/// build records and the synthesis claims. Two backends implement them:
 ///
 /// - SQLite (`StateDatabase`), `<state>/state.sqlite`: the default, one
 ///   machine, no server. Jobs on that machine share it.

@@ -59,6 +59,7 @@ public struct StateDatabase: Sendable {
             let openingLock = try FileLock(url.deletingLastPathComponent().appendingPathComponent(Self.fileName + ".open-lock"))
             defer { openingLock.unlock() }
             pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.renameFormerMigrations(in: pool)
             if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) {
                 throw TourpackError.stateFailed(
                     path: path, message: "the schema is newer than this tourpack knows; use a newer tourpack or another state folder")
@@ -97,14 +98,41 @@ public struct StateDatabase: Sendable {
 
     /// Applied migrations, oldest first (for tests and `cache stats`).
     public func appliedMigrations() throws -> [String] {
-        try read { db in try Self.migrator.appliedIdentifiers(db).sorted() }
+        try read { db in try Self.migrator.appliedMigrations(db) }
     }
 
-    /// Every schema change, in order. Never edit a migration that has
-    /// shipped: add the next one.
+    /// What each migration was called before both backends named their
+    /// changes alike (`MigrationName`): a database from then records these.
+    static let formerNames: [(former: String, name: String)] = [
+        ("v1 caches, ledger and build records", MigrationName.cachesLedgerAndBuildRecords),
+        ("v2 indexes for build records", MigrationName.buildRecordIndexes),
+        ("v3 map tile cache and tile packs", MigrationName.mapTiles),
+        ("v4 chunk shapes", MigrationName.chunkShapes),
+        ("v5 sent reservations", MigrationName.sentReservations),
+        ("v6 loudness", MigrationName.loudness),
+        ("v7 synthesis claims", MigrationName.synthesisClaims),
+    ]
+
+    /// Renames the migrations a database records under their former names,
+    /// in place, one UPDATE each, before the migrator looks: otherwise it
+    /// would take them for a newer tourpack's. A database with none costs
+    /// one read and no write; renaming twice changes nothing.
+    private static func renameFormerMigrations(in pool: DatabasePool) throws {
+        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        let renames = formerNames.filter { applied.contains($0.former) }
+        guard !renames.isEmpty else { return }
+        try pool.write { db in
+            for (former, name) in renames {
+                try db.execute(sql: "UPDATE grdb_migrations SET identifier = ? WHERE identifier = ?", arguments: [name, former])
+            }
+        }
+    }
+
+    /// Every schema change, in order, named as PostgreSQL names it
+    /// (`MigrationName`). Never edit a migration that has shipped: add the next one.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1 caches, ledger and build records") { db in
+        migrator.registerMigration(MigrationName.cachesLedgerAndBuildRecords) { db in
             // Times are seconds since 1970 (UTC), from the build's injected clock.
             try db.execute(sql: """
                 CREATE TABLE synthesisChunk (
@@ -175,7 +203,7 @@ public struct StateDatabase: Sendable {
                 CREATE INDEX quotaReservationByAccount ON quotaReservation(account, month, tier);
                 """)
         }
-        migrator.registerMigration("v2 indexes for build records") { db in
+        migrator.registerMigration(MigrationName.buildRecordIndexes) { db in
             // `cache stats` finds each tour's latest outcome per output root;
             // a nightly job adds a record per tour every night.
             try db.execute(sql: """
@@ -183,7 +211,7 @@ public struct StateDatabase: Sendable {
                 CREATE INDEX buildByOutput ON build(output, id);
                 """)
         }
-        migrator.registerMigration("v3 map tile cache and tile packs") { db in
+        migrator.registerMigration(MigrationName.mapTiles) { db in
             // One row per tile of a source: its bytes (a content-addressed
             // file under <state>/tiles, NULL sha256 for a tile the source has
             // no data for), the validators for a conditional request, and
@@ -217,7 +245,7 @@ public struct StateDatabase: Sendable {
                 );
                 """)
         }
-        migrator.registerMigration("v4 chunk shapes") { db in
+        migrator.registerMigration(MigrationName.chunkShapes) { db in
             // Where each chunk's speech starts and ends (`ChunkShape`), so a
             // join plans its seams without decoding a chunk twice. NULL: not
             // measured yet (an entry from before); -1, -1: only silence.
@@ -226,12 +254,12 @@ public struct StateDatabase: Sendable {
                 ALTER TABLE synthesisChunk ADD COLUMN audibleEnd INTEGER;
                 """)
         }
-        migrator.registerMigration("v5 sent reservations") { db in
+        migrator.registerMigration(MigrationName.sentReservations) { db in
             // reserved → sent → settled: when a reservation's request went out.
             // A dead owner's unsent reservations are released, its sent ones settled.
             try db.execute(sql: "ALTER TABLE quotaReservation ADD COLUMN sentAt DOUBLE")
         }
-        migrator.registerMigration("v6 loudness") { db in
+        migrator.registerMigration(MigrationName.loudness) { db in
             // Each chunk's gating blocks and true peak (`LoudnessProfile.encoded`;
             // NULL: not measured yet), and each output file's measured loudness
             // and how it was levelled, as package.json lists them.
@@ -243,7 +271,7 @@ public struct StateDatabase: Sendable {
                 ALTER TABLE outputFile ADD COLUMN limiterReductionDB DOUBLE;
                 """)
         }
-        migrator.registerMigration("v7 synthesis claims") { db in
+        migrator.registerMigration(MigrationName.synthesisClaims) { db in
             // Who is speaking which chunk now (`ChunkClaims`): jobs sharing
             // this state pay for a chunk once.
             try db.execute(sql: """

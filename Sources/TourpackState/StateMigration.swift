@@ -24,3 +24,24 @@ public enum StateMigration {
         return Outcome(location: database.location, applied: database.appliedNow, schema: try database.appliedMigrations())
     }
 }
+
+/// The schema's changes by name, one name per change on both backends:
+/// SQLite's migrator and PostgreSQL's `schema_migrations` record these, so
+/// `state migrate` says the same thing for the same change wherever it ran.
+/// PostgreSQL came later: its first migration is SQLite's first with the
+/// build records' indexes, the chunk shapes and the sent reservations
+/// folded in, and it has no map tiles (they stay on each machine).
+///
+/// Until both used these, each backend numbered its own ("v6 loudness" in
+/// SQLite was "v2 loudness" in PostgreSQL); a state from then records the
+/// numbered names, and opening it renames them in place
+/// (`StateDatabase.formerNames`, `PostgresState.Migration.formerName`).
+enum MigrationName {
+    static let cachesLedgerAndBuildRecords = "caches, ledger and build records"
+    static let buildRecordIndexes = "indexes for build records"
+    static let mapTiles = "map tile cache and tile packs"
+    static let chunkShapes = "chunk shapes"
+    static let sentReservations = "sent reservations"
+    static let loudness = "loudness"
+    static let synthesisClaims = "synthesis claims"
+}

@@ -11,8 +11,8 @@ struct PipelineOptions: ParsableArguments {
     @Argument(help: "The pipeline file (pipelines/*.yaml).", completion: .file(extensions: ["yaml", "yml"]))
     var pipeline: String
 
-    @Option(name: .customLong("format"), parsing: .upToNextOption, help: "Override the formats: aac, mp3, opus (repeatable).")
-    var formats: [String] = []
+    @Option(name: .customLong("format"), parsing: .upToNextOption, help: "Override the formats, repeated or comma-separated (--format aac,opus).")
+    var formats: [FormatNames] = []
 
     @Option(help: "Override the voice preset file.")
     var voice: String?
@@ -20,8 +20,8 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Override the TTS endpoint base URL.")
     var endpoint: String?
 
-    @Option(help: "Override the TTS API dialect: google or openai.")
-    var api: String?
+    @Option(help: "Override the TTS API dialect.")
+    var api: TTSAPI?
 
     // The numbers take their value unconditionally, so a negative one
     // (`--pitch -2`, `--pitch -0`) is a value, not an unknown option "-2";
@@ -50,36 +50,19 @@ struct PipelineOptions: ParsableArguments {
     /// Flag values are checked while parsing, so a mistake shows this command's usage.
     func validate() throws {
         _ = try parsedFormats()
-        _ = try parsedAPI()
     }
 
     /// `--format` values, repeated or comma-separated; nil when none was given.
     /// An empty value (`--format ''`, `--format aac,`) is refused: it would
     /// otherwise leave no format at all, and a build of nothing that exits 0.
     private func parsedFormats() throws -> [AudioFormat]? {
-        guard !formats.isEmpty else { return nil }
-        return try formats.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }.map { name in
-            let name = name.trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty else {
-                throw ValidationError("--format: an empty format name; give one or more of aac, mp3, opus (e.g. --format aac,opus)")
-            }
-            guard let format = AudioFormat(rawValue: name.lowercased()) else {
-                throw ValidationError("--format: '\(name)' is not one of aac, mp3, opus")
-            }
-            return format
-        }
-    }
-
-    private func parsedAPI() throws -> TTSAPI? {
-        guard let api else { return nil }
-        guard let parsed = TTSAPI(rawValue: api) else { throw ValidationError("--api: '\(api)' is not one of google, openai") }
-        return parsed
+        formats.isEmpty ? nil : try FormatNames.formats(formats)
     }
 
     func load() throws -> PipelineConfig {
         var overrides = PipelineOverrides()
         overrides.formats = try parsedFormats()
-        overrides.api = try parsedAPI()
+        overrides.api = api
         overrides.voiceFile = voice
         overrides.endpoint = endpoint
         overrides.concurrency = concurrency

@@ -13,8 +13,7 @@ struct Tourpack: AsyncParsableCommand {
             TTS HTTP endpoint, encodes AAC, MP3 or Opus, and writes the app's \
             Documents layout, within cache, expiry and monthly-character budgets.
 
-            Exit codes: 0 ok · 1 build or validation failure · 2 bad input, \
-            config or usage · 3 a budget refused the work · 130 cancelled.
+            \(ExitStatus.legend)
             """,
         version: TourpackPipeline.version,
         subcommands: [Build.self, Plan.self, Validate.self, Cache.self, Quota.self, StateCommand.self, ServeTTS.self, ServeTiles.self]

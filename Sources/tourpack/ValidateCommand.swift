@@ -15,8 +15,8 @@ struct Validate: AsyncParsableCommand {
             (warnings; errors with --strict), leftover temp files, and the cache budget \
             when --pipeline names one.
 
-            Every problem is reported, then the run fails once. Exit codes: 0 clean · \
-            1 problems found · 2 bad usage or no such ROOT.
+            Every problem is reported, then the run fails once. Exit codes: \(ExitStatus.ok) clean · \
+            \(ExitStatus.failure) problems found · \(ExitStatus.badInput) bad usage or no such ROOT.
             """
     )
 
@@ -31,7 +31,7 @@ struct Validate: AsyncParsableCommand {
     @Option(help: "A pipeline file whose budgets (cacheMaxMB, packageMaxAgeDays) and map tile size the bundle must meet.", completion: .file(extensions: ["yaml", "yml"]))
     var pipeline: String?
 
-    @Option(help: "The report format: text, json or junit.")
+    @Option(help: "The report format.")
     var format: ReportFormat = .text
 
     @Option(help: "Write the report to this file instead of stdout (the summary line still goes to stderr).", completion: .file())

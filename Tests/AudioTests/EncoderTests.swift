@@ -37,9 +37,9 @@ struct EncoderTests {
     func encodeJoinedSpeech(format: AudioFormat, inputRate: Int) throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let joined = try PCMJoiner().join(Fixtures.chunks(rate: inputRate, in: directory))
+        let joined = try PCMJoiner().joinInMemory(Fixtures.chunks(rate: inputRate, in: directory))
         let url = directory.appendingPathComponent("poi_Detailed.\(format.fileExtension)")
-        let encoded = try FFmpegAudioEncoder().encode(joined, as: format, metadata: Fixtures.metadata, to: url)
+        let encoded = try FFmpegAudioEncoder().encodeInMemory(joined, as: format, metadata: Fixtures.metadata, to: url)
         // AAC and Opus at the input's rate (Opus: the next it supports), MP3 at 44.1 kHz;
         // an Opus decoder always puts out 48 kHz, and the OpusHead records the input's rate.
         let rate = format.defaultSampleRate(endpointRate: inputRate)
@@ -140,9 +140,9 @@ struct EncoderTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let speech = try Fixtures.speech("Hi.", in: directory).resampled(to: 24_000)
         let loud = try #require(speech.samples.firstIndex(where: { abs(Int($0)) > 2_000 }))
-        let short = try PCMJoiner().join([PCMAudio(samples: Array(speech.samples[loud..<(loud + 240)]), sampleRate: 24_000)])
+        let short = try PCMJoiner().joinInMemory([PCMAudio(samples: Array(speech.samples[loud..<(loud + 240)]), sampleRate: 24_000)])
         let url = directory.appendingPathComponent("short.\(format.fileExtension)")
-        let encoded = try FFmpegAudioEncoder().encode(short, as: format, metadata: Fixtures.metadata, to: url)
+        let encoded = try FFmpegAudioEncoder().encodeInMemory(short, as: format, metadata: Fixtures.metadata, to: url)
         let inspection = try AudioFileInspector().inspect(url)
         #expect(inspection.isClean, "\(inspection.errors)")
         #expect(encoded.durationSeconds > 0)
@@ -159,7 +159,7 @@ struct EncoderTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("empty.m4a")
         #expect(throws: PCMJoiner.JoinError.empty) {
-            try FFmpegAudioEncoder().encode(PCMAudio(samples: [], sampleRate: 24_000), as: .aac, metadata: Fixtures.metadata, to: url)
+            try FFmpegAudioEncoder().encodeInMemory(PCMAudio(samples: [], sampleRate: 24_000), as: .aac, metadata: Fixtures.metadata, to: url)
         }
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
@@ -176,7 +176,7 @@ struct EncoderTests {
         let url = notAFolder.appendingPathComponent("poi_Detailed.\(format.fileExtension)")
         let pcm = PCMAudio(samples: [Int16](repeating: 0, count: 2_400), sampleRate: 24_000)
         do {
-            _ = try FFmpegAudioEncoder().encode(pcm, as: format, metadata: Fixtures.metadata, to: url)
+            _ = try FFmpegAudioEncoder().encodeInMemory(pcm, as: format, metadata: Fixtures.metadata, to: url)
             Issue.record("encoding into a path under a file succeeded")
         } catch {
             #expect("\(error)".contains(url.path), "\(error)")

@@ -14,7 +14,7 @@ struct InspectorTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[2], in: directory).resampled(to: 24_000)
         let url = directory.appendingPathComponent("damaged.\(format.fileExtension)")
-        _ = try FFmpegAudioEncoder().encode(pcm, as: format, metadata: Fixtures.metadata, to: url)
+        _ = try FFmpegAudioEncoder().encodeInMemory(pcm, as: format, metadata: Fixtures.metadata, to: url)
         #expect(try AudioFileInspector().inspect(url).isClean)
 
         var bytes = [UInt8](try Data(contentsOf: url))
@@ -43,7 +43,7 @@ struct InspectorTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[0], in: directory)
         let url = directory.appendingPathComponent("m.\(format.fileExtension)")
-        _ = try FFmpegAudioEncoder().encode(pcm, as: format, metadata: Fixtures.metadata, to: url)
+        _ = try FFmpegAudioEncoder().encodeInMemory(pcm, as: format, metadata: Fixtures.metadata, to: url)
         let measured = try AudioFileInspector().measure(url)
         let decoded = try AudioFileInspector().inspect(url)
         #expect(!measured.decoded && decoded.decoded)

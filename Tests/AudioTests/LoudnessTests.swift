@@ -147,7 +147,7 @@ struct LoudnessTests {
             return try #require(meter.finish().loudness)
         }
         #expect(profiles.allSatisfy { $0.limiting.count == LimiterSurvey.thresholdsDBFS.count })
-        let joined = try PCMJoiner().join(chunks)
+        let joined = try PCMJoiner().joinInMemory(chunks)
         let target = LoudnessTarget.standard
         let result = try Self.leveled(joined.samples, gainDB: target.gainDB(for: profiles), ceiling: target.limiterCeilingDBTP, rate: rate)
         #expect(result.samples.count == joined.samples.count)
@@ -159,7 +159,7 @@ struct LoudnessTests {
         // As shipped: each encoder's overshoot stays within the margin.
         for format in AudioFormat.allCases {
             let url = directory.appendingPathComponent("leveled.\(format.fileExtension)")
-            _ = try FFmpegAudioEncoder().encode(PCMAudio(samples: result.samples, sampleRate: rate), as: format, metadata: Fixtures.metadata, to: url)
+            _ = try FFmpegAudioEncoder().encodeInMemory(PCMAudio(samples: result.samples, sampleRate: rate), as: format, metadata: Fixtures.metadata, to: url)
             let shipped = try Fixtures.ffmpegLoudness(url)
             #expect(abs(shipped.integrated - target.integratedLUFS) <= 1, "\(format): \(shipped)")
             #expect(shipped.truePeak <= target.truePeakDBTP, "\(format): ffmpeg's true peak \(shipped.truePeak) dBTP")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
-import TourpackAudio
+@testable import TourpackKit
+@testable import TourpackAudio
 
 @Suite("PCMJoiner on espeak-ng speech")
 struct PCMJoinerTests {
@@ -19,7 +19,7 @@ struct PCMJoinerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let chunks = try Fixtures.chunks(rate: rate, in: directory)
         let joiner = PCMJoiner(pauseMilliseconds: pauseMilliseconds)
-        let joined = try joiner.join(chunks)
+        let joined = try joiner.joinInMemory(chunks)
         #expect(joined.sampleRate == rate)
 
         // The first chunk is copied from its start, so its last audible sample
@@ -31,14 +31,14 @@ struct PCMJoinerTests {
         #expect(abs(pause - Double(pauseMilliseconds) / 1000) <= 0.020, "pause \(pause) s")
 
         // The second seam: after the second chunk's speech, which starts at seam.next.
-        let secondSpan = try #require(joiner.audibleRange(of: chunks[1].samples))
+        let secondSpan = try #require(ShapeMeter.shape(of: chunks[1].samples).audible)
         let secondEnd = seam.next + secondSpan.count - 1
         let seam2 = try #require(gap(in: joined.samples, after: secondEnd, threshold: threshold))
         let pause2 = Double(seam2.next - seam2.last - 1) / Double(rate)
         #expect(abs(pause2 - Double(pauseMilliseconds) / 1000) <= 0.020, "second pause \(pause2) s")
 
         // Nothing of the speech was lost: the output is the audible speech plus two pauses, within the kept margins.
-        let audible = try chunks.map { try #require(joiner.audibleRange(of: $0.samples)).count }.reduce(0, +)
+        let audible = try chunks.map { try #require(ShapeMeter.shape(of: $0.samples).audible).count }.reduce(0, +)
         let expected = audible + 2 * Int(Double(pauseMilliseconds * rate) / 1000)
             + chunks[0].samples.prefix(while: { abs(Int($0)) <= threshold }).count
             + chunks[2].samples.reversed().prefix(while: { abs(Int($0)) <= threshold }).count
@@ -61,7 +61,7 @@ struct PCMJoinerTests {
         let second = PCMAudio(samples: Array(samples[restart...]), sampleRate: 24_000)
         #expect(abs(Int(first.samples.last!)) > 6_000 && abs(Int(second.samples.first!)) > 6_000)
 
-        let joined = try PCMJoiner().join([first, second]).samples
+        let joined = try PCMJoiner().joinInMemory([first, second]).samples
         // The inserted digital silence sits right after the first piece.
         let silenceStart = try #require(joined[(cut - 1)...].firstIndex(of: 0))
         let silenceEnd = try #require(joined[silenceStart...].firstIndex(where: { $0 != 0 }))
@@ -77,9 +77,9 @@ struct PCMJoinerTests {
 
     @Test("no chunks, or only empty chunks, is an error")
     func emptyInput() throws {
-        #expect(throws: PCMJoiner.JoinError.empty) { try PCMJoiner().join([]) }
+        #expect(throws: PCMJoiner.JoinError.empty) { try PCMJoiner().joinInMemory([]) }
         let empty = PCMAudio(samples: [], sampleRate: 24_000)
-        #expect(throws: PCMJoiner.JoinError.empty) { try PCMJoiner().join([empty, empty]) }
+        #expect(throws: PCMJoiner.JoinError.empty) { try PCMJoiner().joinInMemory([empty, empty]) }
     }
 
     @Test("a single very short chunk comes back whole")
@@ -89,7 +89,7 @@ struct PCMJoinerTests {
         let speech = try Fixtures.speech("Hi.", in: directory)
         let loud = try #require(speech.samples.firstIndex(where: { abs(Int($0)) > 2_000 }))
         let short = PCMAudio(samples: Array(speech.samples[loud..<(loud + 120)]), sampleRate: speech.sampleRate)
-        let joined = try PCMJoiner().join([short])
+        let joined = try PCMJoiner().joinInMemory([short])
         #expect(joined.samples.count == 120)
         #expect(joined.sampleRate == speech.sampleRate)
         #expect(joined.samples.contains { abs(Int($0)) > 1_000 })
@@ -102,7 +102,7 @@ struct PCMJoinerTests {
         let first = try Fixtures.speech(Fixtures.sentences[0], in: directory).resampled(to: 24_000)
         let second = try Fixtures.speech(Fixtures.sentences[1], in: directory)
         #expect(second.sampleRate == 22_050)
-        let joined = try PCMJoiner().join([first, second])
+        let joined = try PCMJoiner().joinInMemory([first, second])
         #expect(joined.sampleRate == 24_000)
         let expected = first.durationSeconds + second.durationSeconds + 0.35
         // Trimmed edges can only shorten it, by the quiet lead-in and tail.

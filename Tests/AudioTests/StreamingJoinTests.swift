@@ -51,7 +51,7 @@ struct StreamingJoinTests {
         let chunks = try Fixtures.chunks(rate: 24_000, in: directory)
         let reference = try ReferenceJoin(pauseMilliseconds: pauseMilliseconds).join(chunks).samples
         let joiner = PCMJoiner(pauseMilliseconds: pauseMilliseconds)
-        #expect(try joiner.join(chunks).samples == reference)
+        #expect(try joiner.joinInMemory(chunks).samples == reference)
         for (seed, arrival) in [[0, 1, 2], [2, 1, 0], [1, 2, 0], [2, 0, 1]].enumerated() {
             #expect(try Self.streamed(chunks, joiner: joiner, arrival: arrival, blockSeed: seed + 1) == reference, "arrival \(arrival)")
         }
@@ -76,13 +76,13 @@ struct StreamingJoinTests {
         ]
         for chunks in cases {
             let reference = try ReferenceJoin().join(chunks).samples
-            #expect(try PCMJoiner().join(chunks).samples == reference)
+            #expect(try PCMJoiner().joinInMemory(chunks).samples == reference)
             let orders = [Array(chunks.indices), Array(chunks.indices.reversed())]
             for arrival in orders {
                 #expect(try Self.streamed(chunks, arrival: arrival) == reference, "\(chunks.map(\.samples.count)) arriving \(arrival)")
             }
         }
-        #expect(throws: PCMJoiner.JoinError.empty) { try PCMJoiner().join([empty, empty]) }
+        #expect(throws: PCMJoiner.JoinError.empty) { try PCMJoiner().joinInMemory([empty, empty]) }
     }
 
     @Test("a chunk waits only for the next chunk with speech, not for the whole phase")

@@ -12,7 +12,7 @@ import TourpackAudio
     @Test func encodesEveryFormatOnTheThreadPool() async throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let pcm = try PCMJoiner().join(Fixtures.chunks(rate: 24_000, in: directory))
+        let pcm = try PCMJoiner().joinInMemory(Fixtures.chunks(rate: 24_000, in: directory))
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()
 

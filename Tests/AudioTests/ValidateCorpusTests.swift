@@ -327,7 +327,7 @@ extension ValidateCorpusTests.Defect {
             // 4-second file (long enough to be held to it) that never was.
             let path = bundle.audioPath(.mp3, 2)
             let url = bundle.url(path)
-            var encoded = try FFmpegAudioEncoder().encode(ValidateFixture.sweep(seconds: 4), as: .mp3, metadata: Fixtures.metadata, to: url)
+            var encoded = try FFmpegAudioEncoder().encodeInMemory(ValidateFixture.sweep(seconds: 4), as: .mp3, metadata: Fixtures.metadata, to: url)
             encoded.loudness = try ItemMaker.loudness(of: url, leveling: LevelingReport(gainDB: 0, limiterReductionDB: 0))
             try bundle.rewrite(.mp3) { manifest in
                 manifest.loudness = PackageManifest.Loudness(targetLUFS: -40, truePeakDBTP: -1)

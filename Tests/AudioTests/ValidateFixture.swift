@@ -158,7 +158,7 @@ enum ValidateFixture {
                     let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
                     let temp = try AtomicFile.temporaryURL(for: target.url)
                     let metadata = AudioMetadata(title: "\(poi.name) – \(phase.fileLabel)", album: tour.name, language: tour.language)
-                    var encoded = try FFmpegAudioEncoder().encode(signal(seconds[phase]!), as: format, metadata: metadata, to: temp)
+                    var encoded = try FFmpegAudioEncoder().encodeInMemory(signal(seconds[phase]!), as: format, metadata: metadata, to: temp)
                     encoded.loudness = try ItemMaker.loudness(of: temp, leveling: LevelingReport(gainDB: 0, limiterReductionDB: 0))
                     try AtomicFile.commit(temp: temp, to: target.url)
                     audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: poi.narrations[phase]!.text.count))

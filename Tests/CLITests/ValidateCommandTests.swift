@@ -31,7 +31,7 @@ import TourpackMaps
                     for phase in poi.phases {
                         let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
                         let temp = try AtomicFile.temporaryURL(for: target.url)
-                        let encoded = try FFmpegAudioEncoder().encode(Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language), to: temp)
+                        let encoded = try Self.encode(Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language), to: temp)
                         try AtomicFile.commit(temp: temp, to: target.url)
                         audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: 10))
                     }
@@ -43,6 +43,14 @@ import TourpackMaps
         }
 
         func remove() { try? FileManager.default.removeItem(at: folder) }
+
+        /// `pcm` as one file, through an encode session as a build writes one.
+        static func encode(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to url: URL) throws -> EncodedAudio {
+            let target = EncodeTarget(format: format, sampleRateHz: format.defaultSampleRate(endpointRate: pcm.sampleRate), url: url)
+            let session = try FFmpegAudioEncoder().open([target], inputRate: pcm.sampleRate, metadata: metadata)
+            try pcm.samples.withUnsafeBufferPointer { try session.write($0) }
+            return try #require(try session.finish()[format])
+        }
 
         /// 1.2 s of a noisy sweep at 24 kHz: enough for the bit-rate check to apply.
         static func sweep() -> PCMAudio {

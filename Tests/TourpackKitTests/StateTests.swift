@@ -37,10 +37,22 @@ struct StateScratch {
     }
 }
 
-/// The schema on both backends: applied once, in order; shared by jobs that
-/// open it together; refused when a newer tourpack wrote it.
+/// The schema on both backends: applied once, in order, under the same
+/// names; shared by jobs that open it together; refused when a newer
+/// tourpack wrote it; and opened as it is when an older one did.
 @Suite(.offThePool) struct StateSchemaTests {
     static func migrations(_ backend: Backend) -> [String] {
+        switch backend {
+        case .sqlite:
+            ["caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
+             "sent reservations", "loudness", "synthesis claims"]
+        case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims"]
+        }
+    }
+
+    /// The names a state recorded before both backends named their
+    /// migrations alike, as the tourpack of then wrote them.
+    static func formerMigrations(_ backend: Backend) -> [String] {
         switch backend {
         case .sqlite:
             ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes",
@@ -49,12 +61,18 @@ struct StateScratch {
         }
     }
 
+    @Test func theSameChangeHasTheSameNameOnBothBackends() {
+        #expect(Self.migrations(.postgres).allSatisfy(Self.migrations(.sqlite).contains))
+        #expect(StateDatabase.migrator.migrations == Self.migrations(.sqlite))
+        #expect(PostgresState.migrations.map(\.name) == Self.migrations(.postgres))
+    }
+
     @Test(arguments: Backend.allCases) func opensWithTheMigrationsAppliedOnce(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
         let first = try fixture.open()
         #expect(try first.appliedMigrations() == Self.migrations(backend))
-        #expect(Self.migrations(backend).first == "v1 caches, ledger and build records")
+        #expect(Self.migrations(backend).first == "caches, ledger and build records")
         // Opening again migrates nothing and keeps the data.
         let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(5, tier: .standard))
@@ -87,6 +105,48 @@ struct StateScratch {
         #expect(errors.isEmpty, "\(errors)")
         #expect(applied == Self.migrations(backend), "each migration applied exactly once, in order")
         #expect(try fixture.open().appliedMigrations() == Self.migrations(backend))
+    }
+
+    /// A state from before records the former names ("v6 loudness" in
+    /// SQLite, "v2 loudness" in PostgreSQL): it opens as current, applies
+    /// nothing, keeps its data and lists today's names, and opening it again
+    /// renames nothing more.
+    @Test(arguments: Backend.allCases) func aStateRecordingTheFormerMigrationNamesOpensWithoutMigrating(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        _ = try fixture.open()
+        let ledger = try fixture.ledger(clock: ManualClock())
+        try ledger.settle(try ledger.reserve(5, tier: .standard))
+        // Back to what the tourpack of then recorded, in one `execute`: it
+        // opens the state first, which would rename an earlier call's work.
+        let renames = zip(Self.formerMigrations(backend), Self.migrations(backend)).map { former, name in
+            switch backend {
+            case .sqlite: "UPDATE grdb_migrations SET identifier = '\(former)' WHERE identifier = '\(name)';"
+            case .postgres: "UPDATE schema_migrations SET name = '\(former)' WHERE name = '\(name)';"
+            }
+        }
+        try fixture.execute(renames.joined(separator: "\n"))
+        // Read outside tourpack: opening the state would rename them.
+        let recorded: [String] = switch backend {
+        case .sqlite:
+            try DatabaseQueue(path: fixture.scratch.state.appendingPathComponent(StateDatabase.fileName).path).read { db in
+                try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+            }
+        case .postgres:
+            try PostgresTestServer.shared().psql(fixture.databaseName!, "SELECT name FROM schema_migrations").split(separator: "\n").map(String.init)
+        }
+        #expect(Set(recorded) == Set(Self.formerMigrations(backend)))
+
+        for _ in 0..<2 {
+            let state = try fixture.open()
+            switch state {
+            case let database as StateDatabase: #expect(database.appliedNow.isEmpty, "migrated again: \(database.appliedNow)")
+            case let postgres as PostgresState: #expect(postgres.appliedNow.isEmpty, "migrated again: \(postgres.appliedNow)")
+            default: Issue.record("an unknown backend: \(type(of: state))")
+            }
+            #expect(try state.appliedMigrations() == Self.migrations(backend))
+        }
+        #expect(try fixture.ledger(clock: ManualClock()).usage(of: .standard).used == 5)
     }
 
     @Test(arguments: Backend.allCases) func aSchemaFromANewerTourpackIsRefusedNotGuessedAt(backend: Backend) throws {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A value shared between threads behind one lock: the box every set of
 /// live counters in tourpack keeps its numbers in (the synthesizer's, the

@@ -14,7 +14,7 @@
 /// `TourpackError.storageFailed(path:errno:operation:)` reads as before;
 /// code that needs to tell failures apart asks `kind`, never the message.
 public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
         /// The endpoint could not be reached at all (connection refused, DNS, timeout after all retries).
         case networkUnavailable
         /// The endpoint answered, but not with audio.
@@ -200,11 +200,28 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-/// Exit codes from the contract, plus 130 for a run cancelled by a signal.
+/// Exit codes from the contract, plus 130 for a run cancelled by a signal: the
+/// one map of codes and what each means. `TourpackError.Kind.exitCode` maps
+/// every kind of failure onto these codes, and `tourpack --help` prints
+/// `legend`, so the help cannot name a code the program does not use.
 public enum ExitStatus {
     public static let ok: Int32 = 0
     public static let failure: Int32 = 1
     public static let badInput: Int32 = 2
     public static let budget: Int32 = 3
     public static let cancelled: Int32 = 130
+
+    /// Every code and what it means, in order.
+    public static let meanings: [(code: Int32, meaning: String)] = [
+        (ok, "ok"),
+        (failure, "build or validation failure"),
+        (badInput, "bad input, config or usage"),
+        (budget, "a budget refused the work"),
+        (cancelled, "cancelled"),
+    ]
+
+    /// `Exit codes: 0 ok · 1 … · 130 cancelled.`: the line `--help` prints.
+    public static var legend: String {
+        "Exit codes: " + meanings.map { "\($0.code) \($0.meaning)" }.joined(separator: " · ") + "."
+    }
 }

@@ -269,6 +269,14 @@ struct BuildRun {
             return
         }
         if maps == nil { events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount)) }
+        await publish(assembly, coverage: coverage)
+    }
+
+    /// Publishes a tour whose items and map are all in: its audio, tile
+    /// packs and package.json files together (`TourPublisher`), under the
+    /// tour's publishing lock; a publish that fails fails the tour only.
+    private mutating func publish(_ assembly: TourAssembly, coverage: MapCoverage) async {
+        let tour = assembly.tour
         do {
             let (publisher, now, backend, root) = (publisher, builder.options.now(), state.backend, layout.root.path)
             // Workers on other machines share the root: one tour is published by one at a time.

@@ -3,7 +3,7 @@ public import TourpackCore
 public import TourpackState
 import TourpackMaps
 
-/// A pipeline's state, opened once per command: the backend and the four
+/// A pipeline's state, opened once per command: the backend and the five
 /// things kept in it, plus the local tile cache, all on one clock.
 ///
 /// The backend is the local SQLite database (`<state>/state.sqlite`) by
@@ -85,15 +85,12 @@ public struct BuildState: Sendable {
             var billable = 0
             let tour = plan.tours[tourIndex].tour
             for item in plan.tours[tourIndex].items {
-                let keys = item.keys
                 let reusable = try config.formats.allSatisfy { format in
                     let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
-                    let key = OutputKey(
-                        chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
-                        pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.loudnessTarget, metadata: item.metadata(tour: tour))
+                    let key = item.outputKey(format: format, tour: tour, config: config, encoder: encoder)
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }
-                for (chunk, key) in zip(item.chunks, keys) {
+                for (chunk, key) in zip(item.chunks, item.keys) {
                     if reusable || fresh.contains(key) || !paidFor.insert(key).inserted { hits += 1 } else { billable += chunk.characters }
                 }
             }

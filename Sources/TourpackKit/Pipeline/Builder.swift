@@ -8,23 +8,27 @@ public import TourpackState
 
 /// Runs a `BuildPlan`: the map of the pipeline, one output root at a time.
 ///
-///     plan ─ preflight ─┬─ items, longest first, `tts.concurrency` + encode threads at once
-///                       │    ItemMaker: output cache hit? keep the file : for each chunk, concurrently,
-///                       │      CachingSynthesizer: synthesis cache hit? its FLAC : the fleet's bucket
-///                       │        (state.objects) has it? restored, unpaid : reserve quota →
-///                       │        HTTPSpeechSynthesizer: answer spooled to disk → decoded (AnswerDecoder)
-///                       │        → FLAC temp + ChunkShape (ChunkRecorder) → kept in the cache, settled
-///                       │        → put in the fleet's bucket
-///                       │      → JoinStream: each chunk, in order, as soon as it and the next chunk
-///                       │        with speech are known → PieceRenderer (trim, fades, pause), block by
-///                       │        block → one encode session feeding every missing format → staged temps
-///                       ├─ maps, two tours at a time: TilePackMaker → tile cache → staged tile pack
-///                       └─ per tour, once every item and its map are in: TourPublisher writes
-///                          package.json per format and commits through a CommitJournal
-///     → eviction to the budgets → summary
+///     plan → lockOutputRoot → preflight
+///     → makeItemsAndMaps ─┬─ items, longest first, `tts.concurrency` + encode threads at once
+///                         │    ItemMaker: output cache hit? keep the file : for each chunk, concurrently,
+///                         │      CachingSynthesizer, once however many ask (InFlightChunks):
+///                         │        ChunkLookup: synthesis cache hit? its FLAC : the fleet's bucket
+///                         │        (state.objects) has it? restored, unpaid : another process's claim
+///                         │        (ClaimWait)? wait, look again : PaidSynthesis: reserve quota →
+///                         │        HTTPSpeechSynthesizer: answer spooled to disk → decoded (AnswerDecoder)
+///                         │        → FLAC temp + ChunkShape (ChunkRecorder) → kept in the cache, settled
+///                         │        → put in the fleet's bucket (ChunkLookup.share)
+///                         │      → JoinStream: each chunk, in order, as soon as it and the next chunk
+///                         │        with speech are known → PieceRenderer (trim, fades, pause), block by
+///                         │        block → one encode session feeding every missing format → staged temps
+///                         ├─ maps, two tours at a time: TilePackMaker → tile cache → staged tile pack
+///                         └─ per tour, once every item and its map are in, BuildRun.publish:
+///                            TourPublisher writes package.json per format and commits through a CommitJournal
+///     → evictToBudgets → summarizeRequests → the summary
 ///
-/// Preflight, before any request: the state's lock, reconciliation, journal
-/// replay, the output tree's safety check, and the budgets against the plan.
+/// Preflight, before any request: the state's lock (`lockOutputRoot`), then
+/// (`preflight`) reconciliation, journal replay, the output tree's safety
+/// check, and the budgets against the plan.
 ///
 /// A shard's build (`--shards`, the plan's `shard`) is one worker of a
 /// fleet writing into one shared root: it holds the root's lock shared with
@@ -112,7 +116,7 @@ public struct Builder: Sendable {
         let pool = NIOThreadPool(numberOfThreads: max(1, options.encodeThreads))
         pool.start()
         do {
-            let summary = try await build(plan, skippedTours: skippedTours, objects: objects, pool: pool, events: events)
+            let summary = try await runRecorded(plan, skippedTours: skippedTours, objects: objects, pool: pool, events: events)
             try? await pool.shutdownGracefully()
             return summary
         } catch {
@@ -121,7 +125,9 @@ public struct Builder: Sendable {
         }
     }
 
-    private func build(
+    /// Opens the state and runs the build as one record in it: queued now,
+    /// then finished as completed, failed or cancelled, whatever happens.
+    private func runRecorded(
         _ plan: BuildPlan, skippedTours: Int, objects: ObjectStore?, pool: NIOThreadPool, events: @escaping @Sendable (BuildEvent) -> Void
     ) async throws -> BuildSummary {
         let (config, account, clock) = (config, account, options.now)
@@ -147,6 +153,56 @@ public struct Builder: Sendable {
         }
     }
 
+    /// The build's steps, in the order of the diagram above.
+    private func run(
+        _ plan: BuildPlan, state: BuildState, record: Int64, objects: ObjectStore?, pool: NIOThreadPool, skippedTours: Int,
+        events: @escaping @Sendable (BuildEvent) -> Void
+    ) async throws -> BuildSummary {
+        let started = ContinuousClock.now
+        // A shard's build owns only its tours' folders in the root, which the
+        // other workers of its fleet share with it: it holds the root's lock
+        // shared, and sweeps and evicts only inside its scope.
+        let scope = plan.shard == nil ? nil : OutputScope(tours: plan.tours.map(\.tour.id), voice: config.voice, formats: config.formats)
+        let lock = try await lockOutputRoot(state: state, shared: scope != nil, events: events)
+        defer { lock.release() }
+        let preflight = try await self.preflight(plan, state: state, record: record, scope: scope, pool: pool)
+        events(.started(startEvent(plan, preflight)))
+
+        let statsBefore = synthesizer.stats
+        let synthesis = CachingSynthesizer(
+            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool, objects: objects,
+            claims: state.claims)
+        var summary = try await makeItemsAndMaps(
+            plan, preflight: preflight, state: state, record: record, synthesis: synthesis, pool: pool, events: events)
+        if summary.stoppedEarly == nil {
+            await evictToBudgets(&summary, layout: preflight.layout, state: state, scope: scope, pool: pool)
+        }
+
+        summary.toursSkipped = skippedTours
+        summary.shard = plan.shard
+        summarizeRequests(&summary, since: statsBefore, counts: synthesis.counters.snapshot, sharedCache: objects != nil)
+        summary.wallSeconds = started.duration(to: .now).seconds
+        summary.peakMemoryBytes = Self.peakMemoryBytes()
+        events(.finished(summary))
+        return summary
+    }
+
+    /// Takes the output root's lock (shared with the other shards of a
+    /// fleet), waiting for another build's when `waitForLock` says so.
+    private func lockOutputRoot(state: BuildState, shared: Bool, events: @Sendable (BuildEvent) -> Void) async throws -> BuildLock {
+        let rootFolder = state.layout.rootFolder
+        do {
+            return try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, sharingRoot: shared, wait: false)
+        } catch let busy as TourpackError where busy.kind == .alreadyBuilding && options.waitForLock {
+            events(.waitingForLock(path: busy.context.path ?? rootFolder.path))
+            do {
+                return try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, sharingRoot: shared, wait: true)
+            } catch is CancellationError {
+                throw TourpackError.cancelled
+            }
+        }
+    }
+
     /// What the build finds and checks before its first request.
     private struct Preflight: Sendable {
         var resolved: PipelineConfig
@@ -156,32 +212,17 @@ public struct Builder: Sendable {
         var removed: Int
         var annotated: BuildPlan
         var index: PackageIndex
+        /// Map tiles the packs will hold; 0 without a tile source.
+        var tiles: Int
     }
 
-    private func run(
-        _ plan: BuildPlan, state: BuildState, record: Int64, objects: ObjectStore?, pool: NIOThreadPool, skippedTours: Int,
-        events: @escaping @Sendable (BuildEvent) -> Void
-    ) async throws -> BuildSummary {
-        let started = ContinuousClock.now
-        let rootFolder = state.layout.rootFolder
-        // A shard's build owns only its tours' folders in the root, which the
-        // other workers of its fleet share with it: it holds the root's lock
-        // shared, and sweeps and evicts only inside its scope.
-        let scope = plan.shard == nil ? nil : OutputScope(tours: plan.tours.map(\.tour.id), voice: self.config.voice, formats: self.config.formats)
-        let lock: BuildLock
-        do {
-            lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, sharingRoot: scope != nil, wait: false)
-        } catch let busy as TourpackError where busy.kind == .alreadyBuilding && options.waitForLock {
-            events(.waitingForLock(path: busy.context.path ?? rootFolder.path))
-            do {
-                lock = try await BuildLock.acquire(stateFolder: rootFolder, root: config.output, sharingRoot: scope != nil, wait: true)
-            } catch is CancellationError {
-                throw TourpackError.cancelled
-            }
-        }
-        defer { lock.release() }
-        let (config, fingerprint) = (config, encoder.fingerprint)
-        let preflight = try await pool.runIfActive {
+    /// Everything before the first request, under the lock: the build
+    /// recorded as running, the ledger and records reconciled, a killed
+    /// publish finished, the output tree checked, leftovers swept, and the
+    /// budgets held against what the caches do not already have.
+    private func preflight(_ plan: BuildPlan, state: BuildState, record: Int64, scope: OutputScope?, pool: NIOThreadPool) async throws -> Preflight {
+        let (config, fingerprint, rootFolder) = (config, encoder.fingerprint, state.layout.rootFolder)
+        return try await pool.runIfActive {
             try state.records.start(record)
             try state.records.reconcile()
             try state.ledger.reconcile()
@@ -207,28 +248,36 @@ public struct Builder: Sendable {
             }
             return Preflight(
                 resolved: resolved, layout: layout, staging: staging, recovered: recovered, removed: removed, annotated: annotated,
-                index: .scan(layout))
+                index: .scan(layout), tiles: config.maps.source == nil ? 0 : plan.tileCount)
         }
-        let (layout, staging, annotated) = (preflight.layout, preflight.staging, preflight.annotated)
-        let statsBefore = synthesizer.stats
-        let mapTiles = config.maps.source == nil ? 0 : plan.tileCount
+    }
 
-        events(.started(BuildStart(
+    /// The `started` event: the plan's size and what preflight found.
+    private func startEvent(_ plan: BuildPlan, _ preflight: Preflight) -> BuildStart {
+        BuildStart(
             tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
-            formats: config.formats, output: layout.root.path, recoveredCommits: preflight.recovered, removedTemporaries: preflight.removed,
-            cacheHits: annotated.cacheHits, billableCharacters: annotated.billableCharacters, tiles: mapTiles, shard: plan.shard)))
+            formats: config.formats, output: preflight.layout.root.path, recoveredCommits: preflight.recovered,
+            removedTemporaries: preflight.removed, cacheHits: preflight.annotated.cacheHits,
+            billableCharacters: preflight.annotated.billableCharacters, tiles: preflight.tiles, shard: plan.shard)
+    }
 
-        let tileProgress = TileProgress(total: mapTiles)
+    /// Makes every item and every tour's map, and publishes each tour once
+    /// all of its are in (`BuildRun`); the summary so far, with the maps'
+    /// fetches.
+    private func makeItemsAndMaps(
+        _ plan: BuildPlan, preflight: Preflight, state: BuildState, record: Int64, synthesis: CachingSynthesizer, pool: NIOThreadPool,
+        events: @escaping @Sendable (BuildEvent) -> Void
+    ) async throws -> BuildSummary {
+        let (layout, staging) = (preflight.layout, preflight.staging)
+        let tileProgress = TileProgress(total: preflight.tiles)
         let maps = try makeTilePackMaker(state: state, pool: pool, staging: staging, layout: layout, progress: tileProgress)
-        let caching = CachingSynthesizer(
-            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool, objects: objects,
-            claims: state.claims)
+        // Claims held by this process stay fresh while its items are made.
         let heartbeat = ClaimHeartbeat(state.claims)
         heartbeat.start()
         defer { heartbeat.stop() }
         var run = BuildRun(
             builder: self, layout: layout, staging: staging, pool: pool, events: events, state: state, record: record,
-            synthesizer: caching,
+            synthesizer: synthesis,
             publisher: TourPublisher(
                 config: config, layout: layout, staging: staging, index: preflight.index, state: state.layout,
                 outputs: state.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
@@ -236,25 +285,40 @@ public struct Builder: Sendable {
         await run.runAll()
 
         var summary = run.summary
-        if summary.stoppedEarly == nil {
-            // The packages are published: an eviction that fails is reported, never the build's undoing.
-            do {
-                let evicted = try await pool.runIfActive { [config] in
-                    try CacheMaintenance.run(
-                        layout: layout, budgets: config.budgets, state: state, now: state.ledger.clock(), overBudgetOnly: true, scope: scope)
-                }
-                summary.evictedFiles = evicted.removals.count
-                summary.evictedBytes = evicted.freedBytes
-            } catch {
-                summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
-            }
+        if let fetched = maps?.fetcher?.stats {
+            summary.tileRequests = fetched.requests
+            summary.tilesDownloaded = fetched.downloaded
+            summary.tilesRenewed = fetched.notModified
+            summary.tilesEmpty = fetched.empty
         }
+        return summary
+    }
 
-        summary.toursSkipped = skippedTours
-        let statsAfter = synthesizer.stats
-        let counts = caching.counters.snapshot
-        summary.requests = statsAfter.requests - statsBefore.requests
-        summary.retries = statsAfter.retries - statsBefore.retries
+    /// Evicts to the budgets once the packages are published, only inside
+    /// `scope` for a shard: an eviction that fails is reported, never the
+    /// build's undoing.
+    private func evictToBudgets(
+        _ summary: inout BuildSummary, layout: Layout, state: BuildState, scope: OutputScope?, pool: NIOThreadPool
+    ) async {
+        do {
+            let evicted = try await pool.runIfActive { [config] in
+                try CacheMaintenance.run(
+                    layout: layout, budgets: config.budgets, state: state, now: state.ledger.clock(), overBudgetOnly: true, scope: scope)
+            }
+            summary.evictedFiles = evicted.removals.count
+            summary.evictedBytes = evicted.freedBytes
+        } catch {
+            summary.failures.append("eviction after the build: \((error as? TourpackError)?.description ?? "\(error)")")
+        }
+    }
+
+    /// The summary's requests, cache figures and warnings: what the
+    /// endpoint was asked since `before`, and what the synthesis cache, the
+    /// fleet's bucket and the publish's renames did.
+    private func summarizeRequests(_ summary: inout BuildSummary, since before: SynthesisStats, counts: CacheCounts, sharedCache: Bool) {
+        let after = synthesizer.stats
+        summary.requests = after.requests - before.requests
+        summary.retries = after.retries - before.retries
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
         summary.cacheWriteFailures = counts.storeFailures
@@ -263,8 +327,7 @@ public struct Builder: Sendable {
                 "this file system cannot swap folders in one step (renameat2 RENAME_EXCHANGE), so tours were published file by file: "
                     + "a kill during a publish could leave a package naming audio not yet in place until the next build finishes it")
         }
-        summary.shard = plan.shard
-        if objects != nil {
+        if sharedCache {
             summary.sharedCache = SharedCacheSummary(
                 restored: counts.restored, shared: counts.shared, failures: counts.sharedFailures, waited: counts.claimWaits)
         }
@@ -278,16 +341,6 @@ public struct Builder: Sendable {
         if let failure = counts.firstStoreFailure {
             summary.warnings.append("the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)")
         }
-        if let fetched = maps?.fetcher?.stats {
-            summary.tileRequests = fetched.requests
-            summary.tilesDownloaded = fetched.downloaded
-            summary.tilesRenewed = fetched.notModified
-            summary.tilesEmpty = fetched.empty
-        }
-        summary.wallSeconds = started.duration(to: .now).seconds
-        summary.peakMemoryBytes = Self.peakMemoryBytes()
-        events(.finished(summary))
-        return summary
     }
 
     /// The maps phase's maker when the pipeline names a tile source; nil

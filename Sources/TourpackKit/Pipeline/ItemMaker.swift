@@ -7,6 +7,8 @@ import TourpackState
 /// What making one item needs from the build: the settings it reads, the
 /// stages it drives, and where its files go. Nothing else of the `Builder`.
 struct ItemRecipe: Sendable {
+    /// The settings each file's output-cache key is made from (`PlanItem.outputKey`).
+    var config: PipelineConfig
     var formats: [AudioFormat]
     /// The rate each format is encoded at (`PipelineConfig.sampleRate(for:)`).
     var sampleRates: [AudioFormat: Int]
@@ -19,6 +21,7 @@ struct ItemRecipe: Sendable {
     var loudness: LoudnessTarget?
 
     init(config: PipelineConfig, joiner: PCMJoiner, encoder: any AudioEncoding) {
+        self.config = config
         formats = config.formats
         sampleRates = Dictionary(uniqueKeysWithValues: config.formats.map { ($0, config.sampleRate(for: $0)) })
         voice = config.voice
@@ -28,12 +31,10 @@ struct ItemRecipe: Sendable {
         loudness = config.loudnessTarget
     }
 
-    /// The output cache's key of one format's file of `item`: the chunks,
-    /// the encoder, the file's rate, the pause and the tags.
-    func outputKey(_ item: PlanItem, format: AudioFormat, metadata: AudioMetadata) -> OutputKey {
-        OutputKey(
-            chunks: item.keys, format: format, encoder: encoder.fingerprint, sampleRateHz: sampleRates[format] ?? 0,
-            pauseMilliseconds: joiner.pauseMilliseconds, loudness: loudness, metadata: metadata)
+    /// The output cache's key of one format's file of `item`, made where
+    /// `plan` makes it too (`PlanItem.outputKey`).
+    func outputKey(_ item: PlanItem, format: AudioFormat, tour: Tour) -> OutputKey {
+        item.outputKey(format: format, tour: tour, config: config, encoder: encoder.fingerprint)
     }
 }
 
@@ -62,7 +63,7 @@ struct ItemMaker: Sendable {
         let wanted = Dictionary(uniqueKeysWithValues: recipe.formats.map { format in
             (format, (
                 final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
-                key: recipe.outputKey(item, format: format, metadata: metadata)))
+                key: recipe.outputKey(item, format: format, tour: tour)))
         })
         var temps: [AudioFormat: URL] = [:]
         do {
@@ -207,7 +208,7 @@ struct ItemMaker: Sendable {
             do {
                 var files = try session.session.finish()
                 let report = (session.session as? LevelingSession)?.leveler.report ?? LevelingReport(gainDB: 0, limiterReductionDB: 0)
-                for (format, file) in files {
+                for (format, _) in files {
                     guard let url = targets.first(where: { $0.format == format })?.url else { continue }
                     files[format]?.loudness = try Self.loudness(of: url, leveling: report)
                 }

@@ -23,6 +23,19 @@ public struct PlanItem: Sendable, Hashable {
     public func metadata(tour: Tour) -> AudioMetadata {
         AudioMetadata(title: "\(poiName) – \(phase.fileLabel)", album: tour.name, language: tour.language)
     }
+
+    /// The output cache's key of this item's file in `format`, as a build
+    /// with `config` and an encoder of fingerprint `encoder` makes it: the
+    /// chunks, the encoder, the file's rate, the pause, the loudness target
+    /// and the tags. The one place the key is made from the settings: the
+    /// build (`ItemRecipe.outputKey`) and `plan`'s estimate
+    /// (`BuildState.annotate`) both ask here, so a plan never counts on a
+    /// file the build would make again.
+    func outputKey(format: AudioFormat, tour: Tour, config: PipelineConfig, encoder: String) -> OutputKey {
+        OutputKey(
+            chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
+            pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.loudnessTarget, metadata: metadata(tour: tour))
+    }
 }
 
 /// One tour's map under one selection, as `plan` shows it beside the other.

@@ -1,14 +1,13 @@
 // Public: a conformance of a public type to a public protocol is public.
 public import ArgumentParser
 public import Foundation
-public import TourpackKit
 public import TourpackCore
 
 // The library's own lists of values, as ArgumentParser reads them: help
 // (`(values: …)`), completion, parsing and the refusals all come from each
 // type's `CaseIterable` cases through `allValueStrings`, so a case added in
-// TourpackKit is offered and accepted here with no string to update.
-// The conformances live here because TourpackKit does not depend on
+// TourpackCore is offered and accepted here with no string to update.
+// The conformances live here because the library does not depend on
 // ArgumentParser. (Not marked `@retroactive`: the compiler counts a type of
 // the same package as this target's own.)
 

@@ -112,6 +112,7 @@ bench: setup-bench build-release
 # Browse it with `python3 -m http.server -d build/docs 8000` and
 # http://127.0.0.1:8000/documentation/tourpackkit/.
 docs: setup
+	@mkdir -p build && rm -rf build/docs
 	$(SWIFT) package --allow-writing-to-directory build/docs \
 		generate-documentation --target TourpackKit --output-path build/docs \
 		--transform-for-static-hosting

@@ -32,7 +32,8 @@ public struct EncodedAudio: Sendable, Hashable {
     public var loudness: AudioLoudness?
 
     public init(
-        format: AudioFormat, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int, durationSeconds: Double, sizeBytes: Int64, sha256: String,
+        format: AudioFormat, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int, durationSeconds: Double, sizeBytes: Int64,
+        sha256: String,
         loudness: AudioLoudness? = nil
     ) {
         self.format = format
@@ -73,7 +74,8 @@ public struct AudioLoudness: Sendable, Hashable, Codable {
     public var rounded: AudioLoudness {
         func r(_ value: Double) -> Double { (value * 100).rounded() / 100 }
         return AudioLoudness(
-            integratedLUFS: integratedLUFS.map(r), truePeakDBTP: truePeakDBTP.map(r), gainDB: r(gainDB), limiterReductionDB: r(limiterReductionDB))
+            integratedLUFS: integratedLUFS.map(r), truePeakDBTP: truePeakDBTP.map(r), gainDB: r(gainDB),
+            limiterReductionDB: r(limiterReductionDB))
     }
 }
 

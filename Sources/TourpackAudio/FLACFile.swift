@@ -63,7 +63,8 @@ public enum FLACFile {
         switch result {
         case .success(let rate):
             guard count == 0 else {
-                throw FFmpegError("\(operation(url)): FFmpeg reported \(count) error(s): \(messages.joined(separator: "; "))", code: invalidData)
+                throw FFmpegError(
+                    "\(operation(url)): FFmpeg reported \(count) error(s): \(messages.joined(separator: "; "))", code: invalidData)
             }
             return rate
         case .failure(var error as FFmpegError):
@@ -81,15 +82,19 @@ public enum FLACFile {
         let stream = try input.bestAudioStream()
         let parameters = stream.pointee.codecpar!
         guard input.formatName == "flac", parameters.pointee.codec_id == AV_CODEC_ID_FLAC else {
-            throw corrupt(url, "not a native FLAC file (\(input.formatName), \(String(cString: avcodec_get_name(parameters.pointee.codec_id))))")
+            throw corrupt(
+                url, "not a native FLAC file (\(input.formatName), \(String(cString: avcodec_get_name(parameters.pointee.codec_id))))")
         }
         let info = try StreamInfo(parameters, url: url)
         guard info.channels == 1, info.bitsPerSample == 16, info.sampleRate > 0 else {
-            throw corrupt(url, "STREAMINFO says \(info.channels) channel(s), \(info.bitsPerSample) bits, \(info.sampleRate) Hz; expected mono 16-bit")
+            throw corrupt(
+                url, "STREAMINFO says \(info.channels) channel(s), \(info.bitsPerSample) bits, \(info.sampleRate) Hz; expected mono 16-bit")
         }
         guard info.totalSamples > 0 else { throw corrupt(url, "STREAMINFO has no total sample count") }
         let timeBase = stream.pointee.time_base
-        if stream.pointee.duration > 0, timeBase.num == 1, timeBase.den == Int32(info.sampleRate), stream.pointee.duration != info.totalSamples {
+        if stream.pointee.duration > 0, timeBase.num == 1, timeBase.den == Int32(info.sampleRate),
+            stream.pointee.duration != info.totalSamples
+        {
             throw corrupt(url, "stream duration \(stream.pointee.duration) disagrees with STREAMINFO's \(info.totalSamples) samples")
         }
 

@@ -5,7 +5,7 @@
 /// the mp4 muxer silently writes `und`. OpusTags take the BCP-47 tag as is.
 enum LanguageTag {
     /// The ISO 639-2/T code for the primary subtag, or `und` when unknown.
-    static func iso639_2(_ bcp47: String) -> String {
+    static func iso639Part2(_ bcp47: String) -> String {
         let primary = bcp47.split(whereSeparator: { $0 == "-" || $0 == "_" }).first.map { $0.lowercased() } ?? ""
         if primary.count == 3, primary.allSatisfy({ $0 >= "a" && $0 <= "z" }) { return primary }
         return twoToThree[primary] ?? "und"

@@ -1,4 +1,5 @@
 import Foundation
+
 /// An API key that never prints, dumps or reflects itself.
 ///
 /// Only the dialect's header builder reads `value`; every message that came

@@ -93,7 +93,8 @@ final class CurlMulti: @unchecked Sendable {
             var queued: Int32 = 0
             while let message = curl_multi_info_read(handle, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                      let transfer = active.removeValue(forKey: easy) else { continue }
+                    let transfer = active.removeValue(forKey: easy)
+                else { continue }
                 let code = message.pointee.data.result
                 curl_multi_remove_handle(handle, easy)
                 forget(transfer)

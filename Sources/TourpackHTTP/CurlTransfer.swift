@@ -1,6 +1,6 @@
-import Foundation
 import CCurl
 import CCurlShims
+import Foundation
 import TourpackCore
 
 /// Process-wide libcurl setup. `curl_global_init` is not thread-safe and
@@ -151,7 +151,7 @@ final class CurlTransfer: @unchecked Sendable {
         try easy.set(CURLOPT_ERRORBUFFER, pointer: UnsafeRawPointer(errorBuffer))
         let me = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
         guard tp_curl_easy_setopt_write_function(easy.handle, curlReceiveBody) == CURLE_OK,
-              tp_curl_easy_setopt_header_function(easy.handle, curlReceiveHeader) == CURLE_OK
+            tp_curl_easy_setopt_header_function(easy.handle, curlReceiveHeader) == CURLE_OK
         else { throw .unusable("could not install curl callbacks") }
         try easy.set(CURLOPT_WRITEDATA, pointer: me)
         try easy.set(CURLOPT_HEADERDATA, pointer: me)
@@ -162,7 +162,8 @@ final class CurlTransfer: @unchecked Sendable {
         try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(body.count))
         // An empty array may have no address, and NULL POST fields make
         // libcurl read the body from stdin: point it at an empty string.
-        let copied = body.isEmpty
+        let copied =
+            body.isEmpty
             ? "".withCString { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0) }
             : body.withUnsafeBytes { tp_curl_easy_setopt_ptr(easy.handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
         guard copied == CURLE_OK else { throw .unusable("could not attach the request body") }
@@ -234,10 +235,11 @@ final class CurlTransfer: @unchecked Sendable {
             spoolDescriptor = -1
         }
         if code == CURLE_OK {
-            return .success(HTTPResponse(
-                status: easy.info(CURLINFO_RESPONSE_CODE), headers: headers, body: body, bodyBytes: bodyBytes,
-                spooled: spool != nil && spoolDecided && spoolError == 0 && (200..<300).contains(easy.info(CURLINFO_RESPONSE_CODE)),
-                newConnections: easy.info(CURLINFO_NUM_CONNECTS)))
+            return .success(
+                HTTPResponse(
+                    status: easy.info(CURLINFO_RESPONSE_CODE), headers: headers, body: body, bodyBytes: bodyBytes,
+                    spooled: spool != nil && spoolDecided && spoolError == 0 && (200..<300).contains(easy.info(CURLINFO_RESPONSE_CODE)),
+                    newConnections: easy.info(CURLINFO_NUM_CONNECTS)))
         }
         if code == CURLE_WRITE_ERROR, spoolError != 0, let spool {
             let status = easy.info(CURLINFO_RESPONSE_CODE)
@@ -247,12 +249,13 @@ final class CurlTransfer: @unchecked Sendable {
         let answered = easy.info(CURLINFO_RESPONSE_CODE)
         switch code {
         case CURLE_OPERATION_TIMEDOUT where answered > 0, CURLE_PARTIAL_FILE where answered > 0, CURLE_RECV_ERROR where answered > 0,
-             CURLE_GOT_NOTHING where answered > 0, CURLE_HTTP2 where answered > 0, CURLE_HTTP2_STREAM where answered > 0,
-             CURLE_BAD_CONTENT_ENCODING where answered > 0:
+            CURLE_GOT_NOTHING where answered > 0, CURLE_HTTP2 where answered > 0, CURLE_HTTP2_STREAM where answered > 0,
+            CURLE_BAD_CONTENT_ENCODING where answered > 0:
             return .failure(.cutShort(status: answered, reason: detail))
         case CURLE_OPERATION_TIMEDOUT:
             return .failure(.timedOut(detail))
-        case CURLE_FILESIZE_EXCEEDED, CURLE_WRITE_ERROR where overflowed:
+        case CURLE_FILESIZE_EXCEEDED,
+            CURLE_WRITE_ERROR where overflowed:
             // Aborted after the status line (by Content-Length, or by the
             // body passing the cap): the easy handle still knows the status.
             let status = easy.info(CURLINFO_RESPONSE_CODE)

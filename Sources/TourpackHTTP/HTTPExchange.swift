@@ -32,7 +32,11 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     /// sign for `example.amazonaws.com` and are captured on loopback this way.
     var connectTo: [String] = []
 
-    package init(method: Method = .post, url: String, headers: [(name: String, value: String)], body: [UInt8], totalTimeoutSeconds: Double, connectTimeoutSeconds: Double, stallTimeoutSeconds: Double, maxResponseBytes: Int = HTTPRequestSpec.defaultMaxResponseBytes, spool: URL? = nil, signing: AWSSigning? = nil, connectTo: [String] = []) {
+    package init(
+        method: Method = .post, url: String, headers: [(name: String, value: String)], body: [UInt8], totalTimeoutSeconds: Double,
+        connectTimeoutSeconds: Double, stallTimeoutSeconds: Double, maxResponseBytes: Int = HTTPRequestSpec.defaultMaxResponseBytes,
+        spool: URL? = nil, signing: AWSSigning? = nil, connectTo: [String] = []
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -57,7 +61,8 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
         var text = url
         if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
         if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
-           !text[scheme.upperBound..<at].contains("/") {
+            !text[scheme.upperBound..<at].contains("/")
+        {
             text.replaceSubrange(scheme.upperBound...at, with: "")
         }
         return text

@@ -1,4 +1,5 @@
 public import TourpackCore
+
 /// Keeps request starts under `requestsPerMinute`, across every task that shares it.
 ///
 /// A token bucket: `burst` tokens at most, refilled continuously. The refill

@@ -129,12 +129,13 @@ public final class MBTilesWriter {
             let queue = try DatabaseQueue(path: url.path, configuration: configuration)
             try queue.write { db in
                 try db.execute(sql: "PRAGMA application_id = \(MBTilesWriter.applicationID)")
-                try db.execute(sql: """
-                    CREATE TABLE metadata (name TEXT, value TEXT);
-                    CREATE UNIQUE INDEX metadata_name ON metadata (name);
-                    CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
-                    CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE metadata (name TEXT, value TEXT);
+                        CREATE UNIQUE INDEX metadata_name ON metadata (name);
+                        CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
+                        CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
+                        """)
                 for row in metadata.rows {
                     try db.execute(sql: "INSERT INTO metadata (name, value) VALUES (?, ?)", arguments: [row.name, row.value])
                 }
@@ -191,7 +192,8 @@ public final class MBTilesWriter {
         pending.removeAll(keepingCapacity: true)
         do {
             try queue.write { db in
-                let insert = try db.cachedStatement(sql: "INSERT INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?, ?, ?, ?)")
+                let insert = try db.cachedStatement(
+                    sql: "INSERT INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?, ?, ?, ?)")
                 for (tile, data) in batch {
                     try insert.execute(arguments: [tile.z, tile.x, tile.tmsRow, data])
                 }

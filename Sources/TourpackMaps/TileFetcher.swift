@@ -64,7 +64,8 @@ package final class TileFetcher: Sendable {
 
     package init(
         source: TileSource, template: String, apiKey: String?, retry: RetryPolicy, timeoutSeconds: Double,
-        clock: @escaping @Sendable () -> Date, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        clock: @escaping @Sendable () -> Date,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) throws {
         self.source = source
         self.template = template
@@ -81,7 +82,8 @@ package final class TileFetcher: Sendable {
         inFlight = ConcurrencyLimit(limit: source.concurrency)
         if source.requestsPerSecond > 0 {
             let perMinute = max(1, Int((source.requestsPerSecond * 60).rounded()))
-            rateLimiter = RequestRateLimiter(requestsPerMinute: perMinute, burst: max(1, min(source.concurrency, perMinute)), clock: ContinuousClock())
+            rateLimiter = RequestRateLimiter(
+                requestsPerMinute: perMinute, burst: max(1, min(source.concurrency, perMinute)), clock: ContinuousClock())
         } else {
             rateLimiter = nil
         }
@@ -185,7 +187,9 @@ package final class TileFetcher: Sendable {
             guard source.format.matches(response.body) else {
                 let type = response.headers["content-type"].map { ", Content-Type \(scrub($0))" } ?? ""
                 return .retryable(
-                    status: 200, reason: "the body is not a \(source.format.rawValue) tile (\(response.body.count) bytes\(type): \(Self.preview(response.body)))",
+                    status: 200,
+                    reason:
+                        "the body is not a \(source.format.rawValue) tile (\(response.body.count) bytes\(type): \(Self.preview(response.body)))",
                     retryAfter: nil)
             }
             counters.update { $0.downloaded += 1 }
@@ -220,7 +224,8 @@ package final class TileFetcher: Sendable {
         }
         if let expires = headers["expires"] {
             guard let seconds = RetryPolicy.retryAfterSeconds(expires, now: Date(timeIntervalSince1970: now)),
-                  Double(expires) == nil else { return now }  // an unreadable Expires means already expired
+                Double(expires) == nil
+            else { return now }  // an unreadable Expires means already expired
             return now + seconds
         }
         return now + Double(source.maxAgeDays) * 86_400

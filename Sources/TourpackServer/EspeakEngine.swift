@@ -127,7 +127,9 @@ private final class SampleSink {
 }
 
 /// espeak's synth callback: append this block's samples to the call's sink.
-private func espeakReceiveSamples(_ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?) -> Int32 {
+private func espeakReceiveSamples(_ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?)
+    -> Int32
+{
     guard let wav, count > 0, let user = events?.pointee.user_data else { return 0 }
     let sink = Unmanaged<SampleSink>.fromOpaque(user).takeUnretainedValue()
     sink.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count)))

@@ -78,7 +78,8 @@ public struct FaultInjection: Sendable, Hashable {
 
     /// True when any fault can fire; `serve-tts` is honest otherwise.
     public var isActive: Bool {
-        latencyMilliseconds > 0 || refuseText != nil || holdText != nil || levelSpreadDB > 0 || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
+        latencyMilliseconds > 0 || refuseText != nil || holdText != nil || levelSpreadDB > 0
+            || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
     }
 }
 

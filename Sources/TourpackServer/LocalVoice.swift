@@ -29,7 +29,9 @@ struct LocalVoice: Sendable {
 
     /// Speaks `text` at `speakingRate` (1 = normal) and `pitchSemitones`
     /// (-20...20), returning mono s16 PCM at `sampleRate`.
-    func speak(text: String, isSSML: Bool, voice: EspeakVoice, speakingRate: Double, pitchSemitones: Double, sampleRate: Int) async throws -> PCMAudio {
+    func speak(text: String, isSSML: Bool, voice: EspeakVoice, speakingRate: Double, pitchSemitones: Double, sampleRate: Int) async throws
+        -> PCMAudio
+    {
         let utterance = EspeakUtterance(
             text: text, isSSML: isSSML, voice: voice,
             wordsPerMinute: Int((175 * speakingRate).rounded()),

@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import TourpackHTTP
 import TourpackAudio
 import TourpackCore
+import TourpackHTTP
 
 /// The two synthesize endpoints and the voice list, with faults on top.
 ///
@@ -47,7 +47,8 @@ struct SynthesisRoutes: Sendable {
     private func googleAnswer(_ request: Request) async throws -> Response {
         if let requiredAPIKey {
             guard let key = request.headers[HTTPField.Name("x-goog-api-key")!] else {
-                return ErrorBody.google(403, "Method doesn't allow unregistered callers. Please use an API key in the x-goog-api-key header.")
+                return ErrorBody.google(
+                    403, "Method doesn't allow unregistered callers. Please use an API key in the x-goog-api-key header.")
             }
             guard key == requiredAPIKey else { return ErrorBody.google(400, "API key not valid. Please pass a valid API key.") }
         }
@@ -62,7 +63,10 @@ struct SynthesisRoutes: Sendable {
         let input = text ?? ssml ?? ""
         stats.textArrived(input)
         guard input.utf8.count <= googleInputLimitBytes else {
-            return ErrorBody.google(400, "Either `input.text` or `input.ssml` is longer than the limit of \(googleInputLimitBytes) bytes. This limit is different from quotas. To fix, reduce the byte length of the characters in this request, or consider using the Long Audio API: https://cloud.google.com/text-to-speech/docs/create-audio-text-long-audio-synthesis.")
+            return ErrorBody.google(
+                400,
+                "Either `input.text` or `input.ssml` is longer than the limit of \(googleInputLimitBytes) bytes. This limit is different from quotas. To fix, reduce the byte length of the characters in this request, or consider using the Long Audio API: https://cloud.google.com/text-to-speech/docs/create-audio-text-long-audio-synthesis."
+            )
         }
         guard !input.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return ErrorBody.google(400, "`input.text` or `input.ssml` is empty.")
@@ -78,7 +82,10 @@ struct SynthesisRoutes: Sendable {
         // Absent is proto3's AUDIO_ENCODING_UNSPECIFIED, which Google refuses too.
         let encodingName = config?.audioEncoding ?? "AUDIO_ENCODING_UNSPECIFIED"
         guard let encoding = ResponseEncoding(google: encodingName) else {
-            return ErrorBody.google(400, "Invalid value for audioConfig.audioEncoding: \"\(encodingName)\". Supported: \(ResponseEncoding.googleNames.joined(separator: ", ")).")
+            return ErrorBody.google(
+                400,
+                "Invalid value for audioConfig.audioEncoding: \"\(encodingName)\". Supported: \(ResponseEncoding.googleNames.joined(separator: ", "))."
+            )
         }
         let rate = (config?.speakingRate).flatMap { $0 == 0 ? nil : $0 } ?? 1
         guard (0.25...4).contains(rate) else {
@@ -95,17 +102,22 @@ struct SynthesisRoutes: Sendable {
         // Google converts to any rate the encoding supports and fails the
         // request otherwise; so does this server, naming the rates it takes.
         if let rates = encoding.sampleRates, !rates.contains(sampleRate) {
-            return ErrorBody.google(400, "sampleRateHertz \(sampleRate) is not supported for \(encodingName); use one of \(rates.map(String.init).joined(separator: ", ")).")
+            return ErrorBody.google(
+                400,
+                "sampleRateHertz \(sampleRate) is not supported for \(encodingName); use one of \(rates.map(String.init).joined(separator: ", "))."
+            )
         }
         guard let speaker = try await voice.resolve(name: parsed.voice?.name, languageCode: languageCode) else {
-            return ErrorBody.google(400, "Voice '\(parsed.voice?.name ?? languageCode)' does not exist. Is it misspelled? See GET /v1/voices.")
+            return ErrorBody.google(
+                400, "Voice '\(parsed.voice?.name ?? languageCode)' does not exist. Is it misspelled? See GET /v1/voices.")
         }
         if let refused = dice.plan.refuseText, input.contains(refused) {
             return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: false) }
         return try await answer(.google, encoding, text: input) {
-            try await voice.speak(text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
+            try await voice.speak(
+                text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
     }
 
@@ -133,8 +145,13 @@ struct SynthesisRoutes: Sendable {
         var model: String?
         var input: String?
         var voice: String?
-        var response_format: String?
+        var responseFormat: String?
         var speed: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case model, input, voice, speed
+            case responseFormat = "response_format"
+        }
     }
 
     func openAISpeech(_ request: Request) async throws -> Response {
@@ -154,12 +171,16 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.openAI(400, "'input' is required and must not be empty.")
         }
         guard input.count <= Self.openAIInputLimitCharacters else {
-            return ErrorBody.openAI(400, "'input' is too long: \(input.count) characters, at most \(Self.openAIInputLimitCharacters) allowed.")
+            return ErrorBody.openAI(
+                400, "'input' is too long: \(input.count) characters, at most \(Self.openAIInputLimitCharacters) allowed.")
         }
         // OpenAI answers mp3 when no format is named.
-        let format = parsed.response_format ?? "mp3"
+        let format = parsed.responseFormat ?? "mp3"
         guard let encoding = ResponseEncoding(openAI: format) else {
-            return ErrorBody.openAI(400, "Invalid value for 'response_format': '\(format)'. Supported values are: \(ResponseEncoding.openAINames.map { "'\($0)'" }.joined(separator: ", ")).", param: "response_format")
+            return ErrorBody.openAI(
+                400,
+                "Invalid value for 'response_format': '\(format)'. Supported values are: \(ResponseEncoding.openAINames.map { "'\($0)'" }.joined(separator: ", ")).",
+                param: "response_format")
         }
         let speed = parsed.speed ?? 1
         guard (0.25...4).contains(speed) else {
@@ -175,7 +196,8 @@ struct SynthesisRoutes: Sendable {
         }
         if dice.holds(input) { return await hold(openAI: true) }
         return try await answer(.openai, encoding, text: input) {
-            try await voice.speak(text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
+            try await voice.speak(
+                text: input, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
         }
     }
 
@@ -204,7 +226,9 @@ struct SynthesisRoutes: Sendable {
     /// Draws a fault, speaks unless the fault is an error status, encodes,
     /// and shapes the answer in the dialect's way: Google's JSON with the
     /// file in base64, or OpenAI's bare file.
-    private func answer(_ dialect: Dialect, _ encoding: ResponseEncoding, text: String, speak: () async throws -> PCMAudio) async throws -> Response {
+    private func answer(_ dialect: Dialect, _ encoding: ResponseEncoding, text: String, speak: () async throws -> PCMAudio) async throws
+        -> Response
+    {
         let characters = text.unicodeScalars.count
         let fault = dice.draw()
         if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
@@ -212,10 +236,13 @@ struct SynthesisRoutes: Sendable {
         switch fault {
         case .failure:
             let status = [500, 503, 504][Int(dice.next() % 3)]
-            return ErrorBody.tagged(openAI ? ErrorBody.openAI(status, "injected failure") : ErrorBody.google(status, "Injected failure."), fault)
+            return ErrorBody.tagged(
+                openAI ? ErrorBody.openAI(status, "injected failure") : ErrorBody.google(status, "Injected failure."), fault)
         case .rateLimited:
-            var response = openAI ? ErrorBody.openAI(429, "Rate limit reached (injected).")
-                                  : ErrorBody.google(429, "Quota exceeded (injected).")
+            var response =
+                openAI
+                ? ErrorBody.openAI(429, "Rate limit reached (injected).")
+                : ErrorBody.google(429, "Quota exceeded (injected).")
             response.headers[.retryAfter] = String(dice.plan.retryAfterSeconds)
             return ErrorBody.tagged(response, fault)
         case .stalled:
@@ -239,7 +266,8 @@ struct SynthesisRoutes: Sendable {
         case (.truncated, _) where cutConnection:
             body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
         case (.garbage, .google):
-            body = dice.next() % 2 == 0
+            body =
+                dice.next() % 2 == 0
                 ? Array(#"{"audioContent":"%%% not base64 %%%"}"#.utf8)
                 : Array("{\"audioContent\":\"\(Data(dice.noise(audio.count / 2)).base64EncodedString())\"}".utf8)
         case (.garbage, _):
@@ -281,28 +309,34 @@ enum ErrorBody {
     static let faultHeader = HTTPField.Name("x-tourpack-fault")!
 
     static func google(_ status: Int, _ message: String) -> Response {
-        let statusName = switch status {
-        case 400: "INVALID_ARGUMENT"
-        case 403: "PERMISSION_DENIED"
-        case 404: "NOT_FOUND"
-        case 429: "RESOURCE_EXHAUSTED"
-        case 503: "UNAVAILABLE"
-        case 504: "DEADLINE_EXCEEDED"
-        default: "INTERNAL"
-        }
+        let statusName =
+            switch status {
+            case 400: "INVALID_ARGUMENT"
+            case 403: "PERMISSION_DENIED"
+            case 404: "NOT_FOUND"
+            case 429: "RESOURCE_EXHAUSTED"
+            case 503: "UNAVAILABLE"
+            case 504: "DEADLINE_EXCEEDED"
+            default: "INTERNAL"
+            }
         let object: [String: Any] = ["error": ["code": status, "message": message, "status": statusName]]
-        return json(.init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+        return json(
+            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
     }
 
     /// `param` names the request field at fault, as OpenAI does for a bad value.
     static func openAI(_ status: Int, _ message: String, param: String? = nil) -> Response {
         let type = status == 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error"
-        let object: [String: Any] = ["error": ["message": message, "type": type, "param": param.map { $0 as Any } ?? NSNull(), "code": NSNull()]]
-        return json(.init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+        let object: [String: Any] = [
+            "error": ["message": message, "type": type, "param": param.map { $0 as Any } ?? NSNull(), "code": NSNull()]
+        ]
+        return json(
+            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
     }
 
     static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
-        Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        Response(
+            status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     static func tagged(_ response: Response, _ fault: Fault?) -> Response {

@@ -1,8 +1,8 @@
-public import Logging
 import Foundation
 import Hummingbird
-import UnixSignals
+public import Logging
 import TourpackCore
+import UnixSignals
 
 /// How `serve-tts` listens and misbehaves.
 public struct TTSServerConfiguration: Sendable {
@@ -22,7 +22,8 @@ public struct TTSServerConfiguration: Sendable {
     /// size, fault); never a body, a header, or a query string.
     public var logger = Logger(label: "tourpack.serve-tts", factory: { StreamLogHandler.standardError(label: $0) })
 
-    public init(host: String = TTSServerInfo.defaultHost, port: Int = TTSServerInfo.defaultPort, faults: FaultInjection = FaultInjection()) {
+    public init(host: String = TTSServerInfo.defaultHost, port: Int = TTSServerInfo.defaultPort, faults: FaultInjection = FaultInjection())
+    {
         self.host = host
         self.port = port
         self.faults = faults
@@ -123,8 +124,9 @@ struct AccessLog<Context: RequestContext>: RouterMiddleware {
         stats?.update { $0.totalRequests += 1 }
         do {
             let response = try await next(request, context)
-            record(request, context.logger, status: response.status.code, bytes: response.body.contentLength,
-                   fault: response.headers[ErrorBody.faultHeader], started: started)
+            record(
+                request, context.logger, status: response.status.code, bytes: response.body.contentLength,
+                fault: response.headers[ErrorBody.faultHeader], started: started)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500

@@ -73,7 +73,8 @@ final class RenderedTileCache: @unchecked Sendable {
             defer { lock.unlock() }
             clock += 1
             if entries[tile] == nil, entries.count >= capacity,
-               let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key {
+                let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key
+            {
                 entries[oldest] = nil
             }
             entries[tile] = (newValue, clock)

@@ -77,7 +77,8 @@ struct TileRoutes: Sendable {
             return Self.tagged(response, .rateLimited)
         case .html:
             let page = ByteBuffer(string: Self.htmlErrorPage)
-            return Self.tagged(Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: page)), .html)
+            return Self.tagged(
+                Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: page)), .html)
         case .truncated, .permanent, nil:
             break
         }
@@ -154,12 +155,14 @@ struct TileRoutes: Sendable {
         headers[.connection] = "close"
         let length = png.readableBytes
         let half = png.getSlice(at: png.readerIndex, length: length / 2) ?? ByteBuffer()
-        return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: length) { writer in
-            try await writer.write(half)
-            // Let the half leave before the connection is torn down.
-            try? await Task.sleep(for: .milliseconds(20))
-            throw TruncatedOnPurpose()
-        })
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody(contentLength: length) { writer in
+                try await writer.write(half)
+                // Let the half leave before the connection is torn down.
+                try? await Task.sleep(for: .milliseconds(20))
+                throw TruncatedOnPurpose()
+            })
     }
 
     /// A path segment of ASCII digits (at most 8, enough for z 22) as a number.
@@ -169,7 +172,9 @@ struct TileRoutes: Sendable {
     }
 
     static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: message + "\n")))
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: message + "\n")))
     }
 
     static func tagged(_ response: Response, _ fault: TileFault) -> Response {
@@ -195,16 +200,19 @@ enum HTTPDate {
         let (year, month, day) = civil(fromDays: days)
         let weekday = weekdays[((days % 7) + 7) % 7]
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60)) GMT"
+        return
+            "\(weekday), \(two(day)) \(months[month - 1]) \(year) \(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60)) GMT"
     }
 
     /// Seconds since the epoch, or nil for anything but an IMF-fixdate.
     static func parse(_ text: String) -> Int? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]),
-              let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
+            let monthIndex = months.firstIndex(of: String(parts[2]))
+        else { return nil }
         let time = parts[4].split(separator: ":").compactMap { Int($0) }
-        guard time.count == 3, (1...31).contains(day), (0...23).contains(time[0]), (0...59).contains(time[1]), (0...60).contains(time[2]) else {
+        guard time.count == 3, (1...31).contains(day), (0...23).contains(time[0]), (0...59).contains(time[1]), (0...60).contains(time[2])
+        else {
             return nil
         }
         return days(fromCivil: year, monthIndex + 1, day) * 86_400 + time[0] * 3600 + time[1] * 60 + time[2]

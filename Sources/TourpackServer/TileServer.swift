@@ -1,9 +1,9 @@
-public import Logging
 import Foundation
 import HTTPTypes
 import Hummingbird
-import UnixSignals
+public import Logging
 import TourpackCore
+import UnixSignals
 
 /// How `serve-tiles` listens, what it sends, and how it misbehaves.
 public struct TileServerConfiguration: Sendable {

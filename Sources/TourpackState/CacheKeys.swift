@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 
 /// The content address of one synthesized chunk: a SHA-256 of the text sent
 /// (and whether it is SSML) and everything about the voice that changes the
@@ -40,11 +40,12 @@ public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
         chunks: [SynthesisKey], format: AudioFormat, encoder: String, sampleRateHz: Int, pauseMilliseconds: Int, loudness: LoudnessTarget?,
         metadata: AudioMetadata
     ) {
-        let fields = [
-            "tourpack output v1", format.rawValue, "\(encoder) rate \(sampleRateHz)", String(pauseMilliseconds),
-            loudness?.fingerprint ?? "loudness off",
-            metadata.title, metadata.album, metadata.language,
-        ] + chunks.map(\.hex)
+        let fields =
+            [
+                "tourpack output v1", format.rawValue, "\(encoder) rate \(sampleRateHz)", String(pauseMilliseconds),
+                loudness?.fingerprint ?? "loudness off",
+                metadata.title, metadata.album, metadata.language,
+            ] + chunks.map(\.hex)
         hex = CacheDigest.of(fields)
     }
 

@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+public import Foundation
 public import TourpackCore
 public import TourpackHTTP
 
@@ -90,7 +90,8 @@ public final class ObjectStore: Sendable {
     public func put(_ key: String, file url: URL) async throws -> PutOutcome {
         let bytes: [UInt8]
         do { bytes = Array(try Data(contentsOf: url)) } catch {
-            throw TourpackError.storageFailed(path: url.path, errno: (error as NSError).code == NSFileReadNoSuchFileError ? ENOENT : EIO, operation: "read")
+            throw TourpackError.storageFailed(
+                path: url.path, errno: (error as NSError).code == NSFileReadNoSuchFileError ? ENOENT : EIO, operation: "read")
         }
         return try await put(key, bytes: bytes)
     }
@@ -110,7 +111,8 @@ public final class ObjectStore: Sendable {
         switch response.status {
         case 200:
             guard let recorded = response.headers["x-amz-meta-sha256"]?.lowercased(),
-                  recorded == Self.hex(Array(SHA256.hash(data: response.body))) else { return .damaged }
+                recorded == Self.hex(Array(SHA256.hash(data: response.body)))
+            else { return .damaged }
             return .found(response.body)
         case 404: return .missing
         default: throw failure("GET", key, response)
@@ -138,7 +140,9 @@ public final class ObjectStore: Sendable {
     public func head(_ key: String) async throws -> ObjectInfo? {
         let response = try await exchange(.head, key, operation: "HEAD")
         switch response.status {
-        case 200: return ObjectInfo(bytes: response.headers["content-length"].flatMap(Int.init) ?? 0, sha256: response.headers["x-amz-meta-sha256"])
+        case 200:
+            return ObjectInfo(
+                bytes: response.headers["content-length"].flatMap(Int.init) ?? 0, sha256: response.headers["x-amz-meta-sha256"])
         case 404: return nil
         default: throw failure("HEAD", key, response)
         }
@@ -207,7 +211,9 @@ public final class ObjectStore: Sendable {
     }
 
     private static func element(_ name: String, in xml: String) -> String? {
-        guard let start = xml.range(of: "<\(name)>"), let end = xml.range(of: "</\(name)>", range: start.upperBound..<xml.endIndex) else { return nil }
+        guard let start = xml.range(of: "<\(name)>"), let end = xml.range(of: "</\(name)>", range: start.upperBound..<xml.endIndex) else {
+            return nil
+        }
         let value = xml[start.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
         return value.isEmpty ? nil : String(value.prefix(300))
     }
@@ -218,7 +224,7 @@ public final class ObjectStore: Sendable {
         for byte in path.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 encoded += String(format: "%%%02X", byte)

@@ -19,7 +19,7 @@ enum OrphanSweep {
                 let key = !suffix.isEmpty && name.hasSuffix(suffix) ? String(name.dropLast(suffix.count)) : name
                 let url = shardURL.appendingPathComponent(name)
                 guard !known.contains(key), let attributes = try? fm.attributesOfItem(atPath: url.path),
-                      let modified = attributes[.modificationDate] as? Date, graceSeconds == 0 || modified < cutoff
+                    let modified = attributes[.modificationDate] as? Date, graceSeconds == 0 || modified < cutoff
                 else { continue }
                 if (try? AtomicFile.remove(url)) == true {
                     removed.files += 1

@@ -1,6 +1,6 @@
 public import Foundation
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 
 /// What each AudioCache file was made from, so a build can keep a file
 /// instead of making it again: one row per file (by absolute path) with its
@@ -45,7 +45,7 @@ public struct OutputCache: Sendable {
     public func reusable(_ url: URL, key: OutputKey, check: Check) throws -> EncodedAudio? {
         let cutoff = clock().timeIntervalSince1970 - maxAgeSeconds
         guard let entry = try index.entry(path: url.path), entry.inputKey == key.hex, entry.createdAt >= cutoff,
-              let format = AudioFormat(rawValue: entry.format)
+            let format = AudioFormat(rawValue: entry.format)
         else { return nil }
         let audio = EncodedAudio(
             format: format, codec: entry.codec, sampleRateHz: entry.sampleRateHz, channels: entry.channels,
@@ -69,14 +69,15 @@ public struct OutputCache: Sendable {
     public func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio)]) throws {
         guard !files.isEmpty else { return }
         let now = clock().timeIntervalSince1970
-        try index.record(files.map { file in
-            let a = file.audio
-            return OutputEntry(
-                path: file.url.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec, sampleRateHz: a.sampleRateHz,
-                channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds, sizeBytes: a.sizeBytes,
-                sha256: a.sha256, createdAt: now, lastUsedAt: now, integratedLUFS: a.loudness?.integratedLUFS,
-                truePeakDBTP: a.loudness?.truePeakDBTP, gainDB: a.loudness?.gainDB, limiterReductionDB: a.loudness?.limiterReductionDB)
-        })
+        try index.record(
+            files.map { file in
+                let a = file.audio
+                return OutputEntry(
+                    path: file.url.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec, sampleRateHz: a.sampleRateHz,
+                    channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds, sizeBytes: a.sizeBytes,
+                    sha256: a.sha256, createdAt: now, lastUsedAt: now, integratedLUFS: a.loudness?.integratedLUFS,
+                    truePeakDBTP: a.loudness?.truePeakDBTP, gainDB: a.loudness?.gainDB, limiterReductionDB: a.loudness?.limiterReductionDB)
+            })
     }
 
     /// Marks reused files as just used, for the LRU order.

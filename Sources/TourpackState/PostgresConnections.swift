@@ -3,7 +3,6 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-
 public import TourpackCore
 
 #if canImport(Glibc)
@@ -34,8 +33,10 @@ package struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         // The loader checked the URL; this only reads it, and never quotes it
         // back: a mistyped password would be in it.
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty, components.password == nil
-        else { throw TourpackError.invalidInput("state.postgres: not a PostgreSQL URL like postgresql://tourpack@db.internal:5432/tourpack") }
+            scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty, components.password == nil
+        else {
+            throw TourpackError.invalidInput("state.postgres: not a PostgreSQL URL like postgresql://tourpack@db.internal:5432/tourpack")
+        }
         self.host = host
         port = components.port ?? 5432
         user = components.user.flatMap { $0.removingPercentEncoding } ?? ProcessInfo.processInfo.userName

@@ -98,117 +98,123 @@ public struct PostgresState: StateBackend {
     /// shipped: add the next one, and mirror what SQLite's migrator gains,
     /// under the same name.
     static let migrations: [Migration] = [
-        Migration(version: 1, name: MigrationName.cachesLedgerAndBuildRecords, formerName: "v1 caches, ledger and build records", statements: [
-            """
-            CREATE TABLE synthesis_chunk (
-                key TEXT PRIMARY KEY,
-                characters BIGINT NOT NULL,
-                sample_rate BIGINT NOT NULL,
-                samples BIGINT NOT NULL,
-                file_bytes BIGINT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                last_used_at DOUBLE PRECISION NOT NULL,
-                audible_start BIGINT,
-                audible_end BIGINT
-            )
-            """,
-            "CREATE INDEX synthesis_chunk_by_last_use ON synthesis_chunk (last_used_at, key)",
-            """
-            CREATE TABLE output_file (
-                path TEXT PRIMARY KEY,
-                input_key TEXT NOT NULL,
-                format TEXT NOT NULL,
-                codec TEXT NOT NULL,
-                sample_rate_hz BIGINT NOT NULL,
-                channels BIGINT NOT NULL,
-                bitrate_kbps BIGINT NOT NULL,
-                duration_seconds DOUBLE PRECISION NOT NULL,
-                size_bytes BIGINT NOT NULL,
-                sha256 TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                last_used_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE build (
-                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                pipeline TEXT NOT NULL,
-                output TEXT NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
-                owner TEXT NOT NULL,
-                queued_at DOUBLE PRECISION NOT NULL,
-                started_at DOUBLE PRECISION,
-                finished_at DOUBLE PRECISION,
-                tours_built BIGINT NOT NULL DEFAULT 0,
-                tours_failed BIGINT NOT NULL DEFAULT 0,
-                requests BIGINT NOT NULL DEFAULT 0,
-                characters BIGINT NOT NULL DEFAULT 0,
-                error TEXT
-            )
-            """,
-            "CREATE INDEX build_by_output ON build (output, id)",
-            """
-            CREATE TABLE build_tour (
-                build_id BIGINT NOT NULL REFERENCES build (id) ON DELETE CASCADE,
-                tour_id TEXT NOT NULL,
-                outcome TEXT NOT NULL CHECK (outcome IN ('packaged', 'unchanged', 'failed')),
-                message TEXT,
-                PRIMARY KEY (build_id, tour_id)
-            )
-            """,
-            "CREATE INDEX build_tour_by_tour ON build_tour (tour_id, build_id)",
-            // `reserved` is the sum of the slot's open reservations, kept in
-            // the same statements that open and close them: a reservation is
-            // then one conditional UPDATE of this row (see PostgresLedgerStore).
-            """
-            CREATE TABLE quota_usage (
-                account TEXT NOT NULL,
-                month TEXT NOT NULL,
-                tier TEXT NOT NULL,
-                used BIGINT NOT NULL DEFAULT 0 CHECK (used >= 0),
-                reserved BIGINT NOT NULL DEFAULT 0 CHECK (reserved >= 0),
-                PRIMARY KEY (account, month, tier)
-            )
-            """,
-            """
-            CREATE TABLE quota_reservation (
-                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                account TEXT NOT NULL,
-                month TEXT NOT NULL,
-                tier TEXT NOT NULL,
-                characters BIGINT NOT NULL CHECK (characters >= 0),
-                owner TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                sent_at DOUBLE PRECISION,
-                FOREIGN KEY (account, month, tier) REFERENCES quota_usage (account, month, tier)
-            )
-            """,
-            "CREATE INDEX quota_reservation_by_slot ON quota_reservation (account, month, tier)",
-        ]),
+        Migration(
+            version: 1, name: MigrationName.cachesLedgerAndBuildRecords, formerName: "v1 caches, ledger and build records",
+            statements: [
+                """
+                CREATE TABLE synthesis_chunk (
+                    key TEXT PRIMARY KEY,
+                    characters BIGINT NOT NULL,
+                    sample_rate BIGINT NOT NULL,
+                    samples BIGINT NOT NULL,
+                    file_bytes BIGINT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    last_used_at DOUBLE PRECISION NOT NULL,
+                    audible_start BIGINT,
+                    audible_end BIGINT
+                )
+                """,
+                "CREATE INDEX synthesis_chunk_by_last_use ON synthesis_chunk (last_used_at, key)",
+                """
+                CREATE TABLE output_file (
+                    path TEXT PRIMARY KEY,
+                    input_key TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    codec TEXT NOT NULL,
+                    sample_rate_hz BIGINT NOT NULL,
+                    channels BIGINT NOT NULL,
+                    bitrate_kbps BIGINT NOT NULL,
+                    duration_seconds DOUBLE PRECISION NOT NULL,
+                    size_bytes BIGINT NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    last_used_at DOUBLE PRECISION NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE build (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    pipeline TEXT NOT NULL,
+                    output TEXT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
+                    owner TEXT NOT NULL,
+                    queued_at DOUBLE PRECISION NOT NULL,
+                    started_at DOUBLE PRECISION,
+                    finished_at DOUBLE PRECISION,
+                    tours_built BIGINT NOT NULL DEFAULT 0,
+                    tours_failed BIGINT NOT NULL DEFAULT 0,
+                    requests BIGINT NOT NULL DEFAULT 0,
+                    characters BIGINT NOT NULL DEFAULT 0,
+                    error TEXT
+                )
+                """,
+                "CREATE INDEX build_by_output ON build (output, id)",
+                """
+                CREATE TABLE build_tour (
+                    build_id BIGINT NOT NULL REFERENCES build (id) ON DELETE CASCADE,
+                    tour_id TEXT NOT NULL,
+                    outcome TEXT NOT NULL CHECK (outcome IN ('packaged', 'unchanged', 'failed')),
+                    message TEXT,
+                    PRIMARY KEY (build_id, tour_id)
+                )
+                """,
+                "CREATE INDEX build_tour_by_tour ON build_tour (tour_id, build_id)",
+                // `reserved` is the sum of the slot's open reservations, kept in
+                // the same statements that open and close them: a reservation is
+                // then one conditional UPDATE of this row (see PostgresLedgerStore).
+                """
+                CREATE TABLE quota_usage (
+                    account TEXT NOT NULL,
+                    month TEXT NOT NULL,
+                    tier TEXT NOT NULL,
+                    used BIGINT NOT NULL DEFAULT 0 CHECK (used >= 0),
+                    reserved BIGINT NOT NULL DEFAULT 0 CHECK (reserved >= 0),
+                    PRIMARY KEY (account, month, tier)
+                )
+                """,
+                """
+                CREATE TABLE quota_reservation (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    account TEXT NOT NULL,
+                    month TEXT NOT NULL,
+                    tier TEXT NOT NULL,
+                    characters BIGINT NOT NULL CHECK (characters >= 0),
+                    owner TEXT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    sent_at DOUBLE PRECISION,
+                    FOREIGN KEY (account, month, tier) REFERENCES quota_usage (account, month, tier)
+                )
+                """,
+                "CREATE INDEX quota_reservation_by_slot ON quota_reservation (account, month, tier)",
+            ]),
         // Each chunk's gating blocks and true peak (`LoudnessProfile.encoded`;
         // NULL, not measured yet), and each output file's measured loudness
         // and how it was levelled.
-        Migration(version: 2, name: MigrationName.loudness, formerName: "v2 loudness", statements: [
-            "ALTER TABLE synthesis_chunk ADD COLUMN loudness BYTEA",
-            """
-            ALTER TABLE output_file
-                ADD COLUMN integrated_lufs DOUBLE PRECISION,
-                ADD COLUMN true_peak_dbtp DOUBLE PRECISION,
-                ADD COLUMN gain_db DOUBLE PRECISION,
-                ADD COLUMN limiter_reduction_db DOUBLE PRECISION
-            """,
-        ]),
+        Migration(
+            version: 2, name: MigrationName.loudness, formerName: "v2 loudness",
+            statements: [
+                "ALTER TABLE synthesis_chunk ADD COLUMN loudness BYTEA",
+                """
+                ALTER TABLE output_file
+                    ADD COLUMN integrated_lufs DOUBLE PRECISION,
+                    ADD COLUMN true_peak_dbtp DOUBLE PRECISION,
+                    ADD COLUMN gain_db DOUBLE PRECISION,
+                    ADD COLUMN limiter_reduction_db DOUBLE PRECISION
+                """,
+            ]),
         // Who is speaking which chunk now (`ChunkClaims`).
-        Migration(version: 3, name: MigrationName.synthesisClaims, formerName: "v3 synthesis claims", statements: [
-            """
-            CREATE TABLE synthesis_claim (
-                key TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                heartbeat_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            "CREATE INDEX synthesis_claim_by_owner ON synthesis_claim (owner)",
-        ]),
+        Migration(
+            version: 3, name: MigrationName.synthesisClaims, formerName: "v3 synthesis claims",
+            statements: [
+                """
+                CREATE TABLE synthesis_claim (
+                    key TEXT PRIMARY KEY,
+                    owner TEXT NOT NULL,
+                    heartbeat_at DOUBLE PRECISION NOT NULL
+                )
+                """,
+                "CREATE INDEX synthesis_claim_by_owner ON synthesis_claim (owner)",
+            ]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.
@@ -220,7 +226,9 @@ public struct PostgresState: StateBackend {
         let formerNames = migrations.map(\.formerName)
         return try PostgresStore(connections: connections).run("read the schema version") {
             try connections.withConnection { session in
-                guard try session.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first?.decode(Bool.self) == true else { return nil }
+                guard try session.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first?.decode(Bool.self) == true else {
+                    return nil
+                }
                 let row = try session.query(
                     "SELECT COALESCE(MAX(version), 0)::BIGINT, COUNT(*) FILTER (WHERE name = ANY(\(formerNames)))::BIGINT FROM schema_migrations"
                 ).first
@@ -256,7 +264,8 @@ public struct PostgresState: StateBackend {
                 // First, before even looking: two workers migrating a new database
                 // at once would both create the table or apply v1.
                 try session.execute("SELECT pg_advisory_xact_lock(\(migrationLock))")
-                try session.execute("""
+                try session.execute(
+                    """
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version BIGINT PRIMARY KEY,
                         name TEXT NOT NULL,
@@ -268,7 +277,8 @@ public struct PostgresState: StateBackend {
                 // Recorded before both backends named their changes alike: renamed in place, once.
                 for migration in migrations where applied.contains(migration.version) {
                     try session.execute(
-                        "UPDATE schema_migrations SET name = \(migration.name) WHERE version = \(migration.version) AND name = \(migration.formerName)")
+                        "UPDATE schema_migrations SET name = \(migration.name) WHERE version = \(migration.version) AND name = \(migration.formerName)"
+                    )
                 }
                 var names: [String] = []
                 for migration in migrations where !applied.contains(migration.version) {

@@ -54,7 +54,8 @@ struct PostgresLedgerStore: LedgerStore {
         try store.run("reserve \(characters) characters") {
             try store.connections.withConnection { session in
                 // The usual case, one statement: the slot's row exists and the month can take it.
-                let granted = try session.query("""
+                let granted = try session.query(
+                    """
                     WITH granted AS (
                         UPDATE quota_usage SET reserved = reserved + \(characters)
                         WHERE account = \(slot.account) AND month = \(slot.month) AND tier = \(slot.tier)
@@ -69,25 +70,31 @@ struct PostgresLedgerStore: LedgerStore {
                 // The slot's first reservation, or a full month: decided under the
                 // row's lock, so the refusal's numbers are the ones that refused.
                 return try session.transaction {
-                    try session.execute("""
+                    try session.execute(
+                        """
                         INSERT INTO quota_usage (account, month, tier) VALUES (\(slot.account), \(slot.month), \(slot.tier))
                         ON CONFLICT DO NOTHING
                         """)
-                    let row = try session.query("""
+                    let row = try session.query(
+                        """
                         SELECT used, reserved FROM quota_usage
                         WHERE account = \(slot.account) AND month = \(slot.month) AND tier = \(slot.tier) FOR UPDATE
-                        """).first
+                        """
+                    ).first
                     let (used, reserved) = try row?.decode((Int, Int).self) ?? (0, 0)
                     if let limit, used + reserved + characters > limit { return .refused(used: used, reserved: reserved) }
-                    try session.execute("""
+                    try session.execute(
+                        """
                         UPDATE quota_usage SET reserved = reserved + \(characters)
                         WHERE account = \(slot.account) AND month = \(slot.month) AND tier = \(slot.tier)
                         """)
-                    let id = try session.query("""
+                    let id = try session.query(
+                        """
                         INSERT INTO quota_reservation (account, month, tier, characters, owner, created_at)
                         VALUES (\(slot.account), \(slot.month), \(slot.tier), \(characters), \(owner), \(time))
                         RETURNING id
-                        """).first?.decode(Int64.self)
+                        """
+                    ).first?.decode(Int64.self)
                     guard let id else { throw TourpackError.internalInvariant("an INSERT … RETURNING id returned no row") }
                     return .granted(id: id)
                 }
@@ -103,7 +110,9 @@ struct PostgresLedgerStore: LedgerStore {
     /// One statement: the reservation, locked, grows to `characters`, and
     /// its slot's `reserved` by as much, so the sum stays the sum.
     func raise(_ id: Int64, to characters: Int) throws {
-        try store.query("raise reservation \(id) to \(characters) characters", """
+        try store.query(
+            "raise reservation \(id) to \(characters) characters",
+            """
             WITH old AS (
                 SELECT id, account, month, tier, characters FROM quota_reservation WHERE id = \(id) AND characters < \(characters) FOR UPDATE
             ), raised AS (
@@ -124,7 +133,8 @@ struct PostgresLedgerStore: LedgerStore {
     /// One statement: the reservation, if still open, leaves `reserved`, and what was billed joins `used`.
     static func settle(_ session: PostgresSession, _ settlement: LedgerSettlement) throws {
         let slot = settlement.slot
-        try session.execute("""
+        try session.execute(
+            """
             WITH gone AS (DELETE FROM quota_reservation WHERE id = \(settlement.id) RETURNING characters)
             INSERT INTO quota_usage (account, month, tier, used) VALUES (\(slot.account), \(slot.month), \(slot.tier), \(settlement.characters))
             ON CONFLICT (account, month, tier) DO UPDATE SET
@@ -182,19 +192,25 @@ struct PostgresLedgerStore: LedgerStore {
     }
 
     func usage(in slot: QuotaSlot) throws -> (used: Int, reserved: Int) {
-        let row = try store.query("read the quota of \(slot.tier) in \(slot.month)", """
+        let row = try store.query(
+            "read the quota of \(slot.tier) in \(slot.month)",
+            """
             SELECT used, reserved FROM quota_usage WHERE account = \(slot.account) AND month = \(slot.month) AND tier = \(slot.tier)
-            """).first
+            """
+        ).first
         return try row?.decode((Int, Int).self) ?? (0, 0)
     }
 
     /// Slots whose `reserved` is not the sum of their open reservations: none, ever. For tests.
     func mismatchedSlots() throws -> Int {
-        try store.query("check the reserved sums", """
+        try store.query(
+            "check the reserved sums",
+            """
             SELECT COUNT(*)::BIGINT FROM quota_usage u
             WHERE u.reserved <> COALESCE((SELECT SUM(r.characters) FROM quota_reservation r
                 WHERE r.account = u.account AND r.month = u.month AND r.tier = u.tier), 0)
-            """).first?.decode(Int.self) ?? 0
+            """
+        ).first?.decode(Int.self) ?? 0
     }
 }
 
@@ -208,26 +224,33 @@ struct PostgresSynthesisIndex: SynthesisIndex {
 
     func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        return Set(try store.query(
-            "look up \(keys.count) chunks", "SELECT key FROM synthesis_chunk WHERE created_at >= \(cutoff) AND key = ANY(\(keys))"
-        ).map { try $0.decode(String.self) })
+        return Set(
+            try store.query(
+                "look up \(keys.count) chunks", "SELECT key FROM synthesis_chunk WHERE created_at >= \(cutoff) AND key = ANY(\(keys))"
+            ).map { try $0.decode(String.self) })
     }
 
     func entry(_ key: String) throws -> SynthesisEntry? {
-        try store.query("look up chunk \(key.prefix(16))", """
+        try store.query(
+            "look up chunk \(key.prefix(16))",
+            """
             SELECT characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end, loudness
             FROM synthesis_chunk WHERE key = \(key)
-            """).first.map { row in
+            """
+        ).first.map { row in
             let (characters, rate, samples, bytes, created, used, start, end, loudness) =
                 try row.decode((Int, Int, Int, Int64, Double, Double, Int?, Int?, Data?).self)
             return SynthesisEntry(
-                key: key, characters: characters, sampleRate: rate, samples: samples, fileBytes: bytes, createdAt: created, lastUsedAt: used,
+                key: key, characters: characters, sampleRate: rate, samples: samples, fileBytes: bytes, createdAt: created,
+                lastUsedAt: used,
                 audibleStart: start, audibleEnd: end, loudness: loudness)
         }
     }
 
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {
-        try store.query("mark chunk \(key.prefix(16)) used", """
+        try store.query(
+            "mark chunk \(key.prefix(16)) used",
+            """
             UPDATE synthesis_chunk SET last_used_at = \(time), audible_start = \(audibleStart), audible_end = \(audibleEnd),
                 loudness = \(loudness)
             WHERE key = \(key)
@@ -236,7 +259,8 @@ struct PostgresSynthesisIndex: SynthesisIndex {
 
     func keep(_ entry: SynthesisEntry, settling settlement: LedgerSettlement?) throws {
         try store.transaction("keep chunk \(entry.key.prefix(16))") { session in
-            try session.execute("""
+            try session.execute(
+                """
                 INSERT INTO synthesis_chunk
                     (key, characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end, loudness)
                 VALUES (\(entry.key), \(entry.characters), \(entry.sampleRate), \(entry.samples), \(entry.fileBytes), \(entry.createdAt),
@@ -256,7 +280,9 @@ struct PostgresSynthesisIndex: SynthesisIndex {
     }
 
     func byLastUse() throws -> [(key: String, bytes: Int64, createdAt: Double)] {
-        try store.query("list the chunks", "SELECT key, file_bytes, created_at FROM synthesis_chunk ORDER BY last_used_at, key COLLATE \"C\"").map { row in
+        try store.query(
+            "list the chunks", "SELECT key, file_bytes, created_at FROM synthesis_chunk ORDER BY last_used_at, key COLLATE \"C\""
+        ).map { row in
             let (key, bytes, created) = try row.decode((String, Int64, Double).self)
             return (key, bytes, created)
         }
@@ -284,13 +310,17 @@ struct PostgresOutputIndex: OutputIndex {
     }
 
     func entry(path: String) throws -> OutputEntry? {
-        try store.query("look up \(path)", """
+        try store.query(
+            "look up \(path)",
+            """
             SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at,
                 integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db
             FROM output_file WHERE path = \(path)
-            """).first.map { row in
+            """
+        ).first.map { row in
             let (key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter) =
-                try row.decode((String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?).self)
+                try row.decode(
+                    (String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?).self)
             return OutputEntry(
                 path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels, bitrateKbps: bitrate,
                 durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used, integratedLUFS: lufs,
@@ -302,7 +332,8 @@ struct PostgresOutputIndex: OutputIndex {
         guard !entries.isEmpty else { return }
         try store.transaction("record \(entries.count) files") { session in
             for e in entries {
-                try session.execute("""
+                try session.execute(
+                    """
                     INSERT INTO output_file (path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
                         duration_seconds, size_bytes, sha256, created_at, last_used_at,
                         integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db)
@@ -354,10 +385,13 @@ struct PostgresBuildRecordStore: BuildRecordStore {
     }
 
     func queue(pipeline: String, output: String, owner: String, at time: Double) throws -> Int64 {
-        let row = try store.query("record a queued build", """
+        let row = try store.query(
+            "record a queued build",
+            """
             INSERT INTO build (pipeline, output, status, owner, queued_at) VALUES (\(pipeline), \(output), 'queued', \(owner), \(time))
             RETURNING id
-            """).first
+            """
+        ).first
         guard let id = try row?.decode(Int64.self) else {
             throw location.failure("record a queued build: the INSERT returned no id")
         }
@@ -369,14 +403,18 @@ struct PostgresBuildRecordStore: BuildRecordStore {
     }
 
     func recordTour(_ id: Int64, tourId: String, outcome: String, message: String?) throws {
-        try store.query("record tour \(tourId) of build \(id)", """
+        try store.query(
+            "record tour \(tourId) of build \(id)",
+            """
             INSERT INTO build_tour (build_id, tour_id, outcome, message) VALUES (\(id), \(tourId), \(outcome), \(message))
             ON CONFLICT (build_id, tour_id) DO UPDATE SET outcome = EXCLUDED.outcome, message = EXCLUDED.message
             """)
     }
 
     func finish(_ id: Int64, status: BuildRecord.Status, at time: Double, totals: BuildTotals, error: String?) throws {
-        try store.query("finish build \(id)", """
+        try store.query(
+            "finish build \(id)",
+            """
             UPDATE build SET status = \(status.rawValue), finished_at = \(time), tours_built = \(totals.toursBuilt),
                 tours_failed = \(totals.toursFailed), requests = \(totals.requests), characters = \(totals.characters),
                 error = \(error), started_at = COALESCE(started_at, \(time))
@@ -393,7 +431,8 @@ struct PostgresBuildRecordStore: BuildRecordStore {
             var marked = 0
             for build in gone {
                 // Still unfinished: a build that finished meanwhile keeps its own record.
-                let result = try session.query("""
+                let result = try session.query(
+                    """
                     UPDATE build SET status = 'failed', finished_at = \(time), error = \(build.message)
                     WHERE id = \(build.id) AND status IN ('queued', 'running')
                     """)
@@ -411,10 +450,12 @@ struct PostgresBuildRecordStore: BuildRecordStore {
     }
 
     func recent(limit: Int, output: String?) throws -> [BuildRecord] {
-        let columns = "id, pipeline, output, status, queued_at, started_at, finished_at, tours_built, tours_failed, requests, characters, error"
-        let query: PostgresQuery = output.map { output in
-            "SELECT \(unescaped: columns) FROM build WHERE output = \(output) ORDER BY id DESC LIMIT \(limit)"
-        } ?? "SELECT \(unescaped: columns) FROM build ORDER BY id DESC LIMIT \(limit)"
+        let columns =
+            "id, pipeline, output, status, queued_at, started_at, finished_at, tours_built, tours_failed, requests, characters, error"
+        let query: PostgresQuery =
+            output.map { output in
+                "SELECT \(unescaped: columns) FROM build WHERE output = \(output) ORDER BY id DESC LIMIT \(limit)"
+            } ?? "SELECT \(unescaped: columns) FROM build ORDER BY id DESC LIMIT \(limit)"
         return try store.query("read the recent builds", query).map { row in
             let (id, pipeline, output, status, queued, started, finished, built, failed, requests, characters, error) =
                 try row.decode((Int64, String, String, String, Double, Double?, Double?, Int, Int, Int, Int, String?).self)
@@ -428,7 +469,9 @@ struct PostgresBuildRecordStore: BuildRecordStore {
 
     func counts(output: String) throws -> [BuildRecord.Status: Int] {
         var counts: [BuildRecord.Status: Int] = [:]
-        for row in try store.query("count the builds of \(output)", "SELECT status, COUNT(*)::BIGINT FROM build WHERE output = \(output) GROUP BY status") {
+        for row in try store.query(
+            "count the builds of \(output)", "SELECT status, COUNT(*)::BIGINT FROM build WHERE output = \(output) GROUP BY status")
+        {
             let (status, n) = try row.decode((String, Int).self)
             if let status = BuildRecord.Status(rawValue: status) { counts[status] = n }
         }
@@ -436,13 +479,16 @@ struct PostgresBuildRecordStore: BuildRecordStore {
     }
 
     func failedTours(output: String) throws -> [(tourId: String, message: String?)] {
-        try store.query("read the failed tours of \(output)", """
+        try store.query(
+            "read the failed tours of \(output)",
+            """
             SELECT t.tour_id, t.outcome, t.message FROM build_tour t JOIN build b ON b.id = t.build_id
             WHERE b.output = \(output) AND t.build_id = (
                 SELECT MAX(t2.build_id) FROM build_tour t2 JOIN build b2 ON b2.id = t2.build_id
                 WHERE t2.tour_id = t.tour_id AND b2.output = b.output)
             ORDER BY t.tour_id COLLATE "C"
-            """).compactMap { row in
+            """
+        ).compactMap { row in
             let (tourId, outcome, message) = try row.decode((String, String, String?).self)
             return outcome == "failed" ? (tourId, message) : nil
         }
@@ -464,7 +510,8 @@ struct PostgresSynthesisClaimStore: SynthesisClaimStore {
             try store.connections.withConnection { session in
                 // A free key is inserted; a held one is taken over only when it
                 // is still exactly the stale claim the caller judged.
-                let won = try session.query("""
+                let won = try session.query(
+                    """
                     INSERT INTO synthesis_claim (key, owner, heartbeat_at) VALUES (\(key), \(owner), \(time))
                     ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, heartbeat_at = EXCLUDED.heartbeat_at
                     WHERE synthesis_claim.owner = \(holder?.owner) AND synthesis_claim.heartbeat_at = \(holder?.heartbeatAt)
@@ -472,10 +519,11 @@ struct PostgresSynthesisClaimStore: SynthesisClaimStore {
                     """)
                 if won.first != nil { return .won }
                 let row = try session.query("SELECT owner, heartbeat_at FROM synthesis_claim WHERE key = \(key)").first
-                return .held(try row.map { row in
-                    let (owner, beat) = try row.decode((String, Double).self)
-                    return ChunkClaim(owner: owner, heartbeatAt: beat)
-                })
+                return .held(
+                    try row.map { row in
+                        let (owner, beat) = try row.decode((String, Double).self)
+                        return ChunkClaim(owner: owner, heartbeatAt: beat)
+                    })
             }
         }
     }

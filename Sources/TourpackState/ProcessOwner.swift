@@ -78,7 +78,7 @@ public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
     /// Field 22 of `/proc/<pid>/stat`; nil when there is no such process.
     static func startTicks(of pid: Int32) -> UInt64? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")")
+            let close = stat.lastIndex(of: ")")
         else { return nil }
         // Fields after the command name (which may hold spaces) start at field 3.
         let fields = stat[stat.index(after: close)...].split(separator: " ")

@@ -148,7 +148,8 @@ public struct QuotaLedger: Sendable {
     /// What `settle` records, for the synthesis index to record inside its
     /// own transaction (the cache keeps the audio and the ledger counts it at once).
     package func settlement(of reservation: Reservation, characters: Int? = nil) -> LedgerSettlement {
-        LedgerSettlement(id: reservation.id, slot: slot(reservation.month, reservation.tier), characters: characters ?? reservation.characters)
+        LedgerSettlement(
+            id: reservation.id, slot: slot(reservation.month, reservation.tier), characters: characters ?? reservation.characters)
     }
 
     /// The request ended without audio: nothing was billed.

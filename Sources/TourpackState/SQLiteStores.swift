@@ -75,7 +75,8 @@ struct SQLiteLedgerStore: LedgerStore {
 
     func raise(_ id: Int64, to characters: Int) throws {
         try database.write { db in
-            try db.execute(sql: "UPDATE quotaReservation SET characters = ? WHERE id = ? AND characters < ?", arguments: [characters, id, characters])
+            try db.execute(
+                sql: "UPDATE quotaReservation SET characters = ? WHERE id = ? AND characters < ?", arguments: [characters, id, characters])
         }
     }
 
@@ -106,7 +107,8 @@ struct SQLiteLedgerStore: LedgerStore {
 
     func reconcile(closing: (OpenReservation) -> Bool) throws -> QuotaLedger.Reconciliation {
         try database.write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT id, account, month, tier, characters, owner, createdAt, sentAt FROM quotaReservation")
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, account, month, tier, characters, owner, createdAt, sentAt FROM quotaReservation")
             var result = QuotaLedger.Reconciliation()
             for row in rows {
                 let open = OpenReservation(
@@ -132,12 +134,14 @@ struct SQLiteLedgerStore: LedgerStore {
     }
 
     static func usage(_ db: Database, _ slot: QuotaSlot) throws -> (used: Int, reserved: Int) {
-        let used = try Int.fetchOne(
-            db, sql: "SELECT used FROM quotaUsage WHERE account = ? AND month = ? AND tier = ?",
-            arguments: [slot.account, slot.month, slot.tier]) ?? 0
-        let reserved = try Int.fetchOne(
-            db, sql: "SELECT COALESCE(SUM(characters), 0) FROM quotaReservation WHERE account = ? AND month = ? AND tier = ?",
-            arguments: [slot.account, slot.month, slot.tier]) ?? 0
+        let used =
+            try Int.fetchOne(
+                db, sql: "SELECT used FROM quotaUsage WHERE account = ? AND month = ? AND tier = ?",
+                arguments: [slot.account, slot.month, slot.tier]) ?? 0
+        let reserved =
+            try Int.fetchOne(
+                db, sql: "SELECT COALESCE(SUM(characters), 0) FROM quotaReservation WHERE account = ? AND month = ? AND tier = ?",
+                arguments: [slot.account, slot.month, slot.tier]) ?? 0
         return (used, reserved)
     }
 }
@@ -173,8 +177,10 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
                 arguments: [key]
             ).map { row in
                 SynthesisEntry(
-                    key: key, characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"], fileBytes: row["fileBytes"],
-                    createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"], audibleEnd: row["audibleEnd"],
+                    key: key, characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"],
+                    fileBytes: row["fileBytes"],
+                    createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"],
+                    audibleEnd: row["audibleEnd"],
                     loudness: row["loudness"])
             }
         }
@@ -240,7 +246,8 @@ struct SQLiteOutputIndex: OutputIndex {
         try database.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM outputFile WHERE path = ?", arguments: [path]).map { row in
                 OutputEntry(
-                    path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"], sampleRateHz: row["sampleRateHz"],
+                    path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"],
+                    sampleRateHz: row["sampleRateHz"],
                     channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
                     sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
                     integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
@@ -370,9 +377,12 @@ struct SQLiteBuildRecordStore: BuildRecordStore {
             return rows.map { row in
                 func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
                 return BuildRecord(
-                    id: row["id"], pipeline: row["pipeline"], output: row["output"], status: BuildRecord.Status(rawValue: row["status"]) ?? .failed,
-                    queuedAt: date("queuedAt") ?? Date(timeIntervalSince1970: 0), startedAt: date("startedAt"), finishedAt: date("finishedAt"),
-                    toursBuilt: row["toursBuilt"], toursFailed: row["toursFailed"], requests: row["requests"], characters: row["characters"],
+                    id: row["id"], pipeline: row["pipeline"], output: row["output"],
+                    status: BuildRecord.Status(rawValue: row["status"]) ?? .failed,
+                    queuedAt: date("queuedAt") ?? Date(timeIntervalSince1970: 0), startedAt: date("startedAt"),
+                    finishedAt: date("finishedAt"),
+                    toursBuilt: row["toursBuilt"], toursFailed: row["toursFailed"], requests: row["requests"],
+                    characters: row["characters"],
                     error: row["error"])
             }
         }
@@ -381,7 +391,9 @@ struct SQLiteBuildRecordStore: BuildRecordStore {
     func counts(output: String) throws -> [BuildRecord.Status: Int] {
         try database.read { db in
             var counts: [BuildRecord.Status: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM build WHERE output = ? GROUP BY status", arguments: [output]) {
+            for row in try Row.fetchAll(
+                db, sql: "SELECT status, COUNT(*) AS n FROM build WHERE output = ? GROUP BY status", arguments: [output])
+            {
                 if let status = BuildRecord.Status(rawValue: row["status"]) { counts[status] = row["n"] }
             }
             return counts

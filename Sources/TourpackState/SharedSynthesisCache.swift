@@ -1,7 +1,7 @@
 import Foundation
 public import NIOPosix
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 
 /// The synthesis cache a fleet shares: this machine's `SynthesisCache` in
 /// front, an S3-compatible bucket (`ObjectStore`) behind it, so a chunk is

@@ -1,6 +1,5 @@
 public import Foundation
 import GRDB
-
 public import TourpackCore
 
 #if canImport(Glibc)
@@ -134,125 +133,129 @@ public struct StateDatabase: Sendable {
         var migrator = DatabaseMigrator()
         migrator.registerMigration(MigrationName.cachesLedgerAndBuildRecords) { db in
             // Times are seconds since 1970 (UTC), from the build's injected clock.
-            try db.execute(sql: """
-                CREATE TABLE synthesisChunk (
-                    key TEXT PRIMARY KEY NOT NULL,
-                    characters INTEGER NOT NULL,
-                    sampleRate INTEGER NOT NULL,
-                    samples INTEGER NOT NULL,
-                    fileBytes INTEGER NOT NULL,
-                    createdAt DOUBLE NOT NULL,
-                    lastUsedAt DOUBLE NOT NULL
-                );
-                CREATE INDEX synthesisChunkByLastUse ON synthesisChunk(lastUsedAt);
+            try db.execute(
+                sql: """
+                    CREATE TABLE synthesisChunk (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        characters INTEGER NOT NULL,
+                        sampleRate INTEGER NOT NULL,
+                        samples INTEGER NOT NULL,
+                        fileBytes INTEGER NOT NULL,
+                        createdAt DOUBLE NOT NULL,
+                        lastUsedAt DOUBLE NOT NULL
+                    );
+                    CREATE INDEX synthesisChunkByLastUse ON synthesisChunk(lastUsedAt);
 
-                CREATE TABLE outputFile (
-                    path TEXT PRIMARY KEY NOT NULL,
-                    inputKey TEXT NOT NULL,
-                    format TEXT NOT NULL,
-                    codec TEXT NOT NULL,
-                    sampleRateHz INTEGER NOT NULL,
-                    channels INTEGER NOT NULL,
-                    bitrateKbps INTEGER NOT NULL,
-                    durationSeconds DOUBLE NOT NULL,
-                    sizeBytes INTEGER NOT NULL,
-                    sha256 TEXT NOT NULL,
-                    createdAt DOUBLE NOT NULL,
-                    lastUsedAt DOUBLE NOT NULL
-                );
+                    CREATE TABLE outputFile (
+                        path TEXT PRIMARY KEY NOT NULL,
+                        inputKey TEXT NOT NULL,
+                        format TEXT NOT NULL,
+                        codec TEXT NOT NULL,
+                        sampleRateHz INTEGER NOT NULL,
+                        channels INTEGER NOT NULL,
+                        bitrateKbps INTEGER NOT NULL,
+                        durationSeconds DOUBLE NOT NULL,
+                        sizeBytes INTEGER NOT NULL,
+                        sha256 TEXT NOT NULL,
+                        createdAt DOUBLE NOT NULL,
+                        lastUsedAt DOUBLE NOT NULL
+                    );
 
-                CREATE TABLE build (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    pipeline TEXT NOT NULL,
-                    output TEXT NOT NULL,
-                    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
-                    owner TEXT NOT NULL,
-                    queuedAt DOUBLE NOT NULL,
-                    startedAt DOUBLE,
-                    finishedAt DOUBLE,
-                    toursBuilt INTEGER NOT NULL DEFAULT 0,
-                    toursFailed INTEGER NOT NULL DEFAULT 0,
-                    requests INTEGER NOT NULL DEFAULT 0,
-                    characters INTEGER NOT NULL DEFAULT 0,
-                    error TEXT
-                );
-                CREATE TABLE buildTour (
-                    buildId INTEGER NOT NULL REFERENCES build(id) ON DELETE CASCADE,
-                    tourId TEXT NOT NULL,
-                    outcome TEXT NOT NULL CHECK (outcome IN ('packaged', 'unchanged', 'failed')),
-                    message TEXT,
-                    PRIMARY KEY (buildId, tourId)
-                );
+                    CREATE TABLE build (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        pipeline TEXT NOT NULL,
+                        output TEXT NOT NULL,
+                        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
+                        owner TEXT NOT NULL,
+                        queuedAt DOUBLE NOT NULL,
+                        startedAt DOUBLE,
+                        finishedAt DOUBLE,
+                        toursBuilt INTEGER NOT NULL DEFAULT 0,
+                        toursFailed INTEGER NOT NULL DEFAULT 0,
+                        requests INTEGER NOT NULL DEFAULT 0,
+                        characters INTEGER NOT NULL DEFAULT 0,
+                        error TEXT
+                    );
+                    CREATE TABLE buildTour (
+                        buildId INTEGER NOT NULL REFERENCES build(id) ON DELETE CASCADE,
+                        tourId TEXT NOT NULL,
+                        outcome TEXT NOT NULL CHECK (outcome IN ('packaged', 'unchanged', 'failed')),
+                        message TEXT,
+                        PRIMARY KEY (buildId, tourId)
+                    );
 
-                CREATE TABLE quotaUsage (
-                    account TEXT NOT NULL,
-                    month TEXT NOT NULL,
-                    tier TEXT NOT NULL,
-                    used INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (account, month, tier)
-                );
-                CREATE TABLE quotaReservation (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    account TEXT NOT NULL,
-                    month TEXT NOT NULL,
-                    tier TEXT NOT NULL,
-                    characters INTEGER NOT NULL CHECK (characters >= 0),
-                    owner TEXT NOT NULL,
-                    createdAt DOUBLE NOT NULL
-                );
-                CREATE INDEX quotaReservationByAccount ON quotaReservation(account, month, tier);
-                """)
+                    CREATE TABLE quotaUsage (
+                        account TEXT NOT NULL,
+                        month TEXT NOT NULL,
+                        tier TEXT NOT NULL,
+                        used INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (account, month, tier)
+                    );
+                    CREATE TABLE quotaReservation (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        account TEXT NOT NULL,
+                        month TEXT NOT NULL,
+                        tier TEXT NOT NULL,
+                        characters INTEGER NOT NULL CHECK (characters >= 0),
+                        owner TEXT NOT NULL,
+                        createdAt DOUBLE NOT NULL
+                    );
+                    CREATE INDEX quotaReservationByAccount ON quotaReservation(account, month, tier);
+                    """)
         }
         migrator.registerMigration(MigrationName.buildRecordIndexes) { db in
             // `cache stats` finds each tour's latest outcome per output root;
             // a nightly job adds a record per tour every night.
-            try db.execute(sql: """
-                CREATE INDEX buildTourByTour ON buildTour(tourId, buildId);
-                CREATE INDEX buildByOutput ON build(output, id);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE INDEX buildTourByTour ON buildTour(tourId, buildId);
+                    CREATE INDEX buildByOutput ON build(output, id);
+                    """)
         }
         migrator.registerMigration(MigrationName.mapTiles) { db in
             // One row per tile of a source: its bytes (a content-addressed
             // file under <state>/tiles, NULL sha256 for a tile the source has
             // no data for), the validators for a conditional request, and
             // until when it is fresh. `source` is `TileSource.cacheName`: never a key.
-            try db.execute(sql: """
-                CREATE TABLE mapTile (
-                    source TEXT NOT NULL,
-                    z INTEGER NOT NULL,
-                    x INTEGER NOT NULL,
-                    y INTEGER NOT NULL,
-                    sha256 TEXT,
-                    bytes INTEGER NOT NULL DEFAULT 0,
-                    etag TEXT,
-                    lastModified TEXT,
-                    fetchedAt DOUBLE NOT NULL,
-                    freshUntil DOUBLE NOT NULL,
-                    lastUsedAt DOUBLE NOT NULL,
-                    PRIMARY KEY (source, z, x, y)
-                ) WITHOUT ROWID;
-                CREATE INDEX mapTileByLastUse ON mapTile(lastUsedAt);
-                CREATE INDEX mapTileBySha256 ON mapTile(sha256);
+            try db.execute(
+                sql: """
+                    CREATE TABLE mapTile (
+                        source TEXT NOT NULL,
+                        z INTEGER NOT NULL,
+                        x INTEGER NOT NULL,
+                        y INTEGER NOT NULL,
+                        sha256 TEXT,
+                        bytes INTEGER NOT NULL DEFAULT 0,
+                        etag TEXT,
+                        lastModified TEXT,
+                        fetchedAt DOUBLE NOT NULL,
+                        freshUntil DOUBLE NOT NULL,
+                        lastUsedAt DOUBLE NOT NULL,
+                        PRIMARY KEY (source, z, x, y)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX mapTileByLastUse ON mapTile(lastUsedAt);
+                    CREATE INDEX mapTileBySha256 ON mapTile(sha256);
 
-                CREATE TABLE tilePack (
-                    path TEXT PRIMARY KEY NOT NULL,
-                    inputKey TEXT NOT NULL,
-                    sizeBytes INTEGER NOT NULL,
-                    sha256 TEXT NOT NULL,
-                    storedTiles INTEGER NOT NULL,
-                    emptyTiles INTEGER NOT NULL,
-                    createdAt DOUBLE NOT NULL
-                );
-                """)
+                    CREATE TABLE tilePack (
+                        path TEXT PRIMARY KEY NOT NULL,
+                        inputKey TEXT NOT NULL,
+                        sizeBytes INTEGER NOT NULL,
+                        sha256 TEXT NOT NULL,
+                        storedTiles INTEGER NOT NULL,
+                        emptyTiles INTEGER NOT NULL,
+                        createdAt DOUBLE NOT NULL
+                    );
+                    """)
         }
         migrator.registerMigration(MigrationName.chunkShapes) { db in
             // Where each chunk's speech starts and ends (`ChunkShape`), so a
             // join plans its seams without decoding a chunk twice. NULL: not
             // measured yet (an entry from before); -1, -1: only silence.
-            try db.execute(sql: """
-                ALTER TABLE synthesisChunk ADD COLUMN audibleStart INTEGER;
-                ALTER TABLE synthesisChunk ADD COLUMN audibleEnd INTEGER;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE synthesisChunk ADD COLUMN audibleStart INTEGER;
+                    ALTER TABLE synthesisChunk ADD COLUMN audibleEnd INTEGER;
+                    """)
         }
         migrator.registerMigration(MigrationName.sentReservations) { db in
             // reserved → sent → settled: when a reservation's request went out.
@@ -263,25 +266,27 @@ public struct StateDatabase: Sendable {
             // Each chunk's gating blocks and true peak (`LoudnessProfile.encoded`;
             // NULL: not measured yet), and each output file's measured loudness
             // and how it was levelled, as package.json lists them.
-            try db.execute(sql: """
-                ALTER TABLE synthesisChunk ADD COLUMN loudness BLOB;
-                ALTER TABLE outputFile ADD COLUMN integratedLUFS DOUBLE;
-                ALTER TABLE outputFile ADD COLUMN truePeakDBTP DOUBLE;
-                ALTER TABLE outputFile ADD COLUMN gainDB DOUBLE;
-                ALTER TABLE outputFile ADD COLUMN limiterReductionDB DOUBLE;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE synthesisChunk ADD COLUMN loudness BLOB;
+                    ALTER TABLE outputFile ADD COLUMN integratedLUFS DOUBLE;
+                    ALTER TABLE outputFile ADD COLUMN truePeakDBTP DOUBLE;
+                    ALTER TABLE outputFile ADD COLUMN gainDB DOUBLE;
+                    ALTER TABLE outputFile ADD COLUMN limiterReductionDB DOUBLE;
+                    """)
         }
         migrator.registerMigration(MigrationName.synthesisClaims) { db in
             // Who is speaking which chunk now (`ChunkClaims`): jobs sharing
             // this state pay for a chunk once.
-            try db.execute(sql: """
-                CREATE TABLE synthesisClaim (
-                    key TEXT PRIMARY KEY,
-                    owner TEXT NOT NULL,
-                    heartbeatAt DOUBLE NOT NULL
-                );
-                CREATE INDEX synthesisClaimByOwner ON synthesisClaim (owner);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE synthesisClaim (
+                        key TEXT PRIMARY KEY,
+                        owner TEXT NOT NULL,
+                        heartbeatAt DOUBLE NOT NULL
+                    );
+                    CREATE INDEX synthesisClaimByOwner ON synthesisClaim (owner);
+                    """)
         }
         return migrator
     }

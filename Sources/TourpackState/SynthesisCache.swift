@@ -1,6 +1,6 @@
 public import Foundation
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 
 /// Every chunk the endpoint has spoken, kept losslessly so that nothing is
 /// paid for twice: a FLAC file per chunk in `<state>/synthesis/`, indexed by
@@ -100,7 +100,8 @@ public struct SynthesisCache: Sendable {
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
         try index.touch(
-            key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1, loudness: shape.loudness?.encoded)
+            key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1,
+            loudness: shape.loudness?.encoded)
         return CachedChunk(key: key, url: url, shape: shape, sampleRate: rate)
     }
 
@@ -125,7 +126,8 @@ public struct SynthesisCache: Sendable {
             AtomicFile.discard(temp: temp)
             throw error
         }
-        _ = try adopt(temp, for: key, shape: ShapeMeter.shape(of: pcm.samples), sampleRate: pcm.sampleRate, characters: characters, alongWith: nil)
+        _ = try adopt(
+            temp, for: key, shape: ShapeMeter.shape(of: pcm.samples), sampleRate: pcm.sampleRate, characters: characters, alongWith: nil)
     }
 
     /// A fresh temp beside the file `key` would be kept in: where a

@@ -1,7 +1,6 @@
 import Crypto
 public import Foundation
 import GRDB
-
 public import TourpackCore
 
 #if canImport(Glibc)
@@ -133,7 +132,8 @@ public struct TileCache: Sendable {
         let now = clock().timeIntervalSince1970
         for start in stride(from: 0, to: tiles.count, by: 5_000) {
             try database.write { db in
-                let statement = try db.cachedStatement(sql: "UPDATE mapTile SET lastUsedAt = ? WHERE source = ? AND z = ? AND x = ? AND y = ?")
+                let statement = try db.cachedStatement(
+                    sql: "UPDATE mapTile SET lastUsedAt = ? WHERE source = ? AND z = ? AND x = ? AND y = ?")
                 for tile in tiles[start..<min(tiles.count, start + 5_000)] {
                     try statement.execute(arguments: [now, source, tile.z, tile.x, tile.y])
                 }
@@ -151,7 +151,10 @@ public struct TileCache: Sendable {
     public func totals() throws -> (entries: Int, bytes: Int64) {
         try database.read { db in
             let entries = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mapTile") ?? 0
-            let bytes = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM (SELECT DISTINCT sha256, bytes FROM mapTile WHERE sha256 IS NOT NULL)") ?? 0
+            let bytes =
+                try Int64.fetchOne(
+                    db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM (SELECT DISTINCT sha256, bytes FROM mapTile WHERE sha256 IS NOT NULL)")
+                ?? 0
             return (entries, bytes)
         }
     }
@@ -191,7 +194,8 @@ public struct TileCache: Sendable {
     /// Files no entry names. By default only those an hour old go, so a file
     /// another job has just written and is about to index is left alone.
     func removeOrphans(graceSeconds: Double = 3_600) throws -> (files: Int, bytes: Int64) {
-        let known = Set(try database.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM mapTile WHERE sha256 IS NOT NULL") })
+        let known = Set(
+            try database.read { db in try String.fetchAll(db, sql: "SELECT DISTINCT sha256 FROM mapTile WHERE sha256 IS NOT NULL") })
         return OrphanSweep.run(folder: folder, known: known, graceSeconds: graceSeconds)
     }
 
@@ -244,8 +248,12 @@ public struct TilePackRecords: Sendable {
 
     public func record(for path: String) throws -> Record? {
         try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT inputKey, sizeBytes, sha256, storedTiles, emptyTiles FROM tilePack WHERE path = ?", arguments: [path]).map {
-                Record(inputKey: $0["inputKey"], sizeBytes: $0["sizeBytes"], sha256: $0["sha256"], storedTiles: $0["storedTiles"], emptyTiles: $0["emptyTiles"])
+            try Row.fetchOne(
+                db, sql: "SELECT inputKey, sizeBytes, sha256, storedTiles, emptyTiles FROM tilePack WHERE path = ?", arguments: [path]
+            ).map {
+                Record(
+                    inputKey: $0["inputKey"], sizeBytes: $0["sizeBytes"], sha256: $0["sha256"], storedTiles: $0["storedTiles"],
+                    emptyTiles: $0["emptyTiles"])
             }
         }
     }
@@ -254,7 +262,8 @@ public struct TilePackRecords: Sendable {
         let now = clock().timeIntervalSince1970
         try database.write { db in
             try db.execute(
-                sql: "INSERT OR REPLACE INTO tilePack (path, inputKey, sizeBytes, sha256, storedTiles, emptyTiles, createdAt) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                sql:
+                    "INSERT OR REPLACE INTO tilePack (path, inputKey, sizeBytes, sha256, storedTiles, emptyTiles, createdAt) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 arguments: [path, record.inputKey, record.sizeBytes, record.sha256, record.storedTiles, record.emptyTiles, now])
         }
     }

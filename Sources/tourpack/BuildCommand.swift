@@ -1,9 +1,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-import TourpackKit
-
 import TourpackCore
+import TourpackKit
 
 #if canImport(Glibc)
 import Glibc
@@ -51,7 +50,9 @@ struct Build: AsyncParsableCommand {
     @Option(help: "Build only this tour (its id); the others are skipped.")
     var tour: String?
 
-    @Flag(help: "Show the plan and the files a build would write, and stop: no request, no file. Exits 3 when a budget would refuse the build.")
+    @Flag(
+        help:
+            "Show the plan and the files a build would write, and stop: no request, no file. Exits 3 when a budget would refuse the build.")
     var dryRun = false
 
     @Flag(help: "Print NDJSON events on stdout instead of a progress display.")
@@ -61,14 +62,19 @@ struct Build: AsyncParsableCommand {
     var noWait = false
 
     /// Unconditional, so `-1` is read as the value and refused by `validate` with a message.
-    @Option(parsing: .unconditional, help: ArgumentHelp(
-        "Also give a new createdAt/expiresAt to packages that expire within DAYS (the nightly job's flag).",
-        discussion: "Unchanged packages that do not expire within DAYS are left as they are; without the flag only expired ones are refreshed.",
-        valueName: "DAYS"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Also give a new createdAt/expiresAt to packages that expire within DAYS (the nightly job's flag).",
+            discussion:
+                "Unchanged packages that do not expire within DAYS are left as they are; without the flag only expired ones are refreshed.",
+            valueName: "DAYS"))
     var refreshExpiring: Int?
 
     func validate() throws {
-        if let refreshExpiring, refreshExpiring < 0 { throw ValidationError("--refresh-expiring: DAYS must be 0 or more, not \(refreshExpiring)") }
+        if let refreshExpiring, refreshExpiring < 0 {
+            throw ValidationError("--refresh-expiring: DAYS must be 0 or more, not \(refreshExpiring)")
+        }
         if tour != nil, sharding.shards != nil {
             throw ValidationError("--tour and --shards cannot be combined: --tour builds one tour, --shards one worker's share of them")
         }
@@ -76,7 +82,8 @@ struct Build: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let tours = try TourLoader().loadAll(
+            globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let selected = try select(tours)
         let planner = Planner(config: config)
         let plan = try planner.plan(selected, shard: try sharding.resolved())
@@ -144,7 +151,8 @@ struct Build: AsyncParsableCommand {
         if json {
             let planObject = try JSONSerialization.jsonObject(with: Data(try report.json().utf8))
             let document: [String: Any] = ["dryRun": true, "output": layout.root.path, "plan": planObject, "writes": writes]
-            let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            let data = try JSONSerialization.data(
+                withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
         } else {
             print(config.settledDescription())
@@ -189,6 +197,10 @@ enum SignalCancellation {
     private final class SignalCount: @unchecked Sendable {
         private let lock = NSLock()
         private var count = 0
-        func increment() -> Int { lock.withLock { count += 1; return count } }
+        func increment() -> Int {
+            lock.withLock {
+                count += 1; return count
+            }
+        }
     }
 }

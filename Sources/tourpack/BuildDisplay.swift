@@ -1,7 +1,6 @@
 import Foundation
-import TourpackKit
-
 import TourpackCore
+import TourpackKit
 
 #if canImport(Glibc)
 import Glibc
@@ -85,10 +84,12 @@ final class BuildDisplay: @unchecked Sendable {
             return "waiting for the build that holds \(path)"
         case .started(let start):
             var text = start.shard.map { PlanReport.shardLine($0) + "\n" } ?? ""
-            text += "building \(start.tours) tour\(start.tours == 1 ? "" : "s"): \(start.items) items, \(start.chunks) chunks, "
+            text +=
+                "building \(start.tours) tour\(start.tours == 1 ? "" : "s"): \(start.items) items, \(start.chunks) chunks, "
                 + "\(PlanReport.grouped(start.characters)) characters → \(start.formats.map(\.rawValue).joined(separator: ", ")) in \(start.output)"
             if start.cacheHits > 0 || start.billableCharacters < start.characters {
-                text += "\ncache: \(start.cacheHits) of \(start.chunks) chunks already made; \(PlanReport.grouped(start.billableCharacters)) characters to synthesize"
+                text +=
+                    "\ncache: \(start.cacheHits) of \(start.chunks) chunks already made; \(PlanReport.grouped(start.billableCharacters)) characters to synthesize"
             }
             if start.recoveredCommits > 0 { text += "\nfinished \(start.recoveredCommits) commit(s) a killed run left half done" }
             if start.removedTemporaries > 0 { text += "\nremoved \(start.removedTemporaries) temp file(s) a killed run left" }
@@ -97,15 +98,18 @@ final class BuildDisplay: @unchecked Sendable {
         case .itemDone(let done):
             let sizes = done.bytes.sorted { $0.key < $1.key }.map { "\($0.key) \(PlanReport.bytes(Int($0.value)))" }.joined(separator: ", ")
             let reused = done.reusedFiles == 0 ? "" : done.reusedFiles == done.bytes.count ? "  (reused)" : "  (\(done.reusedFiles) reused)"
-            return "\(counter()) \(done.tourName) / \(done.poiName) / \(done.phase.fileLabel)  \(PlanReport.duration(done.durationSeconds))  \(sizes)\(reused)"
+            return
+                "\(counter()) \(done.tourName) / \(done.poiName) / \(done.phase.fileLabel)  \(PlanReport.duration(done.durationSeconds))  \(sizes)\(reused)"
         case .itemFailed(let failure):
             return "\(counter()) FAILED \(failure.message)"
         case .mapsDone, .mapsProgress:
             return nil
         case .tourPackaged(let packaged) where packaged.packages.isEmpty:
-            return "up to date \(packaged.tourName): \(packaged.reusedFiles) files reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
+            return
+                "up to date \(packaged.tourName): \(packaged.reusedFiles) files reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
         case .tourPackaged(let packaged):
-            var text = "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "
+            var text =
+                "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "
                 + "\(PlanReport.bytes(Int(packaged.bytes))) → \(packaged.packages.joined(separator: ", "))"
             if !packaged.tilePacks.isEmpty { text += " + \(packaged.tilePacks.count) tile pack\(packaged.tilePacks.count == 1 ? "" : "s")" }
             if !packaged.superseded.isEmpty { text += " (replaced \(packaged.superseded.joined(separator: ", ")))" }
@@ -124,10 +128,11 @@ final class BuildDisplay: @unchecked Sendable {
         if let shard = summary.shard {
             lines.append(shard.tours == 0 ? "\(shard), nothing to build" : "\(shard)")
         }
-        let shared = summary.sharedCache.map {
-            ", \($0.restored) chunk\($0.restored == 1 ? "" : "s") from the shared cache, \($0.shared) added to it"
-                + ($0.waited > 0 ? " (\($0.waited) waited for another worker)" : "")
-        } ?? ""
+        let shared =
+            summary.sharedCache.map {
+                ", \($0.restored) chunk\($0.restored == 1 ? "" : "s") from the shared cache, \($0.shared) added to it"
+                    + ($0.waited > 0 ? " (\($0.waited) waited for another worker)" : "")
+            } ?? ""
         lines.append(
             "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
                 + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "
@@ -140,7 +145,9 @@ final class BuildDisplay: @unchecked Sendable {
                     + "\(summary.tilesDownloaded) downloaded, \(summary.tilesRenewed) renewed (304), \(summary.tilesEmpty) empty")
         }
         if summary.evictedFiles > 0 {
-            lines.append("evicted \(summary.evictedFiles) unreferenced file(s), \(PlanReport.bytes(Int(summary.evictedBytes))), to keep within cacheMaxMB")
+            lines.append(
+                "evicted \(summary.evictedFiles) unreferenced file(s), \(PlanReport.bytes(Int(summary.evictedBytes))), to keep within cacheMaxMB"
+            )
         }
         return lines.joined(separator: "\n")
     }
@@ -180,7 +187,8 @@ final class BuildDisplay: @unchecked Sendable {
         let eta = progress.secondsLeft(elapsed: elapsed).map { "ETA \(PlanReport.duration($0))" } ?? "ETA –"
         let tour = progress.currentTour.map { " · \(Self.clip($0, 32))" } ?? ""
         let tiles = progress.tiles > 0 ? " · \(progress.tilesDone)/\(progress.tiles) tiles" : ""
-        let text = "\(bar) \(String(format: "%3d", Int(fraction * 100)))%  \(progress.itemsSettled)/\(progress.items) items\(tiles)\(tour) · \(eta)"
+        let text =
+            "\(bar) \(String(format: "%3d", Int(fraction * 100)))%  \(progress.itemsSettled)/\(progress.items) items\(tiles)\(tour) · \(eta)"
         FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
         barShown = true
     }
@@ -213,8 +221,9 @@ final class BuildDisplay: @unchecked Sendable {
 
     /// One line: `{"event": name, "elapsedSeconds": …, "progress": …, …payload}`, keys sorted.
     private func emit(_ payload: some Encodable, name: String) {
-        let line = EventLine(event: name, elapsedSeconds: (elapsed * 1000).rounded() / 1000,
-                             progress: (progress.fraction * 1000).rounded() / 1000, payload: payload)
+        let line = EventLine(
+            event: name, elapsedSeconds: (elapsed * 1000).rounded() / 1000,
+            progress: (progress.fraction * 1000).rounded() / 1000, payload: payload)
         guard let data = try? encoder.encode(line) else { return }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import TourpackKit
 import TourpackCore
+import TourpackKit
 import TourpackState
 
 struct Cache: AsyncParsableCommand {
@@ -12,7 +12,9 @@ struct Cache: AsyncParsableCommand {
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Packages, files, bytes (in total and per tour), expired and failed counts, unreferenced audio, temps, synthesis- and tile-cache sizes, tile packs.")
+            abstract:
+                "Packages, files, bytes (in total and per tour), expired and failed counts, unreferenced audio, temps, synthesis- and tile-cache sizes, tile packs."
+        )
 
         @OptionGroup var options: PipelineOptions
         @Flag(help: "Print the statistics as JSON.") var json = false
@@ -39,12 +41,18 @@ struct Cache: AsyncParsableCommand {
                 "  map tiles    \(stats.tileCacheEntries) cached, \(size(stats.tileCacheBytes)) of \(size(stats.tileBudgetBytes)) budget",
                 "  tile packs   \(stats.tilePacks) packs, \(size(stats.tilePackBytes))",
                 "  failed       \(stats.failedTours) tour\(stats.failedTours == 1 ? "" : "s") whose last build failed",
-                "  builds       " + (stats.builds.isEmpty ? "none recorded"
-                    : BuildRecord.Status.allCases.compactMap { status in stats.builds[status.rawValue].map { "\($0) \(status.rawValue)" } }.joined(separator: ", ")),
+                "  builds       "
+                    + (stats.builds.isEmpty
+                        ? "none recorded"
+                        : BuildRecord.Status.allCases.compactMap { status in
+                            stats.builds[status.rawValue].map { "\($0) \(status.rawValue)" }
+                        }.joined(separator: ", ")),
             ]
             if let last = stats.lastBuild {
-                lines.append("  last build   #\(last.id) \(last.status.rawValue) at \(PackageManifest.timestamp(last.finishedAt ?? last.queuedAt)), "
-                    + "\(last.requests) requests, \(PlanReport.grouped(last.characters)) characters billed" + (last.error.map { ": \($0)" } ?? ""))
+                lines.append(
+                    "  last build   #\(last.id) \(last.status.rawValue) at \(PackageManifest.timestamp(last.finishedAt ?? last.queuedAt)), "
+                        + "\(last.requests) requests, \(PlanReport.grouped(last.characters)) characters billed"
+                        + (last.error.map { ": \($0)" } ?? ""))
             }
             for (tourId, reason) in stats.failedTourReasons.sorted(by: { $0.key < $1.key }) {
                 lines.append("  failed tour  \(tourId): \(reason)")
@@ -68,25 +76,33 @@ struct Cache: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             let layout = Layout(root: config.output)
-            let lock = dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
+            let lock =
+                dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
             defer { lock?.release() }
             let now = CommandClock.now()
             let plan = try CacheMaintenance.run(
-                layout: layout, budgets: config.budgets, state: try StateView.existing(config), now: now, overBudgetOnly: false, dryRun: dryRun)
+                layout: layout, budgets: config.budgets, state: try StateView.existing(config), now: now, overBudgetOnly: false,
+                dryRun: dryRun)
             if json {
                 print(try CacheText.json(plan))
                 return
             }
-            for removal in plan.removals { print("\(dryRun ? "would remove" : "removed") \(removal.path) (\(removal.reason), \(PlanReport.bytes(Int(removal.bytes))))") }
-            print("\(dryRun ? "would free" : "freed") \(PlanReport.bytes(Int(plan.freedBytes))) in \(plan.removals.count) removals; "
-                + "AudioCache \(PlanReport.bytes(Int(plan.bytesBefore))) → \(PlanReport.bytes(Int(plan.bytesAfter))) of \(PlanReport.bytes(Int(plan.budgetBytes))) budget")
+            for removal in plan.removals {
+                print("\(dryRun ? "would remove" : "removed") \(removal.path) (\(removal.reason), \(PlanReport.bytes(Int(removal.bytes))))")
+            }
+            print(
+                "\(dryRun ? "would free" : "freed") \(PlanReport.bytes(Int(plan.freedBytes))) in \(plan.removals.count) removals; "
+                    + "AudioCache \(PlanReport.bytes(Int(plan.bytesBefore))) → \(PlanReport.bytes(Int(plan.bytesAfter))) of \(PlanReport.bytes(Int(plan.budgetBytes))) budget"
+            )
         }
     }
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove everything the pipeline wrote: AudioCache, OfflineTours, the synthesis and tile caches and the build records.",
-            discussion: "The quota ledger stays: it records characters already paid for this month, so clearing it would let jobs pass the quota.")
+            abstract:
+                "Remove everything the pipeline wrote: AudioCache, OfflineTours, the synthesis and tile caches and the build records.",
+            discussion:
+                "The quota ledger stays: it records characters already paid for this month, so clearing it would let jobs pass the quota.")
 
         @OptionGroup var options: PipelineOptions
         @Flag(help: "Confirm: without it, nothing is removed.") var yes = false
@@ -94,12 +110,16 @@ struct Cache: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             guard yes else {
-                throw TourpackError.invalidInput("cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis and tile caches and the build records in \(config.state.path); run it again with --yes")
+                throw TourpackError.invalidInput(
+                    "cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis and tile caches and the build records in \(config.state.path); run it again with --yes"
+                )
             }
             let lock = try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
             defer { lock.release() }
             let freed = try CacheClearing.clear(config, state: try StateView.existing(config))
-            print("cleared \(config.output.path) and the caches in \(config.state.path): freed \(PlanReport.bytes(Int(freed))); the quota ledger is kept")
+            print(
+                "cleared \(config.output.path) and the caches in \(config.state.path): freed \(PlanReport.bytes(Int(freed))); the quota ledger is kept"
+            )
         }
     }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 import TourpackState
 
 /// The pipeline file and the flags that override it (flags beat the file,
@@ -11,7 +11,9 @@ struct PipelineOptions: ParsableArguments {
     @Argument(help: "The pipeline file (pipelines/*.yaml).", completion: .file(extensions: ["yaml", "yml"]))
     var pipeline: String
 
-    @Option(name: .customLong("format"), parsing: .upToNextOption, help: "Override the formats, repeated or comma-separated (--format aac,opus).")
+    @Option(
+        name: .customLong("format"), parsing: .upToNextOption,
+        help: "Override the formats, repeated or comma-separated (--format aac,opus).")
     var formats: [FormatNames] = []
 
     @Option(help: "Override the voice preset file.")

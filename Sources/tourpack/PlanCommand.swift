@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import TourpackKit
 import TourpackCore
+import TourpackKit
 
 struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,7 +28,8 @@ struct Plan: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        let tours = try TourLoader().loadAll(
+            globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: try sharding.resolved()), config: config)
         let report = PlanReport(plan: plan, config: config)
         if json {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import TourpackKit
 import TourpackCore
+import TourpackKit
 import TourpackState
 
 struct Quota: AsyncParsableCommand {
@@ -53,7 +53,8 @@ struct Quota: AsyncParsableCommand {
         }
         // The pipeline's own tier is always shown, limited or not.
         if !usage.contains(where: { $0.tier == config.voice.tier }) {
-            usage.append(TierUsage(tier: config.voice.tier, used: 0, reserved: 0, limit: config.budgets.monthlyQuota(for: config.voice.tier)))
+            usage.append(
+                TierUsage(tier: config.voice.tier, used: 0, reserved: 0, limit: config.budgets.monthlyQuota(for: config.voice.tier)))
         }
         let report = Report(
             account: account.id, month: month, releasedStaleReservations: released,
@@ -67,7 +68,8 @@ struct Quota: AsyncParsableCommand {
         var rows = [["tier", "used", "reserved", "limit", "left"]]
         for tier in report.tiers {
             rows.append([
-                tier.tier + (tier.tier == config.voice.tier.rawValue ? " *" : ""), PlanReport.grouped(tier.used), PlanReport.grouped(tier.reserved),
+                tier.tier + (tier.tier == config.voice.tier.rawValue ? " *" : ""), PlanReport.grouped(tier.used),
+                PlanReport.grouped(tier.reserved),
                 tier.limit.map(PlanReport.grouped) ?? "unlimited", tier.left.map(PlanReport.grouped) ?? "–",
             ])
         }

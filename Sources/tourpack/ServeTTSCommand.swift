@@ -31,9 +31,12 @@ struct ServeTTS: AsyncParsableCommand {
     @Option(name: .customLong("stall-ms"), help: "Fault: how long a stalled request is held.") var stallMilliseconds = 5000
     @Option(help: "Fault: answer 400 to every request whose input contains this text (a permanent failure).")
     var refuseText: String?
-    @Option(help: "Fault: hold the first request whose input contains this text for --stall-ms, then answer 503 (nothing spoken or counted).")
+    @Option(
+        help: "Fault: hold the first request whose input contains this text for --stall-ms, then answer 503 (nothing spoken or counted).")
     var holdText: String?
-    @Option(name: .customLong("level-spread-db"), help: "Fault: attenuate each answer by 0 to this many dB, drawn from its text (levels far apart, for loudness tests).")
+    @Option(
+        name: .customLong("level-spread-db"),
+        help: "Fault: attenuate each answer by 0 to this many dB, drawn from its text (levels far apart, for loudness tests).")
     var levelSpreadDB = 0.0
     @Option(help: "Fault: seed for the fault draws, for reproducible runs.") var faultSeed: UInt64 = 0x7075_7270_6c65
 
@@ -46,7 +49,8 @@ struct ServeTTS: AsyncParsableCommand {
         FaultInjection(
             latencyMilliseconds: latencyMilliseconds, failureRate: failureRate, rateLimitRate: rateLimitRate,
             retryAfterSeconds: retryAfter, truncateRate: truncateRate, garbageRate: garbageRate,
-            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, holdText: holdText, levelSpreadDB: levelSpreadDB, seed: faultSeed)
+            stallRate: stallRate, stallMilliseconds: stallMilliseconds, refuseText: refuseText, holdText: holdText,
+            levelSpreadDB: levelSpreadDB, seed: faultSeed)
     }
 
     func run() async throws {

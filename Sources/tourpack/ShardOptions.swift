@@ -8,10 +8,12 @@ import TourpackKit
 struct ShardOptions: ParsableArguments {
     // Unconditional, so `--shard -1` is read as a value and refused with a
     // message instead of as an unknown option.
-    @Option(parsing: .unconditional, help: ArgumentHelp(
-        "Split the pipeline's tours into N shards by a stable hash of each tour's id, and build only one of them.",
-        discussion: "The shard is --shard I, or else the JOB_COMPLETION_INDEX variable that a Kubernetes Indexed Job sets in each pod.",
-        valueName: "N"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Split the pipeline's tours into N shards by a stable hash of each tour's id, and build only one of them.",
+            discussion: "The shard is --shard I, or else the JOB_COMPLETION_INDEX variable that a Kubernetes Indexed Job sets in each pod.",
+            valueName: "N"))
     var shards: Int?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("The shard to build, 0 to N-1 (needs --shards).", valueName: "I"))

@@ -29,15 +29,18 @@ struct StateCommand: AsyncParsableCommand {
         func run() async throws {
             let config = try options.load()
             let outcome = try StateMigration.run(config)
-            let backend = switch outcome.location {
-            case .sqlite: "SQLite"
-            case .postgres: "PostgreSQL"
-            }
+            let backend =
+                switch outcome.location {
+                case .sqlite: "SQLite"
+                case .postgres: "PostgreSQL"
+                }
             print("state: \(outcome.location) (\(backend))")
             for name in outcome.applied { print("  applied \(name)") }
             let newest = outcome.schema.last.map { ", newest \"\($0)\"" } ?? ""
             let count = "\(outcome.schema.count) migration\(outcome.schema.count == 1 ? "" : "s")"
-            print(outcome.applied.isEmpty ? "nothing to apply: the schema is current (\(count)\(newest))" : "the schema is current (\(count)\(newest))")
+            print(
+                outcome.applied.isEmpty
+                    ? "nothing to apply: the schema is current (\(count)\(newest))" : "the schema is current (\(count)\(newest))")
         }
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import TourpackKit
 import TourpackCore
+import TourpackKit
 
 @main
 struct Tourpack: AsyncParsableCommand {

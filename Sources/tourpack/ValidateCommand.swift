@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import TourpackKit
 import TourpackCore
+import TourpackKit
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,7 +28,9 @@ struct Validate: AsyncParsableCommand {
     @Argument(help: "The Documents root: the folder holding AudioCache and OfflineTours.", completion: .directory)
     var root: String
 
-    @Option(help: "A pipeline file whose budgets (cacheMaxMB, packageMaxAgeDays) and map tile size the bundle must meet.", completion: .file(extensions: ["yaml", "yml"]))
+    @Option(
+        help: "A pipeline file whose budgets (cacheMaxMB, packageMaxAgeDays) and map tile size the bundle must meet.",
+        completion: .file(extensions: ["yaml", "yml"]))
     var pipeline: String?
 
     @Option(help: "The report format.")

@@ -86,7 +86,7 @@ public struct AudioFileInspector: Sendable {
     /// bits, little-endian). Nil for other codecs, or when it says 0 (unknown).
     private static func opusInputRate(_ parameters: UnsafeMutablePointer<AVCodecParameters>) -> Int? {
         guard parameters.pointee.codec_id == AV_CODEC_ID_OPUS, let extradata = parameters.pointee.extradata,
-              parameters.pointee.extradata_size >= 16
+            parameters.pointee.extradata_size >= 16
         else { return nil }
         let bytes = UnsafeBufferPointer(start: extradata, count: Int(parameters.pointee.extradata_size))
         guard bytes.starts(with: Array("OpusHead".utf8)) else { return nil }

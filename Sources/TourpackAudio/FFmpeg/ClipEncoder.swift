@@ -21,7 +21,9 @@ package struct ClipRecipe: Sendable, Hashable {
     /// The muxer's (and the format context's) options; one nobody takes is an error.
     package var muxerOptions: [String: String]
 
-    package init(encoder: String, muxer: String, bitRate: Int? = nil, codecOptions: [String: String] = [:], muxerOptions: [String: String] = [:]) {
+    package init(
+        encoder: String, muxer: String, bitRate: Int? = nil, codecOptions: [String: String] = [:], muxerOptions: [String: String] = [:]
+    ) {
         self.encoder = encoder
         self.muxer = muxer
         self.bitRate = bitRate
@@ -56,9 +58,12 @@ package enum ClipEncoder {
     /// recipe's muxer writes. Throws `FFmpegError` (with what FFmpeg logged)
     /// when the encoder or muxer is missing, refuses the rate or an option,
     /// or a write fails; throws `TourpackError.invalidInput` for empty audio.
-    package static func encode(_ pcm: PCMAudio, as recipe: ClipRecipe, scratch directory: URL = FileManager.default.temporaryDirectory) throws -> Data {
+    package static func encode(_ pcm: PCMAudio, as recipe: ClipRecipe, scratch directory: URL = FileManager.default.temporaryDirectory)
+        throws -> Data
+    {
         guard !pcm.samples.isEmpty, pcm.sampleRate > 0 else {
-            throw TourpackError.invalidInput("no audio to encode with \(recipe.encoder) (\(pcm.samples.count) samples at \(pcm.sampleRate) Hz)")
+            throw TourpackError.invalidInput(
+                "no audio to encode with \(recipe.encoder) (\(pcm.samples.count) samples at \(pcm.sampleRate) Hz)")
         }
         let url = directory.appendingPathComponent("tourpack-clip-\(UUID().uuidString).\(recipe.muxer)")
         defer { try? FileManager.default.removeItem(at: url) }
@@ -87,7 +92,9 @@ private final class ClipRun {
 
     init(recipe: ClipRecipe, sampleRate: Int, url: URL) throws {
         if let rates = ClipEncoder.sampleRates(of: recipe.encoder), !rates.contains(sampleRate) {
-            throw FFmpegError("\(recipe.encoder) does not encode at \(sampleRate) Hz (it takes \(rates.map(String.init).joined(separator: ", ")))", code: tp_averror(EINVAL))
+            throw FFmpegError(
+                "\(recipe.encoder) does not encode at \(sampleRate) Hz (it takes \(rates.map(String.init).joined(separator: ", ")))",
+                code: tp_averror(EINVAL))
         }
         container = try OutputContainer(muxer: recipe.muxer, url: url)
         encoder = try CodecContext(encoderNamed: recipe.encoder)

@@ -143,7 +143,8 @@ private final class FormatEncoder {
         let frameSize = context.pointee.frame_size > 0 ? Int(context.pointee.frame_size) : 1024
         let converter = try SampleConverter(inputRate: inputRate, outputRate: target.sampleRateHz, outputFormat: sampleFormat)
         let fifo = try AudioSampleFIFO(format: sampleFormat, initialCapacity: frameSize * 4)
-        let run = try EncodeRun(encoder: encoder, container: container, fifo: fifo, frameSize: frameSize, sampleFormat: sampleFormat, rate: rate)
+        let run = try EncodeRun(
+            encoder: encoder, container: container, fifo: fifo, frameSize: frameSize, sampleFormat: sampleFormat, rate: rate)
         parts = (container, converter, run)
     }
 
@@ -173,7 +174,7 @@ private final class FormatEncoder {
             try container.setFormatTag("title", metadata.title)
             try container.setFormatTag("album", metadata.album)
             // mp4 keeps the language in the track header; ID3v2 in TLAN.
-            let code = LanguageTag.iso639_2(metadata.language)
+            let code = LanguageTag.iso639Part2(metadata.language)
             if recipe.muxerName == "ipod" {
                 try container.setStreamTag("language", code)
             } else {
@@ -196,7 +197,9 @@ private final class EncodeRun {
     /// The next frame's pts, in samples at the codec's rate.
     private var samplesSent: Int64 = 0
 
-    init(encoder: CodecContext, container: OutputContainer, fifo: AudioSampleFIFO, frameSize: Int, sampleFormat: AVSampleFormat, rate: Int32) throws {
+    init(
+        encoder: CodecContext, container: OutputContainer, fifo: AudioSampleFIFO, frameSize: Int, sampleFormat: AVSampleFormat, rate: Int32
+    ) throws {
         self.encoder = encoder
         self.container = container
         self.fifo = fifo

@@ -20,7 +20,8 @@ public final class PCMResampler {
         var inLayout = outLayout
         var swr: OpaquePointer?
         try FFmpegError.check(
-            swr_alloc_set_opts2(&swr, &outLayout, AV_SAMPLE_FMT_S16, Int32(outputRate), &inLayout, AV_SAMPLE_FMT_S16, Int32(inputRate), 0, nil),
+            swr_alloc_set_opts2(
+                &swr, &outLayout, AV_SAMPLE_FMT_S16, Int32(outputRate), &inLayout, AV_SAMPLE_FMT_S16, Int32(inputRate), 0, nil),
             "swr_alloc_set_opts2"
         )
         context = swr

@@ -23,7 +23,8 @@ final class SampleConverter {
         tp_channel_layout_mono(&outLayout)
         var inLayout = outLayout
         try FFmpegError.check(
-            swr_alloc_set_opts2(&context, &outLayout, outputFormat, Int32(outputRate), &inLayout, AV_SAMPLE_FMT_S16, Int32(inputRate), 0, nil),
+            swr_alloc_set_opts2(
+                &context, &outLayout, outputFormat, Int32(outputRate), &inLayout, AV_SAMPLE_FMT_S16, Int32(inputRate), 0, nil),
             "swr_alloc_set_opts2")
         try FFmpegError.check(swr_init(context), "swr_init")
     }

@@ -87,7 +87,8 @@ public final class LoudnessLeveler {
     public init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
         self.gainDB = gainDB
         gain = Float(pow(10, gainDB / 20) / 32768)
-        limiter = LimiterGain(threshold: Float(pow(10, ceilingDBTP / 20)), lookahead: Self.lookahead(rate: rate), release: Self.release(rate: rate))
+        limiter = LimiterGain(
+            threshold: Float(pow(10, ceilingDBTP / 20)), lookahead: Self.lookahead(rate: rate), release: Self.release(rate: rate))
     }
 
     /// How the stream was levelled so far.

@@ -125,7 +125,7 @@ public struct LoudnessProfile: Sendable, Hashable {
         let surveyed = Int(bytes[10])
         let binsStart = 11 + 8 * surveyed
         guard surveyed == 0 || surveyed == LimiterSurvey.thresholdsDBFS.count, bytes.count >= binsStart,
-              (bytes.count - binsStart) % 6 == 0
+            (bytes.count - binsStart) % 6 == 0
         else { return nil }
         func little(_ at: Int, _ count: Int) -> UInt64 {
             (0..<count).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }

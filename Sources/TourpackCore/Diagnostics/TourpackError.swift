@@ -47,7 +47,7 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
             case .budgetExceeded: return ExitStatus.budget
             case .cancelled: return ExitStatus.cancelled
             case .networkUnavailable, .audioGenerationFailed, .storageFailed, .alreadyBuilding, .audioEncodingFailed,
-                 .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant:
+                .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant:
                 return ExitStatus.failure
             }
         }
@@ -158,7 +158,8 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// A file operation on `path` failed for a reason that is not an errno
     /// from a system call: no errno is made up for it.
-    public static func storageFailed(path: String, operation: String, reason: String, cause: (any Error & Sendable)? = nil) -> TourpackError {
+    public static func storageFailed(path: String, operation: String, reason: String, cause: (any Error & Sendable)? = nil) -> TourpackError
+    {
         TourpackError(.storageFailed, reason, context: Context(path: path, operation: operation), cause: cause)
     }
 

@@ -1,5 +1,5 @@
-public import Foundation
 import CSystemShims
+public import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -161,7 +161,8 @@ public enum AtomicFile {
     private static func openFolder(_ folder: URL, under root: URL, create: Bool) throws -> Int32 {
         let rootParts = root.standardizedFileURL.pathComponents
         let parts = folder.standardizedFileURL.pathComponents
-        let below = parts.count >= rootParts.count && Array(parts.prefix(rootParts.count)) == rootParts
+        let below =
+            parts.count >= rootParts.count && Array(parts.prefix(rootParts.count)) == rootParts
             ? Array(parts.dropFirst(rootParts.count)) : []
         let start = below.isEmpty && parts != rootParts ? folder : root
         if create { try createFolder(start) }
@@ -191,7 +192,8 @@ public enum AtomicFile {
                 let isLink = fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFLNK
                 _ = close(fd)
                 throw TourpackError.storageFailed(
-                    path: path.path, errno: code, operation: isLink ? "open folder (a symlink, never followed under the output root)" : "open folder")
+                    path: path.path, errno: code,
+                    operation: isLink ? "open folder (a symlink, never followed under the output root)" : "open folder")
             }
             _ = close(fd)
             fd = next
@@ -307,7 +309,8 @@ public enum AtomicFile {
             try FileManager.default.copyItem(at: source, to: temp)
             try syncFile(temp)
         } catch {
-            throw TourpackError.storageFailed(path: temp.path, errno: errno == 0 ? EIO : errno, operation: "link or copy \(source.lastPathComponent)")
+            throw TourpackError.storageFailed(
+                path: temp.path, errno: errno == 0 ? EIO : errno, operation: "link or copy \(source.lastPathComponent)")
         }
     }
 

@@ -68,7 +68,8 @@ public final class BuildLock: @unchecked Sendable {
                 try AtomicFile.createFolder(root)
                 let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open output root") }
-                try await hold(folder, path: root.path, mode: sharingRoot ? LOCK_SH : LOCK_EX, wait: wait)  // closes `folder` when it throws
+                // `hold` closes `folder` when it throws.
+                try await hold(folder, path: root.path, mode: sharingRoot ? LOCK_SH : LOCK_EX, wait: wait)
                 rootDescriptor = folder
             } catch {
                 _ = close(fd)

@@ -104,15 +104,15 @@ public struct Layout: Sendable, Hashable {
     public static func parseAudioPath(_ relativePath: String) -> (tourID: SafeID, poiID: SafeID, phase: Phase, format: AudioFormat)? {
         let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == audioCacheFolder, let tourID = SafeID(validating: String(parts[1])),
-              tourID.value == parts[1]
+            tourID.value == parts[1]
         else { return nil }
         let name = parts[2]
         guard let dot = name.lastIndex(of: "."), let underscore = name.firstIndex(of: "_"), underscore < dot else { return nil }
         let ext = name[name.index(after: dot)...]
         let label = name[name.index(after: underscore)..<dot]
         guard let poiID = SafeID(validating: String(name[..<underscore])), poiID.value == name[..<underscore],
-              let phase = Phase.allCases.first(where: { $0.fileLabel == label }),
-              let format = AudioFormat.allCases.first(where: { $0.fileExtension == ext })
+            let phase = Phase.allCases.first(where: { $0.fileLabel == label }),
+            let format = AudioFormat.allCases.first(where: { $0.fileExtension == ext })
         else { return nil }
         return (tourID, poiID, phase, format)
     }

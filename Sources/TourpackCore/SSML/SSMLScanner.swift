@@ -119,7 +119,8 @@ package struct SSMLScanner {
             return end + 3
         }
         if hasPrefix("<!", at: i) {
-            report("<! at character \(at) (such as <!DOCTYPE>) is not allowed in narration SSML; use elements, text and comments only", at: i)
+            report(
+                "<! at character \(at) (such as <!DOCTYPE>) is not allowed in narration SSML; use elements, text and comments only", at: i)
             let end = find(">", from: i).map { $0 + 1 } ?? scalars.count
             tokens.append(SSMLToken(kind: .refused, range: i..<end))
             return end
@@ -219,7 +220,8 @@ package struct SSMLScanner {
             guard let quote = peek(j), quote == "\"" || quote == "'" else {
                 report("the value of \(attribute) in <\(name)> at character \(at) must be in quotes, as in \(attribute)=\"…\"", at: i)
                 while j < scalars.count, !Self.isSpace(scalars[j]), scalars[j] != ">", scalars[j] != "<",
-                      !(scalars[j] == "/" && peek(j + 1) == ">") { j += 1 }
+                    !(scalars[j] == "/" && peek(j + 1) == ">")
+                { j += 1 }
                 spaced = false
                 continue
             }
@@ -227,7 +229,9 @@ package struct SSMLScanner {
             while j < scalars.count, scalars[j] != quote {
                 if scalars[j] == "<" {
                     // Most likely the closing quote is missing; `<` is not allowed in a value either way.
-                    report("the value of \(attribute) in <\(name)> at character \(at) has no closing \(quote) before the next tag (a literal < in a value must be written &lt;)", at: i)
+                    report(
+                        "the value of \(attribute) in <\(name)> at character \(at) has no closing \(quote) before the next tag (a literal < in a value must be written &lt;)",
+                        at: i)
                     let selfClosing = j >= 2 && scalars[j - 2] == "/" && scalars[j - 1] == ">"
                     tokens.append(SSMLToken(kind: .startTag(name: name, selfClosing: selfClosing), range: i..<j))
                     return j
@@ -280,7 +284,9 @@ package struct SSMLScanner {
         case "quot": return (j + 1, "\"")
         case "apos": return (j + 1, "'")
         default:
-            report("&\(name); at character \(at) is not an XML entity; SSML knows only &amp; &lt; &gt; &quot; &apos; and numeric ones such as &#233;", at: i)
+            report(
+                "&\(name); at character \(at) is not an XML entity; SSML knows only &amp; &lt; &gt; &quot; &apos; and numeric ones such as &#233;",
+                at: i)
             return nil
         }
     }

@@ -36,9 +36,11 @@ package struct SSMLStructure {
                 if isBlank(token) { continue }
                 var first = token.range.lowerBound
                 while first < token.range.upperBound - 1, SSMLScanner.isSpace(scanner.scalars[first]) { first += 1 }
-                problems.append(SSMLProblem(
-                    message: "malformed SSML: there is more after </\(rootName)> at character \(scanner.position(first)); nothing but whitespace may follow it",
-                    offset: scanner.position(first)))
+                problems.append(
+                    SSMLProblem(
+                        message:
+                            "malformed SSML: there is more after </\(rootName)> at character \(scanner.position(first)); nothing but whitespace may follow it",
+                        offset: scanner.position(first)))
                 break
             }
             switch token.kind {
@@ -74,7 +76,9 @@ package struct SSMLStructure {
                     stack.removeLast()
                 } else if let match = stack.lastIndex(where: { $0.name == name }) {
                     for open in stack[(match + 1)...].reversed() {
-                        report("<\(open.name)> opened at character \(at(open.token)) is never closed (</\(name)> at character \(at(index)) comes first)", open.token)
+                        report(
+                            "<\(open.name)> opened at character \(at(open.token)) is never closed (</\(name)> at character \(at(index)) comes first)",
+                            open.token)
                     }
                     stack.removeSubrange(match...)
                 } else {
@@ -88,9 +92,10 @@ package struct SSMLStructure {
             }
         }
         if rootTag == nil {
-            problems.append(SSMLProblem(
-                message: "malformed SSML: there is no <speak> element; SSML narration must be one <speak>…</speak> document",
-                offset: 1))
+            problems.append(
+                SSMLProblem(
+                    message: "malformed SSML: there is no <speak> element; SSML narration must be one <speak>…</speak> document",
+                    offset: 1))
         }
         for open in stack {
             report("<\(open.name)> opened at character \(at(open.token)) is never closed", open.token)

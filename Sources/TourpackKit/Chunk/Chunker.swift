@@ -111,7 +111,8 @@ private struct Packer {
         self.limit = limit
         budget = limit.value - text.overhead
         guard budget > 0 else {
-            throw ChunkingError(message: "the limit of \(limit.value) \(limit.unitName) leaves no room for text inside \(text.render(0..<0))")
+            throw ChunkingError(
+                message: "the limit of \(limit.value) \(limit.unitName) leaves no room for text inside \(text.render(0..<0))")
         }
         levels = CutRules.levels(text.units.map(\.display), blocks: text.units.map(\.isBlock))
         var sums = [0]
@@ -175,11 +176,15 @@ private struct Packer {
         let first = text.units[range.lowerBound]
         let needs = "needs \(size) \(limit.unitName), more than the \(limit.value) one request may carry"
         if range.count == 1, case .block(let name) = first.kind {
-            return ChunkingError(message: "the SSML element <\(name)> at character \(first.position) \(needs); it cannot be cut without re-opening it, so break it into smaller <p> or <s> elements")
+            return ChunkingError(
+                message:
+                    "the SSML element <\(name)> at character \(first.position) \(needs); it cannot be cut without re-opening it, so break it into smaller <p> or <s> elements"
+            )
         }
         if range.count == 1, case .inline(let name) = first.kind {
             let label = name.isEmpty ? "the SSML comment" : "the SSML element <\(name)>"
-            return ChunkingError(message: "\(label) at character \(first.position) \(needs); it cannot be cut without re-opening it, so make it shorter")
+            return ChunkingError(
+                message: "\(label) at character \(first.position) \(needs); it cannot be cut without re-opening it, so make it shorter")
         }
         let excerpt = String(text.units[range].prefix(20).map(\.display))
         return ChunkingError(message: "the text at character \(first.position) (\"\(excerpt)\") \(needs) and has no place to cut it")

@@ -135,7 +135,8 @@ enum CutRules {
         var k = start
         while k < text.count, closers.contains(text[k]) { k += 1 }
         if k == start, k + 1 < text.count, isSpace(text[k]), text[k + 1] == "»" || text[k + 1] == "›",
-           k + 2 == text.count || isSpace(text[k + 2]) {
+            k + 2 == text.count || isSpace(text[k + 2])
+        {
             k += 2
         }
         return k

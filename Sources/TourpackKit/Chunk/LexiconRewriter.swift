@@ -47,7 +47,8 @@ public struct LexiconRewriter: Sendable {
             }
         }
         // Stable: equal lengths keep lexicon order.
-        let ordered = entries.enumerated().sorted { ($1.element.pattern.count, $0.offset) < ($0.element.pattern.count, $1.offset) }.map(\.element)
+        let ordered = entries.enumerated().sorted { ($1.element.pattern.count, $0.offset) < ($0.element.pattern.count, $1.offset) }.map(
+            \.element)
         candidates = Dictionary(grouping: ordered, by: { $0.pattern[0] })
     }
 

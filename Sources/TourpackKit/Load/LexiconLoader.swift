@@ -1,6 +1,6 @@
 public import Foundation
-import Yams
 public import TourpackCore
+import Yams
 
 /// Loads the W3C PLS 1.0 lexicons a pipeline and its voice name
 /// (`lexicons: [../lexicons/alps.pls]`), and checks that the endpoint in

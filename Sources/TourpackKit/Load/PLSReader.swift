@@ -40,7 +40,8 @@ struct PLSReader {
         let parsed = parser.parse()
         diagnostics.append(contentsOf: events.diagnostics.diagnostics)
         if !parsed, !events.aborted, !events.diagnostics.hasErrors {
-            let reason = text.allSatisfy(\.isWhitespace) ? "the file is empty" : "malformed XML: the file ends before every element is closed"
+            let reason =
+                text.allSatisfy(\.isWhitespace) ? "the file is empty" : "malformed XML: the file ends before every element is closed"
             diagnostics.error(file, "line \(parser.lineNumber)", reason)
         }
         guard !diagnostics.hasErrors else { return nil }
@@ -240,7 +241,9 @@ private final class PLSEvents: NSObject, XMLParserDelegate {
             error("empty <\(field.name)>", line: field.line)
             return
         }
-        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format && !Self.joiners.contains($0) }) {
+        if text.unicodeScalars.contains(where: {
+            $0.properties.generalCategory == .control || $0.properties.generalCategory == .format && !Self.joiners.contains($0)
+        }) {
             error("<\(field.name)> holds a control or invisible format character", line: field.line)
             return
         }
@@ -350,4 +353,3 @@ private final class PLSEvents: NSObject, XMLParserDelegate {
     /// absolute URI): not errors in XML; the namespace check speaks for itself.
     static let warningCodes: Set<Int> = [100, 101]
 }
-

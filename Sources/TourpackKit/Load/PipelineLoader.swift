@@ -1,7 +1,7 @@
 public import Foundation
-import Yams
 public import TourpackCore
 public import TourpackMaps
+import Yams
 
 /// Values given on the command line; each one beats the pipeline file,
 /// which beats the defaults.
@@ -45,12 +45,16 @@ public struct PipelineOverrides: Sendable, Hashable {
 public enum PipelineLoader {
     public static let currentVersion = 1
 
-    static let topKeys = ["version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons", "loudness"]
+    static let topKeys = [
+        "version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons", "loudness",
+    ]
     static let ttsKeys = [
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
         "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model",
     ]
-    static let budgetKeys = ["cacheMaxMB", "synthesisCacheMaxMB", "tileCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters"]
+    static let budgetKeys = [
+        "cacheMaxMB", "synthesisCacheMaxMB", "tileCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters",
+    ]
     static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB", "selection", "maxTiles", "source"]
     static let tileSourceKeys = [
         "url", "mbtiles", "format", "name", "apiKeyEnv", "apiKeyParam", "apiKeyHeader", "attribution", "userAgent",
@@ -112,15 +116,18 @@ public enum PipelineLoader {
         applyTTSOverrides(overrides, to: &tts, diagnostics: &diagnostics)
 
         // output and state
-        let output = overrides.output.map { resolve($0, against: cwd) }
+        let output =
+            overrides.output.map { resolve($0, against: cwd) }
             ?? reader.string(map["output"], at: "output").map { resolve($0, against: base) }
             ?? resolve("../build/Documents", against: base)
         let stateSection = readState(map["state"], base: base, reader: &reader)
-        let state = overrides.state.map { resolve($0, against: cwd) }
+        let state =
+            overrides.state.map { resolve($0, against: cwd) }
             ?? stateSection.path
             ?? resolve("../build/state", against: base)
         if isInside(state, output) {
-            reader.error("state", "the state folder (\(state.path)) must lie outside the output root (\(output.path)), which holds only what ships")
+            reader.error(
+                "state", "the state folder (\(state.path)) must lie outside the output root (\(output.path)), which holds only what ships")
         }
 
         var budgets = Budgets()
@@ -161,14 +168,18 @@ public enum PipelineLoader {
         if let node = map["audio"], let audioMap = reader.mapping(node, at: "audio", allowed: ["pauseMs", "sampleRateHz"]) {
             audio.pauseMilliseconds = reader.integer(audioMap["pauseMs"], at: "audio.pauseMs", range: 0...5000) ?? audio.pauseMilliseconds
             if let node = audioMap["sampleRateHz"],
-               let rates = reader.mapping(node, at: "audio.sampleRateHz", allowed: AudioFormat.allCases.map(\.rawValue)) {
+                let rates = reader.mapping(node, at: "audio.sampleRateHz", allowed: AudioFormat.allCases.map(\.rawValue))
+            {
                 for format in AudioFormat.allCases {
                     let path = "audio.sampleRateHz.\(format.rawValue)"
                     guard let rate = reader.integer(rates[format.rawValue], at: path, range: 1...384_000) else { continue }
                     if format.sampleRates.contains(rate) {
                         audio.sampleRates[format] = rate
                     } else {
-                        reader.error(path, "\(format.rawValue) cannot be encoded at \(rate) Hz; it takes \(format.sampleRates.map(String.init).joined(separator: ", "))")
+                        reader.error(
+                            path,
+                            "\(format.rawValue) cannot be encoded at \(rate) Hz; it takes \(format.sampleRates.map(String.init).joined(separator: ", "))"
+                        )
                     }
                 }
             }
@@ -193,13 +204,17 @@ public enum PipelineLoader {
             if let loaded = VoiceLoader.load(voiceFile, displayName: shown, lexicons: &voiceLexicons, into: &diagnostics) { voice = loaded }
         }
         if let rate = overrides.speakingRate {
-            if VoiceLoader.speakingRateRange.contains(rate) { voice.speakingRate = rate } else {
+            if VoiceLoader.speakingRateRange.contains(rate) {
+                voice.speakingRate = rate
+            } else {
                 diagnostics.error("--speaking-rate", "", "\(rate) is out of range 0.25...4")
             }
         }
         if let pitch = overrides.pitch {
             // `--pitch -0` is 0: a negative zero would print, and hash into the package ID, as "-0".
-            if VoiceLoader.pitchRange.contains(pitch) { voice.pitch = pitch == 0 ? 0 : pitch } else {
+            if VoiceLoader.pitchRange.contains(pitch) {
+                voice.pitch = pitch == 0 ? 0 : pitch
+            } else {
                 diagnostics.error("--pitch", "", "\(pitch) is out of range -20...20")
             }
         }
@@ -250,11 +265,16 @@ public enum PipelineLoader {
             if isEnvironmentName(name) { tts.apiKeyEnv = name } else { reader.error("tts.apiKeyEnv", notAnEnvironmentName) }
         }
         tts.concurrency = reader.integer(map["concurrency"], at: "tts.concurrency", range: 1...256) ?? tts.concurrency
-        tts.requestsPerMinute = reader.integer(map["requestsPerMinute"], at: "tts.requestsPerMinute", range: 1...1_000_000) ?? tts.requestsPerMinute
+        tts.requestsPerMinute =
+            reader.integer(map["requestsPerMinute"], at: "tts.requestsPerMinute", range: 1...1_000_000) ?? tts.requestsPerMinute
         tts.timeoutSeconds = reader.number(map["timeoutSeconds"], at: "tts.timeoutSeconds", range: 1...600) ?? tts.timeoutSeconds
         tts.maxAttempts = reader.integer(map["maxAttempts"], at: "tts.maxAttempts", range: 1...20) ?? tts.maxAttempts
-        if let ms = reader.integer(map["initialBackoffMs"], at: "tts.initialBackoffMs", range: 1...60_000) { tts.initialBackoffSeconds = Double(ms) / 1000 }
-        if let ms = reader.integer(map["maxBackoffMs"], at: "tts.maxBackoffMs", range: 1...600_000) { tts.maxBackoffSeconds = Double(ms) / 1000 }
+        if let ms = reader.integer(map["initialBackoffMs"], at: "tts.initialBackoffMs", range: 1...60_000) {
+            tts.initialBackoffSeconds = Double(ms) / 1000
+        }
+        if let ms = reader.integer(map["maxBackoffMs"], at: "tts.maxBackoffMs", range: 1...600_000) {
+            tts.maxBackoffSeconds = Double(ms) / 1000
+        }
         tts.sampleRateHz = reader.integer(map["sampleRateHertz"], at: "tts.sampleRateHertz", range: 8000...48_000) ?? tts.sampleRateHz
         tts.model = reader.string(map["model"], at: "tts.model") ?? tts.model
     }
@@ -265,12 +285,16 @@ public enum PipelineLoader {
             if let problem = endpointProblem(endpoint) { diagnostics.error("--endpoint", "", problem) } else { tts.endpoint = endpoint }
         }
         if let concurrency = overrides.concurrency {
-            if (1...256).contains(concurrency) { tts.concurrency = concurrency } else {
+            if (1...256).contains(concurrency) {
+                tts.concurrency = concurrency
+            } else {
                 diagnostics.error("--concurrency", "", "\(concurrency) is out of range 1...256")
             }
         }
         if let rpm = overrides.requestsPerMinute {
-            if (1...1_000_000).contains(rpm) { tts.requestsPerMinute = rpm } else {
+            if (1...1_000_000).contains(rpm) {
+                tts.requestsPerMinute = rpm
+            } else {
                 diagnostics.error("--requests-per-minute", "", "\(rpm) is out of range 1...1000000")
             }
         }
@@ -278,15 +302,23 @@ public enum PipelineLoader {
 
     static func readBudgets(_ map: [String: Node], into budgets: inout Budgets, reader: inout YAMLReader) {
         budgets.cacheMaxMB = reader.integer(map["cacheMaxMB"], at: "budgets.cacheMaxMB", range: 50...100_000) ?? budgets.cacheMaxMB
-        budgets.synthesisCacheMaxMB = reader.integer(map["synthesisCacheMaxMB"], at: "budgets.synthesisCacheMaxMB", range: 50...1_000_000) ?? budgets.synthesisCacheMaxMB
-        budgets.tileCacheMaxMB = reader.integer(map["tileCacheMaxMB"], at: "budgets.tileCacheMaxMB", range: 10...1_000_000) ?? budgets.tileCacheMaxMB
-        budgets.audioMaxAgeDays = reader.integer(map["audioMaxAgeDays"], at: "budgets.audioMaxAgeDays", range: 1...3650) ?? budgets.audioMaxAgeDays
-        budgets.packageMaxAgeDays = reader.integer(map["packageMaxAgeDays"], at: "budgets.packageMaxAgeDays", range: 1...3650) ?? budgets.packageMaxAgeDays
+        budgets.synthesisCacheMaxMB =
+            reader.integer(map["synthesisCacheMaxMB"], at: "budgets.synthesisCacheMaxMB", range: 50...1_000_000)
+            ?? budgets.synthesisCacheMaxMB
+        budgets.tileCacheMaxMB =
+            reader.integer(map["tileCacheMaxMB"], at: "budgets.tileCacheMaxMB", range: 10...1_000_000) ?? budgets.tileCacheMaxMB
+        budgets.audioMaxAgeDays =
+            reader.integer(map["audioMaxAgeDays"], at: "budgets.audioMaxAgeDays", range: 1...3650) ?? budgets.audioMaxAgeDays
+        budgets.packageMaxAgeDays =
+            reader.integer(map["packageMaxAgeDays"], at: "budgets.packageMaxAgeDays", range: 1...3650) ?? budgets.packageMaxAgeDays
         if let node = map["monthlyCharacters"],
-           let quotas = reader.mapping(node, at: "budgets.monthlyCharacters", allowed: PricingTier.allCases.filter { $0 != .local }.map(\.rawValue)) {
+            let quotas = reader.mapping(
+                node, at: "budgets.monthlyCharacters", allowed: PricingTier.allCases.filter { $0 != .local }.map(\.rawValue))
+        {
             for (name, value) in quotas {
                 guard let tier = PricingTier(rawValue: name),
-                      let limit = reader.integer(value, at: "budgets.monthlyCharacters.\(name)", range: 0...1_000_000_000_000) else { continue }
+                    let limit = reader.integer(value, at: "budgets.monthlyCharacters.\(name)", range: 0...1_000_000_000_000)
+                else { continue }
                 budgets.monthlyCharacters[tier] = limit
             }
         }
@@ -315,7 +347,9 @@ public enum PipelineLoader {
                     .replacingOccurrences(of: "{y}", with: "0")
                 format = URLComponents(string: probe).flatMap { TileFormat(pathExtension: ($0.path as NSString).pathExtension) }
                 if format == nil {
-                    reader.error("\(path).format", "the URL does not end in .png, .jpg, .webp or .pbf; name the tiles' format (png, jpg, webp or pbf)")
+                    reader.error(
+                        "\(path).format",
+                        "the URL does not end in .png, .jpg, .webp or .pbf; name the tiles' format (png, jpg, webp or pbf)")
                     return nil
                 }
             }
@@ -345,17 +379,30 @@ public enum PipelineLoader {
             if isEnvironmentName(name) { source.apiKeyEnv = name } else { reader.error("\(path).apiKeyEnv", notAnEnvironmentName) }
         }
         if let name = reader.string(map["apiKeyParam"], at: "\(path).apiKeyParam") {
-            if isToken(name) { source.apiKeyParam = name } else { reader.error("\(path).apiKeyParam", "'\(name)' is not a query parameter name") }
+            if isToken(name) {
+                source.apiKeyParam = name
+            } else {
+                reader.error("\(path).apiKeyParam", "'\(name)' is not a query parameter name")
+            }
         }
         if let name = reader.string(map["apiKeyHeader"], at: "\(path).apiKeyHeader") {
-            if isToken(name) { source.apiKeyHeader = name } else { reader.error("\(path).apiKeyHeader", "'\(name)' is not an HTTP header name") }
+            if isToken(name) {
+                source.apiKeyHeader = name
+            } else {
+                reader.error("\(path).apiKeyHeader", "'\(name)' is not an HTTP header name")
+            }
         }
         if case .url(let template) = location, source.apiKeyEnv != nil, source.apiKeyHeader == nil,
-           URLComponents(string: template)?.queryItems?.contains(where: { $0.name == source.apiKeyParam }) == true {
-            reader.error("\(path).url", "the template already has a '\(source.apiKeyParam)' parameter; the key goes in the variable apiKeyEnv names, never in the file")
+            URLComponents(string: template)?.queryItems?.contains(where: { $0.name == source.apiKeyParam }) == true
+        {
+            reader.error(
+                "\(path).url",
+                "the template already has a '\(source.apiKeyParam)' parameter; the key goes in the variable apiKeyEnv names, never in the file"
+            )
         }
         if let text = reader.string(map["attribution"], at: "\(path).attribution") {
-            if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
+            if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }
+            ) {
                 reader.error("\(path).attribution", "control and format characters are not allowed")
             } else {
                 source.attribution = text
@@ -369,7 +416,8 @@ public enum PipelineLoader {
             }
         }
         source.concurrency = reader.integer(map["concurrency"], at: "\(path).concurrency", range: 1...64) ?? source.concurrency
-        source.requestsPerSecond = reader.number(map["requestsPerSecond"], at: "\(path).requestsPerSecond", range: 0...10_000) ?? source.requestsPerSecond
+        source.requestsPerSecond =
+            reader.number(map["requestsPerSecond"], at: "\(path).requestsPerSecond", range: 0...10_000) ?? source.requestsPerSecond
         if let name = reader.string(map["name"], at: "\(path).name") {
             if name.isEmpty || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
                 reader.error("\(path).name", "give a short name for the tiles, e.g. outdoors-2026")
@@ -391,7 +439,8 @@ public enum PipelineLoader {
         let probe = template.replacingOccurrences(of: "{z}", with: "0").replacingOccurrences(of: "{x}", with: "0")
             .replacingOccurrences(of: "{y}", with: "0")
         guard let components = URLComponents(string: probe), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else {
             return "not an http(s) URL template like https://tiles.example.com/{z}/{x}/{y}.png"
         }
         if components.user != nil || components.password != nil {
@@ -405,15 +454,18 @@ public enum PipelineLoader {
 
     /// An RFC 9110 token: a header or parameter name.
     static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0)) }
+        !name.isEmpty
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
+            }
     }
-
 
     /// Why an endpoint is unusable, or nil. Credentials in the URL are refused
     /// because URLs end up in logs; keys belong in the environment.
     static func endpointProblem(_ endpoint: String) -> String? {
         guard let components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else {
             return "'\(endpoint)' is not an http(s) base URL like http://127.0.0.1:8787"
         }
         if components.user != nil || components.password != nil {
@@ -465,7 +517,7 @@ public enum PipelineLoader {
         }
         guard let map = reader.mapping(node, at: "loudness", allowed: ["targetLUFS", "truePeakDBTP"]) else { return target }
         target.integratedLUFS = reader.number(map["targetLUFS"], at: "loudness.targetLUFS", range: -40 ... -5) ?? target.integratedLUFS
-        target.truePeakDBTP = reader.number(map["truePeakDBTP"], at: "loudness.truePeakDBTP", range: -9 ... 0) ?? target.truePeakDBTP
+        target.truePeakDBTP = reader.number(map["truePeakDBTP"], at: "loudness.truePeakDBTP", range: -9...0) ?? target.truePeakDBTP
         return target
     }
 

@@ -20,37 +20,42 @@ extension PipelineConfig {
         }
         var tiles = "no tile source: packages carry the coverage only"
         if let source = maps.source {
-            let key = source.apiKeyEnv.map { name in
-                "key from $\(name) (\(source.apiKey == nil ? "not set" : "set")) in "
-                    + (source.apiKeyHeader.map { "header \($0)" } ?? "query \(source.apiKeyParam)")
-            } ?? "no key"
+            let key =
+                source.apiKeyEnv.map { name in
+                    "key from $\(name) (\(source.apiKey == nil ? "not set" : "set")) in "
+                        + (source.apiKeyHeader.map { "header \($0)" } ?? "query \(source.apiKeyParam)")
+                } ?? "no key"
             switch source.location {
             case .url(let template):
-                tiles = "tiles \(template) (\(source.format.rawValue)) · \(key) · concurrency \(source.concurrency) · "
+                tiles =
+                    "tiles \(template) (\(source.format.rawValue)) · \(key) · concurrency \(source.concurrency) · "
                     + (source.requestsPerSecond > 0 ? "\(source.requestsPerSecond.compactText)/s" : "no rate limit")
                     + " · fresh \(source.maxAgeDays) d unless the server says · cached as \(source.name ?? "the template")"
             case .mbtiles(let file):
                 tiles = "tiles from the extract \(shown(file)) (\(source.format.rawValue))"
             }
         }
-        let quotas = PricingTier.allCases.compactMap { tier in budgets.monthlyQuota(for: tier).map { "\(tier.rawValue) \(PlanReport.grouped($0))" } }
-        var lines = [
-            "pipeline  \(shown(sourceFile)) (version \(version))",
-            "tours     \(tourGlobs.map { shown(URL(fileURLWithPath: $0)) }.joined(separator: ", "))",
-            "voice     \(voice.name) · \(voice.languageCode) · \(voice.provider) · tier \(voice.tier.rawValue) · rate \(voice.speakingRate) · pitch \(voice.pitch)"
-                + (voiceFile.map { " (\(shown($0)))" } ?? " (default)"),
-            "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \($0.bitrateKbps) kbps \(sampleRate(for: $0)) Hz mono)" }.joined(separator: ", "))",
-            "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
-            "output    \(shown(output))",
-            "state     \(shown(state))",
-        ] + sharedStateLines(environment: environment, shown: shown) + [
-            "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · tile cache \(budgets.tileCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
-            "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.selection.rawValue) · at most \(PlanReport.grouped(maps.maxTiles)) tiles a package · \(maps.tileKB) KB/tile",
-            "          \(tiles)",
-            "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
-            "lexicons  \(lexiconsDescription)",
-            "loudness  \(loudnessDescription)",
-        ]
+        let quotas = PricingTier.allCases.compactMap { tier in
+            budgets.monthlyQuota(for: tier).map { "\(tier.rawValue) \(PlanReport.grouped($0))" }
+        }
+        var lines =
+            [
+                "pipeline  \(shown(sourceFile)) (version \(version))",
+                "tours     \(tourGlobs.map { shown(URL(fileURLWithPath: $0)) }.joined(separator: ", "))",
+                "voice     \(voice.name) · \(voice.languageCode) · \(voice.provider) · tier \(voice.tier.rawValue) · rate \(voice.speakingRate) · pitch \(voice.pitch)"
+                    + (voiceFile.map { " (\(shown($0)))" } ?? " (default)"),
+                "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \($0.bitrateKbps) kbps \(sampleRate(for: $0)) Hz mono)" }.joined(separator: ", "))",
+                "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
+                "output    \(shown(output))",
+                "state     \(shown(state))",
+            ] + sharedStateLines(environment: environment, shown: shown) + [
+                "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · tile cache \(budgets.tileCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
+                "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.selection.rawValue) · at most \(PlanReport.grouped(maps.maxTiles)) tiles a package · \(maps.tileKB) KB/tile",
+                "          \(tiles)",
+                "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
+                "lexicons  \(lexiconsDescription)",
+                "loudness  \(loudnessDescription)",
+            ]
         lines = lines.map { "  " + $0 }
         return (["configuration:"] + lines).joined(separator: "\n")
     }
@@ -68,10 +73,14 @@ extension PipelineConfig {
         func variable(_ name: String) -> String { "$\(name) (\(environment[name].map { $0.isEmpty ? "empty" : "set" } ?? "not set"))" }
         var lines: [String] = []
         if let objects = shared.objects {
-            lines.append("          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet")
+            lines.append(
+                "          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet"
+            )
         }
         if let postgres = shared.postgres {
-            lines.append("          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · holds the quota ledger, the cache indexes and the build records")
+            lines.append(
+                "          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · holds the quota ledger, the cache indexes and the build records"
+            )
         }
         if let scratch = shared.scratch { lines.append("          scratch \(shown(scratch))") }
         return lines

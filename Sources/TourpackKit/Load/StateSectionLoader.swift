@@ -1,7 +1,7 @@
 import Foundation
-import Yams
 import TourpackCore
 import TourpackState
+import Yams
 
 /// `state:` in a pipeline: a plain path, as it always was, or a mapping that
 /// also names what several machines share (the contract's "Beyond one machine"):
@@ -36,7 +36,11 @@ extension PipelineLoader {
             if let problem = postgresProblem(url) { reader.error("state.postgres", problem) } else { shared.postgres = url }
         }
         if let name = reader.string(map["passwordEnv"], at: "state.passwordEnv") {
-            if isEnvironmentName(name) { shared.postgresPasswordEnv = name } else { reader.error("state.passwordEnv", notAnEnvironmentName) }
+            if isEnvironmentName(name) {
+                shared.postgresPasswordEnv = name
+            } else {
+                reader.error("state.passwordEnv", notAnEnvironmentName)
+            }
         }
         if let node = map["objects"], let objects = reader.mapping(node, at: "state.objects", allowed: objectKeys) {
             shared.objects = readObjects(objects, reader: &reader)
@@ -55,18 +59,26 @@ extension PipelineLoader {
             // (`https://ACCESS:SECRET@host`, a secret with a `/` in it) may
             // not even parse as a URL.
             if endpoint.contains("@") {
-                reader.error("state.objects.endpoint", "credentials in the endpoint URL are not allowed; put the keys in the variables accessKeyEnv and secretKeyEnv name")
+                reader.error(
+                    "state.objects.endpoint",
+                    "credentials in the endpoint URL are not allowed; put the keys in the variables accessKeyEnv and secretKeyEnv name")
                 valid = false
             } else if endpointProblem(endpoint) != nil {
-                reader.error("state.objects.endpoint", "not an http(s) base URL (no query, no credentials) like https://s3.eu-central-1.amazonaws.com")
+                reader.error(
+                    "state.objects.endpoint",
+                    "not an http(s) base URL (no query, no credentials) like https://s3.eu-central-1.amazonaws.com")
                 valid = false
             }
         } else if map["endpoint"] == nil {
-            reader.error("state.objects.endpoint", "missing required field (the S3-compatible base URL, like https://s3.eu-central-1.amazonaws.com)")
+            reader.error(
+                "state.objects.endpoint", "missing required field (the S3-compatible base URL, like https://s3.eu-central-1.amazonaws.com)")
         }
         let bucket = reader.string(map["bucket"], at: "state.objects.bucket")
         if let bucket, !isBucketName(bucket) {
-            reader.error("state.objects.bucket", "'\(bucket.prefix(70))' is not a bucket name (3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit)")
+            reader.error(
+                "state.objects.bucket",
+                "'\(bucket.prefix(70))' is not a bucket name (3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit)"
+            )
             valid = false
         } else if bucket == nil, map["bucket"] == nil {
             reader.error("state.objects.bucket", "missing required field")
@@ -74,8 +86,12 @@ extension PipelineLoader {
         // Every field is checked, so one run lists every problem.
         var settings = ObjectStoreSettings(endpoint: endpoint ?? "", bucket: bucket ?? "")
         if let prefix = reader.string(map["prefix"], at: "state.objects.prefix") {
-            if isObjectPrefix(prefix) { settings.prefix = prefix } else {
-                reader.error("state.objects.prefix", "a prefix takes A-Z, a-z, 0-9, '-', '.', '_', '~' and '/', does not start with '/', and is at most 512 characters")
+            if isObjectPrefix(prefix) {
+                settings.prefix = prefix
+            } else {
+                reader.error(
+                    "state.objects.prefix",
+                    "a prefix takes A-Z, a-z, 0-9, '-', '.', '_', '~' and '/', does not start with '/', and is at most 512 characters")
             }
         }
         if let region = reader.string(map["region"], at: "state.objects.region") {
@@ -86,10 +102,18 @@ extension PipelineLoader {
             }
         }
         if let name = reader.string(map["accessKeyEnv"], at: "state.objects.accessKeyEnv") {
-            if isEnvironmentName(name) { settings.accessKeyEnv = name } else { reader.error("state.objects.accessKeyEnv", notAnEnvironmentName) }
+            if isEnvironmentName(name) {
+                settings.accessKeyEnv = name
+            } else {
+                reader.error("state.objects.accessKeyEnv", notAnEnvironmentName)
+            }
         }
         if let name = reader.string(map["secretKeyEnv"], at: "state.objects.secretKeyEnv") {
-            if isEnvironmentName(name) { settings.secretKeyEnv = name } else { reader.error("state.objects.secretKeyEnv", notAnEnvironmentName) }
+            if isEnvironmentName(name) {
+                settings.secretKeyEnv = name
+            } else {
+                reader.error("state.objects.secretKeyEnv", notAnEnvironmentName)
+            }
         }
         return endpoint != nil && bucket != nil && valid ? settings : nil
     }
@@ -99,7 +123,8 @@ extension PipelineLoader {
         let scalars = Array(name.unicodeScalars)
         func alphanumeric(_ s: Unicode.Scalar) -> Bool { ("a"..."z").contains(s) || ("0"..."9").contains(s) }
         guard (3...63).contains(scalars.count), let first = scalars.first, let last = scalars.last,
-              alphanumeric(first), alphanumeric(last) else { return false }
+            alphanumeric(first), alphanumeric(last)
+        else { return false }
         return scalars.allSatisfy { alphanumeric($0) || $0 == "." || $0 == "-" }
     }
 
@@ -107,7 +132,9 @@ extension PipelineLoader {
     /// escaping, so what SigV4 signs is what the file says.
     static func isObjectPrefix(_ prefix: String) -> Bool {
         prefix.count <= 512 && !prefix.hasPrefix("/")
-            && prefix.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._~/".unicodeScalars.contains($0)) }
+            && prefix.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-._~/".unicodeScalars.contains($0))
+            }
     }
 
     /// Why a PostgreSQL URL is unusable, or nil. A password in it is refused
@@ -115,11 +142,14 @@ extension PipelineLoader {
     static func postgresProblem(_ url: String) -> String? {
         // Checked on the text first: a password with a `/` in it does not
         // even parse as one. Any `:` before the last `@` is a password.
-        if let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at, url[scheme.upperBound..<at].contains(":") {
+        if let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at,
+            url[scheme.upperBound..<at].contains(":")
+        {
             return "a password in the URL is not allowed; put it in the variable passwordEnv names (default PGPASSWORD)"
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty else {
+            scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
+        else {
             return "not a PostgreSQL URL like postgresql://tourpack@db.internal:5432/tourpack"
         }
         if components.password != nil {

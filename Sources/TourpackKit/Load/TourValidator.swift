@@ -71,7 +71,8 @@ struct TourValidator {
                 guard let segment = object(item, at: itemPath) else { continue }
                 warnUnknownKeys(segment, allowed: ["from", "to", "distanceMeters", "durationSeconds"], at: itemPath)
                 let upper = max(0, waypointCount - 1)
-                let from = integer(segment, "from", at: itemPath, range: 0...upper, rangeMessage: "waypoint index out of range (0...\(upper))")
+                let from = integer(
+                    segment, "from", at: itemPath, range: 0...upper, rangeMessage: "waypoint index out of range (0...\(upper))")
                 let to = integer(segment, "to", at: itemPath, range: 0...upper, rangeMessage: "waypoint index out of range (0...\(upper))")
                 let distance = number(segment, "distanceMeters", at: itemPath, range: 0...50_000_000)
                 let duration = number(segment, "durationSeconds", at: itemPath, range: 0...100_000_000)
@@ -295,7 +296,9 @@ extension TourValidator {
             return nil
         }
         guard range.contains(Int(n)) else {
-            error(path.appending(key), rangeMessage.map { "\(Int(n)): \($0)" } ?? "\(Int(n)) is out of range \(range.lowerBound)...\(range.upperBound)")
+            error(
+                path.appending(key),
+                rangeMessage.map { "\(Int(n)): \($0)" } ?? "\(Int(n)) is out of range \(range.lowerBound)...\(range.upperBound)")
             return nil
         }
         return Int(n)

@@ -55,7 +55,8 @@ public enum VoiceLoader {
         lexicons = LexiconLoader.paths(map["lexicons"], base: url.deletingLastPathComponent(), reader: &reader)
         guard !reader.diagnostics.hasErrors, let provider, let languageCode, let name, let tier, let rate, let pitch else { return nil }
         // `pitch: -0` is 0, as `--pitch -0` is.
-        return VoicePreset(provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch == 0 ? 0 : pitch)
+        return VoicePreset(
+            provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch == 0 ? 0 : pitch)
     }
 }
 

@@ -1,5 +1,5 @@
-import Yams
 import TourpackCore
+import Yams
 
 /// Reads YAML config with paths in every message, rejecting unknown keys.
 ///
@@ -116,7 +116,8 @@ struct YAMLReader {
         return valid ? values : nil
     }
 
-    mutating func choice<T: RawRepresentable>(_ node: Node?, at path: String, as type: T.Type) -> T? where T.RawValue == String, T: CaseIterable {
+    mutating func choice<T: RawRepresentable>(_ node: Node?, at path: String, as type: T.Type) -> T?
+    where T.RawValue == String, T: CaseIterable {
         guard let raw = string(node, at: path) else { return nil }
         guard let value = T(rawValue: raw) else {
             error(path, "'\(raw)' is not one of \(T.allCases.map(\.rawValue).joined(separator: ", "))")

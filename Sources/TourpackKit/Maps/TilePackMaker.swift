@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import NIOPosix
-import TourpackCore
 import TourpackAudio
+import TourpackCore
 import TourpackMaps
 import TourpackState
 
@@ -94,15 +94,18 @@ struct TilePackMaker: Sendable {
                 var upToDate: Set<String> = []
                 for target in packPaths {
                     guard let record = try packs.record(for: target.relativePath), record.inputKey == key,
-                          sizeOf(target.url) == record.sizeBytes,
-                          let digest = try? FileDigest.sha256(of: target.url), digest.hex == record.sha256 else { continue }
+                        sizeOf(target.url) == record.sizeBytes,
+                        let digest = try? FileDigest.sha256(of: target.url), digest.hex == record.sha256
+                    else { continue }
                     found = record
                     upToDate.insert(target.relativePath)
                 }
                 return found.map { ($0, upToDate) }
             }
             if let known, known.upToDate.count == packPaths.count {
-                if fetcher != nil { try await pool.runIfActive { [cache, source] in try cache.touch(source: source.cacheName, tiles: tiles) } }
+                if fetcher != nil {
+                    try await pool.runIfActive { [cache, source] in try cache.touch(source: source.cacheName, tiles: tiles) }
+                }
                 return StagedTilePack(
                     temp: nil, sizeBytes: known.record.sizeBytes, sha256: known.record.sha256, storedTiles: known.record.storedTiles,
                     emptyTiles: known.record.emptyTiles, inputKey: key, upToDate: known.upToDate)
@@ -113,11 +116,12 @@ struct TilePackMaker: Sendable {
                 var pack = try await write(tiles, contents: contents, metadata: metadata, into: temp)
                 pack.inputKey = key
                 let (size, sha256) = (pack.sizeBytes, pack.sha256)
-                pack.upToDate = Set(try await pool.runIfActive {
-                    packPaths.filter { target in
-                        sizeOf(target.url) == size && (try? FileDigest.sha256(of: target.url))?.hex == sha256
-                    }.map(\.relativePath)
-                })
+                pack.upToDate = Set(
+                    try await pool.runIfActive {
+                        packPaths.filter { target in
+                            sizeOf(target.url) == size && (try? FileDigest.sha256(of: target.url))?.hex == sha256
+                        }.map(\.relativePath)
+                    })
                 if pack.upToDate.count == packPaths.count {
                     staging.discard([temp])
                     pack.temp = nil
@@ -215,11 +219,15 @@ struct TilePackMaker: Sendable {
         switch try await fetcher.fetch(tile, conditional: conditional) {
         case .tile(let bytes, let validators, let freshUntil):
             return try await pool.runIfActive {
-                try cache.store(source: name, tile: tile, data: bytes, etag: validators.etag, lastModified: validators.lastModified, freshUntil: freshUntil).sha256
+                try cache.store(
+                    source: name, tile: tile, data: bytes, etag: validators.etag, lastModified: validators.lastModified,
+                    freshUntil: freshUntil
+                ).sha256
             }
         case .notModified(let validators, let freshUntil):
             return try await pool.runIfActive {
-                try cache.renew(source: name, tile: tile, etag: validators.etag, lastModified: validators.lastModified, freshUntil: freshUntil)?.sha256
+                try cache.renew(
+                    source: name, tile: tile, etag: validators.etag, lastModified: validators.lastModified, freshUntil: freshUntil)?.sha256
             }
         case .empty(let freshUntil):
             return try await pool.runIfActive {
@@ -231,7 +239,9 @@ struct TilePackMaker: Sendable {
     // MARK: The pack
 
     /// Writes the pack, tiles in z/x/y order, on the pool; fsyncs it.
-    private func write(_ tiles: [TileID], contents: [TileID: String?], metadata: MBTilesMetadata, into temp: URL) async throws -> StagedTilePack {
+    private func write(_ tiles: [TileID], contents: [TileID: String?], metadata: MBTilesMetadata, into temp: URL) async throws
+        -> StagedTilePack
+    {
         let (cache, extract) = (self.cache, self.extract)
         return try await pool.runIfActive {
             let writer = try MBTilesWriter(creating: temp, metadata: metadata)

@@ -1,7 +1,7 @@
 import Foundation
 import NIOPosix
-import TourpackCore
 import TourpackAudio
+import TourpackCore
 import TourpackMaps
 import TourpackState
 
@@ -34,9 +34,11 @@ struct BuildRun {
     private var stopReason: String? { stop?.description }
     private var cancelled = false
 
-    init(builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
-         events: @escaping @Sendable (BuildEvent) -> Void, state: BuildState, record: Int64, synthesizer: CachingSynthesizer,
-         publisher: TourPublisher, assemblies: [TourAssembly], maps: TilePackMaker?, tileProgress: TileProgress) {
+    init(
+        builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
+        events: @escaping @Sendable (BuildEvent) -> Void, state: BuildState, record: Int64, synthesizer: CachingSynthesizer,
+        publisher: TourPublisher, assemblies: [TourAssembly], maps: TilePackMaker?, tileProgress: TileProgress
+    ) {
         self.builder = builder
         self.layout = layout
         self.staging = staging
@@ -141,11 +143,14 @@ struct BuildRun {
                 await settle(index)
                 continue
             }
-            let packPaths = config.formats.map { layout.tilePack(packageID: PackageID.make(tourID: tour.id, voice: config.voice, format: $0)) }
+            let packPaths = config.formats.map {
+                layout.tilePack(packageID: PackageID.make(tourID: tour.id, voice: config.voice, format: $0))
+            }
             mapsInFlight += 1
             group.addTask {
                 do {
-                    return .mapsReady(tourIndex: index, result: .success(try await maps.make(tour: tour, coverage: coverage, packPaths: packPaths)))
+                    return .mapsReady(
+                        tourIndex: index, result: .success(try await maps.make(tour: tour, coverage: coverage, packPaths: packPaths)))
                 } catch {
                     return .mapsReady(tourIndex: index, result: .failure(error as? TourpackError ?? .cancelled))
                 }
@@ -198,10 +203,12 @@ struct BuildRun {
             let reused = files.filter { $0.temp == nil }.count
             summary.characters += item.characters
             summary.encodes += files.count - reused
-            events(.itemDone(ItemDone(
-                tourId: tour.id.value, tourName: tour.name, poiId: item.poiID.value, poiName: item.poiName, phase: item.phase,
-                chunks: item.chunks.count, characters: item.characters, durationSeconds: duration, bytes: bytes,
-                reusedFiles: reused)))
+            events(
+                .itemDone(
+                    ItemDone(
+                        tourId: tour.id.value, tourName: tour.name, poiId: item.poiID.value, poiName: item.poiName, phase: item.phase,
+                        chunks: item.chunks.count, characters: item.characters, durationSeconds: duration, bytes: bytes,
+                        reusedFiles: reused)))
             await settle(tourIndex)
         case .failed(let tourIndex, let item, let error):
             assemblies[tourIndex].outstanding -= 1
@@ -257,8 +264,10 @@ struct BuildRun {
         if assembly.hasFailed || assembly.skipped > 0 || (maps != nil && assembly.pack == nil) {
             await discard(assembly.temps)
             let failed = assembly.failures.count
-            let why = assembly.mapFailure.map { "its map failed: \($0.description)" }
-                ?? (maps != nil && assembly.pack == nil && failed == 0 && assembly.skipped == 0 ? "stopped before its map was made: \(stopReason ?? "")" : nil)
+            let why =
+                assembly.mapFailure.map { "its map failed: \($0.description)" }
+                ?? (maps != nil && assembly.pack == nil && failed == 0 && assembly.skipped == 0
+                    ? "stopped before its map was made: \(stopReason ?? "")" : nil)
                 ?? (failed > 0 ? "\(failed) item\(failed == 1 ? "" : "s") failed" : "stopped before it finished: \(stopReason ?? "")")
             await fail(assembly, reason: "\(why); the previous package is untouched")
             return
@@ -289,7 +298,9 @@ struct BuildRun {
             summary.bytes += packaged.bytes
             summary.tilePacks += packaged.tilePacks.count
             let (records, build) = (state.records, record)
-            await offload { try? records.recordTour(build, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged") }
+            await offload {
+                try? records.recordTour(build, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
+            }
             events(.tourPackaged(packaged))
         } catch {
             await discard(assembly.temps)
@@ -314,8 +325,10 @@ struct BuildRun {
         summary.toursFailed += 1
         let (records, build, tourID) = (state.records, record, assembly.tour.id.value)
         await offload { try? records.recordTour(build, tourId: tourID, outcome: "failed", message: reason) }
-        events(.tourFailed(TourFailure(
-            tourId: assembly.tour.id.value, tourName: assembly.tour.name, failedItems: assembly.failures.count,
-            skippedItems: assembly.skipped, reason: reason)))
+        events(
+            .tourFailed(
+                TourFailure(
+                    tourId: assembly.tour.id.value, tourName: assembly.tour.name, failedItems: assembly.failures.count,
+                    skippedItems: assembly.skipped, reason: reason)))
     }
 }

@@ -1,7 +1,7 @@
 public import Foundation
 public import TourpackCore
-public import TourpackState
 import TourpackMaps
+public import TourpackState
 
 /// A pipeline's state, opened once per command: the backend and the five
 /// things kept in it, plus the local tile cache, all on one clock.
@@ -30,12 +30,16 @@ public struct BuildState: Sendable {
     /// Opens the state of `config` (creating and migrating what is missing) for `account`.
     public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
         let database = try StateDatabase(folder: config.state)
-        let backend: any StateBackend = try config.shared.postgres.map { try PostgresState(url: $0, password: config.shared.postgresPassword) }
+        let backend: any StateBackend =
+            try config.shared.postgres.map { try PostgresState(url: $0, password: config.shared.postgresPassword) }
             ?? database
         self.init(config: config, database: database, backend: backend, account: account, clock: clock)
     }
 
-    private init(config: PipelineConfig, database: StateDatabase, backend: any StateBackend, account: QuotaAccount, clock: @escaping @Sendable () -> Date) {
+    private init(
+        config: PipelineConfig, database: StateDatabase, backend: any StateBackend, account: QuotaAccount,
+        clock: @escaping @Sendable () -> Date
+    ) {
         layout = StateLayout(config)
         self.database = database
         self.backend = backend
@@ -59,10 +63,13 @@ public struct BuildState: Sendable {
     /// With PostgreSQL, the shared state exists once any worker has migrated
     /// the database; a worker that has never built gets its local folder
     /// (the tile cache) then, since the plan must see the shared ledger.
-    public static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws -> BuildState? {
+    public static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws
+        -> BuildState?
+    {
         if let url = config.shared.postgres {
             guard let shared = try PostgresState.existing(url: url, password: config.shared.postgresPassword) else { return nil }
-            return BuildState(config: config, database: try StateDatabase(folder: config.state), backend: shared, account: account, clock: clock)
+            return BuildState(
+                config: config, database: try StateDatabase(folder: config.state), backend: shared, account: account, clock: clock)
         }
         guard FileManager.default.fileExists(atPath: config.state.appendingPathComponent(StateDatabase.fileName).path) else { return nil }
         return try BuildState(config: config, account: account, clock: clock)
@@ -104,9 +111,11 @@ public struct BuildState: Sendable {
                     var settings = config.maps
                     settings.selection = selectionPlan.selection
                     let known = try tiles.entries(source: source.cacheName, tiles: tour.mapTiles(settings))
-                    plan.tours[tourIndex].tileSelections[index].fresh = known.values.filter { entry in
-                        tiles.isFresh(entry) && (entry.sha256.map { FileManager.default.fileExists(atPath: tiles.blobURL($0).path) } ?? true)
-                    }.count
+                    plan.tours[tourIndex].tileSelections[index].fresh =
+                        known.values.filter { entry in
+                            tiles.isFresh(entry)
+                                && (entry.sha256.map { FileManager.default.fileExists(atPath: tiles.blobURL($0).path) } ?? true)
+                        }.count
                 }
             }
         } else if config.maps.source != nil {

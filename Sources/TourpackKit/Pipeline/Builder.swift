@@ -1,8 +1,8 @@
 public import Foundation
 import NIOPosix
+public import TourpackAudio
 public import TourpackCore
 public import TourpackHTTP
-public import TourpackAudio
 public import TourpackMaps
 public import TourpackState
 
@@ -105,7 +105,9 @@ public struct Builder: Sendable {
     /// - Returns: the summary, also sent as the last event. Failed tours are
     ///   in the summary, not thrown; only a failure before any work (the
     ///   lock, the state, a budget refusal) throws.
-    public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws -> BuildSummary {
+    public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws
+        -> BuildSummary
+    {
         // The bucket's keys are read first: a variable that is not set is a
         // configuration error (exit 2, naming the variable), before the
         // state is opened or a build recorded.
@@ -139,7 +141,9 @@ public struct Builder: Sendable {
         do {
             let summary = try await run(
                 plan, state: state, record: record, objects: objects, pool: pool, skippedTours: skippedTours, events: events)
-            let status: BuildRecord.Status = summary.exitCode == ExitStatus.cancelled ? .cancelled
+            let status: BuildRecord.Status =
+                summary.exitCode == ExitStatus.cancelled
+                ? .cancelled
                 : summary.exitCode == ExitStatus.ok ? .completed : .failed
             await pool.runRegardless {
                 try? state.records.finish(record, status: status, summary: summary, error: summary.stoppedEarly ?? summary.failures.first)
@@ -220,7 +224,9 @@ public struct Builder: Sendable {
     /// recorded as running, the ledger and records reconciled, a killed
     /// publish finished, the output tree checked, leftovers swept, and the
     /// budgets held against what the caches do not already have.
-    private func preflight(_ plan: BuildPlan, state: BuildState, record: Int64, scope: OutputScope?, pool: NIOThreadPool) async throws -> Preflight {
+    private func preflight(_ plan: BuildPlan, state: BuildState, record: Int64, scope: OutputScope?, pool: NIOThreadPool) async throws
+        -> Preflight
+    {
         let (config, fingerprint, rootFolder) = (config, encoder.fingerprint, state.layout.rootFolder)
         return try await pool.runIfActive {
             try state.records.start(record)
@@ -332,14 +338,17 @@ public struct Builder: Sendable {
                 restored: counts.restored, shared: counts.shared, failures: counts.sharedFailures, waited: counts.claimWaits)
         }
         if let failure = counts.firstSharedFailure {
-            let gaveUp = counts.bucketGivenUp
+            let gaveUp =
+                counts.bucketGivenUp
                 ? "; after \(CacheCounts.bucketFailuresToGiveUp) failures in a row the build stopped using it" : ""
             summary.warnings.append(
                 "the shared synthesis cache (state.objects) failed \(counts.sharedFailures) time\(counts.sharedFailures == 1 ? "" : "s")\(gaveUp); "
                     + "those chunks were requested or kept locally instead, and other workers may pay for them again; first: \(failure)")
         }
         if let failure = counts.firstStoreFailure {
-            summary.warnings.append("the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)")
+            summary.warnings.append(
+                "the synthesis cache could not keep \(counts.storeFailures) chunk\(counts.storeFailures == 1 ? "" : "s"), which the next build pays for again; first: \(failure)"
+            )
         }
     }
 
@@ -359,7 +368,8 @@ public struct Builder: Sendable {
                 throw TourpackError.invalidInput("maps.source.apiKeyEnv: the environment variable \(variable) is not set")
             }
             fetcher = try TileFetcher(
-                source: source, template: template, apiKey: source.apiKey?.value, retry: options.tileRetry ?? RetryPolicy(settings: config.tts),
+                source: source, template: template, apiKey: source.apiKey?.value,
+                retry: options.tileRetry ?? RetryPolicy(settings: config.tts),
                 timeoutSeconds: config.tts.timeoutSeconds, clock: options.now)
         case .mbtiles(let file):
             do { extract = try MBTilesReader(file) } catch {
@@ -376,8 +386,8 @@ public struct Builder: Sendable {
     /// parent's memory it briefly shared before `exec`.
     static func peakMemoryBytes() -> Int64? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "")
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int64(line.split(separator: " ").dropFirst().first ?? "")
         else { return nil }
         return kilobytes * 1024
     }

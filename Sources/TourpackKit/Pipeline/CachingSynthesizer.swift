@@ -1,7 +1,7 @@
 import Foundation
 import NIOPosix
-import TourpackCore
 import TourpackAudio
+import TourpackCore
 import TourpackState
 
 /// The synthesize stage as a build runs it: each chunk is paid for at most
@@ -37,7 +37,8 @@ struct CachingSynthesizer: Sendable {
     ) {
         let counters = CacheCounters(CacheCounts())
         let lookup = ChunkLookup(
-            cache: cache, shared: objects.map { SharedSynthesisCache(local: cache, objects: $0, pool: pool) }, pool: pool, counters: counters)
+            cache: cache, shared: objects.map { SharedSynthesisCache(local: cache, objects: $0, pool: pool) }, pool: pool,
+            counters: counters)
         self.inner = inner
         self.counters = counters
         self.lookup = lookup

@@ -45,7 +45,8 @@ struct ChunkLookup: Sendable {
     private func restore(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
         guard let shared, !counters.snapshot.bucketGivenUp else { return nil }
         do {
-            guard let restored = try await shared.restore(key, characters: request.chunk.characters, sampleRate: request.sampleRateHz) else {
+            guard let restored = try await shared.restore(key, characters: request.chunk.characters, sampleRate: request.sampleRateHz)
+            else {
                 counters.update { $0.failuresInARow = 0 }
                 return nil
             }

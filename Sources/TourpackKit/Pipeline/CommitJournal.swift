@@ -1,5 +1,4 @@
 public import Foundation
-
 public import TourpackCore
 public import TourpackState
 
@@ -164,7 +163,9 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         if let swap {
             // What is left at the `.next` name is the old folder: nothing names it any more.
             let next = URL(fileURLWithPath: swap.next, isDirectory: true)
-            if let inode = AtomicFile.inode(of: next), inode == swap.liveInode, let root = Layout.root(of: next.appendingPathComponent("file")) {
+            if let inode = AtomicFile.inode(of: next), inode == swap.liveInode,
+                let root = Layout.root(of: next.appendingPathComponent("file"))
+            {
                 try AtomicFile.removeFolder(next, under: root)
             }
         }

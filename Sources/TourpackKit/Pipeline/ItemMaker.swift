@@ -1,7 +1,7 @@
 import Foundation
 import NIOPosix
-import TourpackCore
 import TourpackAudio
+import TourpackCore
 import TourpackState
 
 /// What making one item needs from the build: the settings it reads, the
@@ -60,11 +60,16 @@ struct ItemMaker: Sendable {
     func make(_ item: PlanItem, tourIndex: Int) async -> ItemOutcome {
         let label = item.label(tourName: tour.name)
         let metadata = item.metadata(tour: tour)
-        let wanted = Dictionary(uniqueKeysWithValues: recipe.formats.map { format in
-            (format, (
-                final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
-                key: recipe.outputKey(item, format: format, tour: tour)))
-        })
+        let wanted = Dictionary(
+            uniqueKeysWithValues: recipe.formats.map { format in
+                (
+                    format,
+                    (
+                        final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
+                        key: recipe.outputKey(item, format: format, tour: tour)
+                    )
+                )
+            })
         var temps: [AudioFormat: URL] = [:]
         do {
             let outputs = self.outputs
@@ -141,7 +146,8 @@ struct ItemMaker: Sendable {
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
                     let request = SynthesisRequest(chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label)
-                    do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch {
+                    do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
+                    {
                         return ChunkOutcome(index: index, result: .failure(error))
                     }
                 }
@@ -157,7 +163,9 @@ struct ItemMaker: Sendable {
                     }
                     do {
                         let key = keys[index]
-                        try await pool.runIfActive { try Self.render(chunk, key: key, piece: piece, rate: recipe.endpointRate, into: session) }
+                        try await pool.runIfActive {
+                            try Self.render(chunk, key: key, piece: piece, rate: recipe.endpointRate, into: session)
+                        }
                     } catch {
                         return error
                     }

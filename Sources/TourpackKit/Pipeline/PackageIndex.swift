@@ -29,7 +29,8 @@ public struct PackageIndex: Sendable {
             let folder = parent.appendingPathComponent(name, isDirectory: true)
             let url = folder.appendingPathComponent(Layout.manifestFileName)
             guard let manifest = try? PackageManifest.read(from: url) else { continue }
-            index.entries.append(Entry(packageID: manifest.packageId, tourID: manifest.tourId, format: manifest.audio.first?.format, folder: folder))
+            index.entries.append(
+                Entry(packageID: manifest.packageId, tourID: manifest.tourId, format: manifest.audio.first?.format, folder: folder))
         }
         return index
     }

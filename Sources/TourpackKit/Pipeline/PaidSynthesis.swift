@@ -1,7 +1,7 @@
 import Foundation
 import NIOPosix
-import TourpackCore
 import TourpackAudio
+import TourpackCore
 import TourpackState
 
 /// Pays for one chunk under the quota ledger: reserves its characters,
@@ -76,7 +76,9 @@ struct PaidSynthesis: Sendable {
         guard shape.samples > 0 else {
             // Nothing to keep: an empty answer is paid for and asked again next time.
             await pool.runRegardless { AtomicFile.discard(temp: temp) }
-            try await Self.writingLedger(ledger) { try await pool.runIfActiveOrHere { try ledger.settle(reservation, characters: charged) } }
+            try await Self.writingLedger(ledger) {
+                try await pool.runIfActiveOrHere { try ledger.settle(reservation, characters: charged) }
+            }
             counters.update {
                 $0.misses += 1
                 $0.billedCharacters += charged
@@ -86,7 +88,9 @@ struct PaidSynthesis: Sendable {
         // Kept and paid for in one transaction: a crash leaves both or neither.
         do {
             let kept = try await pool.runIfActiveOrHere {
-                try cache.adopt(temp, for: key, shape: shape, sampleRate: rate, characters: characters, alongWith: ledger.settlement(of: reservation, characters: charged))
+                try cache.adopt(
+                    temp, for: key, shape: shape, sampleRate: rate, characters: characters,
+                    alongWith: ledger.settlement(of: reservation, characters: charged))
             }
             counters.update {
                 $0.misses += 1
@@ -98,7 +102,9 @@ struct PaidSynthesis: Sendable {
                 $0.storeFailures += 1
                 if $0.firstStoreFailure == nil { $0.firstStoreFailure = "\(cache.fileURL(for: key).path): \(error)" }
             }
-            try await Self.writingLedger(ledger) { try await pool.runIfActiveOrHere { try ledger.settle(reservation, characters: charged) } }
+            try await Self.writingLedger(ledger) {
+                try await pool.runIfActiveOrHere { try ledger.settle(reservation, characters: charged) }
+            }
             counters.update {
                 $0.misses += 1
                 $0.billedCharacters += charged

@@ -1,5 +1,4 @@
 public import Foundation
-
 public import TourpackCore
 public import TourpackState
 

@@ -1,5 +1,5 @@
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 public import TourpackMaps
 public import TourpackState
 

@@ -18,31 +18,45 @@ public struct PlanReport: Sendable {
         var lines: [String] = []
         if let shard = plan.shard { lines.append(Self.shardLine(shard)) }
         let formatHeaders = plan.formats.map { "est. \($0.fileExtension)" }
-        var rows: [[String]] = [["tour", "POIs", "phases", "chunks", "requests", "characters", "cache hits", "audio"] + formatHeaders + ["map tiles", "map size"]]
+        var rows: [[String]] = [
+            ["tour", "POIs", "phases", "chunks", "requests", "characters", "cache hits", "audio"] + formatHeaders + [
+                "map tiles", "map size",
+            ]
+        ]
         for tourPlan in plan.tours {
             rows.append(
-                [Self.truncate(tourPlan.tour.name, 34), "\(tourPlan.tour.pois.count)", "\(tourPlan.phases)", "\(tourPlan.chunks)",
-                 "\(tourPlan.requests)", Self.grouped(tourPlan.characters), "\(tourPlan.cacheHits)", Self.duration(tourPlan.estimatedDurationSeconds)]
+                [
+                    Self.truncate(tourPlan.tour.name, 34), "\(tourPlan.tour.pois.count)", "\(tourPlan.phases)", "\(tourPlan.chunks)",
+                    "\(tourPlan.requests)", Self.grouped(tourPlan.characters), "\(tourPlan.cacheHits)",
+                    Self.duration(tourPlan.estimatedDurationSeconds),
+                ]
                     + plan.formats.map { Self.bytes(tourPlan.estimatedBytes[$0] ?? 0) }
                     + [Self.grouped(tourPlan.mapCoverage?.tileCount ?? 0), Self.bytes(tourPlan.mapCoverage?.estimatedBytes ?? 0)]
             )
         }
         rows.append(
-            ["total (\(plan.tours.count) tour\(plan.tours.count == 1 ? "" : "s"))", "\(plan.pois)", "\(plan.phases)", "\(plan.chunks)",
-             "\(plan.requests)", Self.grouped(plan.characters), "\(plan.cacheHits)", Self.duration(plan.estimatedDurationSeconds)]
+            [
+                "total (\(plan.tours.count) tour\(plan.tours.count == 1 ? "" : "s"))", "\(plan.pois)", "\(plan.phases)", "\(plan.chunks)",
+                "\(plan.requests)", Self.grouped(plan.characters), "\(plan.cacheHits)", Self.duration(plan.estimatedDurationSeconds),
+            ]
                 + plan.formats.map { Self.bytes(plan.estimatedBytes($0)) }
                 + [Self.grouped(plan.tileCount), Self.bytes(plan.mapBytes)]
         )
         lines.append(contentsOf: Self.table(rows, footerFromRow: rows.count - 1))
         if let source = config.maps.source, !plan.tours.isEmpty {
             lines.append("")
-            lines.append("map tiles from \(source.displayName) (\(source.format.rawValue)), zoom \(config.maps.minZoom)–\(config.maps.maxZoom), "
-                + "+\(config.maps.bufferMiles.compactText) mi; * is the pipeline's selection (maps.selection), maxTiles \(Self.grouped(config.maps.maxTiles)) per package")
+            lines.append(
+                "map tiles from \(source.displayName) (\(source.format.rawValue)), zoom \(config.maps.minZoom)–\(config.maps.maxZoom), "
+                    + "+\(config.maps.bufferMiles.compactText) mi; * is the pipeline's selection (maps.selection), maxTiles \(Self.grouped(config.maps.maxTiles)) per package"
+            )
             var tileRows: [[String]] = [["tour", "selection", "tiles", "fresh in cache", "to fetch", "est. pack"]]
             for selection in TileSelection.allCases {
                 for tourPlan in plan.tours {
                     guard let entry = tourPlan.tileSelections.first(where: { $0.selection == selection }) else { continue }
-                    tileRows.append(Self.tileRow(Self.truncate(tourPlan.tour.name, 34), entry, chosen: selection == config.maps.selection, limit: config.maps.maxTiles))
+                    tileRows.append(
+                        Self.tileRow(
+                            Self.truncate(tourPlan.tour.name, 34), entry, chosen: selection == config.maps.selection,
+                            limit: config.maps.maxTiles))
                 }
             }
             var totals: [[String]] = []
@@ -83,8 +97,10 @@ public struct PlanReport: Sendable {
 
     static func tileRow(_ name: String, _ entry: TileSelectionPlan, chosen: Bool, limit: Int?) -> [String] {
         let over = limit.map { entry.tiles > $0 } ?? false
-        return [name, entry.selection.rawValue + (chosen ? " *" : ""), grouped(entry.tiles) + (over && chosen ? " OVER" : ""),
-                grouped(entry.fresh), grouped(entry.toFetch), bytes(entry.estimatedBytes)]
+        return [
+            name, entry.selection.rawValue + (chosen ? " *" : ""), grouped(entry.tiles) + (over && chosen ? " OVER" : ""),
+            grouped(entry.fresh), grouped(entry.toFetch), bytes(entry.estimatedBytes),
+        ]
     }
 
     func quotaLine() -> String {
@@ -92,7 +108,8 @@ public struct PlanReport: Sendable {
         guard let quota = plan.monthlyQuota, let left = plan.quotaLeftAfter else {
             return "quota: tier \(tier) has no monthly limit; this build sends \(Self.grouped(plan.billableCharacters)) characters"
         }
-        let verdict = left < 0 ? "OVER by \(Self.grouped(-left)): the build would be refused" : "\(Self.grouped(left)) left after this build"
+        let verdict =
+            left < 0 ? "OVER by \(Self.grouped(-left)): the build would be refused" : "\(Self.grouped(left)) left after this build"
         return "quota: tier \(tier), \(Self.grouped(quota)) characters a month; used \(Self.grouped(plan.quotaUsedBefore)), "
             + "this build \(Self.grouped(plan.billableCharacters)); \(verdict)"
     }

@@ -1,6 +1,6 @@
 public import TourpackCore
-public import TourpackState
 import TourpackMaps
+public import TourpackState
 
 /// Works out a `BuildPlan`: chunks every narration for the configured
 /// endpoint and estimates characters, requests, duration, bytes and map tiles.
@@ -66,9 +66,10 @@ public struct Planner: Sendable {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
                     let chunks = try rewriter.chunks(for: narration, using: chunker)
-                    items.append(PlanItem(
-                        tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
-                        keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }))
+                    items.append(
+                        PlanItem(
+                            tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
+                            keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }))
                 } catch {
                     diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", error.message)
                     failed = true

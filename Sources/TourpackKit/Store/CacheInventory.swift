@@ -1,5 +1,4 @@
 public import Foundation
-
 public import TourpackCore
 public import TourpackState
 
@@ -50,13 +49,15 @@ public struct CacheInventory: Sendable {
                 inventory.unreadablePackages.append("\(Layout.offlineToursFolder)/\(name)")
                 continue
             }
-            inventory.packages.append(Package(
-                packageID: name, tourID: manifest.tourId, tourName: manifest.tourName, format: manifest.audio.first?.format,
-                expiresAt: manifest.expiresAt, isExpired: manifest.isExpired(at: now), audioPaths: manifest.audio.map(\.path)))
+            inventory.packages.append(
+                Package(
+                    packageID: name, tourID: manifest.tourId, tourName: manifest.tourName, format: manifest.audio.first?.format,
+                    expiresAt: manifest.expiresAt, isExpired: manifest.isExpired(at: now), audioPaths: manifest.audio.map(\.path)))
         }
         for entry in bundle.audioCacheFiles where !entry.isSymlink {
             var status = stat()
-            let modified = lstat(layout.root.appendingPathComponent(entry.path).path, &status) == 0
+            let modified =
+                lstat(layout.root.appendingPathComponent(entry.path).path, &status) == 0
                 ? Date(timeIntervalSince1970: Double(status.st_mtim.tv_sec)) : now
             inventory.files.append(File(path: entry.path, size: entry.size, modified: modified))
         }
@@ -151,7 +152,9 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
         var byTour: [String: Tour] = [:]
         for file in inventory.files {
             let tourID = file.path.split(separator: "/").dropFirst().first.map(String.init) ?? "?"
-            var tour = byTour[tourID] ?? Tour(tourId: tourID, tourName: inventory.packages.first { $0.tourID == tourID }?.tourName, files: 0, bytes: 0)
+            var tour =
+                byTour[tourID]
+                ?? Tour(tourId: tourID, tourName: inventory.packages.first { $0.tourID == tourID }?.tourName, files: 0, bytes: 0)
             tour.files += 1
             tour.bytes += file.size
             byTour[tourID] = tour

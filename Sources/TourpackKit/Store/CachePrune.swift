@@ -1,5 +1,4 @@
 public import Foundation
-
 public import TourpackCore
 public import TourpackState
 
@@ -39,7 +38,9 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     public var budgetBytes: Int64 = 0
 
     public var freedBytes: Int64 { removals.reduce(0) { $0 + $1.bytes } }
-    public var bytesAfter: Int64 { bytesBefore - removals.filter { $0.path.hasPrefix(Layout.audioCacheFolder + "/") }.reduce(0) { $0 + $1.bytes } }
+    public var bytesAfter: Int64 {
+        bytesBefore - removals.filter { $0.path.hasPrefix(Layout.audioCacheFolder + "/") }.reduce(0) { $0 + $1.bytes }
+    }
 
     /// - Parameters:
     ///   - lastUsed: when the build last made or reused each file, by root-relative path.
@@ -52,7 +53,8 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     ) {
         bytesBefore = inventory.bytes
         budgetBytes = budgets.cacheMaxBytes
-        for package in inventory.packages where package.isExpired && !overBudgetOnly && scope?.packageIDs.contains(package.packageID) ?? true {
+        for package in inventory.packages
+        where package.isExpired && !overBudgetOnly && scope?.packageIDs.contains(package.packageID) ?? true {
             removals.append(Removal(path: "\(Layout.offlineToursFolder)/\(package.packageID)", bytes: 0, reason: "expired package"))
         }
         // After a build, every package on disk pins its audio, expired or
@@ -150,9 +152,12 @@ public enum CacheClearing {
     public static func clear(_ config: PipelineConfig, state: BuildState?) throws -> Int64 {
         let layout = StateLayout(config)
         var freed: Int64 = 0
-        let folders = [Layout.audioCacheFolder, Layout.offlineToursFolder].map { config.output.appendingPathComponent($0, isDirectory: true) }
-            + [layout.stagingFolder, layout.journalFolder, layout.synthesisFolder,
-               layout.tileFolder]
+        let folders =
+            [Layout.audioCacheFolder, Layout.offlineToursFolder].map { config.output.appendingPathComponent($0, isDirectory: true) }
+            + [
+                layout.stagingFolder, layout.journalFolder, layout.synthesisFolder,
+                layout.tileFolder,
+            ]
         for folder in folders {
             freed += CacheStatistics.folderBytes(folder)
             try remove(folder)

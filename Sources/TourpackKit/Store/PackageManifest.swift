@@ -1,6 +1,6 @@
 public import Foundation
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 public import TourpackMaps
 
 /// One finished audio file, as the store stage hands it to the manifest.
@@ -139,9 +139,12 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         var byItem: [String: PackageAudio] = [:]
         for item in audio {
             let key = "\(item.poiID.value)_\(item.phase.rawValue)"
-            guard byItem[key] == nil else { throw TourpackError.invalidInput("\(label): two audio files for POI \(item.poiID) \(item.phase.rawValue)") }
+            guard byItem[key] == nil else {
+                throw TourpackError.invalidInput("\(label): two audio files for POI \(item.poiID) \(item.phase.rawValue)")
+            }
             guard item.encoded.format == format else {
-                throw TourpackError.invalidInput("\(label): POI \(item.poiID) \(item.phase.rawValue) is \(item.encoded.format.rawValue), expected \(format.rawValue)")
+                throw TourpackError.invalidInput(
+                    "\(label): POI \(item.poiID) \(item.phase.rawValue) is \(item.encoded.format.rawValue), expected \(format.rawValue)")
             }
             guard let poi = tour.pois.first(where: { $0.id == item.poiID }), poi.narrations[item.phase] != nil else {
                 throw TourpackError.invalidInput("\(label): POI \(item.poiID) \(item.phase.rawValue) is not a narration of the tour")
@@ -155,15 +158,16 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
                     throw TourpackError.invalidInput("\(label): no audio for POI \(poi.id) \(phase.rawValue)")
                 }
                 let encoded = item.encoded
-                entries.append(AudioEntry(
-                    poiId: poi.id.value, phase: phase,
-                    path: Layout.audioRelativePath(tourID: tour.id, poiID: poi.id, phase: phase, format: format),
-                    format: format, codec: encoded.codec, bitrateKbps: format.bitrateKbps,
-                    sampleRateHz: encoded.sampleRateHz, channels: encoded.channels,
-                    durationSeconds: (encoded.durationSeconds * 1000).rounded() / 1000,
-                    sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters,
-                    loudness: encoded.loudness?.rounded
-                ))
+                entries.append(
+                    AudioEntry(
+                        poiId: poi.id.value, phase: phase,
+                        path: Layout.audioRelativePath(tourID: tour.id, poiID: poi.id, phase: phase, format: format),
+                        format: format, codec: encoded.codec, bitrateKbps: format.bitrateKbps,
+                        sampleRateHz: encoded.sampleRateHz, channels: encoded.channels,
+                        durationSeconds: (encoded.durationSeconds * 1000).rounded() / 1000,
+                        sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters,
+                        loudness: encoded.loudness?.rounded
+                    ))
             }
         }
         let created = Date(timeIntervalSince1970: createdAt.timeIntervalSince1970.rounded(.down))
@@ -181,10 +185,16 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
             tier: voice.tier, speakingRate: voice.speakingRate, pitch: voice.pitch
         )
         self.route = RouteEntry(
-            waypoints: tour.route.waypoints.map { Waypoint(latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, name: $0.name) },
-            segments: tour.route.segments.map { Segment(from: $0.from, to: $0.to, distanceMeters: $0.distanceMeters, durationSeconds: $0.durationSeconds) }
+            waypoints: tour.route.waypoints.map {
+                Waypoint(latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, name: $0.name)
+            },
+            segments: tour.route.segments.map {
+                Segment(from: $0.from, to: $0.to, distanceMeters: $0.distanceMeters, durationSeconds: $0.durationSeconds)
+            }
         )
-        self.pois = tour.pois.map { POIEntry(id: $0.id.value, name: $0.name, location: $0.location, triggerRadiusMeters: $0.triggerRadiusMeters) }
+        self.pois = tour.pois.map {
+            POIEntry(id: $0.id.value, name: $0.name, location: $0.location, triggerRadiusMeters: $0.triggerRadiusMeters)
+        }
         self.audio = entries
         self.mapTiles = mapTiles
         self.loudness = loudness.map { Loudness(targetLUFS: $0.integratedLUFS, truePeakDBTP: $0.truePeakDBTP) }

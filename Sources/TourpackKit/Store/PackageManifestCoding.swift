@@ -1,8 +1,7 @@
-public import Foundation
 import Crypto
-
-public import TourpackCore
+public import Foundation
 import TourpackAudio
+public import TourpackCore
 import TourpackMaps
 
 #if canImport(Glibc)
@@ -95,7 +94,8 @@ extension PackageManifest {
             ("audio", .array(audio.map { $0.jsonValue(includingCharacters: true) })), ("mapTiles", mapTilesValue),
         ]
         if let loudness {
-            members.append(("loudness", .object([("targetLUFS", .number(loudness.targetLUFS)), ("truePeakDBTP", .number(loudness.truePeakDBTP))])))
+            members.append(
+                ("loudness", .object([("targetLUFS", .number(loudness.targetLUFS)), ("truePeakDBTP", .number(loudness.truePeakDBTP))])))
         }
         return .object(members)
     }
@@ -111,7 +111,9 @@ extension PackageManifest {
 
     private var routeValue: JSONValue {
         let waypoints: [JSONValue] = route.waypoints.map { point in
-            var members: [(key: String, value: JSONValue)] = [("latitude", .number(point.latitude)), ("longitude", .number(point.longitude))]
+            var members: [(key: String, value: JSONValue)] = [
+                ("latitude", .number(point.latitude)), ("longitude", .number(point.longitude)),
+            ]
             if let name = point.name { members.append(("name", .string(name))) }
             return .object(members)
         }
@@ -125,13 +127,14 @@ extension PackageManifest {
     }
 
     private var poisValue: JSONValue {
-        .array(pois.map { poi in
-            .object([
-                ("id", .string(poi.id)), ("name", .string(poi.name)),
-                ("location", .object([("latitude", .number(poi.location.latitude)), ("longitude", .number(poi.location.longitude))])),
-                ("triggerRadiusMeters", .number(poi.triggerRadiusMeters)),
-            ])
-        })
+        .array(
+            pois.map { poi in
+                .object([
+                    ("id", .string(poi.id)), ("name", .string(poi.name)),
+                    ("location", .object([("latitude", .number(poi.location.latitude)), ("longitude", .number(poi.location.longitude))])),
+                    ("triggerRadiusMeters", .number(poi.triggerRadiusMeters)),
+                ])
+            })
     }
 
     private var mapTilesValue: JSONValue {
@@ -139,18 +142,26 @@ extension PackageManifest {
         var members: [(key: String, value: JSONValue)] = [
             ("minZoom", .number(Double(mapTiles.minZoom))), ("maxZoom", .number(Double(mapTiles.maxZoom))),
             ("bufferMiles", .number(mapTiles.bufferMiles)), ("selection", .string(mapTiles.selection.rawValue)),
-            ("bounds", .object([("south", .number(b.south)), ("west", .number(b.west)), ("north", .number(b.north)), ("east", .number(b.east))])),
-            ("ranges", .array(mapTiles.ranges.map { r in
-                .object([
-                    ("zoom", .number(Double(r.zoom))), ("minX", .number(Double(r.minX))), ("maxX", .number(Double(r.maxX))),
-                    ("minY", .number(Double(r.minY))), ("maxY", .number(Double(r.maxY))),
-                ])
-            })),
+            (
+                "bounds",
+                .object([("south", .number(b.south)), ("west", .number(b.west)), ("north", .number(b.north)), ("east", .number(b.east))])
+            ),
+            (
+                "ranges",
+                .array(
+                    mapTiles.ranges.map { r in
+                        .object([
+                            ("zoom", .number(Double(r.zoom))), ("minX", .number(Double(r.minX))), ("maxX", .number(Double(r.maxX))),
+                            ("minY", .number(Double(r.minY))), ("maxY", .number(Double(r.maxY))),
+                        ])
+                    })
+            ),
             ("tileCount", .number(Double(mapTiles.tileCount))), ("estimatedBytes", .number(Double(mapTiles.estimatedBytes))),
         ]
         // The pack's fields, when there is a pack: all of them or none.
         if let file = mapTiles.file, let format = mapTiles.format, let stored = mapTiles.storedTiles,
-           let empty = mapTiles.emptyTiles, let size = mapTiles.sizeBytes, let sha256 = mapTiles.sha256 {
+            let empty = mapTiles.emptyTiles, let size = mapTiles.sizeBytes, let sha256 = mapTiles.sha256
+        {
             members += [
                 ("file", .string(file)), ("format", .string(format.rawValue)), ("storedTiles", .number(Double(stored))),
                 ("emptyTiles", .number(Double(empty))), ("sizeBytes", .number(Double(size))), ("sha256", .string(sha256)),
@@ -169,7 +180,8 @@ extension PackageManifest {
         gmtime_r(&seconds, &parts)
         func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let year = String(parts.tm_year + 1900)
-        return "\(String(repeating: "0", count: max(0, 4 - year.count)))\(year)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        return
+            "\(String(repeating: "0", count: max(0, 4 - year.count)))\(year)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 
     /// Parses exactly the form `timestamp(_:)` writes; anything else is nil.
@@ -181,8 +193,8 @@ extension PackageManifest {
             return Int32(String(decoding: b[range], as: UTF8.self))
         }
         guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
         else { return nil }
         var parts = tm()
         parts.tm_year = year - 1900

@@ -1,8 +1,8 @@
 import Foundation
+import TourpackAudio
 import TourpackCore
 import TourpackMaps
 import TourpackState
-import TourpackAudio
 
 /// Writes one tour's packages: a manifest per format, then the journalled commit.
 ///
@@ -134,7 +134,8 @@ struct TourPublisher: Sendable {
         do {
             let replaced = Set(fresh.map(\.final.lastPathComponent))
             let kept = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter {
-                !replaced.contains($0) && !AtomicFile.isTemporaryName($0) && Layout.parseAudioPath("\(Layout.audioCacheFolder)/\(tourID.value)/\($0)") != nil
+                !replaced.contains($0) && !AtomicFile.isTemporaryName($0)
+                    && Layout.parseAudioPath("\(Layout.audioCacheFolder)/\(tourID.value)/\($0)") != nil
             }
             for name in kept {
                 try AtomicFile.hardLink(live.appendingPathComponent(name), to: next.appendingPathComponent(name), under: root)

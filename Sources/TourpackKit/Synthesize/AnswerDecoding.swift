@@ -69,7 +69,9 @@ struct WAVStreamDecoder: AnswerDecoder {
     /// Parses what `pending` holds; returns the bytes after the data chunk's
     /// header once it is reached (and switches to `.data`), nil while more is needed.
     private mutating func parseHeader() throws -> [UInt8]? {
-        func u32(_ at: Int) -> Int { Int(pending[at]) | Int(pending[at + 1]) << 8 | Int(pending[at + 2]) << 16 | Int(pending[at + 3]) << 24 }
+        func u32(_ at: Int) -> Int {
+            Int(pending[at]) | Int(pending[at + 1]) << 8 | Int(pending[at + 2]) << 16 | Int(pending[at + 3]) << 24
+        }
         func u16(_ at: Int) -> Int { Int(pending[at]) | Int(pending[at + 1]) << 8 }
         func tag(_ at: Int) -> String { String(decoding: pending[at..<at + 4], as: UTF8.self) }
         while true {
@@ -87,7 +89,9 @@ struct WAVStreamDecoder: AnswerDecoder {
                 guard pending.count >= 8 + 16 else { return nil }
                 guard size >= 16 else { throw UndecodableBody(reason: "unsupported WAV: a fmt chunk of \(size) bytes") }
                 let (code, channels, rate, bits) = (u16(8), u16(10), u32(12), u16(22))
-                guard code == 1 || code == 0xFFFE else { throw UndecodableBody(reason: "unsupported WAV: format code \(code), expected PCM") }
+                guard code == 1 || code == 0xFFFE else {
+                    throw UndecodableBody(reason: "unsupported WAV: format code \(code), expected PCM")
+                }
                 guard bits == 16 else { throw UndecodableBody(reason: "unsupported WAV: \(bits)-bit samples, expected 16") }
                 guard channels == 1 || channels == 2 else { throw UndecodableBody(reason: "unsupported WAV: \(channels) channels") }
                 guard rate > 0 else { throw UndecodableBody(reason: "unsupported WAV: sample rate 0") }
@@ -151,7 +155,8 @@ struct WAVStreamDecoder: AnswerDecoder {
         case .done, .data(remaining: nil):
             return
         case .data(let remaining?):
-            throw UndecodableBody(reason: "\(WAV.DecodeError.truncated(expectedBytes: declaredBytes, actualBytes: declaredBytes - remaining))")
+            throw UndecodableBody(
+                reason: "\(WAV.DecodeError.truncated(expectedBytes: declaredBytes, actualBytes: declaredBytes - remaining))")
         case .header, .skipping:
             if !sawRIFF { throw UndecodableBody(reason: "\(WAV.DecodeError.notRIFF)") }
             throw UndecodableBody(reason: "\(WAV.DecodeError.missingChunk(format == nil ? "fmt " : "data"))")
@@ -216,7 +221,7 @@ struct GoogleAnswerDecoder: AnswerDecoder {
             switch byte {
             case UInt8(ascii: "u"): unicodeDigits = 4
             case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                 break
             default:
                 throw Self.malformed("a bad escape")
@@ -341,7 +346,9 @@ struct Base64StreamDecoder {
         default:
             throw UndecodableBody(reason: "audioContent is not base64")
         }
-        if padding > 0 && character != UInt8(ascii: "=") { throw UndecodableBody(reason: "audioContent is not base64: data after its padding") }
+        if padding > 0 && character != UInt8(ascii: "=") {
+            throw UndecodableBody(reason: "audioContent is not base64: data after its padding")
+        }
         switch count {
         case 0: quad.0 = value
         case 1: quad.1 = value

@@ -1,9 +1,9 @@
 public import Foundation
 public import Logging
 import NIOPosix
+public import TourpackAudio
 public import TourpackCore
 public import TourpackHTTP
-public import TourpackAudio
 
 /// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
 ///
@@ -93,9 +93,11 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
                 throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: refusal.status, message: refusal.message)
             }
             core.counters.update { $0.splits += 1 }
-            core.options.logger.notice("tts chunk split", metadata: [
-                "item": "\(request.itemLabel)", "parts": "\(parts.count)", "characters": "\(request.chunk.characters)",
-            ])
+            core.options.logger.notice(
+                "tts chunk split",
+                metadata: [
+                    "item": "\(request.itemLabel)", "parts": "\(parts.count)", "characters": "\(request.chunk.characters)",
+                ])
             // Each part into a file of its own, then the parts, in order, into the chunk's file.
             let files = parts.indices.map { destination.appendingPathExtension("part\($0)") }
             defer { for file in files { try? FileManager.default.removeItem(at: file) } }

@@ -1,6 +1,6 @@
 public import Foundation
-public import TourpackCore
 public import TourpackAudio
+public import TourpackCore
 
 /// One chunk to speak, with the voice to speak it in.
 public struct SynthesisRequest: Sendable, Hashable {
@@ -40,7 +40,8 @@ extension SpeechSynthesizer {
 
     /// One chunk's audio in memory, for tools and tests; the build streams instead.
     public func synthesize(_ request: SynthesisRequest) async throws -> PCMAudio {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-speech-\(UUID().uuidString)", isDirectory: true)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tourpack-speech-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.appendingPathComponent("chunk.flac")

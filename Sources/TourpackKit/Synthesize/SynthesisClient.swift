@@ -1,9 +1,9 @@
 import Foundation
 import Logging
 import NIOPosix
+import TourpackAudio
 import TourpackCore
 import TourpackHTTP
-import TourpackAudio
 
 /// The shared state behind every copy of an `HTTPSpeechSynthesizer`, and
 /// the try-wait-retry loop for one chunk.
@@ -21,8 +21,10 @@ final class SynthesisClient: Sendable {
     private let rateLimiter: RequestRateLimiter<ContinuousClock>?
     private let url: String
 
-    init(settings: TTSSettings, key: APIKey?, dialect: any TTSDialect, transport: HTTPTransport,
-         options: HTTPSpeechSynthesizer.Options, retry: RetryPolicy) {
+    init(
+        settings: TTSSettings, key: APIKey?, dialect: any TTSDialect, transport: HTTPTransport,
+        options: HTTPSpeechSynthesizer.Options, retry: RetryPolicy
+    ) {
         self.settings = settings
         self.key = key
         self.dialect = dialect
@@ -60,7 +62,8 @@ final class SynthesisClient: Sendable {
     func synthesize(_ request: SynthesisRequest, to destination: URL) async throws -> ChunkShape {
         let body: [UInt8]
         do { body = try dialect.body(for: request, settings: settings) } catch {
-            throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: nil, message: "could not encode the request: \(error)")
+            throw TourpackError.audioGenerationFailed(
+                item: request.itemLabel, status: nil, message: "could not encode the request: \(error)")
         }
         let clock = ContinuousClock()
         var deadline: ContinuousClock.Instant?
@@ -87,7 +90,8 @@ final class SynthesisClient: Sendable {
                 deadline = due
                 let remaining = start.duration(to: due).seconds
                 outcome = await attemptOnce(
-                    request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)), destination: destination)
+                    request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)),
+                    destination: destination)
                 await inFlight.release()
             } catch let known as TourpackError {
                 throw known
@@ -109,23 +113,30 @@ final class SynthesisClient: Sendable {
                 let outOfTime = deadline.map { clock.now.advanced(by: Duration.clamped(seconds: wait)) > $0 } ?? false
                 if attempt >= retry.maxAttempts || outOfTime {
                     counters.update { $0.failures += 1 }
-                    let why = outOfTime ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
-                                        : "gave up after \(attempt) tries"
-                    options.logger.notice("tts request failed", metadata: [
-                        "item": "\(request.itemLabel)", "attempts": "\(attempt)", "status": "\(status.map(String.init) ?? "none")",
-                        "reason": "\(reason)",
-                    ])
+                    let why =
+                        outOfTime
+                        ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
+                        : "gave up after \(attempt) tries"
+                    options.logger.notice(
+                        "tts request failed",
+                        metadata: [
+                            "item": "\(request.itemLabel)", "attempts": "\(attempt)", "status": "\(status.map(String.init) ?? "none")",
+                            "reason": "\(reason)",
+                        ])
                     if let transport, status == nil {
-                        throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(url), reason: "\(transport.reason); \(why)")
+                        throw TourpackError.networkUnavailable(
+                            endpoint: HTTPRequestSpec.redactedURL(url), reason: "\(transport.reason); \(why)")
                     }
                     throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: status, message: "\(reason); \(why)")
                 }
                 counters.update { $0.retries += 1 }
-                options.logger.notice("tts retry", metadata: [
-                    "item": "\(request.itemLabel)", "attempt": "\(attempt)", "status": "\(status.map(String.init) ?? "none")",
-                    "reason": "\(reason)",
-                    "wait_ms": "\(Int(wait * 1000))",
-                ])
+                options.logger.notice(
+                    "tts retry",
+                    metadata: [
+                        "item": "\(request.itemLabel)", "attempt": "\(attempt)", "status": "\(status.map(String.init) ?? "none")",
+                        "reason": "\(reason)",
+                        "wait_ms": "\(Int(wait * 1000))",
+                    ])
                 do { try await options.sleep(Duration.clamped(seconds: wait)) } catch { throw TourpackError.cancelled }
             }
         }
@@ -152,7 +163,9 @@ final class SynthesisClient: Sendable {
             return .final(.cancelled)
         case .failure(let failure):
             let reason = scrub(failure.reason)
-            options.logger.debug("tts request", metadata: ["item": "\(request.itemLabel)", "attempt": "\(attempt)", "error": "\(reason)", "ms": "\(elapsedMs)"])
+            options.logger.debug(
+                "tts request",
+                metadata: ["item": "\(request.itemLabel)", "attempt": "\(attempt)", "error": "\(reason)", "ms": "\(elapsedMs)"])
             // Every 2xx answer is billed once, whatever became of its body:
             // cut short, over the cap, unwritable, or abandoned by a cancel.
             if let status = failure.answeredStatus, (200..<300).contains(status) {
@@ -182,10 +195,12 @@ final class SynthesisClient: Sendable {
             $0.connectionsOpened += response.newConnections
             $0.bytesReceived += response.bodyBytes
         }
-        options.logger.debug("tts request", metadata: [
-            "item": "\(request.itemLabel)", "attempt": "\(attempt)", "status": "\(response.status)",
-            "bytes": "\(response.bodyBytes)", "ms": "\(elapsedMs)",
-        ])
+        options.logger.debug(
+            "tts request",
+            metadata: [
+                "item": "\(request.itemLabel)", "attempt": "\(attempt)", "status": "\(response.status)",
+                "bytes": "\(response.bodyBytes)", "ms": "\(elapsedMs)",
+            ])
 
         switch response.status {
         case 200..<300:
@@ -196,7 +211,8 @@ final class SynthesisClient: Sendable {
             case .success(let shape):
                 return .audio(shape)
             case .failure(let undecodable as UndecodableBody):
-                return .retryable(status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
+                return .retryable(
+                    status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
             case .failure(let error as TourpackError):
                 return .final(error)
             case .failure(let error):

@@ -72,13 +72,19 @@ struct OpenAIDialect: TTSDialect {
         var model: String
         var input: String
         var voice: String
-        var response_format = "wav"
+        var responseFormat = "wav"
         var speed: Double
+
+        enum CodingKeys: String, CodingKey {
+            case model, input, voice, speed
+            case responseFormat = "response_format"
+        }
     }
 
     func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
         let text = request.chunk.isSSML ? Self.plainText(fromSSML: request.chunk.text) : request.chunk.text
-        let body = Body(model: settings.model ?? Self.defaultModel, input: text, voice: request.voice.name, speed: request.voice.speakingRate)
+        let body = Body(
+            model: settings.model ?? Self.defaultModel, input: text, voice: request.voice.name, speed: request.voice.speakingRate)
         return Array(try JSONEncoder().encode(body))
     }
 
@@ -89,7 +95,13 @@ struct OpenAIDialect: TTSDialect {
         var text = ""
         var inTag = false
         for character in ssml {
-            if character == "<" { inTag = true; text.append(" ") } else if character == ">" { inTag = false } else if !inTag { text.append(character) }
+            if character == "<" {
+                inTag = true; text.append(" ")
+            } else if character == ">" {
+                inTag = false
+            } else if !inTag {
+                text.append(character)
+            }
         }
         let entities = ["&lt;": "<", "&gt;": ">", "&quot;": "\"", "&apos;": "'", "&amp;": "&"]
         for (entity, replacement) in entities { text = text.replacingOccurrences(of: entity, with: replacement) }

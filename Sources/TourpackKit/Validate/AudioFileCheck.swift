@@ -1,5 +1,4 @@
 import Foundation
-
 import TourpackAudio
 import TourpackCore
 
@@ -38,7 +37,9 @@ struct AudioFileCheck: Sendable {
         var status = stat()
         guard stat(url.path, &status) == 0 else {
             let code = errno
-            record.error(.exists, code == ENOENT ? "missing: package.json lists this file but it is not there" : "cannot be read: \(errnoDescription(code))")
+            record.error(
+                .exists,
+                code == ENOENT ? "missing: package.json lists this file but it is not there" : "cannot be read: \(errnoDescription(code))")
             return
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
@@ -100,7 +101,10 @@ struct AudioFileCheck: Sendable {
         record.ran(.duration)
         let tolerance = ValidationTolerance.durationSeconds(for: format, sampleRateHz: entry.sampleRateHz)
         if abs(inspection.durationSeconds - entry.durationSeconds) > tolerance {
-            record.error(.duration, "decodes to \(Self.seconds(inspection.durationSeconds)) s, package.json says \(Self.seconds(entry.durationSeconds)) s (tolerance \(Self.seconds(tolerance)) s)")
+            record.error(
+                .duration,
+                "decodes to \(Self.seconds(inspection.durationSeconds)) s, package.json says \(Self.seconds(entry.durationSeconds)) s (tolerance \(Self.seconds(tolerance)) s)"
+            )
         }
         checkLoudness(inspection, &record)
     }
@@ -112,13 +116,18 @@ struct AudioFileCheck: Sendable {
         let tolerance = ValidationTolerance.loudnessLU
         guard let declared = entry.loudness else {
             if let target {
-                record.error(.loudness, "package.json records no loudness for this file, but says the package is normalized to \(Self.level(target.targetLUFS)) LUFS")
+                record.error(
+                    .loudness,
+                    "package.json records no loudness for this file, but says the package is normalized to \(Self.level(target.targetLUFS)) LUFS"
+                )
             }
             return
         }
         switch (inspection.integratedLUFS, declared.integratedLUFS) {
         case (let measured?, let said?) where abs(measured - said) > tolerance:
-            record.error(.loudness, "measures \(Self.level(measured)) LUFS, package.json says \(Self.level(said)) LUFS (tolerance \(Self.level(tolerance)) LU)")
+            record.error(
+                .loudness,
+                "measures \(Self.level(measured)) LUFS, package.json says \(Self.level(said)) LUFS (tolerance \(Self.level(tolerance)) LU)")
         case (let measured?, nil):
             record.error(.loudness, "measures \(Self.level(measured)) LUFS, package.json records no integrated loudness")
         case (nil, let said?):
@@ -128,7 +137,10 @@ struct AudioFileCheck: Sendable {
         }
         switch (inspection.truePeakDBTP, declared.truePeakDBTP) {
         case (let measured?, let said?) where abs(measured - said) > tolerance:
-            record.error(.loudness, "true peak is \(Self.level(measured)) dBTP, package.json says \(Self.level(said)) dBTP (tolerance \(Self.level(tolerance)) dB)")
+            record.error(
+                .loudness,
+                "true peak is \(Self.level(measured)) dBTP, package.json says \(Self.level(said)) dBTP (tolerance \(Self.level(tolerance)) dB)"
+            )
         case (let measured?, nil):
             record.error(.loudness, "true peak is \(Self.level(measured)) dBTP, package.json records none")
         default:
@@ -136,10 +148,14 @@ struct AudioFileCheck: Sendable {
         }
         guard let target, inspection.durationSeconds >= ValidationTolerance.minimumSecondsForLoudness else { return }
         if let measured = inspection.integratedLUFS, abs(measured - target.targetLUFS) > tolerance {
-            record.error(.loudness, "measures \(Self.level(measured)) LUFS; the package's target is \(Self.level(target.targetLUFS)) LUFS (tolerance \(Self.level(tolerance)) LU)")
+            record.error(
+                .loudness,
+                "measures \(Self.level(measured)) LUFS; the package's target is \(Self.level(target.targetLUFS)) LUFS (tolerance \(Self.level(tolerance)) LU)"
+            )
         }
         if let peak = inspection.truePeakDBTP, peak > target.truePeakDBTP + ValidationTolerance.truePeakOverDB {
-            record.error(.loudness, "true peak is \(Self.level(peak)) dBTP, above the package's ceiling of \(Self.level(target.truePeakDBTP)) dBTP")
+            record.error(
+                .loudness, "true peak is \(Self.level(peak)) dBTP, above the package's ceiling of \(Self.level(target.truePeakDBTP)) dBTP")
         }
     }
 
@@ -163,11 +179,17 @@ struct AudioFileCheck: Sendable {
         switch format {
         case .mp3:
             if abs(measured - nominal) > nominal * fraction {
-                record.error(.format, "bit rate is \(inspection.bitRateKbps) kbps; a constant-rate MP3 must be its nominal \(entry.bitrateKbps) kbps ±\(percent)%")
+                record.error(
+                    .format,
+                    "bit rate is \(inspection.bitRateKbps) kbps; a constant-rate MP3 must be its nominal \(entry.bitrateKbps) kbps ±\(percent)%"
+                )
             }
         case .aac, .opus:
             if measured > nominal * (1 + fraction) {
-                record.error(.format, "average bit rate is \(inspection.bitRateKbps) kbps, more than \(percent)% above the nominal \(entry.bitrateKbps) kbps: a wrong encoder setting")
+                record.error(
+                    .format,
+                    "average bit rate is \(inspection.bitRateKbps) kbps, more than \(percent)% above the nominal \(entry.bitrateKbps) kbps: a wrong encoder setting"
+                )
             }
         }
     }
@@ -205,16 +227,24 @@ struct AudioFileCheck: Sendable {
             if preSkip == 0 {
                 record.error(.oggOpus, "pre-skip is 0: the encoder's priming would be played as a click at the start")
             } else if preSkip > ValidationTolerance.maximumOpusPreSkip {
-                record.error(.oggOpus, "pre-skip is \(preSkip) samples, more than \(ValidationTolerance.maximumOpusPreSkip) (80 ms); audio would be cut at the start")
+                record.error(
+                    .oggOpus,
+                    "pre-skip is \(preSkip) samples, more than \(ValidationTolerance.maximumOpusPreSkip) (80 ms); audio would be cut at the start"
+                )
             }
         }
         // Without the end-of-stream page the last granule is not the end; that is reported above.
-        guard pages.endsWithEOS, let granule = pages.endGranule, let preSkip = pages.preSkip, let playable = pages.playableSeconds else { return }
+        guard pages.endsWithEOS, let granule = pages.endGranule, let preSkip = pages.preSkip, let playable = pages.playableSeconds else {
+            return
+        }
         let tolerance = ValidationTolerance.durationSeconds(for: .opus, sampleRateHz: entry.sampleRateHz)
         if playable < 0 {
             record.error(.oggOpus, "end granule \(granule) is less than the pre-skip \(preSkip)")
         } else if abs(playable - entry.durationSeconds) > tolerance {
-            record.error(.oggOpus, "end granule \(granule) less pre-skip \(preSkip) plays \(Self.seconds(playable)) s, package.json says \(Self.seconds(entry.durationSeconds)) s")
+            record.error(
+                .oggOpus,
+                "end granule \(granule) less pre-skip \(preSkip) plays \(Self.seconds(playable)) s, package.json says \(Self.seconds(entry.durationSeconds)) s"
+            )
         }
     }
 

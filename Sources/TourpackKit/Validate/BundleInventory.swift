@@ -1,5 +1,4 @@
 import Foundation
-
 import TourpackCore
 
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
 public import Foundation
 public import NIOPosix
-
 public import TourpackCore
 
 #if canImport(Glibc)
@@ -58,7 +57,8 @@ public struct BundleValidator: Sendable {
     public func validate(root: URL, on pool: NIOThreadPool) async throws -> ValidationReport {
         var status = stat()
         guard stat(root.path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
-            throw TourpackError.invalidInput("\(root.path): no such folder; validate takes the Documents root (the one holding AudioCache and OfflineTours)")
+            throw TourpackError.invalidInput(
+                "\(root.path): no such folder; validate takes the Documents root (the one holding AudioCache and OfflineTours)")
         }
         let layout = Layout(root: root)
         let options = self.options
@@ -86,7 +86,9 @@ public struct BundleValidator: Sendable {
         if options.strict {
             outcomes = outcomes.map { outcome in
                 var outcome = outcome
-                outcome.findings = outcome.findings.map { var f = $0; f.severity = .error; return f }
+                outcome.findings = outcome.findings.map {
+                    var f = $0; f.severity = .error; return f
+                }
                 return outcome
             }
         }
@@ -126,7 +128,8 @@ public struct BundleValidator: Sendable {
         var bundle = OutcomeRecorder(package: nil, subject: ".")
         bundle.ran(.packages)
         if inventory.packageFolders.isEmpty {
-            bundle.warning(.packages, "no package.json under \(Layout.offlineToursFolder); nothing to ship", path: Layout.offlineToursFolder)
+            bundle.warning(
+                .packages, "no package.json under \(Layout.offlineToursFolder); nothing to ship", path: Layout.offlineToursFolder)
         }
         for folder in inventory.foldersWithoutManifest {
             bundle.warning(.packages, "package folder without package.json (left by an interrupted build?)", path: folder)
@@ -145,17 +148,24 @@ public struct BundleValidator: Sendable {
                 path: link.path)
         }
         bundle.ran(.stray)
-        let caveat = unreadablePackages == 0 ? "" : "; \(unreadablePackages == 1 ? "a package.json" : "\(unreadablePackages) package.json files") could not be read and may list it"
+        let caveat =
+            unreadablePackages == 0
+            ? ""
+            : "; \(unreadablePackages == 1 ? "a package.json" : "\(unreadablePackages) package.json files") could not be read and may list it"
         for file in inventory.audioCacheFiles where !listed.contains(file.path) {
             let kind = file.isSymlink ? "symlink" : "file"
             bundle.warning(.stray, "stray \(kind): no package lists it (\(PlanReport.bytes(Int(file.size))))\(caveat)", path: file.path)
         }
         for pack in inventory.tilePacks where !listed.contains(pack.path) {
             let kind = pack.isSymlink ? "symlink" : "tile pack"
-            bundle.warning(.stray, "stray \(kind): its folder's package.json does not list it (\(PlanReport.bytes(Int(pack.size))))\(caveat)", path: pack.path)
+            bundle.warning(
+                .stray, "stray \(kind): its folder's package.json does not list it (\(PlanReport.bytes(Int(pack.size))))\(caveat)",
+                path: pack.path)
         }
         for path in inventory.tilePackSideFiles {
-            bundle.warning(.stray, "SQLite side file beside the tile pack (the pack was opened for writing in place?); the app never reads it", path: path)
+            bundle.warning(
+                .stray, "SQLite side file beside the tile pack (the pack was opened for writing in place?); the app never reads it",
+                path: path)
         }
         for path in inventory.misplaced {
             bundle.warning(.stray, "not part of the layout (AudioCache/<tourId>/..., OfflineTours/<packageId>/package.json)", path: path)

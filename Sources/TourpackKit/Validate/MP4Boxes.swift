@@ -84,7 +84,9 @@ public struct MP4Boxes: Sendable, Hashable {
         case (nil, _): problems.append("no 'moov' box")
         case (_, nil): problems.append("no 'mdat' box")
         case (let moov?, let mdat?) where mdat < moov:
-            problems.append("'mdat' at offset \(boxes[mdat].offset) comes before 'moov' at offset \(boxes[moov].offset); the file is not faststart (top-level boxes: \(types.joined(separator: ", ")))")
+            problems.append(
+                "'mdat' at offset \(boxes[mdat].offset) comes before 'moov' at offset \(boxes[moov].offset); the file is not faststart (top-level boxes: \(types.joined(separator: ", ")))"
+            )
         default: break
         }
         return problems

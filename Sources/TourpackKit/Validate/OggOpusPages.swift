@@ -66,7 +66,9 @@ public struct OggOpusPages: Sendable, Hashable {
             }
             let bodySize = bytes[offset + 27..<offset + headerSize].reduce(0) { $0 + Int($1) }
             guard bytes.count - offset >= headerSize + bodySize else {
-                problem("page \(pageCount) at offset \(offset) needs \(headerSize + bodySize) bytes but only \(bytes.count - offset) remain (file truncated?)")
+                problem(
+                    "page \(pageCount) at offset \(offset) needs \(headerSize + bodySize) bytes but only \(bytes.count - offset) remain (file truncated?)"
+                )
                 break
             }
             let page = bytes[offset..<offset + headerSize + bodySize]
@@ -77,9 +79,15 @@ public struct OggOpusPages: Sendable, Hashable {
             let storedCRC = UInt32(Self.littleEndian(bytes, at: offset + 22, count: 4))
 
             if bytes[offset + 4] != 0 { problem("page \(pageCount) at offset \(offset): unknown Ogg version \(bytes[offset + 4])") }
-            if OggCRC.checksum(of: page, crcOffset: 22) != storedCRC { problem("page \(pageCount) at offset \(offset): CRC mismatch (damaged page)") }
-            if let serial, serial != pageSerial { problem("page \(pageCount) at offset \(offset): second logical stream (serial \(pageSerial)); expected one Opus stream") }
-            if sequence != UInt32(truncatingIfNeeded: pageCount) { problem("page \(pageCount) at offset \(offset): sequence number \(sequence), expected \(pageCount) (page lost?)") }
+            if OggCRC.checksum(of: page, crcOffset: 22) != storedCRC {
+                problem("page \(pageCount) at offset \(offset): CRC mismatch (damaged page)")
+            }
+            if let serial, serial != pageSerial {
+                problem("page \(pageCount) at offset \(offset): second logical stream (serial \(pageSerial)); expected one Opus stream")
+            }
+            if sequence != UInt32(truncatingIfNeeded: pageCount) {
+                problem("page \(pageCount) at offset \(offset): sequence number \(sequence), expected \(pageCount) (page lost?)")
+            }
             if pageCount == 0 {
                 if flags & 0x02 == 0 { problem("first page lacks the beginning-of-stream flag") }
                 switch Self.readHead(bytes[offset + headerSize..<offset + headerSize + bodySize]) {
@@ -90,7 +98,9 @@ public struct OggOpusPages: Sendable, Hashable {
                 problem("page \(pageCount) at offset \(offset) has the beginning-of-stream flag again")
             }
             if granule != -1 {
-                if granule < lastGranule { problem("page \(pageCount) at offset \(offset): granule position \(granule) goes back from \(lastGranule)") }
+                if granule < lastGranule {
+                    problem("page \(pageCount) at offset \(offset): granule position \(granule) goes back from \(lastGranule)")
+                }
                 lastGranule = granule
             }
             serial = serial ?? pageSerial

@@ -37,7 +37,8 @@ struct PackageCheck {
 
     func run() -> Result {
         var record = OutcomeRecorder(package: name, subject: manifestPath)
-        var result = Result(summary: .init(name: name, manifest: manifestPath), outcomes: [], audioChecks: [], tilePackCheck: nil, listedPaths: [])
+        var result = Result(
+            summary: .init(name: name, manifest: manifestPath), outcomes: [], audioChecks: [], tilePackCheck: nil, listedPaths: [])
         check(&record, &result)
         // The package.json's own checks come first, then its audio files in list order.
         result.outcomes = record.outcomes + result.outcomes
@@ -85,12 +86,16 @@ struct PackageCheck {
         record.ran(.contentHash)
         let hash = manifest.computeContentHash()
         if hash != manifest.contentHash {
-            record.error(.contentHash, "contentHash is \(manifest.contentHash), but the content hashes to \(hash); the app would miss (or invent) an update")
+            record.error(
+                .contentHash,
+                "contentHash is \(manifest.contentHash), but the content hashes to \(hash); the app would miss (or invent) an update")
         }
         record.ran(.sizeBytes)
         // Sizes come from the file: a sum that overflows is simply wrong, never a crash.
         let sum = manifest.audio.reduce(Int64?(0)) { total, entry in
-            total.flatMap { total in let (sum, overflow) = total.addingReportingOverflow(entry.sizeBytes); return overflow ? nil : sum }
+            total.flatMap { total in
+                let (sum, overflow) = total.addingReportingOverflow(entry.sizeBytes); return overflow ? nil : sum
+            }
         }
         if let sum, sum != manifest.sizeBytes {
             record.error(.sizeBytes, "sizeBytes is \(manifest.sizeBytes), the audio entries add up to \(sum)")
@@ -131,14 +136,17 @@ struct PackageCheck {
         }
         let formats = Set(manifest.audio.map(\.format))
         guard let tourID = SafeID(validating: manifest.tourId), tourID.value == manifest.tourId,
-              formats.count == 1, let format = formats.first
+            formats.count == 1, let format = formats.first
         else { return }
         let voice = VoicePreset(
             provider: manifest.voice.provider, languageCode: manifest.voice.languageCode, name: manifest.voice.name,
             tier: manifest.voice.tier, speakingRate: manifest.voice.speakingRate, pitch: manifest.voice.pitch)
         let expected = PackageID.make(tourID: tourID, voice: voice, format: format)
         if expected.value != manifest.packageId {
-            record.error(.packageId, "packageId \(manifest.packageId) is not the one tour \(manifest.tourId), this voice and \(format.rawValue) give (\(expected))")
+            record.error(
+                .packageId,
+                "packageId \(manifest.packageId) is not the one tour \(manifest.tourId), this voice and \(format.rawValue) give (\(expected))"
+            )
         }
     }
 
@@ -161,7 +169,9 @@ struct PackageCheck {
         var byPath: [String: Int] = [:]
         for (index, entry) in manifest.audio.enumerated() {
             if let first = byItem["\(entry.poiId) \(entry.phase.rawValue)"] {
-                record.error(.audioList, "audio[\(index)]: duplicate entry for POI \(entry.poiId) \(entry.phase.rawValue) (also audio[\(first)]): \(entry.path)")
+                record.error(
+                    .audioList,
+                    "audio[\(index)]: duplicate entry for POI \(entry.poiId) \(entry.phase.rawValue) (also audio[\(first)]): \(entry.path)")
             } else {
                 byItem["\(entry.poiId) \(entry.phase.rawValue)"] = index
             }
@@ -188,7 +198,8 @@ struct PackageCheck {
         let created = PackageManifest.timestamp(manifest.createdAt)
         let expires = PackageManifest.timestamp(manifest.expiresAt)
         if manifest.isExpired(at: options.now) {
-            record.error(.expiry, "expired at \(expires) (now \(PackageManifest.timestamp(options.now))); rebuild it, e.g. build --refresh-expiring")
+            record.error(
+                .expiry, "expired at \(expires) (now \(PackageManifest.timestamp(options.now))); rebuild it, e.g. build --refresh-expiring")
         }
         if manifest.createdAt.timeIntervalSince(options.now) > ValidationTolerance.clockSkewSeconds {
             record.warning(.expiry, "createdAt \(created) is in the future (now \(PackageManifest.timestamp(options.now)))")
@@ -200,7 +211,8 @@ struct PackageCheck {
             return
         }
         if let limits = options.limits, days != limits.packageMaxAgeDays {
-            record.warning(.expiry, "expires \(days) days after it was made; the pipeline's budgets.packageMaxAgeDays is \(limits.packageMaxAgeDays)")
+            record.warning(
+                .expiry, "expires \(days) days after it was made; the pipeline's budgets.packageMaxAgeDays is \(limits.packageMaxAgeDays)")
         }
     }
 
@@ -215,7 +227,10 @@ struct PackageCheck {
             return
         }
         if let limits = options.limits, tiles.selection != limits.selection {
-            record.warning(.mapTiles, "selection is \(tiles.selection.rawValue), the pipeline's maps.selection is \(limits.selection.rawValue); a rebuild changes the map")
+            record.warning(
+                .mapTiles,
+                "selection is \(tiles.selection.rawValue), the pipeline's maps.selection is \(limits.selection.rawValue); a rebuild changes the map"
+            )
         }
         if let stored = tiles.storedTiles, let empty = tiles.emptyTiles, stored + empty != tiles.tileCount {
             record.error(.mapTiles, "storedTiles \(stored) + emptyTiles \(empty) is \(stored + empty), but tileCount is \(tiles.tileCount)")
@@ -225,31 +240,43 @@ struct PackageCheck {
             minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, tileKB: options.limits?.tileKB ?? 15,
             selection: tiles.selection)
         // The corridor goes tile by tile through the box: a hostile bufferMiles must not make that endless.
-        if tiles.selection == .corridor, let box = TileMath.coverage(of: route + pois, settings: settings), box.tileCount > TilePackCheck.maxRecomputedTiles {
-            record.error(.mapTiles, "the buffered box holds \(box.tileCount) tiles at zooms \(tiles.minZoom)...\(tiles.maxZoom), more than the \(TilePackCheck.maxRecomputedTiles) validate goes through to recompute a corridor")
+        if tiles.selection == .corridor, let box = TileMath.coverage(of: route + pois, settings: settings),
+            box.tileCount > TilePackCheck.maxRecomputedTiles
+        {
+            record.error(
+                .mapTiles,
+                "the buffered box holds \(box.tileCount) tiles at zooms \(tiles.minZoom)...\(tiles.maxZoom), more than the \(TilePackCheck.maxRecomputedTiles) validate goes through to recompute a corridor"
+            )
             return
         }
         guard let expected = TileMath.coverage(route: route, pois: pois, settings: settings) else { return }
         let (b, e) = (tiles.bounds, expected.bounds)
         let boundsMatch = [(b.south, e.south), (b.west, e.west), (b.north, e.north), (b.east, e.east)].allSatisfy { abs($0 - $1) <= 1e-9 }
         if !boundsMatch {
-            record.error(.mapTiles, "bounds \(Self.box(b)) are not the route and POIs grown by \(tiles.bufferMiles.compactText) miles: \(Self.box(e))")
+            record.error(
+                .mapTiles,
+                "bounds \(Self.box(b)) are not the route and POIs grown by \(tiles.bufferMiles.compactText) miles: \(Self.box(e))")
         }
         for range in expected.ranges where !tiles.ranges.contains(range) {
             let found = tiles.ranges.first { $0.zoom == range.zoom }
             record.error(.mapTiles, "zoom \(range.zoom): tiles \(found.map(Self.range) ?? "missing"), expected \(Self.range(range))")
         }
-        for range in tiles.ranges where !(tiles.minZoom...tiles.maxZoom).contains(range.zoom) || tiles.ranges.filter({ $0.zoom == range.zoom }).count > 1 {
+        for range in tiles.ranges
+        where !(tiles.minZoom...tiles.maxZoom).contains(range.zoom) || tiles.ranges.filter({ $0.zoom == range.zoom }).count > 1 {
             record.error(.mapTiles, "zoom \(range.zoom): a range outside minZoom...maxZoom or listed twice")
         }
         if tiles.tileCount != expected.tileCount {
-            record.error(.mapTiles, "tileCount is \(tiles.tileCount), the \(tiles.selection.rawValue) selection holds \(expected.tileCount) tiles")
+            record.error(
+                .mapTiles, "tileCount is \(tiles.tileCount), the \(tiles.selection.rawValue) selection holds \(expected.tileCount) tiles")
         }
         // The expected tile count is small (it was just computed); the file's own figures are not trusted.
         let tileBytes = expected.tileCount * 1024
         if let limits = options.limits {
             if tiles.estimatedBytes != tileBytes * limits.tileKB {
-                record.error(.mapTiles, "estimatedBytes is \(tiles.estimatedBytes), expected \(expected.tileCount) tiles × \(limits.tileKB) KiB = \(tileBytes * limits.tileKB)")
+                record.error(
+                    .mapTiles,
+                    "estimatedBytes is \(tiles.estimatedBytes), expected \(expected.tileCount) tiles × \(limits.tileKB) KiB = \(tileBytes * limits.tileKB)"
+                )
             }
         } else if tileBytes > 0, tiles.estimatedBytes <= 0 || tiles.estimatedBytes % tileBytes != 0 {
             record.error(.mapTiles, "estimatedBytes \(tiles.estimatedBytes) is not \(expected.tileCount) tiles × a whole number of KiB")
@@ -267,11 +294,15 @@ struct PackageCheck {
     /// root, is refused and never opened.
     private func tilePackCheck(_ manifest: PackageManifest) -> (outcomes: [CheckOutcome], check: TilePackCheck?)? {
         let tiles = manifest.mapTiles
-        guard let file = tiles.file, tiles.format != nil, tiles.storedTiles != nil, tiles.sizeBytes != nil, tiles.sha256 != nil else { return nil }
+        guard let file = tiles.file, tiles.format != nil, tiles.storedTiles != nil, tiles.sizeBytes != nil, tiles.sha256 != nil else {
+            return nil
+        }
         var record = OutcomeRecorder(package: name, subject: file)
         record.ran(.tilePack)
         guard file == tilePackPath else {
-            record.error(.tilePack, "mapTiles.file is refused: a package's tile pack is \(tilePackPath), in its own folder; a refused pack is never opened")
+            record.error(
+                .tilePack,
+                "mapTiles.file is refused: a package's tile pack is \(tilePackPath), in its own folder; a refused pack is never opened")
             return (record.outcomes, nil)
         }
         do {
@@ -280,7 +311,10 @@ struct PackageCheck {
                 record.error(.symlink, "the tile pack is a symlink to \(target); it must be a real file in its package folder")
             }
             let (route, pois) = Self.coordinates(manifest)
-            return (record.outcomes.filter { $0.check == .symlink }, TilePackCheck(package: name, path: file, url: url, mapTiles: tiles, route: route, pois: pois))
+            return (
+                record.outcomes.filter { $0.check == .symlink },
+                TilePackCheck(package: name, path: file, url: url, mapTiles: tiles, route: route, pois: pois)
+            )
         } catch {
             record.error(.tilePack, "mapTiles.file is refused: \(Self.reason(error, path: file)); a path must stay inside the root")
             return (record.outcomes, nil)
@@ -298,17 +332,22 @@ struct PackageCheck {
             do {
                 let url = try layout.resolve(relativePath: entry.path)
                 if let target = Self.symlinkTarget(url) {
-                    record.error(.symlink, "audio[\(index)].path is a symlink to \(target); an audio file must be a real file in its tour folder")
+                    record.error(
+                        .symlink, "audio[\(index)].path is a symlink to \(target); an audio file must be a real file in its tour folder")
                 }
                 if let tourID = SafeID(validating: manifest.tourId), let poiID = SafeID(validating: entry.poiId) {
                     let expected = Layout.audioRelativePath(tourID: tourID, poiID: poiID, phase: entry.phase, format: entry.format)
                     if entry.path != expected {
-                        record.error(.path, "audio[\(index)]: expected \(expected) for POI \(entry.poiId) \(entry.phase.rawValue) in \(entry.format.rawValue)")
+                        record.error(
+                            .path,
+                            "audio[\(index)]: expected \(expected) for POI \(entry.poiId) \(entry.phase.rawValue) in \(entry.format.rawValue)"
+                        )
                     }
                 }
                 checks.append(AudioFileCheck(package: name, entry: entry, url: url, target: manifest.loudness))
             } catch {
-                record.error(.path, "audio[\(index)].path is refused: \(Self.reason(error, path: entry.path)); a path must stay inside the root")
+                record.error(
+                    .path, "audio[\(index)].path is refused: \(Self.reason(error, path: entry.path)); a path must stay inside the root")
             }
             outcomes += record.outcomes
         }
@@ -317,7 +356,9 @@ struct PackageCheck {
 
     /// The `path` strings of the audio entries of a document that may be no package at all.
     static func listedPaths(in document: JSONValue) -> Set<String> {
-        guard case .object(let members) = document, case .array(let audio)? = members.first(where: { $0.key == "audio" })?.value else { return [] }
+        guard case .object(let members) = document, case .array(let audio)? = members.first(where: { $0.key == "audio" })?.value else {
+            return []
+        }
         var paths = Set<String>()
         for case .object(let entry) in audio {
             if case .string(let path)? = entry.first(where: { $0.key == "path" })?.value { paths.insert(path) }
@@ -328,7 +369,7 @@ struct PackageCheck {
     /// `mapTiles.file` of a document that may be no package at all.
     static func tilePackFile(in document: JSONValue) -> String? {
         guard case .object(let members) = document, case .object(let tiles)? = members.first(where: { $0.key == "mapTiles" })?.value,
-              case .string(let file)? = tiles.first(where: { $0.key == "file" })?.value
+            case .string(let file)? = tiles.first(where: { $0.key == "file" })?.value
         else { return nil }
         return file
     }

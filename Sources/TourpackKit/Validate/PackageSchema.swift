@@ -41,7 +41,8 @@ public enum PackageSchema {
         let prefix = "\(Layout.offlineToursFolder)/", suffix = "/\(Layout.tilePackFileName)"
         guard text.hasPrefix(prefix), text.hasSuffix(suffix) else { return false }
         let folder = text.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count)
-        return folder.count == 36 && folder.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == UInt8(ascii: "-") }
+        return folder.count == 36
+            && folder.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == UInt8(ascii: "-") }
     }
     /// `mapTiles`' pack fields: present all together or not at all.
     static let tilePackFields = ["file", "format", "storedTiles", "emptyTiles", "sizeBytes", "sha256", "attribution"]
@@ -51,82 +52,125 @@ public enum PackageSchema {
     static let zoom = Rule.integer(minimum: 0, maximum: 22)
     static let coordinate = Rule.object([("latitude", latitude), ("longitude", longitude)])
 
-    static let package = Rule.object([
-        ("schemaVersion", .const(.number(1))),
-        ("packageId", .string(pattern: packageIdPattern)),
-        ("tourId", .string(pattern: uuidPattern)),
-        ("tourName", .string(minLength: 1)),
-        ("tourVersion", .integer()),
-        ("language", .string(minLength: 1)),
-        ("createdAt", .string(pattern: timestampPattern)),
-        ("expiresAt", .string(pattern: timestampPattern)),
-        ("contentHash", .string(pattern: sha256Pattern)),
-        ("sizeBytes", .integer(minimum: 0)),
-        ("voice", .object([
-            ("provider", .string(minLength: 1)),
-            ("name", .string(minLength: 1)),
-            ("languageCode", .string(minLength: 1)),
-            ("tier", .oneOf(PricingTier.allCases.map { .string($0.rawValue) })),
-            ("speakingRate", .number(minimum: 0.25, maximum: 4)),
-            ("pitch", .number(minimum: -20, maximum: 20)),
-        ])),
-        ("route", .object([
-            ("waypoints", .array(minItems: 2, items: .object([("latitude", latitude), ("longitude", longitude), ("name", .string())], optional: ["name"]))),
-            ("segments", .array(items: .object([
-                ("from", .integer(minimum: 0)), ("to", .integer(minimum: 0)),
-                ("distanceMeters", .number(minimum: 0)), ("durationSeconds", .number(minimum: 0)),
-            ]))),
-        ])),
-        ("pois", .array(minItems: 1, items: .object([
-            ("id", .string(pattern: uuidPattern)),
-            ("name", .string(minLength: 1)),
-            ("location", coordinate),
-            ("triggerRadiusMeters", .number(exclusiveMinimum: 0)),
-        ]))),
-        ("audio", .array(minItems: 1, items: .object([
-            ("poiId", .string(pattern: uuidPattern)),
-            ("phase", .oneOf(Phase.allCases.map { .string($0.rawValue) })),
-            ("path", .string(pattern: audioPathPattern)),
-            ("format", .oneOf(AudioFormat.allCases.map { .string($0.rawValue) })),
-            ("codec", .oneOf(AudioFormat.allCases.map { .string($0.codecName) })),
-            ("bitrateKbps", .integer(exclusiveMinimum: 0)),
-            ("sampleRateHz", .oneOf(Set(AudioFormat.allCases.flatMap(\.sampleRates)).sorted().map { .number(Double($0)) })),
-            ("channels", .const(.number(1))),
-            ("durationSeconds", .number(exclusiveMinimum: 0)),
-            ("sizeBytes", .integer(exclusiveMinimum: 0)),
-            ("sha256", .string(pattern: sha256Pattern)),
-            ("characters", .integer(minimum: 0)),
-            ("loudness", .object([
-                ("integratedLUFS", .number(minimum: -70, maximum: 10)),
-                ("truePeakDBTP", .number(maximum: 20)),
-                ("gainDB", .number(minimum: -LoudnessTarget.maximumGainDB, maximum: LoudnessTarget.maximumGainDB)),
-                ("limiterReductionDB", .number(minimum: 0)),
-            ], optional: ["integratedLUFS", "truePeakDBTP"])),
-        ], optional: ["loudness"], conditions: .audioEntry))),
-        ("mapTiles", .object([
-            ("minZoom", zoom), ("maxZoom", zoom),
-            ("bufferMiles", .number(minimum: 0)),
-            ("selection", .oneOf(TileSelection.allCases.map { .string($0.rawValue) })),
-            ("bounds", .object([("south", latitude), ("west", longitude), ("north", latitude), ("east", longitude)])),
-            ("ranges", .array(minItems: 1, items: .object([
-                ("zoom", zoom), ("minX", .integer(minimum: 0)), ("maxX", .integer(minimum: 0)),
-                ("minY", .integer(minimum: 0)), ("maxY", .integer(minimum: 0)),
-            ]))),
-            ("tileCount", .integer(minimum: 0)),
-            ("estimatedBytes", .integer(minimum: 0)),
-            ("file", .string(pattern: tilePackPattern)),
-            ("format", .oneOf(TileFormat.allCases.map { .string($0.rawValue) })),
-            ("storedTiles", .integer(minimum: 0)),
-            ("emptyTiles", .integer(minimum: 0)),
-            ("sizeBytes", .integer(minimum: 1)),
-            ("sha256", .string(pattern: sha256Pattern)),
-            ("attribution", .string()),
-        ], optional: Set(tilePackFields), together: tilePackFields)),
-        ("loudness", .object([
-            ("targetLUFS", .number(minimum: -40, maximum: -5)),
-            ("truePeakDBTP", .number(minimum: -9, maximum: 0)),
-        ])),
-    ], optional: ["loudness"])
+    static let package = Rule.object(
+        [
+            ("schemaVersion", .const(.number(1))),
+            ("packageId", .string(pattern: packageIdPattern)),
+            ("tourId", .string(pattern: uuidPattern)),
+            ("tourName", .string(minLength: 1)),
+            ("tourVersion", .integer()),
+            ("language", .string(minLength: 1)),
+            ("createdAt", .string(pattern: timestampPattern)),
+            ("expiresAt", .string(pattern: timestampPattern)),
+            ("contentHash", .string(pattern: sha256Pattern)),
+            ("sizeBytes", .integer(minimum: 0)),
+            (
+                "voice",
+                .object([
+                    ("provider", .string(minLength: 1)),
+                    ("name", .string(minLength: 1)),
+                    ("languageCode", .string(minLength: 1)),
+                    ("tier", .oneOf(PricingTier.allCases.map { .string($0.rawValue) })),
+                    ("speakingRate", .number(minimum: 0.25, maximum: 4)),
+                    ("pitch", .number(minimum: -20, maximum: 20)),
+                ])
+            ),
+            (
+                "route",
+                .object([
+                    (
+                        "waypoints",
+                        .array(
+                            minItems: 2,
+                            items: .object([("latitude", latitude), ("longitude", longitude), ("name", .string())], optional: ["name"]))
+                    ),
+                    (
+                        "segments",
+                        .array(
+                            items: .object([
+                                ("from", .integer(minimum: 0)), ("to", .integer(minimum: 0)),
+                                ("distanceMeters", .number(minimum: 0)), ("durationSeconds", .number(minimum: 0)),
+                            ]))
+                    ),
+                ])
+            ),
+            (
+                "pois",
+                .array(
+                    minItems: 1,
+                    items: .object([
+                        ("id", .string(pattern: uuidPattern)),
+                        ("name", .string(minLength: 1)),
+                        ("location", coordinate),
+                        ("triggerRadiusMeters", .number(exclusiveMinimum: 0)),
+                    ]))
+            ),
+            (
+                "audio",
+                .array(
+                    minItems: 1,
+                    items: .object(
+                        [
+                            ("poiId", .string(pattern: uuidPattern)),
+                            ("phase", .oneOf(Phase.allCases.map { .string($0.rawValue) })),
+                            ("path", .string(pattern: audioPathPattern)),
+                            ("format", .oneOf(AudioFormat.allCases.map { .string($0.rawValue) })),
+                            ("codec", .oneOf(AudioFormat.allCases.map { .string($0.codecName) })),
+                            ("bitrateKbps", .integer(exclusiveMinimum: 0)),
+                            ("sampleRateHz", .oneOf(Set(AudioFormat.allCases.flatMap(\.sampleRates)).sorted().map { .number(Double($0)) })),
+                            ("channels", .const(.number(1))),
+                            ("durationSeconds", .number(exclusiveMinimum: 0)),
+                            ("sizeBytes", .integer(exclusiveMinimum: 0)),
+                            ("sha256", .string(pattern: sha256Pattern)),
+                            ("characters", .integer(minimum: 0)),
+                            (
+                                "loudness",
+                                .object(
+                                    [
+                                        ("integratedLUFS", .number(minimum: -70, maximum: 10)),
+                                        ("truePeakDBTP", .number(maximum: 20)),
+                                        ("gainDB", .number(minimum: -LoudnessTarget.maximumGainDB, maximum: LoudnessTarget.maximumGainDB)),
+                                        ("limiterReductionDB", .number(minimum: 0)),
+                                    ], optional: ["integratedLUFS", "truePeakDBTP"])
+                            ),
+                        ], optional: ["loudness"], conditions: .audioEntry))
+            ),
+            (
+                "mapTiles",
+                .object(
+                    [
+                        ("minZoom", zoom), ("maxZoom", zoom),
+                        ("bufferMiles", .number(minimum: 0)),
+                        ("selection", .oneOf(TileSelection.allCases.map { .string($0.rawValue) })),
+                        ("bounds", .object([("south", latitude), ("west", longitude), ("north", latitude), ("east", longitude)])),
+                        (
+                            "ranges",
+                            .array(
+                                minItems: 1,
+                                items: .object([
+                                    ("zoom", zoom), ("minX", .integer(minimum: 0)), ("maxX", .integer(minimum: 0)),
+                                    ("minY", .integer(minimum: 0)), ("maxY", .integer(minimum: 0)),
+                                ]))
+                        ),
+                        ("tileCount", .integer(minimum: 0)),
+                        ("estimatedBytes", .integer(minimum: 0)),
+                        ("file", .string(pattern: tilePackPattern)),
+                        ("format", .oneOf(TileFormat.allCases.map { .string($0.rawValue) })),
+                        ("storedTiles", .integer(minimum: 0)),
+                        ("emptyTiles", .integer(minimum: 0)),
+                        ("sizeBytes", .integer(minimum: 1)),
+                        ("sha256", .string(pattern: sha256Pattern)),
+                        ("attribution", .string()),
+                    ], optional: Set(tilePackFields), together: tilePackFields)
+            ),
+            (
+                "loudness",
+                .object([
+                    ("targetLUFS", .number(minimum: -40, maximum: -5)),
+                    ("truePeakDBTP", .number(minimum: -9, maximum: 0)),
+                ])
+            ),
+        ], optional: ["loudness"])
 
     // MARK: Rules
 
@@ -197,7 +241,9 @@ public enum PackageSchema {
                 guard case .number(let n) = value else { return problem("expected a number, found \(value.kindName)") }
                 Rule.checkRange(n, minimum: minimum, exclusiveMinimum: exclusiveMinimum, maximum: maximum, problem: problem)
             case .oneOf(let allowed):
-                if !allowed.contains(value) { problem("\(Rule.shown(value)) is not one of \(allowed.map(Rule.shown).joined(separator: ", "))") }
+                if !allowed.contains(value) {
+                    problem("\(Rule.shown(value)) is not one of \(allowed.map(Rule.shown).joined(separator: ", "))")
+                }
             case .const(let expected):
                 if value != expected { problem("expected \(Rule.shown(expected)), found \(Rule.shown(value))") }
             }
@@ -205,7 +251,9 @@ public enum PackageSchema {
 
         static func checkRange(_ n: Double, minimum: Double?, exclusiveMinimum: Double?, maximum: Double?, problem: (String) -> Void) {
             if let minimum, n < minimum { problem("\(n.compactText) is less than the minimum \(minimum.compactText)") }
-            if let exclusiveMinimum, n <= exclusiveMinimum { problem("\(n.compactText) must be greater than \(exclusiveMinimum.compactText)") }
+            if let exclusiveMinimum, n <= exclusiveMinimum {
+                problem("\(n.compactText) must be greater than \(exclusiveMinimum.compactText)")
+            }
             if let maximum, n > maximum { problem("\(n.compactText) is more than the maximum \(maximum.compactText)") }
         }
 
@@ -229,18 +277,22 @@ public enum PackageSchema {
         ]
         for (key, expected) in pinned {
             if let value = member(key), value != expected {
-                problems.append("\(path.appending(key)): expected \(Rule.shown(expected)) for format \(format.rawValue), found \(Rule.shown(value))")
+                problems.append(
+                    "\(path.appending(key)): expected \(Rule.shown(expected)) for format \(format.rawValue), found \(Rule.shown(value))")
             }
         }
         if case .number(let rate)? = member("sampleRateHz"), !format.sampleRates.contains(Int(rate)) {
-            problems.append("\(path.appending("sampleRateHz")): \(format.rawValue) cannot be at \(Rule.shown(.number(rate))) Hz; expected one of \(format.sampleRates.map(String.init).joined(separator: ", "))")
+            problems.append(
+                "\(path.appending("sampleRateHz")): \(format.rawValue) cannot be at \(Rule.shown(.number(rate))) Hz; expected one of \(format.sampleRates.map(String.init).joined(separator: ", "))"
+            )
         }
         guard case .string(let audioPath)? = member("path") else { return }
         if !audioPath.hasSuffix(".\(format.fileExtension)") {
             problems.append("\(path.appending("path")): expected the .\(format.fileExtension) extension for format \(format.rawValue)")
         }
         if case .string(let phaseName)? = member("phase"), let phase = Phase(rawValue: phaseName),
-           let dot = audioPath.lastIndex(of: "."), !audioPath[..<dot].hasSuffix("_\(phase.fileLabel)") {
+            let dot = audioPath.lastIndex(of: "."), !audioPath[..<dot].hasSuffix("_\(phase.fileLabel)")
+        {
             problems.append("\(path.appending("path")): the file name must end in _\(phase.fileLabel) for phase \(phase.rawValue)")
         }
     }

@@ -1,8 +1,7 @@
 import Foundation
 import GRDB
-
-import TourpackCore
 import TourpackAudio
+import TourpackCore
 import TourpackMaps
 
 #if canImport(Glibc)
@@ -53,12 +52,15 @@ struct TilePackCheck: Sendable {
 
     private func check(_ record: inout OutcomeRecorder) {
         guard let format = mapTiles.format, let storedTiles = mapTiles.storedTiles,
-              let sizeBytes = mapTiles.sizeBytes, let sha256 = mapTiles.sha256
+            let sizeBytes = mapTiles.sizeBytes, let sha256 = mapTiles.sha256
         else { return }
         var status = stat()
         guard stat(url.path, &status) == 0 else {
             let code = errno
-            record.error(.tilePack, code == ENOENT ? "missing: package.json lists this tile pack but it is not there" : "cannot be read: \(errnoDescription(code))")
+            record.error(
+                .tilePack,
+                code == ENOENT
+                    ? "missing: package.json lists this tile pack but it is not there" : "cannot be read: \(errnoDescription(code))")
             return
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
@@ -166,7 +168,9 @@ struct TilePackCheck: Sendable {
             }
         }
         if let value = metadata["attribution"], value != (mapTiles.attribution ?? "") {
-            record.error(.tilePack, "the metadata's attribution is \(Self.shown(value)), package.json says \(Self.shown(mapTiles.attribution ?? ""))")
+            record.error(
+                .tilePack, "the metadata's attribution is \(Self.shown(value)), package.json says \(Self.shown(mapTiles.attribution ?? ""))"
+            )
         }
         if let value = metadata["bounds"] {
             let numbers = Self.numbers(value)
@@ -174,10 +178,14 @@ struct TilePackCheck: Sendable {
             if numbers?.count != 4 {
                 record.error(.tilePack, "the metadata's bounds \(Self.shown(value)) are not west,south,east,north")
             } else if let numbers, zip(numbers, [b.west, b.south, b.east, b.north]).contains(where: { abs($0 - $1) > 1e-6 }) {
-                record.error(.tilePack, "the metadata's bounds \(Self.shown(value)) are not package.json's (W \(b.west), S \(b.south), E \(b.east), N \(b.north))")
+                record.error(
+                    .tilePack,
+                    "the metadata's bounds \(Self.shown(value)) are not package.json's (W \(b.west), S \(b.south), E \(b.east), N \(b.north))"
+                )
             }
         }
-        if let value = metadata["center"], Self.numbers(value)?.count != 3 || Self.numbers(value)?.last.map({ $0.rounded() == $0 }) != true {
+        if let value = metadata["center"], Self.numbers(value)?.count != 3 || Self.numbers(value)?.last.map({ $0.rounded() == $0 }) != true
+        {
             record.error(.tilePack, "the metadata's center \(Self.shown(value)) is not longitude,latitude,zoom")
         }
     }
@@ -193,13 +201,17 @@ struct TilePackCheck: Sendable {
         let cursor = try Row.fetchCursor(db, sql: "SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")
         while let row = try cursor.next() {
             let values = (0..<3).map { row[$0] as DatabaseValue }
-            guard case .int64(let z64) = values[0].storage, case .int64(let column) = values[1].storage, case .int64(let tmsRow) = values[2].storage else {
-                problems.add("whose zoom_level, tile_column or tile_row is not an integer", "\(values.map(\.description).joined(separator: "/"))")
+            guard case .int64(let z64) = values[0].storage, case .int64(let column) = values[1].storage,
+                case .int64(let tmsRow) = values[2].storage
+            else {
+                problems.add(
+                    "whose zoom_level, tile_column or tile_row is not an integer", "\(values.map(\.description).joined(separator: "/"))")
                 continue
             }
             // Comparisons, not ranges: the file's numbers may be anything, even minZoom > maxZoom.
             guard z64 >= Int64(mapTiles.minZoom), z64 <= Int64(mapTiles.maxZoom), z64 <= 30 else {
-                problems.add("at a zoom outside minzoom...maxzoom (\(mapTiles.minZoom)...\(mapTiles.maxZoom))", "\(z64)/\(column)/row \(tmsRow)")
+                problems.add(
+                    "at a zoom outside minzoom...maxzoom (\(mapTiles.minZoom)...\(mapTiles.maxZoom))", "\(z64)/\(column)/row \(tmsRow)")
                 continue
             }
             let z = Int(z64)
@@ -233,7 +245,8 @@ struct TilePackCheck: Sendable {
         for problem in problems.kinds {
             let count = problem.samples.count + problem.more
             let more = problem.more == 0 ? "" : " and \(problem.more) more"
-            record.error(.tilePack, "\(count) tile\(count == 1 ? "" : "s") \(problem.kind): \(problem.samples.joined(separator: ", "))\(more)")
+            record.error(
+                .tilePack, "\(count) tile\(count == 1 ? "" : "s") \(problem.kind): \(problem.samples.joined(separator: ", "))\(more)")
         }
     }
 
@@ -241,9 +254,13 @@ struct TilePackCheck: Sendable {
     /// ranges say it all) or when the box is too large to go through.
     private func corridorTiles() -> Set<TileID>? {
         let tiles = mapTiles
-        guard tiles.selection == .corridor, (0...22).contains(tiles.minZoom), (0...22).contains(tiles.maxZoom), tiles.minZoom <= tiles.maxZoom else { return nil }
+        guard tiles.selection == .corridor, (0...22).contains(tiles.minZoom), (0...22).contains(tiles.maxZoom),
+            tiles.minZoom <= tiles.maxZoom
+        else { return nil }
         let settings = MapSettings(minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, selection: .corridor)
-        guard let box = TileMath.coverage(of: route + pois, settings: settings), box.tileCount <= Self.maxRecomputedTiles else { return nil }
+        guard let box = TileMath.coverage(of: route + pois, settings: settings), box.tileCount <= Self.maxRecomputedTiles else {
+            return nil
+        }
         return Set(TileMath.tiles(route: route, pois: pois, settings: settings))
     }
 

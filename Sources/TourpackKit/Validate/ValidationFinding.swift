@@ -98,6 +98,7 @@ struct OutcomeRecorder {
     private mutating func add(_ severity: ValidationFinding.Severity, _ check: ValidationCheck, _ message: String, path: String?) {
         ran(check)
         let index = outcomes.firstIndex { $0.check == check }!
-        outcomes[index].findings.append(ValidationFinding(severity, package: package, path: path ?? subject, check: check, message: message))
+        outcomes[index].findings.append(
+            ValidationFinding(severity, package: package, path: path ?? subject, check: check, message: message))
     }
 }

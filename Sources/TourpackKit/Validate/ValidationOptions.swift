@@ -21,7 +21,8 @@ public struct ValidationOptions: Sendable {
     /// TourpackKit does not declare.
     public static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    public init(now: Date = Date(), strict: Bool = false, limits: ValidationLimits? = nil, threads: Int = ValidationOptions.defaultThreads) {
+    public init(now: Date = Date(), strict: Bool = false, limits: ValidationLimits? = nil, threads: Int = ValidationOptions.defaultThreads)
+    {
         self.now = now
         self.strict = strict
         self.limits = limits

@@ -23,7 +23,9 @@ public struct ValidationReport: Sendable {
         /// Distinct audio files the package lists.
         public var audioFiles: Int
 
-        public init(name: String, manifest: String, tourId: String? = nil, tourName: String? = nil, format: String? = nil, audioFiles: Int = 0) {
+        public init(
+            name: String, manifest: String, tourId: String? = nil, tourName: String? = nil, format: String? = nil, audioFiles: Int = 0
+        ) {
             self.name = name
             self.manifest = manifest
             self.tourId = tourId
@@ -64,9 +66,11 @@ public struct ValidationReport: Sendable {
 
     /// The last line of the text report: counts, and whether it passed.
     public var summaryLine: String {
-        let counts = "\(Self.plural(packages.count, "package")), \(Self.plural(audioFileCount, "audio file")), \(Self.plural(outcomes.count, "check"))"
+        let counts =
+            "\(Self.plural(packages.count, "package")), \(Self.plural(audioFileCount, "audio file")), \(Self.plural(outcomes.count, "check"))"
         let verdict = passed ? "passed" : "FAILED"
-        return "validate \(verdict): \(counts); \(Self.plural(errorCount, "error")), \(Self.plural(warningCount, "warning"))\(strict ? " (strict)" : "")"
+        return
+            "validate \(verdict): \(counts); \(Self.plural(errorCount, "error")), \(Self.plural(warningCount, "warning"))\(strict ? " (strict)" : "")"
     }
 
     /// Findings grouped by package, one line each, then the summary line:
@@ -81,7 +85,8 @@ public struct ValidationReport: Sendable {
             let found = findings(package: package.name)
             var title = "package \(ValidationFinding.printable(package.name))"
             if let tourName = package.tourName {
-                title += "  \(ValidationFinding.printable(tourName, limit: 80)) (\(package.format ?? "?"), \(Self.plural(package.audioFiles, "file")))"
+                title +=
+                    "  \(ValidationFinding.printable(tourName, limit: 80)) (\(package.format ?? "?"), \(Self.plural(package.audioFiles, "file")))"
             }
             lines.append("\(title): \(Self.verdict(found))")
             lines += found.map { "  \($0)" }

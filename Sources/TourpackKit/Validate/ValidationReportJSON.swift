@@ -28,7 +28,9 @@ extension ValidationReport {
                     format: package.format, audioFiles: package.audioFiles,
                     errors: found.filter { $0.severity == .error }.count, warnings: found.filter { $0.severity == .warning }.count)
             },
-            findings: findings.map { Finding(severity: $0.severity.rawValue, package: $0.package, path: $0.path, check: $0.check.rawValue, message: $0.message) }
+            findings: findings.map {
+                Finding(severity: $0.severity.rawValue, package: $0.package, path: $0.path, check: $0.check.rawValue, message: $0.message)
+            }
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -1,4 +1,5 @@
 import TourpackCore
+
 // The JUnit XML report, for CI systems that show test results.
 extension ValidationReport {
     /// JUnit XML as Jenkins, GitLab and junitparser read it: one `<testsuite>`
@@ -26,9 +27,13 @@ extension ValidationReport {
 
         let allCases = suites.flatMap(\.cases)
         var xml = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
-        xml.append("<testsuites name=\"tourpack validate\" tests=\"\(allCases.count)\" failures=\"\(allCases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">")
+        xml.append(
+            "<testsuites name=\"tourpack validate\" tests=\"\(allCases.count)\" failures=\"\(allCases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">"
+        )
         for suite in suites {
-            xml.append("  <testsuite name=\"\(XMLText.attribute(suite.name))\" tests=\"\(suite.cases.count)\" failures=\"\(suite.cases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">")
+            xml.append(
+                "  <testsuite name=\"\(XMLText.attribute(suite.name))\" tests=\"\(suite.cases.count)\" failures=\"\(suite.cases.filter(\.failed).count)\" errors=\"0\" skipped=\"0\">"
+            )
             xml.append("    <properties>")
             for (name, value) in suite.properties {
                 xml.append("      <property name=\"\(XMLText.escape(name))\" value=\"\(XMLText.attribute(value))\"/>")
@@ -68,7 +73,9 @@ extension ValidationReport {
             var lines = [open + ">"]
             if let first = errors.first {
                 let message = errors.count == 1 ? first.message : "\(errors.count) problems; first: \(first.message)"
-                lines.append("\(indent)  <failure type=\"\(first.check.rawValue)\" message=\"\(XMLText.attribute(message))\">\(XMLText.escape(errors.map(\.description).joined(separator: "\n")))</failure>")
+                lines.append(
+                    "\(indent)  <failure type=\"\(first.check.rawValue)\" message=\"\(XMLText.attribute(message))\">\(XMLText.escape(errors.map(\.description).joined(separator: "\n")))</failure>"
+                )
             }
             let warnings = findings.filter { $0.severity == .warning }
             if !warnings.isEmpty {

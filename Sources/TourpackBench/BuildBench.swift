@@ -1,8 +1,8 @@
 import Foundation
 import Logging
+import TourpackCore
 import TourpackKit
 import TourpackServer
-import TourpackCore
 
 #if canImport(Glibc)
 import Glibc
@@ -30,15 +30,28 @@ import Glibc
 enum BuildBench {
     static func run(_ arguments: [String]) async -> Int32 {
         let pois = arguments.firstIndex(of: "--pois").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 300
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("tourpack")
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("tourpack")
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         do {
             let demo = URL(fileURLWithPath: "pipelines/demo.yaml")
             var results: [(String, Measurement)] = []
-            results.append(("demo, no latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)))
-            results.append(("demo, warm rebuild", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)))
-            results.append(("demo, 150 ms latency", try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150, tiles: true)))
+            results.append(
+                (
+                    "demo, no latency",
+                    try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)
+                ))
+            results.append(
+                (
+                    "demo, warm rebuild",
+                    try await measure(executable, pipeline: demo, scratch: scratch, name: "demo", latencyMs: 0, tiles: true)
+                ))
+            results.append(
+                (
+                    "demo, 150 ms latency",
+                    try await measure(executable, pipeline: demo, scratch: scratch, name: "demo150", latencyMs: 150, tiles: true)
+                ))
             var memory: [Int] = []
             var goal = (text: "", passed: false)
             for count in [30, pois] {
@@ -46,20 +59,28 @@ enum BuildBench {
                 let result = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
                 results.append(("\(count) POIs, \(count * 3) items", result))
                 memory.append(result.peakKB)
-                if count == pois { goal = StreamBench.memoryGoal(result); goal.text = String(format: "%.2f s wall, ", result.wallSeconds) + goal.text }
+                if count == pois {
+                    goal = StreamBench.memoryGoal(result); goal.text = String(format: "%.2f s wall, ", result.wallSeconds) + goal.text
+                }
                 if count == pois {
                     let warm = try await measure(executable, pipeline: pipeline, scratch: scratch, name: "gen\(count)", latencyMs: 0)
                     results.append(("\(count) POIs, warm rebuild", warm))
                 }
             }
             for (label, result) in results {
-                print(String(format: "build %@: %.2f s wall (pipeline %.2f s), peak RSS %.1f MB, %d files written, %d reused, %d requests, %d encodes, exit %d",
-                             label, result.wallSeconds, result.pipelineSeconds, Double(result.peakKB) / 1024, result.files, result.reused,
-                             result.requests, result.encodes, result.exitStatus))
+                print(
+                    String(
+                        format:
+                            "build %@: %.2f s wall (pipeline %.2f s), peak RSS %.1f MB, %d files written, %d reused, %d requests, %d encodes, exit %d",
+                        label, result.wallSeconds, result.pipelineSeconds, Double(result.peakKB) / 1024, result.files, result.reused,
+                        result.requests, result.encodes, result.exitStatus))
             }
             let growth = Double(memory[1]) / Double(max(1, memory[0]))
             let bounded = growth < 1.5
-            print(String(format: "build memory: %d → %d POIs grows peak RSS %.2f× (bounded by concurrency: %@)", 30, pois, growth, bounded ? "PASS" : "FAIL"))
+            print(
+                String(
+                    format: "build memory: %d → %d POIs grows peak RSS %.2f× (bounded by concurrency: %@)", 30, pois, growth,
+                    bounded ? "PASS" : "FAIL"))
             print("build memory goal: \(pois) POIs, \(pois * 3) items: \(goal.text)")
             return results.allSatisfy { $0.1.exitStatus == 0 } && bounded && goal.passed ? 0 : 1
         } catch {
@@ -83,7 +104,9 @@ enum BuildBench {
     /// time, warm the next), against a fresh in-process server. With
     /// `tiles`, an in-process serve-tiles too: the demo pipeline names a map
     /// source, and without a server there its tours fail.
-    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int, tiles: Bool = false) async throws -> Measurement {
+    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int, tiles: Bool = false)
+        async throws -> Measurement
+    {
         let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
         var configuration = TTSServerConfiguration(port: 0, faults: FaultInjection(latencyMilliseconds: latencyMs))
         configuration.logger = quiet
@@ -108,10 +131,12 @@ enum BuildBench {
         let events = folder.appendingPathComponent("events.ndjson")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let started = ContinuousClock.now
-        let (status, peakKB) = try Child.run(executable.path, [
-            "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
-            "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
-        ] + (tilesURL.map { ["--tiles-url", $0] } ?? []), stdout: events.path)
+        let (status, peakKB) = try Child.run(
+            executable.path,
+            [
+                "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
+                "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
+            ] + (tilesURL.map { ["--tiles-url", $0] } ?? []), stdout: events.path)
         let wall = started.duration(to: .now)
         let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
         let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
@@ -142,14 +167,15 @@ enum BuildBench {
                 let phases = ["approaching", "detailed", "guidedTour"].enumerated().map { phase, key in
                     "\"\(key)\": \"Stop \(n + 1). \(sentences[(n + phase) % sentences.count])\(phase == 2 ? " " + sentences[(n + 3) % sentences.count] : "")\""
                 }.joined(separator: ", ")
-                return "{\"id\": \"\(id)\", \"name\": \"Stop \(n + 1)\", \"location\": {\"latitude\": \(46.5 + Double(index) * 0.002), \"longitude\": 10.4}, \"triggerRadiusMeters\": 300, \"narrations\": {\(phases)}}"
+                return
+                    "{\"id\": \"\(id)\", \"name\": \"Stop \(n + 1)\", \"location\": {\"latitude\": \(46.5 + Double(index) * 0.002), \"longitude\": 10.4}, \"triggerRadiusMeters\": 300, \"narrations\": {\(phases)}}"
             }.joined(separator: ",\n")
             let tourID = String(format: "00000000-0000-4000-9000-%012x", tourIndex + 1)
             let tour = """
-            {"id": "\(tourID)", "name": "Generated Tour \(tourIndex + 1)", "language": "en-US", "version": 1,
-             "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
-             "pois": [\(poiJSON)]}
-            """
+                {"id": "\(tourID)", "name": "Generated Tour \(tourIndex + 1)", "language": "en-US", "version": 1,
+                 "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
+                 "pois": [\(poiJSON)]}
+                """
             try tour.write(to: tours.appendingPathComponent("tour\(tourIndex + 1).json"), atomically: true, encoding: .utf8)
             made += count
             tourIndex += 1

@@ -19,9 +19,9 @@
 //    after aligning for any remaining delay. It runs the ffmpeg CLI, which is
 //    the same libavcodec encoder with the coder named; CPU is the CLI's.
 import Foundation
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 
 enum EncodeBench {
     static func run(_ arguments: [String]) throws {
@@ -45,7 +45,10 @@ enum EncodeBench {
         let pcm = try speech(seconds: seconds, rate: inputSampleRateHz, in: work)
         let raw = work.appendingPathComponent("speech.s16le")
         try pcm.samples.withUnsafeBytes { try Data($0).write(to: raw) }
-        print(String(format: "encode: %.1f s of espeak-ng speech at %d Hz, %d repetitions, CPU = user+sys", pcm.durationSeconds, pcm.sampleRate, repetitions))
+        print(
+            String(
+                format: "encode: %.1f s of espeak-ng speech at %d Hz, %d repetitions, CPU = user+sys", pcm.durationSeconds, pcm.sampleRate,
+                repetitions))
         print("format  ours median (min)    ffmpeg CLI median (min)   ratio")
         for format in AudioFormat.allCases {
             try compare(format, pcm: pcm, raw: raw, repetitions: repetitions, in: work)
@@ -68,9 +71,11 @@ enum EncodeBench {
 
     /// The ffmpeg CLI arguments that match the contract's settings for each format.
     static func cliArguments(_ format: AudioFormat, raw: URL, output: URL, aacCoder: AACCoder = .chosen) -> [String] {
-        var arguments = ["-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", String(inputSampleRateHz), "-ac", "1", "-i", raw.path,
-                         "-ar", String(cliSampleRateHz(format)), "-ac", "1",
-                         "-metadata", "title=\(metadata.title)", "-metadata", "album=\(metadata.album)"]
+        var arguments = [
+            "-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", String(inputSampleRateHz), "-ac", "1", "-i", raw.path,
+            "-ar", String(cliSampleRateHz(format)), "-ac", "1",
+            "-metadata", "title=\(metadata.title)", "-metadata", "album=\(metadata.album)",
+        ]
         switch format {
         case .aac: arguments += ["-c:a", "aac", "-aac_coder", aacCoder.rawValue, "-b:a", "128k", "-movflags", "+faststart"]
         case .mp3: arguments += ["-c:a", "libmp3lame", "-b:a", "192k", "-id3v2_version", "4"]
@@ -97,11 +102,16 @@ enum EncodeBench {
         }
         let ratio = median(ourTimes) / median(cliTimes)
         // `%-6@` does not pad on Linux Foundation, so the name is padded here.
-        print(String(format: "%@  %.3f s (%.3f)      %.3f s (%.3f)           %.3fx %@",
-                     format.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0) as NSString, median(ourTimes), ourTimes.min()!, median(cliTimes), cliTimes.min()!,
-                     ratio, (ratio <= 1.10 ? "ok" : "OVER 1.10x") as NSString))
+        print(
+            String(
+                format: "%@  %.3f s (%.3f)      %.3f s (%.3f)           %.3fx %@",
+                format.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0) as NSString, median(ourTimes), ourTimes.min()!,
+                median(cliTimes), cliTimes.min()!,
+                ratio, (ratio <= 1.10 ? "ok" : "OVER 1.10x") as NSString))
         if ourRate != cliSampleRateHz(format) {
-            print("        note: ours wrote \(ourRate) Hz, the CLI \(cliSampleRateHz(format)) Hz: not like for like until ours encodes at the contract's rate")
+            print(
+                "        note: ours wrote \(ourRate) Hz, the CLI \(cliSampleRateHz(format)) Hz: not like for like until ours encodes at the contract's rate"
+            )
         }
     }
 
@@ -112,13 +122,17 @@ enum EncodeBench {
     static func compareAACCoders(pcm: PCMAudio, repetitions: Int, in work: URL) throws {
         let raw = work.appendingPathComponent("speech.s16le")
         let reference = try (pcm.sampleRate == coderSampleRateHz ? pcm : pcm.resampled(to: coderSampleRateHz)).samples.map { Double($0) }
-        print("\nAAC coder at \(coderSampleRateHz / 1000) kHz out, \(coderBitRate) asked, on the same speech (ffmpeg CLI, libavcodec's aac; decoded vs. source at \(coderSampleRateHz / 1000) kHz)")
+        print(
+            "\nAAC coder at \(coderSampleRateHz / 1000) kHz out, \(coderBitRate) asked, on the same speech (ffmpeg CLI, libavcodec's aac; decoded vs. source at \(coderSampleRateHz / 1000) kHz)"
+        )
         print("coder    CPU median   bitrate     SNR       segSNR    LSD")
         for coder in AACCoder.allCases {
             let url = work.appendingPathComponent("coder-\(coder.rawValue).m4a")
-            let arguments = ["-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", String(pcm.sampleRate), "-ac", "1", "-i", raw.path,
-                             "-ar", String(coderSampleRateHz), "-ac", "1", "-c:a", "aac", "-aac_coder", coder.rawValue, "-b:a", coderBitRate,
-                             "-movflags", "+faststart", url.path]
+            let arguments = [
+                "-nostdin", "-v", "error", "-y", "-f", "s16le", "-ar", String(pcm.sampleRate), "-ac", "1", "-i", raw.path,
+                "-ar", String(coderSampleRateHz), "-ac", "1", "-c:a", "aac", "-aac_coder", coder.rawValue, "-b:a", coderBitRate,
+                "-movflags", "+faststart", url.path,
+            ]
             try runTool("ffmpeg", arguments)  // warm-up
             var times: [Double] = []
             for _ in 0..<repetitions {
@@ -128,12 +142,19 @@ enum EncodeBench {
             }
             let encoded = try EncodedAudio(measuring: url, as: .aac)
             let decodedRaw = work.appendingPathComponent("coder-\(coder.rawValue).s16le")
-            try runTool("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", url.path, "-f", "s16le", "-ac", "1", "-ar", String(coderSampleRateHz), decodedRaw.path])
+            try runTool(
+                "ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-y", "-i", url.path, "-f", "s16le", "-ac", "1", "-ar", String(coderSampleRateHz),
+                    decodedRaw.path,
+                ])
             let decoded = try Data(contentsOf: decodedRaw).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Double($0) }
             let quality = Quality(reference: reference, decoded: decoded, sampleRate: coderSampleRateHz)
-            print(String(format: "%@  %.3f s      %d kbps    %.2f dB  %.2f dB  %.3f dB  (lag %d, %d Hz)",
-                         coder.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0) as NSString, median(times), encoded.bitrateKbps,
-                         quality.snr, quality.segmentalSNR, quality.logSpectralDistance, quality.lag, encoded.sampleRateHz))
+            print(
+                String(
+                    format: "%@  %.3f s      %d kbps    %.2f dB  %.2f dB  %.3f dB  (lag %d, %d Hz)",
+                    coder.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0) as NSString, median(times), encoded.bitrateKbps,
+                    quality.snr, quality.segmentalSNR, quality.logSpectralDistance, quality.lag, encoded.sampleRateHz))
         }
         print("chosen: \(AACCoder.chosen.rawValue)")
     }
@@ -141,7 +162,8 @@ enum EncodeBench {
     /// About `seconds` of espeak-ng speech at `rate`: the test sentences spoken
     /// once, joined with the pipeline's joiner until long enough, then cut.
     static func speech(seconds: Double, rate: Int, in work: URL) throws -> PCMAudio {
-        let text = "The Grossglockner High Alpine Road climbs to two thousand five hundred and four meters. "
+        let text =
+            "The Grossglockner High Alpine Road climbs to two thousand five hundred and four meters. "
             + "Built between 1930 and 1935, it connects Salzburg with Carinthia, and on a clear day you can see "
             + "more than thirty peaks above three thousand meters, among them the Grossglockner itself."
         let wav = work.appendingPathComponent("speech.wav")

@@ -1,10 +1,9 @@
 import Foundation
 import Logging
 import TestServers
+import TourpackCore
 import TourpackKit
 import TourpackServer
-
-import TourpackCore
 
 #if canImport(Glibc)
 import Glibc
@@ -72,7 +71,8 @@ enum FleetBench {
 
     static func run(_ arguments: [String]) async -> Int32 {
         let options = Options(arguments)
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("tourpack")
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("tourpack")
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-fleet-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         // Throwaway credentials for the children, which read them from these variables.
@@ -90,13 +90,15 @@ enum FleetBench {
             defer { server.stop() }
             let moto = try MotoTestServer()
             defer { moto.stop() }
-            print("fleet: \(options.tours) generated tours × \(options.pois) POIs (\(counted.items) items, \(counted.chunks) distinct chunks, "
-                + "\(PlanReport.grouped(counted.characters)) characters), aac, tts.concurrency \(options.concurrency) per worker; "
-                + "\(options.workers) workers (--shards \(options.workers) --shard I) against 1 (no shards), each build from a fresh PostgreSQL database "
-                + "(durable commits), moto bucket, output and local state folders; serve-tts in this process (espeak-ng on one synthesis thread); "
-                + "\(ProcessInfo.processInfo.activeProcessorCount) cores; median of \(options.runs); load average \(BenchLoad.text)")
-            print("fleet shards: \(counted.shardTours.map(String.init).joined(separator: ", ")) tours in shards 0–\(options.workers - 1) "
-                + "(SHA-256 of each tour's ID, as Kubernetes would hand them out)")
+            print(
+                "fleet: \(options.tours) generated tours × \(options.pois) POIs (\(counted.items) items, \(counted.chunks) distinct chunks, "
+                    + "\(PlanReport.grouped(counted.characters)) characters), aac, tts.concurrency \(options.concurrency) per worker; "
+                    + "\(options.workers) workers (--shards \(options.workers) --shard I) against 1 (no shards), each build from a fresh PostgreSQL database "
+                    + "(durable commits), moto bucket, output and local state folders; serve-tts in this process (espeak-ng on one synthesis thread); "
+                    + "\(ProcessInfo.processInfo.activeProcessorCount) cores; median of \(options.runs); load average \(BenchLoad.text)")
+            print(
+                "fleet shards: \(counted.shardTours.map(String.init).joined(separator: ", ")) tours in shards 0–\(options.workers - 1) "
+                    + "(SHA-256 of each tour's ID, as Kubernetes would hand them out)")
             var failed = false
             var lines: [String] = []
             for latency in options.latencies {
@@ -111,38 +113,51 @@ enum FleetBench {
                             let before = tts.stats.snapshot
                             let serverCPUBefore = cpuSeconds(RUSAGE_SELF.rawValue)
                             let result = try await OffPool.run {
-                                try build(executable, tours: tours, voice: voice, workers: workers, options: options, folder: folder,
-                                          port: port, postgres: server, moto: moto)
+                                try build(
+                                    executable, tours: tours, voice: voice, workers: workers, options: options, folder: folder,
+                                    port: port, postgres: server, moto: moto)
                             }
                             let after = tts.stats.snapshot
                             let serverCPU = cpuSeconds(RUSAGE_SELF.rawValue) - serverCPUBefore
                             let served = after.synthesizeRequests - before.synthesizeRequests
                             let billed = after.characters - before.characters
                             let check = try await OffPool.run {
-                                try verify(executable, result, folder: folder, port: port, served: served, billed: billed, counted: counted, tours: options.tours)
+                                try verify(
+                                    executable, result, folder: folder, port: port, served: served, billed: billed, counted: counted,
+                                    tours: options.tours)
                             }
                             failed = failed || !check.passed
                             if workers == 1 { single.append(result.wallSeconds) } else { fleet.append(result.wallSeconds) }
                             requests[workers, default: []].insert(served)
                             let cpu = result.workersCPUSeconds + serverCPU
                             let speech = LongTour.speechSeconds(in: folder.appendingPathComponent("Documents"), format: "aac")
-                            print(String(format: "fleet %d ms run %d, %d worker%@: %.2f s wall%@, %d requests, %@ characters billed, %.1f min of speech, "
-                                             + "CPU %.1f s (workers %.1f, serve-tts %.1f) = %.2f cores busy; %@; load %@",
-                                         latency, run + 1, workers, workers == 1 ? "" : "s", result.wallSeconds,
-                                         workers == 1 ? "" : " (workers " + result.workers.map { String(format: "%.1f", $0.wallSeconds) }.joined(separator: ", ") + " s)",
-                                         served, PlanReport.grouped(billed), speech / 60, cpu, result.workersCPUSeconds, serverCPU, cpu / result.wallSeconds,
-                                         check.text, BenchLoad.text))
+                            print(
+                                String(
+                                    format:
+                                        "fleet %d ms run %d, %d worker%@: %.2f s wall%@, %d requests, %@ characters billed, %.1f min of speech, "
+                                        + "CPU %.1f s (workers %.1f, serve-tts %.1f) = %.2f cores busy; %@; load %@",
+                                    latency, run + 1, workers, workers == 1 ? "" : "s", result.wallSeconds,
+                                    workers == 1
+                                        ? ""
+                                        : " (workers "
+                                            + result.workers.map { String(format: "%.1f", $0.wallSeconds) }.joined(separator: ", ") + " s)",
+                                    served, PlanReport.grouped(billed), speech / 60, cpu, result.workersCPUSeconds, serverCPU,
+                                    cpu / result.wallSeconds,
+                                    check.text, BenchLoad.text))
                             try? FileManager.default.removeItem(at: folder)
                         }
                     }
                 }
                 let one = EncodeBench.median(single), many = EncodeBench.median(fleet)
                 let sameRequests = requests[1] == requests[options.workers] && requests[1]?.count == 1
-                lines.append(String(format: "fleet %d ms latency: 1 worker median %.2f s, %d workers median %.2f s: speed-up %.2f×; requests %@ vs %@ (%@)",
-                                    latency, one, options.workers, many, one / many,
-                                    (requests[1] ?? []).sorted().map(String.init).joined(separator: "/"),
-                                    (requests[options.workers] ?? []).sorted().map(String.init).joined(separator: "/"),
-                                    sameRequests ? "equal: each chunk once" : "DIFFERENT"))
+                lines.append(
+                    String(
+                        format:
+                            "fleet %d ms latency: 1 worker median %.2f s, %d workers median %.2f s: speed-up %.2f×; requests %@ vs %@ (%@)",
+                        latency, one, options.workers, many, one / many,
+                        (requests[1] ?? []).sorted().map(String.init).joined(separator: "/"),
+                        (requests[options.workers] ?? []).sorted().map(String.init).joined(separator: "/"),
+                        sameRequests ? "equal: each chunk once" : "DIFFERENT"))
                 failed = failed || !sameRequests
             }
             for line in lines { print(line) }
@@ -179,9 +194,15 @@ enum FleetBench {
                 ])
             }
             let object: [String: Any] = [
-                "id": String(format: "00000000-0000-4000-9000-%012x", 0xF1EE7000 + tour), "name": "Fleet Tour \(tour + 1)", "language": "en-US",
+                "id": String(format: "00000000-0000-4000-9000-%012x", 0xF1EE7000 + tour), "name": "Fleet Tour \(tour + 1)",
+                "language": "en-US",
                 "version": 1,
-                "route": ["waypoints": [["latitude": 46.5, "longitude": 10.39 + Double(tour) * 0.01], ["latitude": 46.56, "longitude": 10.41 + Double(tour) * 0.01]]],
+                "route": [
+                    "waypoints": [
+                        ["latitude": 46.5, "longitude": 10.39 + Double(tour) * 0.01],
+                        ["latitude": 46.56, "longitude": 10.41 + Double(tour) * 0.01],
+                    ]
+                ],
                 "pois": pois,
             ]
             try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
@@ -224,7 +245,8 @@ enum FleetBench {
         let chunks = plan.tours.flatMap { $0.items.flatMap(\.chunks) }.filter { seen.insert($0).inserted }
         var shardTours = Array(repeating: 0, count: options.workers)
         for tour in loaded { shardTours[Shard.index(of: tour.id, count: options.workers)] += 1 }
-        return Counted(items: plan.phases, chunks: chunks.count, characters: chunks.reduce(0) { $0 + $1.characters }, shardTours: shardTours)
+        return Counted(
+            items: plan.phases, chunks: chunks.count, characters: chunks.reduce(0) { $0 + $1.characters }, shardTours: shardTours)
     }
 
     // MARK: One build
@@ -249,35 +271,41 @@ enum FleetBench {
     /// One cold build by `workers` processes (1: no shards) from a fresh
     /// database, bucket, output and local state folders. Blocks until the last exits.
     static func build(
-        _ executable: URL, tours: URL, voice: URL, workers: Int, options: Options, folder: URL, port: Int, postgres: PostgresTestServer, moto: MotoTestServer
+        _ executable: URL, tours: URL, voice: URL, workers: Int, options: Options, folder: URL, port: Int, postgres: PostgresTestServer,
+        moto: MotoTestServer
     ) throws -> BuildResult {
         let bucket = "fleet-" + UUID().uuidString.lowercased().prefix(13)
         try moto.createBucket(bucket)
         let database = try postgres.createDatabase()
-        let pipeline = try pipeline(tours: tours, voice: voice, options: options, state: """
-            state:
-              path: state
-              postgres: '\(database)'
-              passwordEnv: \(passwordVariable)
-              objects:
-                endpoint: \(moto.endpoint)
-                bucket: \(bucket)
-                prefix: synthesis/
-                region: us-east-1
-                accessKeyEnv: \(accessVariable)
-                secretKeyEnv: \(secretVariable)
-            """, in: folder)
+        let pipeline = try pipeline(
+            tours: tours, voice: voice, options: options,
+            state: """
+                state:
+                  path: state
+                  postgres: '\(database)'
+                  passwordEnv: \(passwordVariable)
+                  objects:
+                    endpoint: \(moto.endpoint)
+                    bucket: \(bucket)
+                    prefix: synthesis/
+                    region: us-east-1
+                    accessKeyEnv: \(accessVariable)
+                    secretKeyEnv: \(secretVariable)
+                """, in: folder)
         // Once, before the workers, as a deployment runs it before the Job.
-        let migrated = try Child.run(executable.path, ["state", "migrate", pipeline.path], stdout: folder.appendingPathComponent("migrate.txt").path)
+        let migrated = try Child.run(
+            executable.path, ["state", "migrate", pipeline.path], stdout: folder.appendingPathComponent("migrate.txt").path)
         guard migrated.status == 0 else { throw BenchFailure("tourpack state migrate exited \(migrated.status)") }
         let output = folder.appendingPathComponent("Documents")
         let cpuBefore = cpuSeconds(RUSAGE_CHILDREN.rawValue)
         let started = ContinuousClock.now
         let pids = try (0..<workers).map { index in
-            try Child.launch(executable.path, [
-                "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json", "--output", output.path,
-                "--state", folder.appendingPathComponent("worker-\(index)").path,
-            ] + (workers == 1 ? [] : ["--shards", String(workers), "--shard", String(index)]),
+            try Child.launch(
+                executable.path,
+                [
+                    "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json", "--output", output.path,
+                    "--state", folder.appendingPathComponent("worker-\(index)").path,
+                ] + (workers == 1 ? [] : ["--shards", String(workers), "--shard", String(index)]),
                 stdout: folder.appendingPathComponent("events-\(index).ndjson").path,
                 stderr: folder.appendingPathComponent("events-\(index).ndjson.err").path)
         }
@@ -286,7 +314,8 @@ enum FleetBench {
         let workersCPU = cpuSeconds(RUSAGE_CHILDREN.rawValue) - cpuBefore
         let results = statuses.enumerated().map { index, status in
             let events = (try? String(contentsOf: folder.appendingPathComponent("events-\(index).ndjson"), encoding: .utf8)) ?? ""
-            let finished = events.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let finished =
+                events.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
                 .last { $0["event"] as? String == "finished" } ?? [:]
             let errorText = (try? String(contentsOf: folder.appendingPathComponent("events-\(index).ndjson.err"), encoding: .utf8)) ?? ""
             return WorkerResult(
@@ -308,26 +337,35 @@ enum FleetBench {
         let built = result.workers.reduce(0) { $0 + $1.toursBuilt }
         if built != tours { problems.append("\(built) of \(tours) tours built") }
         let requests = result.workers.reduce(0) { $0 + $1.requests }
-        if served != counted.chunks || requests != served { problems.append("\(served) requests served, \(requests) sent, \(counted.chunks) chunks planned") }
+        if served != counted.chunks || requests != served {
+            problems.append("\(served) requests served, \(requests) sent, \(counted.chunks) chunks planned")
+        }
         let charged = result.workers.reduce(0) { $0 + $1.charactersBilled }
         if charged != billed { problems.append("the workers billed \(charged) characters, serve-tts \(billed)") }
 
         // The ledger, as another machine sees it: a fresh local folder, the same database.
         let quotaFile = folder.appendingPathComponent("quota.json")
-        let quota = try Child.run(executable.path, [
-            "quota", result.pipeline.path, "--json", "--state", folder.appendingPathComponent("checker").path, "--endpoint", "http://127.0.0.1:\(port)",
-        ], stdout: quotaFile.path)
+        let quota = try Child.run(
+            executable.path,
+            [
+                "quota", result.pipeline.path, "--json", "--state", folder.appendingPathComponent("checker").path, "--endpoint",
+                "http://127.0.0.1:\(port)",
+            ], stdout: quotaFile.path)
         let object = (try? JSONSerialization.jsonObject(with: Data(contentsOf: quotaFile))) as? [String: Any]
         let standard = (object?["tiers"] as? [[String: Any]])?.first { $0["tier"] as? String == "standard" }
         let used = standard?["used"] as? Int ?? -1, reserved = standard?["reserved"] as? Int ?? -1
-        if quota.status != 0 || used != billed || reserved != 0 { problems.append("quota exit \(quota.status): used \(used), reserved \(reserved), billed \(billed)") }
+        if quota.status != 0 || used != billed || reserved != 0 {
+            problems.append("quota exit \(quota.status): used \(used), reserved \(reserved), billed \(billed)")
+        }
 
         let validate = try Child.run(
             executable.path, ["validate", folder.appendingPathComponent("Documents").path, "--strict"],
             stdout: folder.appendingPathComponent("validate.txt").path)
         if validate.status != 0 { problems.append("validate --strict exited \(validate.status)") }
         guard problems.isEmpty else { return (false, "FAIL: " + problems.joined(separator: "; ")) }
-        return (true, "\(built) tours built, each chunk once (\(served) = planned), quota used = billed, 0 reserved, validate --strict ok: PASS")
+        return (
+            true, "\(built) tours built, each chunk once (\(served) = planned), quota used = billed, 0 reserved, validate --strict ok: PASS"
+        )
     }
 
     /// User plus system CPU seconds of this process (`RUSAGE_SELF`: serve-tts

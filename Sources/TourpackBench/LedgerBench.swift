@@ -1,8 +1,7 @@
 import Foundation
 import TestServers
-import TourpackKit
-
 import TourpackCore
+import TourpackKit
 import TourpackState
 
 #if canImport(Glibc)
@@ -49,7 +48,9 @@ enum LedgerBench {
 
     static func run(_ arguments: [String]) -> Int32 {
         func option(_ name: String, _ fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
+                return fallback
+            }
             return value
         }
         let workers = max(1, option("--workers", 4)), cycles = max(1, option("--cycles", 1000)), runs = max(1, option("--runs", 3))
@@ -59,8 +60,10 @@ enum LedgerBench {
         let total = (0..<workers).reduce(0) { sum, worker in sum + (0..<cycles).reduce(0) { $0 + characters(worker: worker, cycle: $1) } }
         // Pinned, so a run across midnight at the end of a month stays in one month.
         let time = Date().timeIntervalSince1970
-        print("ledger: \(workers) worker process\(workers == 1 ? "" : "es") × \(cycles) reserve → markSent → settle cycles, one account's \(tier.rawValue) tier, "
-            + "limit = exactly the \(workers * cycles) reservations' \(PlanReport.grouped(total)) characters; median of \(runs) runs; load average \(BenchLoad.text)")
+        print(
+            "ledger: \(workers) worker process\(workers == 1 ? "" : "es") × \(cycles) reserve → markSent → settle cycles, one account's \(tier.rawValue) tier, "
+                + "limit = exactly the \(workers * cycles) reservations' \(PlanReport.grouped(total)) characters; median of \(runs) runs; load average \(BenchLoad.text)"
+        )
         var failed = false
         var medians: [Backend: Double] = [:]
         do {
@@ -77,17 +80,23 @@ enum LedgerBench {
                         target = folder.path
                     case .postgres, .postgresAsync:
                         target = try server.createDatabase()
-                        if backend == .postgresAsync { try server.psql(databaseName(target), "ALTER DATABASE \(databaseName(target)) SET synchronous_commit = off") }
+                        if backend == .postgresAsync {
+                            try server.psql(databaseName(target), "ALTER DATABASE \(databaseName(target)) SET synchronous_commit = off")
+                        }
                         _ = try PostgresState(url: target, password: Secret(PostgresTestServer.password))
                     }
-                    if run == 1 { print("ledger \(backend.rawValue) durability: \(try durability(backend, target: target, server: server))") }
+                    if run == 1 {
+                        print("ledger \(backend.rawValue) durability: \(try durability(backend, target: target, server: server))")
+                    }
                     let result = try measure(backend, target: target, workers: workers, cycles: cycles, limit: total, time: time)
                     let check = try verify(backend, target: target, limit: total, settled: result.settled, time: time)
                     failed = failed || !check.passed
                     rates.append(Double(workers * cycles) / result.seconds)
-                    print(String(format: "ledger %@ run %d: %d cycles in %.2f s = %.0f cycles/s (per worker: %@ s); %@; load %@",
-                                 backend.rawValue, run, workers * cycles, result.seconds, rates.last!,
-                                 result.workerSeconds.map { String(format: "%.2f", $0) }.joined(separator: ", "), check.text, BenchLoad.text))
+                    print(
+                        String(
+                            format: "ledger %@ run %d: %d cycles in %.2f s = %.0f cycles/s (per worker: %@ s); %@; load %@",
+                            backend.rawValue, run, workers * cycles, result.seconds, rates.last!,
+                            result.workerSeconds.map { String(format: "%.2f", $0) }.joined(separator: ", "), check.text, BenchLoad.text))
                 }
                 medians[backend] = EncodeBench.median(rates)
             }
@@ -96,12 +105,17 @@ enum LedgerBench {
             return 1
         }
         for backend in Backend.allCases {
-            print(String(format: "ledger %@: median %.0f reservations/s (full reserve → markSent → settle cycles/s, %d worker process%@)",
-                         backend.rawValue, medians[backend] ?? 0, workers, workers == 1 ? "" : "es"))
+            print(
+                String(
+                    format: "ledger %@: median %.0f reservations/s (full reserve → markSent → settle cycles/s, %d worker process%@)",
+                    backend.rawValue, medians[backend] ?? 0, workers, workers == 1 ? "" : "es"))
         }
         if let postgres = medians[.postgres], let sqlite = medians[.sqlite], let async = medians[.postgresAsync] {
-            print(String(format: "ledger PostgreSQL (durable commits) / SQLite (one machine): %.2f×; PostgreSQL with synchronous_commit=off / SQLite: %.2f×",
-                         postgres / sqlite, async / sqlite))
+            print(
+                String(
+                    format:
+                        "ledger PostgreSQL (durable commits) / SQLite (one machine): %.2f×; PostgreSQL with synchronous_commit=off / SQLite: %.2f×",
+                    postgres / sqlite, async / sqlite))
         }
         return failed ? 1 : 0
     }
@@ -120,10 +134,12 @@ enum LedgerBench {
         let clock: @Sendable () -> Date = { Date(timeIntervalSince1970: time) }
         switch backend {
         case .sqlite:
-            return QuotaLedger(database: try StateDatabase(folder: URL(fileURLWithPath: target)), account: account, budgets: budgets, clock: clock)
+            return QuotaLedger(
+                database: try StateDatabase(folder: URL(fileURLWithPath: target)), account: account, budgets: budgets, clock: clock)
         case .postgres, .postgresAsync:
             let password = Secret(ProcessInfo.processInfo.environment[passwordVariable])
-            return QuotaLedger(store: try PostgresState(url: target, password: password).ledger, account: account, budgets: budgets, clock: clock)
+            return QuotaLedger(
+                store: try PostgresState(url: target, password: password).ledger, account: account, budgets: budgets, clock: clock)
         }
     }
 
@@ -133,19 +149,26 @@ enum LedgerBench {
         case .sqlite:
             // Bytes 18 and 19 of the header are 2 in WAL mode. `synchronous`
             // is per connection and not in the file: StateDatabase sets it.
-            let header = try FileHandle(forReadingFrom: URL(fileURLWithPath: target).appendingPathComponent(StateDatabase.fileName)).readData(ofLength: 20)
+            let header = try FileHandle(forReadingFrom: URL(fileURLWithPath: target).appendingPathComponent(StateDatabase.fileName))
+                .readData(ofLength: 20)
             let wal = header.count == 20 && header[18] == 2 && header[19] == 2
-            return "SQLite \(target)/\(StateDatabase.fileName) on local disk (\(BenchLoad.filesystem(target))): journal_mode=\(wal ? "WAL" : "not WAL") "
+            return
+                "SQLite \(target)/\(StateDatabase.fileName) on local disk (\(BenchLoad.filesystem(target))): journal_mode=\(wal ? "WAL" : "not WAL") "
                 + "(file header), synchronous=NORMAL (StateDatabase sets it on every connection): a commit appends to the WAL without fsync, "
                 + "the WAL is fsynced at checkpoints; survives kill -9, a power cut may lose the last commits"
         case .postgres, .postgresAsync:
-            let settings = try server.psql(databaseName(target), """
+            let settings = try server.psql(
+                databaseName(target),
+                """
                 SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings
                 WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method')
                 """)
             let version = try server.psql(databaseName(target), "SHOW server_version")
-            return "PostgreSQL \(version) on loopback, data on local disk (\(BenchLoad.filesystem("/tmp"))): \(settings) (pg_settings, as a worker's session sees them)"
-                + (backend == .postgres ? ": every commit waits for its WAL flush" : ": a commit does not wait for the flush; a power cut may lose the last commits, as SQLite's NORMAL")
+            return
+                "PostgreSQL \(version) on loopback, data on local disk (\(BenchLoad.filesystem("/tmp"))): \(settings) (pg_settings, as a worker's session sees them)"
+                + (backend == .postgres
+                    ? ": every commit waits for its WAL flush"
+                    : ": a commit does not wait for the flush; a power cut may lose the last commits, as SQLite's NORMAL")
         }
     }
 
@@ -180,7 +203,7 @@ enum LedgerBench {
         for (worker, child) in children.enumerated() {
             let line = child.output.next() ?? "no output"
             guard let report = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let seconds = report["seconds"] as? Double, let characters = report["characters"] as? Int
+                let seconds = report["seconds"] as? Double, let characters = report["characters"] as? Int
             else { throw BenchFailure("ledger worker \(worker): \(line)") }
             workerSeconds.append(seconds)
             settled += characters
@@ -188,7 +211,9 @@ enum LedgerBench {
         let seconds = started.duration(to: .now).seconds
         for (worker, child) in children.enumerated() {
             child.process.waitUntilExit()
-            guard child.process.terminationStatus == 0 else { throw BenchFailure("ledger worker \(worker) exited \(child.process.terminationStatus)") }
+            guard child.process.terminationStatus == 0 else {
+                throw BenchFailure("ledger worker \(worker) exited \(child.process.terminationStatus)")
+            }
         }
         return Measurement(seconds: seconds, workerSeconds: workerSeconds, settled: settled)
     }
@@ -205,16 +230,20 @@ enum LedgerBench {
             refused = true
         }
         let passed = usage.used == settled && settled == limit && usage.reserved == 0 && refused
-        return (passed, "used \(PlanReport.grouped(usage.used)) = settled \(PlanReport.grouped(settled)) = limit, reserved \(usage.reserved), "
-            + "one more character \(refused ? "refused" : "GRANTED"): \(passed ? "PASS" : "FAIL")")
+        return (
+            passed,
+            "used \(PlanReport.grouped(usage.used)) = settled \(PlanReport.grouped(settled)) = limit, reserved \(usage.reserved), "
+                + "one more character \(refused ? "refused" : "GRANTED"): \(passed ? "PASS" : "FAIL")"
+        )
     }
 
     /// `ledger-worker BACKEND TARGET WORKER CYCLES LIMIT TIME`: one worker
     /// process. Opens its state, prints `ready`, waits for `go` on stdin,
     /// runs its cycles, and prints `{"seconds", "characters"}`.
     static func worker(_ arguments: [String]) -> Int32 {
-        guard arguments.count == 6, let backend = Backend(rawValue: arguments[0]), let worker = Int(arguments[2]), let cycles = Int(arguments[3]),
-              let limit = Int(arguments[4]), let time = Double(arguments[5])
+        guard arguments.count == 6, let backend = Backend(rawValue: arguments[0]), let worker = Int(arguments[2]),
+            let cycles = Int(arguments[3]),
+            let limit = Int(arguments[4]), let time = Double(arguments[5])
         else {
             print("usage: tourpack-bench ledger-worker sqlite|postgres|postgres-async-commit TARGET WORKER CYCLES LIMIT TIME")
             return 2
@@ -282,7 +311,9 @@ enum BenchLoad {
     /// make an fsync free, and a durability figure meaningless.
     static func filesystem(_ path: String) -> String {
         let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        let mounts = ((try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? "").split(separator: "\n").map { $0.split(separator: " ") }
+        let mounts = ((try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? "").split(separator: "\n").map {
+            $0.split(separator: " ")
+        }
         let best = mounts.filter { $0.count >= 3 }.filter { fields in
             let point = String(fields[1])
             return resolved == point || resolved.hasPrefix(point == "/" ? "/" : point + "/")

@@ -12,9 +12,9 @@
 // For scale, the AAC encode of the same audio. CPU is user+system time from
 // getrusage (RUSAGE_SELF), the median of `--repetitions` runs.
 import Foundation
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 
 enum LoudnessBench {
     static func run(_ arguments: [String]) throws {
@@ -36,9 +36,14 @@ enum LoudnessBench {
         let rate = EncodeBench.inputSampleRateHz
         let pcm = try EncodeBench.speech(seconds: seconds, rate: rate, in: work)
         let hours = pcm.durationSeconds / 3600
-        print(String(format: "loudness: %.1f s of espeak-ng speech at %d Hz, %d repetitions; CPU seconds per hour of audio (median)", pcm.durationSeconds, rate, repetitions))
+        print(
+            String(
+                format: "loudness: %.1f s of espeak-ng speech at %d Hz, %d repetitions; CPU seconds per hour of audio (median)",
+                pcm.durationSeconds, rate, repetitions))
         let chunkLength = 30 * rate
-        let chunks = stride(from: 0, to: pcm.samples.count, by: chunkLength).map { Array(pcm.samples[$0..<min(pcm.samples.count, $0 + chunkLength)]) }
+        let chunks = stride(from: 0, to: pcm.samples.count, by: chunkLength).map {
+            Array(pcm.samples[$0..<min(pcm.samples.count, $0 + chunkLength)])
+        }
 
         func perHour(_ label: String, _ body: () throws -> Void) rethrows -> Double {
             var runs: [Double] = []
@@ -79,7 +84,9 @@ enum LoudnessBench {
             let leveler = LoudnessLeveler(gainDB: gain, ceilingDBTP: target.limiterCeilingDBTP, rate: rate)
             try pcm.samples.withUnsafeBufferPointer { all in
                 for start in stride(from: 0, to: all.count, by: 4096) {
-                    try leveler.feed(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + 4096)])) { leveled.append(contentsOf: $0) }
+                    try leveler.feed(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + 4096)])) {
+                        leveled.append(contentsOf: $0)
+                    }
                 }
             }
             try leveler.finish { leveled.append(contentsOf: $0) }
@@ -96,11 +103,17 @@ enum LoudnessBench {
             shipped[format.rawValue] = try perHour("per file: decode the \(format.rawValue) and measure it as shipped") {
                 inspection = try AudioFileInspector().inspect(url)
             }
-            print(String(format: "    %@ as shipped: %.2f LUFS, true peak %.2f dBTP", format.rawValue, inspection?.integratedLUFS ?? .nan, inspection?.truePeakDBTP ?? .nan))
+            print(
+                String(
+                    format: "    %@ as shipped: %.2f LUFS, true peak %.2f dBTP", format.rawValue, inspection?.integratedLUFS ?? .nan,
+                    inspection?.truePeakDBTP ?? .nan))
         }
         let perChunk = meter + survey
         let perFile = solve + level
-        print(String(format: "loudness: %.1f s CPU per hour of audio measured per chunk (%.1f libebur128 + %.1f survey), %.1f s to level, %.1f s to measure an AAC file as shipped; AAC encode %.1f s",
-                     perChunk, meter, survey, perFile, shipped["aac"] ?? .nan, encodeAAC))
+        print(
+            String(
+                format:
+                    "loudness: %.1f s CPU per hour of audio measured per chunk (%.1f libebur128 + %.1f survey), %.1f s to level, %.1f s to measure an AAC file as shipped; AAC encode %.1f s",
+                perChunk, meter, survey, perFile, shipped["aac"] ?? .nan, encodeAAC))
     }
 }

@@ -1,10 +1,9 @@
 import Foundation
 import Logging
-import TourpackKit
-import TourpackServer
-
 import TourpackCore
+import TourpackKit
 import TourpackMaps
+import TourpackServer
 
 #if canImport(Glibc)
 import Glibc
@@ -58,7 +57,8 @@ enum MapsBench {
             return try await TTSServer(ttsConfiguration).withRunning { ttsPort in
                 try await tileServer.withRunning { tilePort in
                     let servers = Servers(
-                        endpoint: "http://127.0.0.1:\(ttsPort)", tilesURL: "http://127.0.0.1:\(tilePort)/{z}/{x}/{y}.png", tiles: tileServer)
+                        endpoint: "http://127.0.0.1:\(ttsPort)", tilesURL: "http://127.0.0.1:\(tilePort)/{z}/{x}/{y}.png", tiles: tileServer
+                    )
                     return try await measureAll(
                         executable, scratch: scratch, servers: servers, throughputTiles: throughputTiles, bigTiles: bigTiles,
                         latencyMs: latencyMs, bigConcurrency: bigConcurrency)
@@ -95,36 +95,57 @@ enum MapsBench {
         let packBytes = packSizes(big.appendingPathComponent("Documents"))
 
         let mb = { (bytes: Int64) in Double(bytes) / 1_048_576 }
-        print("maps: serve-tiles in-process, \(latencyMs) ms per tile answer; tourpack build as a child process, cold state folder unless warm")
+        print(
+            "maps: serve-tiles in-process, \(latencyMs) ms per tile answer; tourpack build as a child process, cold state folder unless warm"
+        )
         let rows: [[String]] = [
             ["run", "tiles", "requests", "downloaded", "maps s", "build s", "peak RSS", "packs", "exit"],
-            ["throughput, c=4, cold", "\(cold.plannedTiles)", "\(cold.tileRequests)", "\(cold.tilesDownloaded)",
-             String(format: "%.2f", cold.mapsSeconds), String(format: "%.2f", cold.pipelineSeconds),
-             String(format: "%.1f MB", mb(cold.peakBytes)), "\(cold.tilePacks)", "\(cold.exitStatus)"],
-            ["\(bigTiles.grouped) tiles, c=\(bigConcurrency), cold", "\(bigCold.plannedTiles)", "\(bigCold.tileRequests)",
-             "\(bigCold.tilesDownloaded)", String(format: "%.2f", bigCold.mapsSeconds), String(format: "%.2f", bigCold.pipelineSeconds),
-             String(format: "%.1f MB", mb(bigCold.peakBytes)), "\(bigCold.tilePacks)", "\(bigCold.exitStatus)"],
-            ["\(bigTiles.grouped) tiles, warm rebuild", "\(bigWarm.plannedTiles)", "\(bigWarm.tileRequests)", "\(bigWarm.tilesDownloaded)",
-             String(format: "%.2f", bigWarm.mapsSeconds), String(format: "%.2f", bigWarm.pipelineSeconds),
-             String(format: "%.1f MB", mb(bigWarm.peakBytes)), "\(bigWarm.tilePacks)", "\(bigWarm.exitStatus)"],
+            [
+                "throughput, c=4, cold", "\(cold.plannedTiles)", "\(cold.tileRequests)", "\(cold.tilesDownloaded)",
+                String(format: "%.2f", cold.mapsSeconds), String(format: "%.2f", cold.pipelineSeconds),
+                String(format: "%.1f MB", mb(cold.peakBytes)), "\(cold.tilePacks)", "\(cold.exitStatus)",
+            ],
+            [
+                "\(bigTiles.grouped) tiles, c=\(bigConcurrency), cold", "\(bigCold.plannedTiles)", "\(bigCold.tileRequests)",
+                "\(bigCold.tilesDownloaded)", String(format: "%.2f", bigCold.mapsSeconds), String(format: "%.2f", bigCold.pipelineSeconds),
+                String(format: "%.1f MB", mb(bigCold.peakBytes)), "\(bigCold.tilePacks)", "\(bigCold.exitStatus)",
+            ],
+            [
+                "\(bigTiles.grouped) tiles, warm rebuild", "\(bigWarm.plannedTiles)", "\(bigWarm.tileRequests)",
+                "\(bigWarm.tilesDownloaded)",
+                String(format: "%.2f", bigWarm.mapsSeconds), String(format: "%.2f", bigWarm.pipelineSeconds),
+                String(format: "%.1f MB", mb(bigWarm.peakBytes)), "\(bigWarm.tilePacks)", "\(bigWarm.exitStatus)",
+            ],
         ]
         printTable(rows)
-        print(String(format: "maps throughput at concurrency 4: %.1f tiles/s over the maps phase (%d tiles in %.2f s; ceiling 4 / %d ms = %.0f tiles/s, %.0f%% of it)",
-                     mapsRate, cold.tilesDownloaded, cold.mapsSeconds, latencyMs, ceiling, mapsRate / ceiling * 100))
-        print(String(format: "maps throughput at concurrency 4, whole build: %.1f tiles/s (%d tiles / %.2f s wallSeconds, audio included)",
-                     buildRate, cold.tilesDownloaded, cold.pipelineSeconds))
-        print(String(format: "maps %@ tiles (%d planned in %d tours, %d downloaded): peak RSS %.1f MB, %.2f s wall, packs %.1f MB on disk (%d files); %.0f tiles/s at concurrency %d (ceiling %.0f)",
-                     bigTiles.grouped, bigCold.plannedTiles, 2, bigCold.tilesDownloaded, mb(bigCold.peakBytes), bigCold.pipelineSeconds,
-                     mb(packBytes.bytes), packBytes.files, Double(bigCold.tilesDownloaded) / max(bigCold.mapsSeconds, 1e-9), bigConcurrency,
-                     Double(bigConcurrency) / (Double(max(latencyMs, 1)) / 1000)))
-        print(String(format: "maps warm rebuild of the same state: %.2f s wall, %d tile requests (server saw %d), %d packs written",
-                     bigWarm.pipelineSeconds, bigWarm.tileRequests, bigWarm.serverRequests, bigWarm.tilePacks))
+        print(
+            String(
+                format:
+                    "maps throughput at concurrency 4: %.1f tiles/s over the maps phase (%d tiles in %.2f s; ceiling 4 / %d ms = %.0f tiles/s, %.0f%% of it)",
+                mapsRate, cold.tilesDownloaded, cold.mapsSeconds, latencyMs, ceiling, mapsRate / ceiling * 100))
+        print(
+            String(
+                format: "maps throughput at concurrency 4, whole build: %.1f tiles/s (%d tiles / %.2f s wallSeconds, audio included)",
+                buildRate, cold.tilesDownloaded, cold.pipelineSeconds))
+        print(
+            String(
+                format:
+                    "maps %@ tiles (%d planned in %d tours, %d downloaded): peak RSS %.1f MB, %.2f s wall, packs %.1f MB on disk (%d files); %.0f tiles/s at concurrency %d (ceiling %.0f)",
+                bigTiles.grouped, bigCold.plannedTiles, 2, bigCold.tilesDownloaded, mb(bigCold.peakBytes), bigCold.pipelineSeconds,
+                mb(packBytes.bytes), packBytes.files, Double(bigCold.tilesDownloaded) / max(bigCold.mapsSeconds, 1e-9), bigConcurrency,
+                Double(bigConcurrency) / (Double(max(latencyMs, 1)) / 1000)))
+        print(
+            String(
+                format: "maps warm rebuild of the same state: %.2f s wall, %d tile requests (server saw %d), %d packs written",
+                bigWarm.pipelineSeconds, bigWarm.tileRequests, bigWarm.serverRequests, bigWarm.tilePacks))
         let complete = cold.tilesDownloaded == cold.plannedTiles && bigCold.tilesDownloaded == bigCold.plannedTiles
         let warmQuiet = bigWarm.tileRequests == 0 && bigWarm.serverRequests == 0 && bigWarm.tilePacks == 0
         let memoryOK = bigCold.peakBytes > 0 && bigCold.peakBytes < Budgets.bytes(megabytes: 200)
         print("every planned tile downloaded on the cold builds: \(complete ? "PASS" : "FAIL")")
         print("tile requests on the warm rebuild: \(bigWarm.tileRequests) (\(warmQuiet ? "PASS" : "FAIL"))")
-        print(String(format: "peak memory %@ tiles < 200 MB: %.1f MB (%@)", bigTiles.grouped, mb(bigCold.peakBytes), memoryOK ? "PASS" : "FAIL"))
+        print(
+            String(
+                format: "peak memory %@ tiles < 200 MB: %.1f MB (%@)", bigTiles.grouped, mb(bigCold.peakBytes), memoryOK ? "PASS" : "FAIL"))
         let exits = [cold, bigCold, bigWarm].allSatisfy { $0.exitStatus == 0 }
         if !exits { print("maps: a build exited non-zero; its events are in the table's exit column") }
         return exits && complete && warmQuiet && memoryOK ? 0 : 1
@@ -152,10 +173,12 @@ enum MapsBench {
         let events = folder.appendingPathComponent("events-\(UUID().uuidString).ndjson")
         defer { try? FileManager.default.removeItem(at: events) }
         let before = servers.tiles.stats.snapshot.requests
-        let status = try await spawn(executable.path, [
-            "build", folder.appendingPathComponent("pipeline.yaml").path, "--json",
-            "--endpoint", servers.endpoint, "--tiles-url", servers.tilesURL,
-        ], stdout: events.path)
+        let status = try await spawn(
+            executable.path,
+            [
+                "build", folder.appendingPathComponent("pipeline.yaml").path, "--json",
+                "--endpoint", servers.endpoint, "--tiles-url", servers.tilesURL,
+            ], stdout: events.path)
         var result = Measurement(exitStatus: status)
         result.serverRequests = servers.tiles.stats.snapshot.requests - before
         var startedAt: Double?
@@ -216,8 +239,10 @@ enum MapsBench {
         func routes(scale: Double) -> [[Coordinate]] {
             (0..<tours).map { index -> [Coordinate] in
                 let lat = 46.4 + Double(index), lon = 10.3 + Double(index)
-                return [Coordinate(latitude: lat, longitude: lon), Coordinate(latitude: lat + 0.12 * scale, longitude: lon + 0.1 * scale),
-                        Coordinate(latitude: lat + 0.2 * scale, longitude: lon + 0.3 * scale)]
+                return [
+                    Coordinate(latitude: lat, longitude: lon), Coordinate(latitude: lat + 0.12 * scale, longitude: lon + 0.1 * scale),
+                    Coordinate(latitude: lat + 0.2 * scale, longitude: lon + 0.3 * scale),
+                ]
             }
         }
         // A small target gets a shorter route, so that a buffer is left to tune.
@@ -228,12 +253,12 @@ enum MapsBench {
         for (index, route) in routes.enumerated() {
             let waypoints = route.map { "{\"latitude\": \($0.latitude), \"longitude\": \($0.longitude)}" }.joined(separator: ", ")
             let tour = """
-            {"id": "\(String(format: "00000000-0000-4000-a000-%012x", index + 1))", "name": "Maps Bench \(index + 1)",
-             "language": "en-US", "version": 1, "route": {"waypoints": [\(waypoints)]},
-             "pois": [{"id": "\(String(format: "00000000-0000-4000-b000-%012x", index + 1))", "name": "Lookout \(index + 1)",
-                       "location": {"latitude": \(route[1].latitude), "longitude": \(route[1].longitude)}, "triggerRadiusMeters": 300,
-                       "narrations": {"approaching": "The lookout is just ahead on the left."}}]}
-            """
+                {"id": "\(String(format: "00000000-0000-4000-a000-%012x", index + 1))", "name": "Maps Bench \(index + 1)",
+                 "language": "en-US", "version": 1, "route": {"waypoints": [\(waypoints)]},
+                 "pois": [{"id": "\(String(format: "00000000-0000-4000-b000-%012x", index + 1))", "name": "Lookout \(index + 1)",
+                           "location": {"latitude": \(route[1].latitude), "longitude": \(route[1].longitude)}, "triggerRadiusMeters": 300,
+                           "narrations": {"approaching": "The lookout is just ahead on the left."}}]}
+                """
             try tour.write(to: tourFolder.appendingPathComponent("tour\(index + 1).json"), atomically: true, encoding: .utf8)
         }
         let voice = URL(fileURLWithPath: "voices/local-en-us.yaml").standardizedFileURL.path
@@ -284,7 +309,8 @@ enum MapsBench {
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         for (index, row) in rows.enumerated() {
             let cells = row.enumerated().map { column, cell in
-                column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                column == 0
+                    ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
                     : String(repeating: " ", count: widths[column] - cell.count) + cell
             }
             print("maps  " + cells.joined(separator: "  "))

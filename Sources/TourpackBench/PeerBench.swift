@@ -1,9 +1,8 @@
 import Foundation
 import Logging
+import TourpackCore
 import TourpackKit
 import TourpackServer
-
-import TourpackCore
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -53,7 +52,9 @@ enum PeerBench {
 
     static func run(_ arguments: [String]) async -> Int32 {
         func option(_ name: String, _ fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
+                return fallback
+            }
             return value
         }
         let runs = max(2, option("--runs", 2))
@@ -61,7 +62,8 @@ enum PeerBench {
         let long = arguments.contains("--long")
         let loudness = arguments.contains("--loudness")
         let extraYAML = loudness ? "" : "loudness: off"
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("tourpack")
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("tourpack")
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-peer-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         signal(SIGPIPE, SIG_IGN)  // an ffmpeg that dies mid-write is a failed chunk, not a dead bench
@@ -70,11 +72,14 @@ enum PeerBench {
             let source: String
             if long {
                 let pois = max(1, option("--pois", 2)), characters = max(100, option("--characters", 6_000))
-                pipeline = try LongTour.write(pois: pois, guidedCharacters: characters, formats: ["aac"], concurrency: threads, extraYAML: extraYAML, into: scratch.appendingPathComponent("input"))
+                pipeline = try LongTour.write(
+                    pois: pois, guidedCharacters: characters, formats: ["aac"], concurrency: threads, extraYAML: extraYAML,
+                    into: scratch.appendingPathComponent("input"))
                 source = "\(pois) generated POIs with ~\(characters)-character guided tours"
             } else {
                 let tours = URL(fileURLWithPath: "tours").standardizedFileURL.appendingPathComponent("*.json").path
-                pipeline = try LongTour.pipeline(tours: tours, formats: ["aac"], concurrency: threads, extraYAML: extraYAML, in: scratch.appendingPathComponent("input"))
+                pipeline = try LongTour.pipeline(
+                    tours: tours, formats: ["aac"], concurrency: threads, extraYAML: extraYAML, in: scratch.appendingPathComponent("input"))
                 source = "the demo tours"
             }
             let config = try PipelineLoader.load(pipeline)
@@ -82,8 +87,10 @@ enum PeerBench {
             var seen: Set<Chunk> = []
             let chunks = plan.tours.flatMap { $0.items.flatMap(\.chunks) }.filter { seen.insert($0).inserted }
             let bodies = try chunks.map { try FFmpegCLIPeer.googleBody($0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }
-            print("peer: \(source): \(plan.phases) items, \(chunks.count) distinct chunks, \(plan.characters) characters; "
-                + "tourpack build (aac, concurrency \(threads)) vs. ffmpeg CLI peer (\(threads) request threads, \(threads) ffmpeg at a time), \(runs) runs each")
+            print(
+                "peer: \(source): \(plan.phases) items, \(chunks.count) distinct chunks, \(plan.characters) characters; "
+                    + "tourpack build (aac, concurrency \(threads)) vs. ffmpeg CLI peer (\(threads) request threads, \(threads) ffmpeg at a time), \(runs) runs each"
+            )
 
             var configuration = TTSServerConfiguration(port: 0)
             configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -94,8 +101,9 @@ enum PeerBench {
                 // Warm-up, untimed: espeak-ng starts on the server's first
                 // request, and both executables are paged in, so neither side
                 // pays for going first.
-                let warmUp = FFmpegCLIPeer(endpoint: endpoint, bodies: Array(bodies.prefix(1)), output: scratch.appendingPathComponent("warm-up"),
-                                           threads: 1, sampleRateHz: config.tts.sampleRateHz)
+                let warmUp = FFmpegCLIPeer(
+                    endpoint: endpoint, bodies: Array(bodies.prefix(1)), output: scratch.appendingPathComponent("warm-up"),
+                    threads: 1, sampleRateHz: config.tts.sampleRateHz)
                 let warm = try await OffPool.run { try warmUp.run() }
                 guard warm.failures.isEmpty else { throw BenchFailure("warm-up: \(warm.failures[0])") }
                 _ = try await OffPool.run { try Child.run(executable.path, ["--help"], stdout: "/dev/null") }
@@ -103,34 +111,50 @@ enum PeerBench {
                     for side in run % 2 == 0 ? ["tourpack", "peer"] : ["peer", "tourpack"] {
                         if side == "tourpack" {
                             let folder = scratch.appendingPathComponent("tourpack-\(run)")
-                            let result = try await OffPool.run { try BuildBench.build(executable, pipeline: pipeline, folder: folder, port: port) }
+                            let result = try await OffPool.run {
+                                try BuildBench.build(executable, pipeline: pipeline, folder: folder, port: port)
+                            }
                             ours.append(result.wallSeconds)
                             failed = failed || result.exitStatus != 0
-                            print(String(format: "peer run %d tourpack: %.2f s wall, %d files, %d requests, %d encodes, exit %d",
-                                         run + 1, result.wallSeconds, result.files, result.requests, result.encodes, result.exitStatus))
+                            print(
+                                String(
+                                    format: "peer run %d tourpack: %.2f s wall, %d files, %d requests, %d encodes, exit %d",
+                                    run + 1, result.wallSeconds, result.files, result.requests, result.encodes, result.exitStatus))
                         } else {
                             let output = scratch.appendingPathComponent("peer-\(run)")
-                            let peer = FFmpegCLIPeer(endpoint: endpoint, bodies: bodies, output: output, threads: threads, sampleRateHz: config.tts.sampleRateHz)
+                            let peer = FFmpegCLIPeer(
+                                endpoint: endpoint, bodies: bodies, output: output, threads: threads, sampleRateHz: config.tts.sampleRateHz)
                             let result = try await OffPool.run { try peer.run() }
                             theirs.append(result.wallSeconds)
                             failed = failed || !result.failures.isEmpty
-                            print(String(format: "peer run %d ffmpeg CLI: %.2f s wall, %d files (%.1f min of speech, %.1f MB of AAC), %d failures%@",
-                                         run + 1, result.wallSeconds, result.files, result.speechSeconds / 60, Double(result.outputBytes) / 1_048_576,
-                                         result.failures.count, result.failures.first.map { ": " + $0 } ?? ""))
+                            print(
+                                String(
+                                    format:
+                                        "peer run %d ffmpeg CLI: %.2f s wall, %d files (%.1f min of speech, %.1f MB of AAC), %d failures%@",
+                                    run + 1, result.wallSeconds, result.files, result.speechSeconds / 60,
+                                    Double(result.outputBytes) / 1_048_576,
+                                    result.failures.count, result.failures.first.map { ": " + $0 } ?? ""))
                         }
-                        try? FileManager.default.removeItem(at: scratch.appendingPathComponent(side == "tourpack" ? "tourpack-\(run)" : "peer-\(run)"))
+                        try? FileManager.default.removeItem(
+                            at: scratch.appendingPathComponent(side == "tourpack" ? "tourpack-\(run)" : "peer-\(run)"))
                     }
                 }
             }
             let ratio = EncodeBench.median(ours) / EncodeBench.median(theirs)
             if loudness {
-                print(String(format: "peer ratio tourpack (loudness normalized) / peer (not): median %.2f s / median %.2f s = %.2f (no goal: not like for like)",
-                             EncodeBench.median(ours), EncodeBench.median(theirs), ratio))
+                print(
+                    String(
+                        format:
+                            "peer ratio tourpack (loudness normalized) / peer (not): median %.2f s / median %.2f s = %.2f (no goal: not like for like)",
+                        EncodeBench.median(ours), EncodeBench.median(theirs), ratio))
                 return failed ? 1 : 0
             }
             let passed = ratio <= ratioGoal && !failed
-            print(String(format: "peer ratio tourpack/peer (both without loudness normalization): median %.2f s / median %.2f s = %.2f (goal ≤ %.2f) %@",
-                         EncodeBench.median(ours), EncodeBench.median(theirs), ratio, ratioGoal, passed ? "PASS" : "FAIL"))
+            print(
+                String(
+                    format:
+                        "peer ratio tourpack/peer (both without loudness normalization): median %.2f s / median %.2f s = %.2f (goal ≤ %.2f) %@",
+                    EncodeBench.median(ours), EncodeBench.median(theirs), ratio, ratioGoal, passed ? "PASS" : "FAIL"))
             return passed ? 0 : 1
         } catch {
             print("peer bench failed: \(error)")
@@ -184,7 +208,9 @@ final class FFmpegCLIPeer: @unchecked Sendable {
         let body: [String: Any] = [
             "input": [chunk.isSSML ? "ssml" : "text": chunk.text],
             "voice": voiceObject,
-            "audioConfig": ["audioEncoding": "LINEAR16", "sampleRateHertz": sampleRateHz, "speakingRate": voice.speakingRate, "pitch": voice.pitch],
+            "audioConfig": [
+                "audioEncoding": "LINEAR16", "sampleRateHertz": sampleRateHz, "speakingRate": voice.speakingRate, "pitch": voice.pitch,
+            ],
         ]
         return try JSONSerialization.data(withJSONObject: body)
     }
@@ -197,9 +223,13 @@ final class FFmpegCLIPeer: @unchecked Sendable {
         fetchersRunning = threads
         for _ in 0..<threads {
             finished.enter()
-            Thread { self.fetchLoop(); finished.leave() }.start()
+            Thread {
+                self.fetchLoop(); finished.leave()
+            }.start()
             finished.enter()
-            Thread { self.encodeLoop(); finished.leave() }.start()
+            Thread {
+                self.encodeLoop(); finished.leave()
+            }.start()
         }
         finished.wait()
         let wall = started.duration(to: .now).seconds
@@ -277,9 +307,11 @@ final class FFmpegCLIPeer: @unchecked Sendable {
         done.wait()
         let (data, status, error) = answer.get()
         if let error { throw BenchFailure("request failed: \(error)") }
-        guard status == 200, let data else { throw BenchFailure("HTTP \(status): \(String(decoding: (data ?? Data()).prefix(200), as: UTF8.self))") }
+        guard status == 200, let data else {
+            throw BenchFailure("HTTP \(status): \(String(decoding: (data ?? Data()).prefix(200), as: UTF8.self))")
+        }
         guard let json = try JSONSerialization.jsonObject(with: data) as? [String: Any], let content = json["audioContent"] as? String,
-              let wav = Data(base64Encoded: content)
+            let wav = Data(base64Encoded: content)
         else { throw BenchFailure("the answer holds no base64 audioContent") }
         return wav
     }

@@ -33,13 +33,16 @@ enum StreamBench {
 
     static func run(_ arguments: [String]) async -> Int32 {
         func option(_ name: String, _ fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
+                return fallback
+            }
             return value
         }
         let pois = max(1, option("--pois", 6))
         let characters = max(100, option("--characters", 27_000))
         let concurrency = max(1, option("--concurrency", 8))
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("tourpack")
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("tourpack")
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-stream-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         do {
@@ -55,20 +58,30 @@ enum StreamBench {
                 let longFolder = scratch.appendingPathComponent("long-build")
                 let longResult = try await OffPool.run { try BuildBench.build(executable, pipeline: long, folder: longFolder, port: port) }
                 let speech = LongTour.speechSeconds(in: longFolder.appendingPathComponent("Documents"), format: "aac")
-                print(String(format: "stream long narrations: %d POIs, guided tours of ~%d characters (%.1f h of aac in total), formats aac+opus, concurrency %d",
-                             pois, characters, speech / 3600, concurrency))
+                print(
+                    String(
+                        format:
+                            "stream long narrations: %d POIs, guided tours of ~%d characters (%.1f h of aac in total), formats aac+opus, concurrency %d",
+                        pois, characters, speech / 3600, concurrency))
                 let shortResult = try await OffPool.run {
                     try BuildBench.build(executable, pipeline: short, folder: scratch.appendingPathComponent("short-build"), port: port)
                 }
                 return (longResult, shortResult)
             }
             let goal = memoryGoal(longResult)
-            print(String(format: "stream %d POIs × %d-character guided tour (aac, opus): %.2f s wall (pipeline %.2f s), %d files, %d requests, %d encodes, exit %d, %@",
-                         pois, characters, longResult.wallSeconds, longResult.pipelineSeconds, longResult.files, longResult.requests, longResult.encodes,
-                         longResult.exitStatus, goal.text))
-            print(String(format: "stream %d POIs × 420-character (~30 s) guided tour (aac, opus): %.2f s wall, peak RSS %.1f MB, exit %d; long/short peak RSS %.2f× (flat in narration length is ~1)",
-                         pois, shortResult.wallSeconds, Double(shortResult.peakKB) / 1024, shortResult.exitStatus,
-                         Double(longResult.peakKB) / Double(max(1, shortResult.peakKB))))
+            print(
+                String(
+                    format:
+                        "stream %d POIs × %d-character guided tour (aac, opus): %.2f s wall (pipeline %.2f s), %d files, %d requests, %d encodes, exit %d, %@",
+                    pois, characters, longResult.wallSeconds, longResult.pipelineSeconds, longResult.files, longResult.requests,
+                    longResult.encodes,
+                    longResult.exitStatus, goal.text))
+            print(
+                String(
+                    format:
+                        "stream %d POIs × 420-character (~30 s) guided tour (aac, opus): %.2f s wall, peak RSS %.1f MB, exit %d; long/short peak RSS %.2f× (flat in narration length is ~1)",
+                    pois, shortResult.wallSeconds, Double(shortResult.peakKB) / 1024, shortResult.exitStatus,
+                    Double(longResult.peakKB) / Double(max(1, shortResult.peakKB))))
             return goal.passed && shortResult.exitStatus == 0 ? 0 : 1
         } catch {
             print("stream bench failed: \(error)")
@@ -84,11 +97,15 @@ enum LongTour {
     /// The tour JSON is made with JSONSerialization, so the prose's quotes and
     /// line breaks are escaped as JSON wants. No map source: the build only
     /// estimates tiles, and the bench measures audio.
-    static func write(pois: Int, guidedCharacters: Int, formats: [String], concurrency: Int, extraYAML: String = "", into folder: URL) throws -> URL {
+    static func write(pois: Int, guidedCharacters: Int, formats: [String], concurrency: Int, extraYAML: String = "", into folder: URL)
+        throws -> URL
+    {
         let tours = folder.appendingPathComponent("tours")
         try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
-        let names = ["Kaiser-Franz-Josefs-Höhe", "Fuscher Törl", "Edelweissspitze", "Hochtor", "Glocknerhaus", "Franz-Josefs-Höhe Chapel",
-                     "Wallackhaus", "Piffkar", "Haus Alpine Naturschau", "Schöneck"]
+        let names = [
+            "Kaiser-Franz-Josefs-Höhe", "Fuscher Törl", "Edelweissspitze", "Hochtor", "Glocknerhaus", "Franz-Josefs-Höhe Chapel",
+            "Wallackhaus", "Piffkar", "Haus Alpine Naturschau", "Schöneck",
+        ]
         var poiObjects: [[String: Any]] = []
         for index in 0..<pois {
             let name = index < names.count ? names[index] : "\(names[index % names.count]) \(index / names.count + 1)"
@@ -110,7 +127,8 @@ enum LongTour {
             "route": ["waypoints": [["latitude": 47.07, "longitude": 12.75], ["latitude": 47.12, "longitude": 12.80]]],
             "pois": poiObjects,
         ]
-        try JSONSerialization.data(withJSONObject: tour, options: [.sortedKeys, .prettyPrinted]).write(to: tours.appendingPathComponent("long.json"))
+        try JSONSerialization.data(withJSONObject: tour, options: [.sortedKeys, .prettyPrinted]).write(
+            to: tours.appendingPathComponent("long.json"))
         return try pipeline(tours: "tours/*.json", formats: formats, concurrency: concurrency, extraYAML: extraYAML, in: folder)
     }
 
@@ -142,10 +160,13 @@ enum LongTour {
         let folders = (try? FileManager.default.contentsOfDirectory(at: packages, includingPropertiesForKeys: nil)) ?? []
         return folders.reduce(0) { total, folder in
             guard let data = try? Data(contentsOf: folder.appendingPathComponent("package.json")),
-                  let package = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let audio = package["audio"] as? [[String: Any]]
+                let package = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let audio = package["audio"] as? [[String: Any]]
             else { return total }
-            return total + audio.filter { $0["format"] as? String == format }.reduce(0) { $0 + (($1["durationSeconds"] as? NSNumber)?.doubleValue ?? 0) }
+            return total
+                + audio.filter { $0["format"] as? String == format }.reduce(0) {
+                    $0 + (($1["durationSeconds"] as? NSNumber)?.doubleValue ?? 0)
+                }
         }
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import Logging
+import TourpackAudio
+import TourpackCore
 import TourpackKit
 import TourpackServer
-import TourpackCore
-import TourpackAudio
 
 /// `tourpack-bench tts [--requests N] [--latency-ms 150] [--concurrency 8]`
 ///
@@ -15,7 +15,9 @@ import TourpackAudio
 enum TTSBench {
     static func run(_ arguments: [String]) async -> Int32 {
         func option(_ name: String, _ fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+            guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
+                return fallback
+            }
             return value
         }
         let requests = option("--requests", 320)
@@ -25,14 +27,19 @@ enum TTSBench {
             let throughput = try await measureThroughput(requests: requests, latencyMs: latency, concurrency: concurrency)
             let ceiling = Double(concurrency) / (Double(latency) / 1000)
             let share = throughput / ceiling * 100
-            print(String(format: "tts throughput: %d requests, concurrency %d, latency %d ms: %.1f req/s of %.1f ideal (%.1f%%, target ≥ 90%%) %@",
-                         requests, concurrency, latency, throughput, ceiling, share, share >= 90 ? "PASS" : "BELOW TARGET"))
+            print(
+                String(
+                    format:
+                        "tts throughput: %d requests, concurrency %d, latency %d ms: %.1f req/s of %.1f ideal (%.1f%%, target ≥ 90%%) %@",
+                    requests, concurrency, latency, throughput, ceiling, share, share >= 90 ? "PASS" : "BELOW TARGET"))
 
             let faults = try await surviveFaults(requests: max(100, requests / 2), concurrency: concurrency)
-            print("tts faults: \(faults.delivered)/\(faults.total) delivered under 15% mixed faults; "
-                + "\(faults.injected) faults in \(faults.served) requests " + String(format: "(%.1f%%) ", Double(faults.injected) / Double(max(1, faults.served)) * 100)
-                + "\(faults.byKind.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")), \(faults.retries) retries, "
-                + String(format: "%.1f s", faults.seconds) + (faults.delivered == faults.total ? " PASS" : " FAIL"))
+            print(
+                "tts faults: \(faults.delivered)/\(faults.total) delivered under 15% mixed faults; "
+                    + "\(faults.injected) faults in \(faults.served) requests "
+                    + String(format: "(%.1f%%) ", Double(faults.injected) / Double(max(1, faults.served)) * 100)
+                    + "\(faults.byKind.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")), \(faults.retries) retries, "
+                    + String(format: "%.1f s", faults.seconds) + (faults.delivered == faults.total ? " PASS" : " FAIL"))
             return share >= 90 && faults.delivered == faults.total ? 0 : 1
         } catch {
             print("tts bench failed: \(error)")
@@ -105,7 +112,8 @@ enum TTSBench {
             let elapsed = started.duration(to: .now)
             let stats = server.stats.snapshot
             return FaultRun(
-                total: requests, delivered: delivered, injected: stats.totalFaults, served: stats.synthesizeRequests, byKind: stats.faultsInjected,
+                total: requests, delivered: delivered, injected: stats.totalFaults, served: stats.synthesizeRequests,
+                byKind: stats.faultsInjected,
                 retries: synthesizer.stats.retries,
                 seconds: elapsed.seconds)
         }

@@ -7,9 +7,9 @@
 // pass: it doubles as a check of the tolerances on real speech.
 // Target (issue 7): 1,000 files in seconds.
 import Foundation
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 import TourpackMaps
 
 enum ValidateBench {
@@ -33,7 +33,10 @@ enum ValidateBench {
 
         let root = work.appendingPathComponent("Documents")
         let count = try makeBundle(at: root, files: files, seconds: seconds, work: work)
-        print(String(format: "validate: %d audio files of %.1f s espeak-ng speech (aac, mp3, opus), %d cores, median of %d", count, seconds, ValidationOptions.defaultThreads, repetitions))
+        print(
+            String(
+                format: "validate: %d audio files of %.1f s espeak-ng speech (aac, mp3, opus), %d cores, median of %d", count, seconds,
+                ValidationOptions.defaultThreads, repetitions))
         for threads in Set([1, ValidationOptions.defaultThreads]).sorted() {
             var times: [Double] = []
             for _ in 0..<repetitions {
@@ -45,7 +48,10 @@ enum ValidateBench {
                     throw BenchError("the benchmark bundle did not pass")
                 }
             }
-            print(String(format: "  %d thread%@  %.2f s (min %.2f s)  %.0f files/s", threads, threads == 1 ? " " : "s", EncodeBench.median(times), times.min()!, Double(count) / EncodeBench.median(times)))
+            print(
+                String(
+                    format: "  %d thread%@  %.2f s (min %.2f s)  %.0f files/s", threads, threads == 1 ? " " : "s",
+                    EncodeBench.median(times), times.min()!, Double(count) / EncodeBench.median(times)))
         }
     }
 
@@ -78,8 +84,10 @@ enum ValidateBench {
                     items.append(PackageAudio(poiID: poi.id, phase: .detailed, encoded: audio, characters: 100))
                     written += 1
                 }
-                try PackageManifest(tour: tour, voice: voice, format: format, audio: items, mapTiles: coverage, createdAt: Date(), maxAgeDays: 90)
-                    .write(into: layout)
+                try PackageManifest(
+                    tour: tour, voice: voice, format: format, audio: items, mapTiles: coverage, createdAt: Date(), maxAgeDays: 90
+                )
+                .write(into: layout)
             }
         }
         return written

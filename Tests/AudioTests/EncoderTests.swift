@@ -3,9 +3,9 @@ import CFFmpegShims
 import Foundation
 import TestServers
 import Testing
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 
 /// The encoder's own figures for a format, read from a freshly opened FFmpeg
 /// encoder with the contract's settings: frame size and delay (priming).
@@ -159,7 +159,8 @@ struct EncoderTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let url = directory.appendingPathComponent("empty.m4a")
         #expect(throws: PCMJoiner.JoinError.empty) {
-            try FFmpegAudioEncoder().encodeInMemory(PCMAudio(samples: [], sampleRate: 24_000), as: .aac, metadata: Fixtures.metadata, to: url)
+            try FFmpegAudioEncoder().encodeInMemory(
+                PCMAudio(samples: [], sampleRate: 24_000), as: .aac, metadata: Fixtures.metadata, to: url)
         }
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
@@ -190,7 +191,9 @@ struct EncoderTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[1], in: directory).resampled(to: 24_000)
         let targets = AudioFormat.allCases.map {
-            EncodeTarget(format: $0, sampleRateHz: $0.defaultSampleRate(endpointRate: 24_000), url: directory.appendingPathComponent("x.\($0.fileExtension)"))
+            EncodeTarget(
+                format: $0, sampleRateHz: $0.defaultSampleRate(endpointRate: 24_000),
+                url: directory.appendingPathComponent("x.\($0.fileExtension)"))
         }
         let session = try FFmpegAudioEncoder().open(targets, inputRate: 24_000, metadata: Fixtures.metadata)
         // Blocks of odd sizes, as the join hands them out.

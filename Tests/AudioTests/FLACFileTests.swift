@@ -2,9 +2,9 @@ import CFFmpeg
 import CFFmpegShims
 import Foundation
 import Testing
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 
 /// The frame size libavcodec's flac encoder picks for `rate` (set on open).
 private func flacFrameSize(rate: Int) throws -> Int {
@@ -166,7 +166,8 @@ struct FLACFileTests {
         let original = [UInt8](try Data(contentsOf: url))
         let start = try audioOffset(original)
         // The middle of the audio, then a spread of places including frame headers and the last CRC.
-        let places = [start + (original.count - start) / 2, start, start + 5, original.count - 1]
+        let places =
+            [start + (original.count - start) / 2, start, start + 5, original.count - 1]
             + stride(from: start + 97, to: original.count, by: (original.count - start) / 12)
         for place in places {
             var bytes = original

@@ -1,8 +1,8 @@
 import Foundation
 import TestServers
 import Testing
-import TourpackKit
 import TourpackAudio
+import TourpackKit
 
 /// Real speech and real tools for the audio tests: espeak-ng's CLI makes the
 /// speech, ffprobe/ffmpeg/mp3val/opusinfo check what the encoder wrote.
@@ -60,7 +60,8 @@ enum Fixtures {
         return boxes
     }
 
-    static let metadata = AudioMetadata(title: "Kaiser-Franz-Josefs-Höhe – Detailed", album: "Grossglockner High Alpine Road", language: "en-US")
+    static let metadata = AudioMetadata(
+        title: "Kaiser-Franz-Josefs-Höhe – Detailed", album: "Grossglockner High Alpine Road", language: "en-US")
 }
 
 extension Fixtures {

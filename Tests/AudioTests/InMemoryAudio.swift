@@ -1,7 +1,8 @@
 import Foundation
-@testable import TourpackKit
-@testable import TourpackCore
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 
 // Whole buffers through the build's own streaming stages, for tests that
 // hold their audio in memory. The library lost these once only tests used
@@ -43,7 +44,8 @@ extension AudioEncoding {
         _ pcm: PCMAudio, as format: AudioFormat, sampleRateHz: Int? = nil, metadata: AudioMetadata, to temporaryURL: URL
     ) throws -> EncodedAudio {
         let rate = sampleRateHz ?? format.defaultSampleRate(endpointRate: pcm.sampleRate)
-        let session = try open([EncodeTarget(format: format, sampleRateHz: rate, url: temporaryURL)], inputRate: pcm.sampleRate, metadata: metadata)
+        let session = try open(
+            [EncodeTarget(format: format, sampleRateHz: rate, url: temporaryURL)], inputRate: pcm.sampleRate, metadata: metadata)
         do {
             try pcm.samples.withUnsafeBufferPointer { samples in
                 var start = 0

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 
 @Suite("AudioFileInspector")
 struct InspectorTests {

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TourpackKit
-@testable import TourpackCore
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 
 /// The loudness meter against BS.1770's reference tone, chunk profiles
 /// against a measurement of the whole, and the leveler's promises: one gain,
@@ -22,7 +23,9 @@ struct LoudnessTests {
         return meter
     }
 
-    static func leveled(_ samples: [Int16], gainDB: Double, ceiling: Double, rate: Int, block: Int = 1_000) throws -> (samples: [Int16], report: LevelingReport) {
+    static func leveled(_ samples: [Int16], gainDB: Double, ceiling: Double, rate: Int, block: Int = 1_000) throws -> (
+        samples: [Int16], report: LevelingReport
+    ) {
         let leveler = LoudnessLeveler(gainDB: gainDB, ceilingDBTP: ceiling, rate: rate)
         var output: [Int16] = []
         try samples.withUnsafeBufferPointer { all in
@@ -37,7 +40,8 @@ struct LoudnessTests {
         return (output, leveler.report)
     }
 
-    @Test("a 997 Hz tone at -20 dBFS measures -23 LUFS, as BS.1770 says a full-scale one measures -3.01", arguments: [24_000, 44_100, 48_000])
+    @Test(
+        "a 997 Hz tone at -20 dBFS measures -23 LUFS, as BS.1770 says a full-scale one measures -3.01", arguments: [24_000, 44_100, 48_000])
     func referenceTone(rate: Int) throws {
         let meter = try Self.measure(Self.tone(hertz: 997, dBFS: -20, seconds: 5, rate: rate), rate: rate)
         let integrated = try #require(meter.integratedLUFS)
@@ -159,7 +163,8 @@ struct LoudnessTests {
         // As shipped: each encoder's overshoot stays within the margin.
         for format in AudioFormat.allCases {
             let url = directory.appendingPathComponent("leveled.\(format.fileExtension)")
-            _ = try FFmpegAudioEncoder().encodeInMemory(PCMAudio(samples: result.samples, sampleRate: rate), as: format, metadata: Fixtures.metadata, to: url)
+            _ = try FFmpegAudioEncoder().encodeInMemory(
+                PCMAudio(samples: result.samples, sampleRate: rate), as: format, metadata: Fixtures.metadata, to: url)
             let shipped = try Fixtures.ffmpegLoudness(url)
             #expect(abs(shipped.integrated - target.integratedLUFS) <= 1, "\(format): \(shipped)")
             #expect(shipped.truePeak <= target.truePeakDBTP, "\(format): ffmpeg's true peak \(shipped.truePeak) dBTP")

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackAudio
+@testable import TourpackKit
 
 @Suite("PCMJoiner on espeak-ng speech")
 struct PCMJoinerTests {
     /// The gap between the last audible sample before `seam` and the first after it.
     private func gap(in samples: [Int16], after index: Int, threshold: Int) -> (last: Int, next: Int)? {
         guard let last = samples[...index].lastIndex(where: { abs(Int($0)) > threshold }),
-              let next = samples[(index + 1)...].firstIndex(where: { abs(Int($0)) > threshold })
+            let next = samples[(index + 1)...].firstIndex(where: { abs(Int($0)) > threshold })
         else { return nil }
         return (last, next)
     }
@@ -39,7 +40,8 @@ struct PCMJoinerTests {
 
         // Nothing of the speech was lost: the output is the audible speech plus two pauses, within the kept margins.
         let audible = try chunks.map { try #require(ShapeMeter.shape(of: $0.samples).audible).count }.reduce(0, +)
-        let expected = audible + 2 * Int(Double(pauseMilliseconds * rate) / 1000)
+        let expected =
+            audible + 2 * Int(Double(pauseMilliseconds * rate) / 1000)
             + chunks[0].samples.prefix(while: { abs(Int($0)) <= threshold }).count
             + chunks[2].samples.reversed().prefix(while: { abs(Int($0)) <= threshold }).count
         #expect(abs(joined.samples.count - expected) <= 4, "\(joined.samples.count) samples, expected \(expected)")

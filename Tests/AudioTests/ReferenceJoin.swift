@@ -1,6 +1,6 @@
 import Foundation
-import TourpackKit
 import TourpackAudio
+import TourpackKit
 
 /// The whole-buffer join that the build used before the audio path
 /// streamed (commit 1271158's `PCMJoiner.join`), kept verbatim as the
@@ -60,7 +60,7 @@ struct ReferenceJoin {
 
     private func audibleSpan(of samples: [Int16], threshold: Int) -> Range<Int>? {
         guard let first = samples.firstIndex(where: { abs(Int($0)) > threshold }),
-              let last = samples.lastIndex(where: { abs(Int($0)) > threshold })
+            let last = samples.lastIndex(where: { abs(Int($0)) > threshold })
         else { return nil }
         return first..<(last + 1)
     }

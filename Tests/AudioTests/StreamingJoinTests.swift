@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TourpackKit
-@testable import TourpackCore
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 
 /// The streamed join (shapes first, then each chunk rendered block by block
 /// as soon as it and the next chunk with speech are known) gives exactly the
@@ -62,14 +63,14 @@ struct StreamingJoinTests {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let speech = try Fixtures.chunks(rate: 24_000, in: directory)
-        let quiet = Self.silence(4_800, level: 40)   // below -50 dBFS: silence to the join
+        let quiet = Self.silence(4_800, level: 40)  // below -50 dBFS: silence to the join
         let empty = PCMAudio(samples: [], sampleRate: 24_000)
         let blip = PCMAudio(samples: [0, 9_000, -9_000, 0], sampleRate: 24_000)
         let cases: [[PCMAudio]] = [
             [quiet, speech[0], empty, quiet, speech[1], quiet],
             [speech[0], quiet, quiet],
             [quiet, quiet, speech[2]],
-            [quiet, empty, quiet],            // only silence: kept, a pause apart
+            [quiet, empty, quiet],  // only silence: kept, a pause apart
             [quiet],
             [blip, speech[1], blip],
             [empty, blip],
@@ -111,7 +112,9 @@ struct StreamingJoinTests {
         let chunks = try Fixtures.chunks(rate: 24_000, in: directory)
         let reference = try ReferenceJoin().join(chunks)
         let targets = AudioFormat.allCases.map {
-            EncodeTarget(format: $0, sampleRateHz: $0.defaultSampleRate(endpointRate: 24_000), url: directory.appendingPathComponent("s.\($0.fileExtension)"))
+            EncodeTarget(
+                format: $0, sampleRateHz: $0.defaultSampleRate(endpointRate: 24_000),
+                url: directory.appendingPathComponent("s.\($0.fileExtension)"))
         }
         let session = try FFmpegAudioEncoder().open(targets, inputRate: 24_000, metadata: Fixtures.metadata)
         let samples = try Self.streamed(chunks, arrival: [1, 0, 2])
@@ -124,8 +127,12 @@ struct StreamingJoinTests {
         let files = try session.finish()
         for target in targets {
             let encoded = try #require(files[target.format])
-            let frame = Double([AudioFormat.aac: 1024, .mp3: 1152, .opus: 960][target.format]!) / Double(target.format == .opus ? 48_000 : target.sampleRateHz)
-            #expect(abs(encoded.durationSeconds - reference.durationSeconds) <= frame, "\(target.format): \(encoded.durationSeconds) s vs \(reference.durationSeconds) s")
+            let frame =
+                Double([AudioFormat.aac: 1024, .mp3: 1152, .opus: 960][target.format]!)
+                / Double(target.format == .opus ? 48_000 : target.sampleRateHz)
+            #expect(
+                abs(encoded.durationSeconds - reference.durationSeconds) <= frame,
+                "\(target.format): \(encoded.durationSeconds) s vs \(reference.durationSeconds) s")
         }
     }
 }

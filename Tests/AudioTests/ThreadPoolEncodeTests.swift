@@ -1,9 +1,9 @@
 import Foundation
 import NIOPosix
 import Testing
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 
 /// The build joins and encodes inside `NIOThreadPool.runIfActive` (see
 /// `ItemMaker`), so FFmpeg's blocking work stays off Swift's cooperative
@@ -22,7 +22,9 @@ import TourpackAudio
         let results: [AudioFormat: EncodedAudio]
         do {
             let encoder = FFmpegAudioEncoder()
-            let targets = urls.map { EncodeTarget(format: $0.key, sampleRateHz: $0.key.defaultSampleRate(endpointRate: 24_000), url: $0.value) }
+            let targets = urls.map {
+                EncodeTarget(format: $0.key, sampleRateHz: $0.key.defaultSampleRate(endpointRate: 24_000), url: $0.value)
+            }
             results = try await pool.runIfActive {
                 let session = try encoder.open(targets, inputRate: pcm.sampleRate, metadata: metadata)
                 try pcm.samples.withUnsafeBufferPointer { try session.write($0) }
@@ -40,7 +42,8 @@ import TourpackAudio
             #expect(encoded.codec == format.codecName)
             #expect(encoded.sampleRateHz == format.defaultSampleRate(endpointRate: 24_000))
             #expect(encoded.sizeBytes == (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value)
-            #expect(abs(encoded.durationSeconds - pcm.durationSeconds) < 0.1, "\(format): \(encoded.durationSeconds) vs \(pcm.durationSeconds)")
+            #expect(
+                abs(encoded.durationSeconds - pcm.durationSeconds) < 0.1, "\(format): \(encoded.durationSeconds) vs \(pcm.durationSeconds)")
             let inspection = try AudioFileInspector().inspect(url)
             #expect(inspection.isClean)
         }

@@ -1,10 +1,10 @@
 import Foundation
 import TestServers
 import Testing
-@testable import TourpackKit
 
-@testable import TourpackCore
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackMaps
 
 #if canImport(Glibc)
@@ -56,7 +56,10 @@ struct ValidateCorpusTests {
         let match = errors.first { finding in
             finding.path == expected.path && finding.check == expected.check && expected.words.allSatisfy(finding.message.contains)
         }
-        #expect(match != nil, "no \(expected.check) error at \(expected.path) saying \(expected.words); found:\n\(report.findings.map(\.description).joined(separator: "\n"))")
+        #expect(
+            match != nil,
+            "no \(expected.check) error at \(expected.path) saying \(expected.words); found:\n\(report.findings.map(\.description).joined(separator: "\n"))"
+        )
         #expect(report.exitCode == 1)
         #expect(!report.passed)
         // Nothing outside the damaged package (or the bundle's own checks) is blamed.
@@ -77,14 +80,17 @@ struct ValidateCorpusTests {
             let container: ValidationCheck = [.aac: .faststart, .mp3: .mp3Header, .opus: .oggOpus][format]!
             for entry in bundle.manifest(format).audio {
                 let ran = Set(report.outcomes.filter { $0.subject == entry.path }.map(\.check))
-                #expect(ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, .loudness, container], "\(entry.path): \(ran)")
+                #expect(
+                    ran == [.path, .exists, .size, .sha256, .decode, .format, .duration, .loudness, container], "\(entry.path): \(ran)")
                 #expect(entry.loudness?.integratedLUFS != nil, "\(entry.path): no loudness recorded")
             }
             let manifestChecks = Set(report.outcomes.filter { $0.subject == bundle.manifestPath(format) }.map(\.check))
             #expect(manifestChecks == [.json, .schema, .canonical, .packageId, .audioList, .expiry, .mapTiles, .contentHash, .sizeBytes])
             #expect(report.outcomes.filter { $0.subject == bundle.packPath(format) }.map(\.check) == [.tilePack])
         }
-        #expect(report.text().hasSuffix("validate passed: 3 packages, 9 audio files, \(report.outcomes.count) checks; 0 errors, 0 warnings (strict)"))
+        #expect(
+            report.text().hasSuffix(
+                "validate passed: 3 packages, 9 audio files, \(report.outcomes.count) checks; 0 errors, 0 warnings (strict)"))
     }
 
     /// AAC and Opus spend fewer bits on simple or quiet audio; that is not a
@@ -102,7 +108,8 @@ struct ValidateCorpusTests {
         let aac = try #require(manifests[.aac]?.audio.max { $0.durationSeconds < $1.durationSeconds })
         let inspection = try AudioFileInspector().measure(root.appendingPathComponent(aac.path))
         #expect(inspection.bitRateKbps < 100, "\(inspection.bitRateKbps) kbps")
-        let report = try await BundleValidator(options: ValidationOptions(now: ValidateFixture.now, strict: true, threads: 2)).validate(root: root)
+        let report = try await BundleValidator(options: ValidationOptions(now: ValidateFixture.now, strict: true, threads: 2)).validate(
+            root: root)
         #expect(report.passed, "\(report.findings.map(\.description).joined(separator: "\n"))")
         #expect(report.audioFileCount == 9)
     }
@@ -122,7 +129,8 @@ struct ValidateCorpusTests {
     func otherSelectionIsAWarning() async throws {
         let bundle = try ValidateFixture.copy()
         defer { bundle.remove() }
-        let report = try await bundle.validate(limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15, selection: .corridor))
+        let report = try await bundle.validate(
+            limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15, selection: .corridor))
         #expect(report.passed)
         #expect(report.findings.count == 3, "\(report.findings.map(\.description))")
         for finding in report.findings {
@@ -140,7 +148,11 @@ struct ValidateCorpusTests {
         try bundle.replacePack(.aac, tiles: tiles)
         let report = try await bundle.validate()
         let messages = report.findings.filter { $0.check == .tilePack }.map(\.message)
-        #expect(messages.contains { $0.hasPrefix("1200 tiles that are not png by their first bytes: 16/\(range.minX)/\(range.minY) (starts 3C 21 44 4F), ") && $0.hasSuffix(" and 1195 more") }, "\(messages)")
+        #expect(
+            messages.contains {
+                $0.hasPrefix("1200 tiles that are not png by their first bytes: 16/\(range.minX)/\(range.minY) (starts 3C 21 44 4F), ")
+                    && $0.hasSuffix(" and 1195 more")
+            }, "\(messages)")
     }
 
     @Test("a corridor package's pack is held to the recomputed corridor")
@@ -161,13 +173,19 @@ struct ValidateCorpusTests {
 
         // A tile inside the ranges that the corridor does not keep, if the corridor is narrower than its ranges here.
         let keptSet = Set(selected)
-        let outside = corridor.ranges.lazy.flatMap { r in (r.minX...r.maxX).lazy.flatMap { x in (r.minY...r.maxY).lazy.map { TileID(z: r.zoom, x: x, y: $0) } } }
-            .first { !keptSet.contains($0) }
+        let outside = corridor.ranges.lazy.flatMap { r in
+            (r.minX...r.maxX).lazy.flatMap { x in (r.minY...r.maxY).lazy.map { TileID(z: r.zoom, x: x, y: $0) } }
+        }
+        .first { !keptSet.contains($0) }
         if let outside {
             try bundle.replacePack(.aac, tiles: (kept + [outside]).sorted().map { ($0, png) })
             let report = try await bundle.validate()
-            #expect(report.findings.contains { $0.check == .tilePack && $0.path == bundle.packPath(.aac) && $0.message.contains("1 tile outside the corridor") && $0.message.contains("\(outside)") },
-                    "\(report.findings.map(\.description))")
+            #expect(
+                report.findings.contains {
+                    $0.check == .tilePack && $0.path == bundle.packPath(.aac) && $0.message.contains("1 tile outside the corridor")
+                        && $0.message.contains("\(outside)")
+                },
+                "\(report.findings.map(\.description))")
         }
     }
 
@@ -192,7 +210,9 @@ struct ValidateCorpusTests {
         }
         let report = try await bundle.validate()
         for expected in expectations {
-            #expect(report.findings.contains { $0.path == expected.path && $0.check == expected.check && $0.severity == .error }, "\(expected.check) at \(expected.path)")
+            #expect(
+                report.findings.contains { $0.path == expected.path && $0.check == expected.check && $0.severity == .error },
+                "\(expected.check) at \(expected.path)")
         }
         #expect(report.exitCode == 1)
     }
@@ -310,10 +330,12 @@ extension ValidateCorpusTests.Defect {
             return Expectation(path: bundle.manifestPath(.opus), check: .json, words: ["not valid JSON", "line"], package: package(.opus))
         case .schemaViolation:
             try bundle.editText(.mp3) { $0.replacingOccurrences(of: "\"channels\": 1", with: "\"channels\": 2") }
-            return Expectation(path: bundle.manifestPath(.mp3), check: .schema, words: ["audio[0].channels", "expected 1"], package: package(.mp3))
+            return Expectation(
+                path: bundle.manifestPath(.mp3), check: .schema, words: ["audio[0].channels", "expected 1"], package: package(.mp3))
         case .duplicateEntry:
             try bundle.rewrite(.aac) { $0.audio.append($0.audio[1]) }
-            return Expectation(path: bundle.manifestPath(.aac), check: .audioList, words: ["duplicate entry", "audio[3]"], package: package(.aac))
+            return Expectation(
+                path: bundle.manifestPath(.aac), check: .audioList, words: ["duplicate entry", "audio[3]"], package: package(.aac))
         case .mismatchedDuration:
             let path = bundle.audioPath(.aac, 1)
             try bundle.rewrite(.aac) { $0.audio[1].durationSeconds += 1.5 }
@@ -327,7 +349,8 @@ extension ValidateCorpusTests.Defect {
             // 4-second file (long enough to be held to it) that never was.
             let path = bundle.audioPath(.mp3, 2)
             let url = bundle.url(path)
-            var encoded = try FFmpegAudioEncoder().encodeInMemory(ValidateFixture.sweep(seconds: 4), as: .mp3, metadata: Fixtures.metadata, to: url)
+            var encoded = try FFmpegAudioEncoder().encodeInMemory(
+                ValidateFixture.sweep(seconds: 4), as: .mp3, metadata: Fixtures.metadata, to: url)
             encoded.loudness = try ItemMaker.loudness(of: url, leveling: LevelingReport(gainDB: 0, limiterReductionDB: 0))
             try bundle.rewrite(.mp3) { manifest in
                 manifest.loudness = PackageManifest.Loudness(targetLUFS: -40, truePeakDBTP: -1)
@@ -387,7 +410,9 @@ extension ValidateCorpusTests.Defect {
             let fd = open(bundle.url(path).path, O_WRONLY | O_CREAT, 0o644)
             #expect(fd >= 0 && ftruncate(fd, 51 * 1024 * 1024) == 0)
             close(fd)
-            return Expectation(path: "AudioCache", check: .cacheBudget, words: ["over the budget"], limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15))
+            return Expectation(
+                path: "AudioCache", check: .cacheBudget, words: ["over the budget"],
+                limits: ValidationLimits(cacheMaxMB: 50, packageMaxAgeDays: 90, tileKB: 15))
         case .hostileNumbers:
             // Numbers that would hang the tile math or overflow a sum must be findings, not a crash.
             try bundle.rewrite(.opus, rehash: false) { manifest in
@@ -395,7 +420,9 @@ extension ValidateCorpusTests.Defect {
                 manifest.audio[0].sizeBytes = .max
                 manifest.audio[1].sizeBytes = .max
             }
-            return Expectation(path: bundle.manifestPath(.opus), check: .schema, words: ["mapTiles.maxZoom: 1000000000 is more than the maximum 22"], package: package(.opus))
+            return Expectation(
+                path: bundle.manifestPath(.opus), check: .schema, words: ["mapTiles.maxZoom: 1000000000 is more than the maximum 22"],
+                package: package(.opus))
         case .truncatedTilePack:
             let path = bundle.packPath(.aac)
             let data = try Data(contentsOf: bundle.url(path))
@@ -407,7 +434,8 @@ extension ValidateCorpusTests.Defect {
                 manifest.mapTiles.storedTiles! += 1
                 manifest.mapTiles.emptyTiles! -= 1
             }
-            return Expectation(path: bundle.packPath(.mp3), check: .tilePack, words: ["holds 10 tiles", "storedTiles is 11"], package: package(.mp3))
+            return Expectation(
+                path: bundle.packPath(.mp3), check: .tilePack, words: ["holds 10 tiles", "storedTiles is 11"], package: package(.mp3))
         case .foreignTile:
             // An HTML error page and a JPEG stored as PNG tiles, recorded with the pack's own size and sha256.
             var tiles = ValidateFixture.packTiles(bundle.manifest(.opus).mapTiles)
@@ -417,7 +445,8 @@ extension ValidateCorpusTests.Defect {
             try bundle.replacePack(.opus, tiles: tiles)
             return Expectation(
                 path: bundle.packPath(.opus), check: .tilePack,
-                words: ["2 tiles that are not png", "\(html) (starts 3C 21 44 4F)", "\(jpeg) (starts FF D8 FF E0)"], package: package(.opus))
+                words: ["2 tiles that are not png", "\(html) (starts 3C 21 44 4F)", "\(jpeg) (starts FF D8 FF E0)"], package: package(.opus)
+            )
         case .tileOutsideRange:
             // The last tile moved one column east of zoom 16's range: same count, still in order.
             var tiles = ValidateFixture.packTiles(bundle.manifest(.aac).mapTiles)
@@ -425,7 +454,9 @@ extension ValidateCorpusTests.Defect {
             let outside = TileID(z: last.z, x: last.x + 1, y: last.y)
             tiles[tiles.count - 1].0 = outside
             try bundle.replacePack(.aac, tiles: tiles)
-            return Expectation(path: bundle.packPath(.aac), check: .tilePack, words: ["1 tile outside package.json's range", "\(outside)"], package: package(.aac))
+            return Expectation(
+                path: bundle.packPath(.aac), check: .tilePack, words: ["1 tile outside package.json's range", "\(outside)"],
+                package: package(.aac))
         case .strayTilePack:
             // package.json written without the pack: the file on disk is no one's.
             try bundle.rewrite(.mp3) { manifest in
@@ -434,7 +465,8 @@ extension ValidateCorpusTests.Defect {
                     minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, selection: tiles.selection,
                     bounds: tiles.bounds, ranges: tiles.ranges, tileCount: tiles.tileCount, estimatedBytes: tiles.estimatedBytes)
             }
-            return Expectation(path: bundle.packPath(.mp3), check: .stray, words: ["tile pack", "package.json does not list it"], strict: true)
+            return Expectation(
+                path: bundle.packPath(.mp3), check: .stray, words: ["tile pack", "package.json does not list it"], strict: true)
         case .missingTilePack:
             let path = bundle.packPath(.opus)
             try fm.removeItem(at: bundle.url(path))
@@ -456,7 +488,9 @@ extension ValidateCorpusTests.Defect {
             // An Opus entry smuggled into the AAC package.
             var entry = bundle.manifest(.opus).audio[2]
             try bundle.rewrite(.aac) { manifest in
-                entry.path = Layout.audioRelativePath(tourID: SafeID(validating: manifest.tourId)!, poiID: SafeID(validating: entry.poiId)!, phase: entry.phase, format: .opus)
+                entry.path = Layout.audioRelativePath(
+                    tourID: SafeID(validating: manifest.tourId)!, poiID: SafeID(validating: entry.poiId)!, phase: entry.phase, format: .opus
+                )
                 manifest.audio[2] = entry
             }
             return Expectation(path: bundle.manifestPath(.aac), check: .audioList, words: ["mixes formats"], package: package(.aac))

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TourpackKit
-@testable import TourpackCore
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackMaps
 
 /// A good bundle, made the way the store makes one: a short synthetic
@@ -81,7 +82,8 @@ enum ValidateFixture {
             adler.b = (adler.b + adler.a) % 65_521
         }
         let length = UInt16(scanline.count)
-        let zlib: [UInt8] = [0x78, 0x01, 0x01, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8)]
+        let zlib: [UInt8] =
+            [0x78, 0x01, 0x01, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8(~length >> 8)]
             + scanline + bigEndian(adler.b << 16 | adler.a)
         let header = bigEndian(1) + bigEndian(1) + [8, 2, 0, 0, 0]  // 1×1, 8-bit RGB, deflate, no filter method, not interlaced
         return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header) + chunk("IDAT", zlib) + chunk("IEND", [])
@@ -109,7 +111,9 @@ enum ValidateFixture {
 
     /// Writes `tiles` as the package's pack (temp, then `AtomicFile.commit`)
     /// and records it in `coverage`, as the store does.
-    static func writePack(_ tiles: [(TileID, [UInt8])], packageID: SafeID, tourName: String, coverage: inout MapCoverage, layout: Layout) throws {
+    static func writePack(_ tiles: [(TileID, [UInt8])], packageID: SafeID, tourName: String, coverage: inout MapCoverage, layout: Layout)
+        throws
+    {
         let target = layout.tilePack(packageID: packageID)
         let temp = try AtomicFile.temporaryURL(for: target.url)
         let metadata = MBTilesMetadata(
@@ -177,7 +181,8 @@ enum ValidateFixture {
 
     /// The one good bundle of this process, built on first use.
     private static let template: Result<(root: URL, manifests: [AudioFormat: PackageManifest]), any Error> = Result {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-validate-template-\(UUID().uuidString)/Documents")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tourpack-validate-template-\(UUID().uuidString)/Documents")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         return (root, try build(at: root))
     }
@@ -221,7 +226,8 @@ struct ValidateBundle {
         try FileManager.default.removeItem(at: url(packPath(format)))
         var coverage = manifest(format).mapTiles
         let tour = try ValidateFixture.tour()
-        try ValidateFixture.writePack(tiles, packageID: SafeID(validating: manifest(format).packageId)!, tourName: tour.name, coverage: &coverage, layout: layout)
+        try ValidateFixture.writePack(
+            tiles, packageID: SafeID(validating: manifest(format).packageId)!, tourName: tour.name, coverage: &coverage, layout: layout)
         try rewrite(format) { $0.mapTiles = coverage }
     }
 

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
-
 import TourpackCore
+import TourpackKit
 
 #if canImport(Glibc)
 import Glibc
@@ -55,7 +54,9 @@ import Glibc
                 // AAC and Opus at the endpoint's 24 kHz, MP3 at 44.1 kHz; an Opus decoder always puts out 48 kHz.
                 #expect(entry.sampleRateHz == entry.format.defaultSampleRate(endpointRate: 24_000), "\(entry.path)")
                 #expect(stream.sampleRate == (entry.format == .opus ? 48_000 : entry.sampleRateHz) && stream.channels == 1, "\(entry.path)")
-                #expect(stream.duration > 1 && abs(stream.duration - entry.durationSeconds) < 0.1, "\(entry.path): \(stream.duration) vs \(entry.durationSeconds)")
+                #expect(
+                    stream.duration > 1 && abs(stream.duration - entry.durationSeconds) < 0.1,
+                    "\(entry.path): \(stream.duration) vs \(entry.durationSeconds)")
             }
         }
     }
@@ -67,7 +68,8 @@ import Glibc
             #expect(try workspace.build(server).status == 0)
         }
         let before = try RootCheck.snapshot(workspace.output)
-        let lakesPackage = try #require(before.keys.first { $0.hasSuffix("package.json") && String(decoding: before[$0]!, as: UTF8.self).contains("Lake Test Loop") })
+        let lakesPackage = try #require(
+            before.keys.first { $0.hasSuffix("package.json") && String(decoding: before[$0]!, as: UTF8.self).contains("Lake Test Loop") })
         let alpsPackage = try #require(before.keys.first { $0.hasSuffix("package.json") && $0 != lakesPackage })
 
         // The lake's new narration is refused by the endpoint every time (400), the alps' is fine.
@@ -75,7 +77,9 @@ import Glibc
         let server = try LocalVoiceServer(faults: ["--refuse-text", "Unobtainium"])
         let result = try workspace.build(server)
         #expect(result.status == 1)
-        #expect(result.stdout.contains("FAILED Lake Test Loop / Blue Lake / Approaching: audio generation failed: HTTP 400: Input refused"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("FAILED Lake Test Loop / Blue Lake / Approaching: audio generation failed: HTTP 400: Input refused"),
+            "\(result.stdout)")
         #expect(result.stdout.contains("not packaged Lake Test Loop"))
         #expect(result.stdout.contains("1 built, 0 up to date, 1 failed"))
 
@@ -149,7 +153,9 @@ import Glibc
             // of renames: then its journal is there for the next run to finish.
             let journal = RootCheck.allFiles(under: workspace.rootState.appendingPathComponent("journal"))
             if journal.isEmpty {
-                #expect(RootCheck.problems(in: workspace.output).isEmpty, "after a kill at \(event): \(RootCheck.problems(in: workspace.output))")
+                #expect(
+                    RootCheck.problems(in: workspace.output).isEmpty,
+                    "after a kill at \(event): \(RootCheck.problems(in: workspace.output))")
             }
         }
         let rerun = try workspace.build(slow, ["--json"])
@@ -172,7 +178,8 @@ import Glibc
         #expect(result.status == 1)
         #expect(result.stdout.contains("network unavailable: http://127.0.0.1:9/v1/text:synthesize"), "\(result.stdout)")
         #expect(result.stdout.contains("stopped early"))
-        #expect(!FileManager.default.fileExists(atPath: workspace.output.appendingPathComponent("OfflineTours").path)
+        #expect(
+            !FileManager.default.fileExists(atPath: workspace.output.appendingPathComponent("OfflineTours").path)
                 || RootCheck.allFiles(under: workspace.output.appendingPathComponent("OfflineTours")).isEmpty)
     }
 
@@ -215,7 +222,9 @@ import Glibc
 
         let unknown = try workspace.build(server, ["--tour", "00000000-0000-4000-8000-000000000000"])
         #expect(unknown.status == 2)
-        #expect(unknown.stderr.contains("no such tour in the pipeline; it has \(BuildWorkspace.alpsID) (Alpine Test Road)"), "\(unknown.stderr)")
+        #expect(
+            unknown.stderr.contains("no such tour in the pipeline; it has \(BuildWorkspace.alpsID) (Alpine Test Road)"), "\(unknown.stderr)"
+        )
     }
 
     // MARK: Helpers
@@ -224,11 +233,11 @@ import Glibc
     static func schemaErrors(_ file: URL) throws -> [String] {
         let schema = Executable.packageRoot.appendingPathComponent("schemas/package.schema.json")
         let script = """
-        import json, sys, jsonschema
-        v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
-        for e in v.iter_errors(json.load(open(sys.argv[2]))):
-            print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
-        """
+            import json, sys, jsonschema
+            v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+            for e in v.iter_errors(json.load(open(sys.argv[2]))):
+                print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
+            """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script, schema.path, file.path]

@@ -1,8 +1,7 @@
 import Foundation
-import TourpackKit
-
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 import TourpackState
 
 #if canImport(Glibc)
@@ -41,7 +40,8 @@ enum ServerProcess {
     /// - Parameters:
     ///   - environment: added to the server's environment.
     ///   - stderr: where its access log goes; discarded when nil.
-    static func start(_ process: Process, arguments: [String], environment: [String: String] = [:], stderr: FileHandle? = nil) throws -> Int {
+    static func start(_ process: Process, arguments: [String], environment: [String: String] = [:], stderr: FileHandle? = nil) throws -> Int
+    {
         process.executableURL = Executable.tourpack
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -109,31 +109,46 @@ final class BuildWorkspace {
     /// Two small tours; `alps` and `lakes` are added to every narration, so a
     /// test can change what one tour says.
     func writeTours(alps: String, lakes: String) throws {
-        try Self.tour(id: Self.alpsID, name: "Alpine Test Road", pois: [
-            (Self.alpsPOIs[0], "Hairpin Höhe", ["approaching": "Ahead is the first hairpin. \(alps)", "guidedTour": "Look left at the glacier. \(alps) It is retreating every year."]),
-            (Self.alpsPOIs[1], "Summit Hut", ["detailed": "The hut was built in 1899. \(alps)"]),
-        ]).write(to: root.appendingPathComponent("tours/alps.json"), atomically: true, encoding: .utf8)
-        try Self.tour(id: Self.lakesID, name: "Lake Test Loop", pois: [
-            (Self.lakesPOI, "Blue Lake", ["approaching": "Soon you will see the lake. \(lakes)", "detailed": "The lake is 40 metres deep. \(lakes)"]),
-        ]).write(to: root.appendingPathComponent("tours/lakes.json"), atomically: true, encoding: .utf8)
+        try Self.tour(
+            id: Self.alpsID, name: "Alpine Test Road",
+            pois: [
+                (
+                    Self.alpsPOIs[0], "Hairpin Höhe",
+                    [
+                        "approaching": "Ahead is the first hairpin. \(alps)",
+                        "guidedTour": "Look left at the glacier. \(alps) It is retreating every year.",
+                    ]
+                ),
+                (Self.alpsPOIs[1], "Summit Hut", ["detailed": "The hut was built in 1899. \(alps)"]),
+            ]
+        ).write(to: root.appendingPathComponent("tours/alps.json"), atomically: true, encoding: .utf8)
+        try Self.tour(
+            id: Self.lakesID, name: "Lake Test Loop",
+            pois: [
+                (
+                    Self.lakesPOI, "Blue Lake",
+                    ["approaching": "Soon you will see the lake. \(lakes)", "detailed": "The lake is 40 metres deep. \(lakes)"]
+                )
+            ]
+        ).write(to: root.appendingPathComponent("tours/lakes.json"), atomically: true, encoding: .utf8)
     }
 
     private static func tour(id: String, name: String, pois: [(String, String, [String: String])]) -> String {
         let poiJSON = pois.enumerated().map { index, poi in
             let narrations = poi.2.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
             return """
-                {"id": "\(poi.0)", "name": "\(poi.1)", "location": {"latitude": \(47.0 + Double(index) * 0.01), "longitude": 12.7},
-                 "triggerRadiusMeters": 500, "narrations": {\(narrations)}}
-            """
+                    {"id": "\(poi.0)", "name": "\(poi.1)", "location": {"latitude": \(47.0 + Double(index) * 0.01), "longitude": 12.7},
+                     "triggerRadiusMeters": 500, "narrations": {\(narrations)}}
+                """
         }.joined(separator: ",\n")
         return """
-        {"id": "\(id)", "name": "\(name)", "language": "en-US", "version": 1,
-         "route": {"waypoints": [{"latitude": 47.0, "longitude": 12.69, "name": "Start"}, {"latitude": 47.05, "longitude": 12.72}],
-                   "segments": [{"from": 0, "to": 1, "distanceMeters": 6000, "durationSeconds": 600}]},
-         "pois": [
-        \(poiJSON)
-         ]}
-        """
+            {"id": "\(id)", "name": "\(name)", "language": "en-US", "version": 1,
+             "route": {"waypoints": [{"latitude": 47.0, "longitude": 12.69, "name": "Start"}, {"latitude": 47.05, "longitude": 12.72}],
+                       "segments": [{"from": 0, "to": 1, "distanceMeters": 6000, "durationSeconds": 600}]},
+             "pois": [
+            \(poiJSON)
+             ]}
+            """
     }
 
     /// `tourpack build` on this workspace's pipeline, against `server`.
@@ -170,7 +185,8 @@ final class RunningBuild {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = out
         if let stderr {
-            guard FileManager.default.createFile(atPath: stderr.path, contents: nil), let log = FileHandle(forWritingAtPath: stderr.path) else {
+            guard FileManager.default.createFile(atPath: stderr.path, contents: nil), let log = FileHandle(forWritingAtPath: stderr.path)
+            else {
                 throw SetupFailure("cannot write \(stderr.path)")
             }
             process.standardError = log
@@ -281,8 +297,10 @@ enum FFprobe {
     static func probe(_ url: URL) throws -> Stream {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
-                             "stream=codec_name,sample_rate,channels:format=duration", "-of", "json", url.path]
+        process.arguments = [
+            "ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
+            "stream=codec_name,sample_rate,channels:format=duration", "-of", "json", url.path,
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -290,9 +308,9 @@ enum FFprobe {
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0,
-              let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let stream = (object["streams"] as? [[String: Any]])?.first,
-              let format = object["format"] as? [String: Any]
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let stream = (object["streams"] as? [[String: Any]])?.first,
+            let format = object["format"] as? [String: Any]
         else { throw SetupFailure("ffprobe could not read \(url.lastPathComponent)") }
         return Stream(
             codec: stream["codec_name"] as? String ?? "", sampleRate: Int(stream["sample_rate"] as? String ?? "") ?? 0,

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
 import TourpackCore
+import TourpackKit
 
 /// `tourpack cache stats|prune|clear` on a root the real build made.
 @Suite(.serialized) struct CacheCommandTests {
@@ -18,13 +18,17 @@ import TourpackCore
         let fresh = audio.appendingPathComponent("\(BuildWorkspace.alpsID)/fresh-stray.m4a")
         try Data(repeating: 2, count: 53_000_000).write(to: fresh)
         let packages = RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("package.json") }
-        let lakes = try #require(packages.first { path in
-            (try? String(contentsOf: workspace.output.appendingPathComponent(path), encoding: .utf8))?.contains("Lake Test Loop") == true
-        })
+        let lakes = try #require(
+            packages.first { path in
+                (try? String(contentsOf: workspace.output.appendingPathComponent(path), encoding: .utf8))?.contains("Lake Test Loop")
+                    == true
+            })
         let lakesURL = workspace.output.appendingPathComponent(lakes)
         let text = try String(contentsOf: lakesURL, encoding: .utf8)
-        try text.replacingOccurrences(of: #""expiresAt" *: *"[^"]*""#, with: #""expiresAt": "2020-01-01T00:00:00Z""#, options: .regularExpression)
-            .write(to: lakesURL, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(
+            of: #""expiresAt" *: *"[^"]*""#, with: #""expiresAt": "2020-01-01T00:00:00Z""#, options: .regularExpression
+        )
+        .write(to: lakesURL, atomically: true, encoding: .utf8)
 
         let stats = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root)
         #expect(stats.status == 0, "\(stats.stderr)")

@@ -79,14 +79,16 @@ import Glibc
         let events = round1.reduce(into: [String: Int]()) { counts, run in
             for id in Self.packagedTours(run, writtenOnly: true) { counts[id, default: 0] += 1 }
         }
-        let unchangedOnRestart = Self.packagedTours(restarted, writtenOnly: false).subtracting(Self.packagedTours(restarted, writtenOnly: true))
+        let unchangedOnRestart = Self.packagedTours(restarted, writtenOnly: false).subtracting(
+            Self.packagedTours(restarted, writtenOnly: true))
         for tour in fleet.tours {
             let published = records[tour.id] ?? 0
             #expect(published <= 1, "\(tour.name) was published \(published) times")
             #expect((events[tour.id] ?? 0) <= published, "\(tour.name): a tourPackaged event without its build record")
             if published == 0 {
-                #expect(tour.shard == Fleet.victim && unchangedOnRestart.contains(tour.id),
-                        "\(tour.name) (shard \(tour.shard)) was never published, or not found complete by the restart")
+                #expect(
+                    tour.shard == Fleet.victim && unchangedOnRestart.contains(tour.id),
+                    "\(tour.name) (shard \(tour.shard)) was never published, or not found complete by the restart")
             }
         }
         let manifests = try fleet.manifests()
@@ -115,15 +117,19 @@ import Glibc
         let billed = try #require(stats["characters"] as? Int)
         let ledger = try fleet.quota()
         outputs += [ledger.output]
-        #expect(ledger.used == billed && ledger.reserved == 0,
-                "ledger \(ledger.used) used + \(ledger.reserved) reserved, endpoint billed \(billed); the victim had \(inFlight.sent) reservation(s) sent (\(inFlight.sentCharacters) characters) and \(inFlight.unsent) unsent at the kill")
+        #expect(
+            ledger.used == billed && ledger.reserved == 0,
+            "ledger \(ledger.used) used + \(ledger.reserved) reserved, endpoint billed \(billed); the victim had \(inFlight.sent) reservation(s) sent (\(inFlight.sentCharacters) characters) and \(inFlight.unsent) unsent at the kill"
+        )
 
         // Each distinct chunk was requested once, but for what the victim
         // had in flight. Every narration is one chunk (checked here), so the
         // chunks are the tours' distinct narration texts.
         for (index, run) in zip(ranBy, round1) {
             let started = run.events.first { $0["event"] as? String == "started" }
-            #expect(started?["chunks"] as? Int == started?["items"] as? Int, "worker \(index): one chunk per narration: \(String(describing: started))")
+            #expect(
+                started?["chunks"] as? Int == started?["items"] as? Int,
+                "worker \(index): one chunk per narration: \(String(describing: started))")
         }
         let requests = try #require(stats["synthesizeRequests"] as? Int)
         let distinct = try #require(stats["distinctTexts"] as? Int)
@@ -131,8 +137,10 @@ import Glibc
         #expect(stats["untrackedTexts"] as? Int == 0)
         #expect(distinct == fleet.distinctTexts.count, "every chunk was spoken: \(distinct) of \(fleet.distinctTexts.count) texts")
         #expect(requests == distinct + repeated)
-        #expect(repeated <= inFlight.sent,
-                "\(repeated) of \(requests) requests repeated a text already spoken; only the \(inFlight.sent) the victim had in flight at the kill may be asked for again")
+        #expect(
+            repeated <= inFlight.sent,
+            "\(repeated) of \(requests) requests repeated a text already spoken; only the \(inFlight.sent) the victim had in flight at the kill may be asked for again"
+        )
 
         // Round 2: the whole fleet again, warm. No request, nothing published.
         let before = try RootCheck.snapshot(fleet.output)
@@ -140,7 +148,8 @@ import Glibc
         for (index, run) in second.enumerated() {
             #expect(run.finish() == 0, "worker \(index), second run: \(fleet.stderr(index, run: "second"))")
             let summary = run.events.last { $0["event"] as? String == "finished" }
-            #expect(summary?["requests"] as? Int == 0 && summary?["toursBuilt"] as? Int == 0, "worker \(index): \(String(describing: summary))")
+            #expect(
+                summary?["requests"] as? Int == 0 && summary?["toursBuilt"] as? Int == 0, "worker \(index): \(String(describing: summary))")
             #expect(summary?["toursUnchanged"] as? Int == fleet.tourIDs(inShard: index).count)
             #expect(Self.packagedTours(run, writtenOnly: true).isEmpty, "worker \(index) published again")
         }
@@ -170,8 +179,9 @@ import Glibc
     /// The tours a build's `tourPackaged` events name: all of them, or only
     /// those whose package.json it wrote (not the ones it found unchanged).
     static func packagedTours(_ run: RunningBuild, writtenOnly: Bool) -> Set<String> {
-        Set(run.events.filter { event in
-            event["event"] as? String == "tourPackaged" && (!writtenOnly || !((event["packages"] as? [Any])?.isEmpty ?? true))
-        }.compactMap { $0["tourId"] as? String })
+        Set(
+            run.events.filter { event in
+                event["event"] as? String == "tourPackaged" && (!writtenOnly || !((event["packages"] as? [Any])?.isEmpty ?? true))
+            }.compactMap { $0["tourId"] as? String })
     }
 }

@@ -1,9 +1,8 @@
 import Foundation
 import TestServers
 import Testing
-import TourpackKit
-
 import TourpackCore
+import TourpackKit
 
 #if canImport(Glibc)
 import Glibc
@@ -135,7 +134,8 @@ final class Fleet {
 
     /// `tourpack quota` of the fleet's account (any worker's pipeline: they are one), local tier.
     func quota() throws -> (used: Int, reserved: Int, output: String) {
-        let result = try Executable.run(["quota", pipelineURL(0).path, "--json"], in: pipelineURL(0).deletingLastPathComponent(), environment: environment)
+        let result = try Executable.run(
+            ["quota", pipelineURL(0).path, "--json"], in: pipelineURL(0).deletingLastPathComponent(), environment: environment)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
         let local = try #require((object["tiers"] as? [[String: Any]])?.first { $0["tier"] as? String == "local" }, "\(result.stdout)")
         return (local["used"] as? Int ?? -1, local["reserved"] as? Int ?? -1, result.stdout + result.stderr)
@@ -147,7 +147,9 @@ final class Fleet {
 
     /// Open quota reservations of the process `pid` (owners are `host:pid:start`).
     func openReservations(ownedBy pid: Int32) throws -> (sent: Int, sentCharacters: Int, unsent: Int) {
-        let row = try PostgresTestServer.shared().psql(databaseName, """
+        let row = try PostgresTestServer.shared().psql(
+            databaseName,
+            """
             SELECT count(*) FILTER (WHERE sent_at IS NOT NULL), COALESCE(sum(characters) FILTER (WHERE sent_at IS NOT NULL), 0),
                    count(*) FILTER (WHERE sent_at IS NULL)
             FROM quota_reservation WHERE owner ~ ':\(pid):[0-9]+$'
@@ -210,10 +212,12 @@ final class Fleet {
             let name = names[number]
             let firstOfShard = !chosen[..<number].contains { $0.shard == tour.shard }
             let own = "At the \(name) viewpoint the valley opens towards the glacier."
-            return Tour(id: tour.id, name: "\(name) Road", shard: tour.shard, narrations: [
-                ["approaching": everywhere, "guidedTour": "This is the \(name) road. Its first chapel stands by the river."],
-                firstOfShard ? ["approaching": own, "detailed": onePerShard] : ["detailed": own],
-            ])
+            return Tour(
+                id: tour.id, name: "\(name) Road", shard: tour.shard,
+                narrations: [
+                    ["approaching": everywhere, "guidedTour": "This is the \(name) road. Its first chapel stands by the river."],
+                    firstOfShard ? ["approaching": own, "detailed": onePerShard] : ["detailed": own],
+                ])
         }
     }
 
@@ -221,18 +225,18 @@ final class Fleet {
         let pois = tour.narrations.enumerated().map { index, narrations in
             let texts = narrations.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
             return """
-                {"id": "f1ee70\(String(format: "%02d", index + 1))\(tour.id.dropFirst(8))", "name": "Stop \(index + 1)",
-                 "location": {"latitude": \(46.5 + Double(index) * 0.01), "longitude": 11.3}, "triggerRadiusMeters": 400,
-                 "narrations": {\(texts)}}
-            """
+                    {"id": "f1ee70\(String(format: "%02d", index + 1))\(tour.id.dropFirst(8))", "name": "Stop \(index + 1)",
+                     "location": {"latitude": \(46.5 + Double(index) * 0.01), "longitude": 11.3}, "triggerRadiusMeters": 400,
+                     "narrations": {\(texts)}}
+                """
         }.joined(separator: ",\n")
         return """
-        {"id": "\(tour.id)", "name": "\(tour.name)", "language": "en-US", "version": 1,
-         "route": {"waypoints": [{"latitude": 46.5, "longitude": 11.29}, {"latitude": 46.53, "longitude": 11.32}],
-                   "segments": [{"from": 0, "to": 1, "distanceMeters": 4000, "durationSeconds": 420}]},
-         "pois": [
-        \(pois)
-         ]}
-        """
+            {"id": "\(tour.id)", "name": "\(tour.name)", "language": "en-US", "version": 1,
+             "route": {"waypoints": [{"latitude": 46.5, "longitude": 11.29}, {"latitude": 46.53, "longitude": 11.32}],
+                       "segments": [{"from": 0, "to": 1, "distanceMeters": 4000, "durationSeconds": 420}]},
+             "pois": [
+            \(pois)
+             ]}
+            """
     }
 }

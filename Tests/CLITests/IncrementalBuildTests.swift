@@ -1,8 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
-
 import TourpackCore
+import TourpackKit
 import TourpackState
 
 #if canImport(Glibc)
@@ -48,7 +47,8 @@ import Glibc
         let events = result.stdout.split(separator: "\n").compactMap { line in
             try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         }
-        return try #require(events.last { $0["event"] as? String == "finished" }, "no finished event in: \(result.stdout)\n\(result.stderr)")
+        return try #require(
+            events.last { $0["event"] as? String == "finished" }, "no finished event in: \(result.stdout)\n\(result.stderr)")
     }
 
     static func quota(_ workspace: BuildWorkspace, _ extra: [String] = []) throws -> [String: [String: Any]] {
@@ -179,7 +179,8 @@ import Glibc
         #expect(after["standard"]?["used"] as? Int == needed)
         #expect(after["standard"]?["left"] as? Int == 0)
         #expect(try Self.characters(server) == needed)
-        let replanned = try Executable.run(["plan", fits.pipeline.path, "--voice", fitsVoice, "--endpoint", server.endpoint], in: fits.root)
+        let replanned = try Executable.run(
+            ["plan", fits.pipeline.path, "--voice", fitsVoice, "--endpoint", server.endpoint], in: fits.root)
         #expect(replanned.stdout.contains("this build 0; 0 left after this build"), "\(replanned.stdout)")
     }
 
@@ -189,11 +190,13 @@ import Glibc
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace()
         let otherState = workspace.root.appendingPathComponent("other-state")
-        let lock = try await BuildLock.acquire(stateFolder: StateLayout(state: otherState, output: workspace.output).rootFolder,
-                                               root: workspace.output, wait: false)
+        let lock = try await BuildLock.acquire(
+            stateFolder: StateLayout(state: otherState, output: workspace.output).rootFolder,
+            root: workspace.output, wait: false)
         let refused = try workspace.build(server, ["--no-wait"])
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("another build is running on this output root (lock \(workspace.output.path))"), "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("another build is running on this output root (lock \(workspace.output.path))"), "\(refused.stderr)")
         #expect(try Self.requests(server) == 0)
         lock.release()
         #expect(try workspace.build(server, ["--no-wait"]).status == 0)
@@ -332,7 +335,8 @@ import Glibc
         // says what the server spoke), not for a fixed time.
         let settledBy = Date().addingTimeInterval(60)
         while Date() < settledBy,
-              (try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]?["used"] as? Int) != (try Self.characters(server)) {
+            (try Self.quota(workspace, ["--endpoint", server.endpoint])["local"]?["used"] as? Int) != (try Self.characters(server))
+        {
             Thread.sleep(forTimeInterval: 0.05)
         }
         build.signal(SIGKILL)
@@ -370,10 +374,13 @@ import Glibc
             return try Self.summary(result)
         }
         func createdAt() throws -> Set<String> {
-            Set(try RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("package.json") }.map { path in
-                let object = try JSONSerialization.jsonObject(with: Data(contentsOf: workspace.output.appendingPathComponent(path))) as? [String: Any]
-                return object?["createdAt"] as? String ?? ""
-            })
+            Set(
+                try RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("package.json") }.map { path in
+                    let object =
+                        try JSONSerialization.jsonObject(with: Data(contentsOf: workspace.output.appendingPathComponent(path)))
+                        as? [String: Any]
+                    return object?["createdAt"] as? String ?? ""
+                })
         }
         _ = try build(at: "2027-01-01T00:00:00Z")
         #expect(try createdAt() == ["2027-01-01T00:00:00Z"])

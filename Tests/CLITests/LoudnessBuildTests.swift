@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
 import TourpackAudio
+import TourpackKit
 
 /// Loudness normalization end to end: `serve-tts --level-spread-db 18`
 /// answers each text 0 to 18 dB down (levels up to ±9 dB about their
@@ -28,8 +28,11 @@ import TourpackAudio
     }
 
     /// Every audio file of the bundle with its package.json entry and ffmpeg's measurement.
-    static func measured(_ workspace: BuildWorkspace) throws -> [(entry: PackageManifest.AudioEntry, package: PackageManifest, ffmpeg: (integrated: Double, truePeak: Double))] {
-        let packages = try FileManager.default.contentsOfDirectory(at: workspace.output.appendingPathComponent("OfflineTours"), includingPropertiesForKeys: nil)
+    static func measured(_ workspace: BuildWorkspace) throws -> [(
+        entry: PackageManifest.AudioEntry, package: PackageManifest, ffmpeg: (integrated: Double, truePeak: Double)
+    )] {
+        let packages = try FileManager.default.contentsOfDirectory(
+            at: workspace.output.appendingPathComponent("OfflineTours"), includingPropertiesForKeys: nil)
         var result: [(PackageManifest.AudioEntry, PackageManifest, (Double, Double))] = []
         for folder in packages {
             let manifest = try PackageManifest.read(from: folder.appendingPathComponent("package.json"))
@@ -57,11 +60,16 @@ import TourpackAudio
         for (entry, package, ffmpeg) in files {
             #expect(package.loudness?.targetLUFS == -16 && package.loudness?.truePeakDBTP == -1)
             let recorded = try #require(entry.loudness, "\(entry.path): no loudness in package.json")
-            #expect(recorded.truePeakDBTP.map { abs($0 - ffmpeg.truePeak) <= 1 } ?? false, "\(entry.path): package.json \(recorded), ffmpeg \(ffmpeg)")
+            #expect(
+                recorded.truePeakDBTP.map { abs($0 - ffmpeg.truePeak) <= 1 } ?? false,
+                "\(entry.path): package.json \(recorded), ffmpeg \(ffmpeg)")
             guard entry.durationSeconds >= 3 else { continue }
-            #expect(abs(ffmpeg.integrated - -16) <= 1, "\(entry.path) (\(entry.durationSeconds) s): ffmpeg measures \(ffmpeg.integrated) LUFS")
+            #expect(
+                abs(ffmpeg.integrated - -16) <= 1, "\(entry.path) (\(entry.durationSeconds) s): ffmpeg measures \(ffmpeg.integrated) LUFS")
             #expect(ffmpeg.truePeak <= -1, "\(entry.path): ffmpeg's true peak is \(ffmpeg.truePeak) dBTP")
-            #expect(recorded.integratedLUFS.map { abs($0 - ffmpeg.integrated) <= 0.5 } ?? false, "\(entry.path): package.json \(recorded), ffmpeg \(ffmpeg)")
+            #expect(
+                recorded.integratedLUFS.map { abs($0 - ffmpeg.integrated) <= 0.5 } ?? false,
+                "\(entry.path): package.json \(recorded), ffmpeg \(ffmpeg)")
         }
         // The endpoint's levels really were far apart: the gains that undid them are too.
         let gains = files.compactMap { $0.entry.loudness?.gainDB }

@@ -1,9 +1,8 @@
 import Foundation
 import Testing
-import TourpackKit
-
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 import TourpackMaps
 
 #if canImport(Glibc)
@@ -20,15 +19,17 @@ import Glibc
     /// Two small tours whose maps overlap (so they share tiles) at zoom
     /// 11–13 with a one-mile buffer: a few dozen tiles, some only in one tour.
     static func workspace(source: String, extraMaps: String = "", formats: [String] = ["aac"]) throws -> BuildWorkspace {
-        let workspace = try BuildWorkspace(formats: formats, extraYAML: """
-            maps:
-              minZoom: 11
-              maxZoom: 13
-              bufferMiles: 1
-            \(extraMaps.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-              source:
-            \(source.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
-            """)
+        let workspace = try BuildWorkspace(
+            formats: formats,
+            extraYAML: """
+                maps:
+                  minZoom: 11
+                  maxZoom: 13
+                  bufferMiles: 1
+                \(extraMaps.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+                  source:
+                \(source.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+                """)
         try FileManager.default.removeItem(at: workspace.root.appendingPathComponent("tours/alps.json"))
         try FileManager.default.removeItem(at: workspace.root.appendingPathComponent("tours/lakes.json"))
         try tour(id: northID, name: "North Ridge", from: (46.50, 7.60), to: (46.53, 7.66), poi: "9c5e4f6b-1d74-4e8a-8f88-4a5b6c7d8ea1")
@@ -64,7 +65,8 @@ import Glibc
         let folder = workspace.output.appendingPathComponent(Layout.offlineToursFolder)
         var found: [String: PackageManifest] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
-            let manifest = try PackageManifest.read(from: folder.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName))
+            let manifest = try PackageManifest.read(
+                from: folder.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName))
             found[manifest.tourId] = manifest
         }
         return found
@@ -98,8 +100,11 @@ import Glibc
     }
 
     static func serverTile(_ tiles: LocalTileServer, _ id: TileID) throws -> [UInt8] {
-        Array(try Data(contentsOf: URL(string: tiles.urlTemplate.replacingOccurrences(of: "{z}", with: "\(id.z)")
-            .replacingOccurrences(of: "{x}", with: "\(id.x)").replacingOccurrences(of: "{y}", with: "\(id.y)"))!))
+        Array(
+            try Data(
+                contentsOf: URL(
+                    string: tiles.urlTemplate.replacingOccurrences(of: "{z}", with: "\(id.z)")
+                        .replacingOccurrences(of: "{x}", with: "\(id.x)").replacingOccurrences(of: "{y}", with: "\(id.y)"))!))
     }
 
     static func stat(_ tiles: LocalTileServer, _ name: String) throws -> Int { try tiles.stats()[name] as? Int ?? -1 }
@@ -133,20 +138,26 @@ import Glibc
             #expect(packed.count == map.storedTiles && map.storedTiles == map.tileCount)
             // Byte for byte the server's tile, at the right (TMS) row.
             for (id, bytes) in packed { #expect(bytes == (try Self.serverTile(tiles, id)), "tile \(id)") }
-            let tour = try Self.loadTour(workspace.root.appendingPathComponent("tours/\(manifest.tourId == Self.northID ? "north" : "south").json"))
+            let tour = try Self.loadTour(
+                workspace.root.appendingPathComponent("tours/\(manifest.tourId == Self.northID ? "north" : "south").json"))
             var settings = MapSettings(minZoom: 11, maxZoom: 13, bufferMiles: 1)
             settings.source = nil
             #expect(Set(packed.keys) == Set(tour.mapTiles(settings)))
-            let metadata = Dictionary(uniqueKeysWithValues: try Self.sqlite(url, "SELECT name || '=' || value FROM metadata").map {
-                let parts = $0.split(separator: "=", maxSplits: 1)
-                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-            })
-            #expect(metadata["format"] == "png" && metadata["minzoom"] == "11" && metadata["maxzoom"] == "13" && metadata["attribution"] == "Test tiles")
+            let metadata = Dictionary(
+                uniqueKeysWithValues: try Self.sqlite(url, "SELECT name || '=' || value FROM metadata").map {
+                    let parts = $0.split(separator: "=", maxSplits: 1)
+                    return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+                })
+            #expect(
+                metadata["format"] == "png" && metadata["minzoom"] == "11" && metadata["maxzoom"] == "13"
+                    && metadata["attribution"] == "Test tiles")
             #expect(metadata["name"] == manifest.tourName && metadata["bounds"] != nil && metadata["center"] != nil)
             allTiles.formUnion(packed.keys)
         }
         // The tours share tiles; each was downloaded once, and nothing was asked twice.
-        let shared = manifests.values.map { Set((try? Self.packTiles(workspace.output.appendingPathComponent($0.mapTiles.file!)))?.keys.map { $0 } ?? []) }
+        let shared = manifests.values.map {
+            Set((try? Self.packTiles(workspace.output.appendingPathComponent($0.mapTiles.file!)))?.keys.map { $0 } ?? [])
+        }
         #expect(!shared[0].intersection(shared[1]).isEmpty)
         #expect(counts.count == allTiles.count)
         #expect(counts.values.allSatisfy { $0["ok"] == 1 && $0["requests"] == 1 }, "\(counts)")
@@ -204,7 +215,8 @@ import Glibc
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         for manifest in try Self.manifests(workspace).values {
             let map = manifest.mapTiles
-            let tour = try Self.loadTour(workspace.root.appendingPathComponent("tours/\(manifest.tourId == Self.northID ? "north" : "south").json"))
+            let tour = try Self.loadTour(
+                workspace.root.appendingPathComponent("tours/\(manifest.tourId == Self.northID ? "north" : "south").json"))
             let expectedEmpty = tour.mapTiles(MapSettings(minZoom: 11, maxZoom: 13, bufferMiles: 1)).filter { ($0.x + $0.y) % 3 == 0 }.count
             #expect(expectedEmpty > 0)
             #expect(map.emptyTiles == expectedEmpty)
@@ -236,7 +248,8 @@ import Glibc
         let onlySouth = try #require(Set(south.mapTiles(settings)).subtracting(north.mapTiles(settings)).sorted().last)
         let sentinel = "SENTINEL-KEY-\(UUID().uuidString)"
         let failing = try LocalTileServer(
-            flags: ["--fail", "\(onlySouth)", "--max-age", "60", "--api-key-env", "TILE_TEST_KEY"], environment: ["TILE_TEST_KEY": sentinel])
+            flags: ["--fail", "\(onlySouth)", "--max-age", "60", "--api-key-env", "TILE_TEST_KEY"], environment: ["TILE_TEST_KEY": sentinel]
+        )
         let yaml = try String(contentsOf: workspace.pipeline, encoding: .utf8)
             .replacingOccurrences(of: good.urlTemplate, with: failing.urlTemplate + "?style=outdoors")
             .replacingOccurrences(of: "attribution: Test tiles", with: "attribution: Test tiles\n    apiKeyEnv: TILE_TEST_KEY")
@@ -253,7 +266,10 @@ import Glibc
         #expect(packaged.count == 1 && packaged[0].contains("North Ridge"), "\(packaged)")
         // The north tour went on (its tiles renewed under the new URL), the south package is byte for byte the old one.
         let after = try RootCheck.snapshot(workspace.output)
-        let southPackage = try #require(before.keys.first { $0.hasPrefix("OfflineTours/") && (before[$0].map { String(decoding: $0, as: UTF8.self).contains(Self.southID) } ?? false) })
+        let southPackage = try #require(
+            before.keys.first {
+                $0.hasPrefix("OfflineTours/") && (before[$0].map { String(decoding: $0, as: UTF8.self).contains(Self.southID) } ?? false)
+            })
         let southFolder = (southPackage as NSString).deletingLastPathComponent
         for (path, bytes) in before where path.hasPrefix(southFolder) || path.contains(Self.southID) {
             #expect(after[path] == bytes, "\(path) changed")
@@ -279,7 +295,8 @@ import Glibc
         ])
         let workspace = try Self.workspace(source: Self.source(tiles), formats: ["aac", "opus"])
         let yaml = try String(contentsOf: workspace.pipeline, encoding: .utf8)
-            .replacingOccurrences(of: "  timeoutSeconds: 30", with: "  timeoutSeconds: 30\n  initialBackoffMs: 5\n  maxBackoffMs: 50\n  maxAttempts: 8")
+            .replacingOccurrences(
+                of: "  timeoutSeconds: 30", with: "  timeoutSeconds: 30\n  initialBackoffMs: 5\n  maxBackoffMs: 50\n  maxAttempts: 8")
         try yaml.write(to: workspace.pipeline, atomically: true, encoding: .utf8)
         let result = try workspace.build(voice, ["--json"])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
@@ -327,7 +344,8 @@ import Glibc
         let workspace = try Self.workspace(source: Self.source(tiles), extraMaps: "selection: corridor")
         let plan = try Executable.run(["plan", workspace.pipeline.path], in: workspace.root)
         #expect(plan.status == 0, "\(plan.stderr)")
-        #expect(plan.stdout.contains("bbox") && plan.stdout.contains("corridor *") && plan.stdout.contains("fresh in cache"), "\(plan.stdout)")
+        #expect(
+            plan.stdout.contains("bbox") && plan.stdout.contains("corridor *") && plan.stdout.contains("fresh in cache"), "\(plan.stdout)")
         let json = try Executable.run(["plan", workspace.pipeline.path, "--json"], in: workspace.root)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let tours = try #require(object["tours"] as? [[String: Any]])
@@ -338,7 +356,8 @@ import Glibc
             #expect(corridor <= bbox && corridor > 0)
         }
         // maxTiles below a tour's count refuses the build before any request, with exit 3 and the numbers.
-        let yaml = try String(contentsOf: workspace.pipeline, encoding: .utf8).replacingOccurrences(of: "selection: corridor", with: "maxTiles: 3")
+        let yaml = try String(contentsOf: workspace.pipeline, encoding: .utf8).replacingOccurrences(
+            of: "selection: corridor", with: "maxTiles: 3")
         try yaml.write(to: workspace.pipeline, atomically: true, encoding: .utf8)
         let refused = try workspace.build(voice)
         #expect(refused.status == 3)
@@ -365,7 +384,8 @@ import Glibc
         let result = try second.build(voice)
         #expect(result.status == 0, "\(result.stderr)")
         let manifests = try MapBuildTests.manifests(second)
-        let copied = try MapBuildTests.packTiles(second.output.appendingPathComponent(try #require(manifests[MapBuildTests.northID]?.mapTiles.file)))
+        let copied = try MapBuildTests.packTiles(
+            second.output.appendingPathComponent(try #require(manifests[MapBuildTests.northID]?.mapTiles.file)))
         let original = try MapBuildTests.packTiles(extract)
         #expect(!copied.isEmpty && copied == original)
         // The south tour's tiles the extract lacks are counted empty, not failed.
@@ -382,7 +402,9 @@ import Glibc
         let other = workspace.root.appendingPathComponent("Documents-opus")
         let a = try workspace.startBuild(voice)
         let b = try RunningBuild(
-            arguments: ["build", workspace.pipeline.path, "--endpoint", voice.endpoint, "--json", "--output", other.path, "--format", "opus"],
+            arguments: [
+                "build", workspace.pipeline.path, "--endpoint", voice.endpoint, "--json", "--output", other.path, "--format", "opus",
+            ],
             in: workspace.root)
         #expect(a.finish() == 0)
         #expect(b.finish() == 0)

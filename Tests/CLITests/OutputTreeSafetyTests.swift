@@ -51,7 +51,9 @@ import Glibc
             #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)", sourceLocation: sourceLocation)
             #expect(result.stderr.contains(path), "the message names \(path): \(result.stderr)", sourceLocation: sourceLocation)
             #expect(try IncrementalBuildTests.requests(server) == 0, sourceLocation: sourceLocation)
-            #expect(OutputTreeSafetyTests.entries(under: outside).isEmpty, "written outside the root: \(OutputTreeSafetyTests.entries(under: outside))", sourceLocation: sourceLocation)
+            #expect(
+                OutputTreeSafetyTests.entries(under: outside).isEmpty,
+                "written outside the root: \(OutputTreeSafetyTests.entries(under: outside))", sourceLocation: sourceLocation)
         }
 
         deinit {

@@ -6,8 +6,11 @@ import Testing
         let result = try Executable.run(["plan", "pipelines/demo.yaml"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("configuration:\n  pipeline  pipelines/demo.yaml (version 1)"))
-        for expected in ["Grossglockner High Alpine Road", "Furka and Grimsel Passes", "total (3 tours)", "quota: tier local has no monthly limit", "map tiles",
-                         "lexicons  lexicons/alps.pls (6 lexemes, en-US) · aliases as plain text"] {
+        for expected in [
+            "Grossglockner High Alpine Road", "Furka and Grimsel Passes", "total (3 tours)", "quota: tier local has no monthly limit",
+            "map tiles",
+            "lexicons  lexicons/alps.pls (6 lexemes, en-US) · aliases as plain text",
+        ] {
             #expect(result.stdout.contains(expected), "missing \(expected)")
         }
     }
@@ -59,7 +62,8 @@ import Testing
         #expect(dryRun.stderr.contains("budget refused the build: the standard tier's monthly quota is 1 characters"), "\(dryRun.stderr)")
         let dryJSON = try Executable.run(["build", workspace.pipeline.path, "--voice", voice, "--dry-run", "--json"], in: workspace.root)
         #expect(dryJSON.status == 3)
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(dryJSON.stdout.utf8)) as? [String: Any], "\(dryJSON.stdout)")
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(dryJSON.stdout.utf8)) as? [String: Any], "\(dryJSON.stdout)")
         #expect(((document["plan"] as? [String: Any])?["refused"] as? String) != nil)
         #expect(!FileManager.default.fileExists(atPath: workspace.output.path))
         #expect(!FileManager.default.fileExists(atPath: workspace.state.path))
@@ -81,7 +85,10 @@ import Testing
         #expect(result.status == 2)
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.filter { $0.hasPrefix("tours/alps.json: ") }.count == 5)
-        #expect(lines.contains("tours/alps.json: pois[0].narrations.detaild: unknown phase (did you mean 'detailed'?); phases are approaching, detailed, guidedTour"))
+        #expect(
+            lines.contains(
+                "tours/alps.json: pois[0].narrations.detaild: unknown phase (did you mean 'detailed'?); phases are approaching, detailed, guidedTour"
+            ))
         #expect(lines.last == "5 errors found")
         #expect(result.stdout.isEmpty)
     }
@@ -121,7 +128,10 @@ import Testing
             (["plan", "pipelines/demo.yaml", "--pitch", "-25"], "--pitch: -25.0 is out of range -20...20"),
             (["plan", "pipelines/demo.yaml", "--speaking-rate", "-1"], "--speaking-rate: -1.0 is out of range 0.25...4"),
             (["plan", "pipelines/demo.yaml", "--concurrency", "-3"], "--concurrency: -3 is out of range 1...256"),
-            (["build", "pipelines/demo.yaml", "--dry-run", "--refresh-expiring", "-1"], "--refresh-expiring: DAYS must be 0 or more, not -1"),
+            (
+                ["build", "pipelines/demo.yaml", "--dry-run", "--refresh-expiring", "-1"],
+                "--refresh-expiring: DAYS must be 0 or more, not -1"
+            ),
         ]
         for (arguments, message) in refusals {
             let result = try Executable.run(arguments)

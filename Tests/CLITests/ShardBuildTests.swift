@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
 import TourpackCore
+import TourpackKit
 import TourpackState
 
 /// Workers of one fleet (`build --shards N`), end to end: the real
@@ -21,13 +21,17 @@ import TourpackState
             (["--shards", "2", "--shard", "2"], [:], "--shard 2 is out of range for --shards 2: shards are numbered 0 to 1"),
             (["--shards", "2", "--shard", "-1"], [:], "--shard -1 is out of range for --shards 2"),
             (["--shards", "0", "--shard", "0"], [:], "--shards must be 1 or more, not 0"),
-            (["--shards", "2"], ["JOB_COMPLETION_INDEX": "one"], "JOB_COMPLETION_INDEX='one' is not a shard number: it must be an integer from 0 to 1"),
+            (
+                ["--shards", "2"], ["JOB_COMPLETION_INDEX": "one"],
+                "JOB_COMPLETION_INDEX='one' is not a shard number: it must be an integer from 0 to 1"
+            ),
             (["--shards", "2"], ["JOB_COMPLETION_INDEX": "2"], "JOB_COMPLETION_INDEX=2 is out of range for --shards 2"),
             (["--shards", "2", "--shard", "0", "--tour", BuildWorkspace.alpsID], [:], "--tour and --shards cannot be combined"),
         ]
         for command in ["build", "plan"] {
             for (arguments, environment, message) in cases where command == "build" || !arguments.contains("--tour") {
-                let result = try Executable.run([command, workspace.pipeline.path] + arguments, in: workspace.root, environment: environment)
+                let result = try Executable.run(
+                    [command, workspace.pipeline.path] + arguments, in: workspace.root, environment: environment)
                 #expect(result.status == 2, "\(command) \(arguments): \(result.stderr)")
                 #expect(result.stderr.contains(message), "\(command) \(arguments): \(result.stderr)")
             }
@@ -64,7 +68,8 @@ import TourpackState
         let requestsAfterFirst = try IncrementalBuildTests.requests(server)
 
         // What another worker would have in flight in the alps folder.
-        let inFlight = alpsFolder.appendingPathComponent(".\(BuildWorkspace.alpsPOIs[0])_Detailed.m4a\(AtomicFile.temporaryMarker)0123456789abcdef")
+        let inFlight = alpsFolder.appendingPathComponent(
+            ".\(BuildWorkspace.alpsPOIs[0])_Detailed.m4a\(AtomicFile.temporaryMarker)0123456789abcdef")
         try Data([0]).write(to: inFlight)
         let alpsBefore = try RootCheck.snapshot(workspace.output)
 
@@ -91,7 +96,9 @@ import TourpackState
         let before = try RootCheck.snapshot(workspace.output)
         let empty = try workspace.build(server, ["--shards", "3", "--shard", "2"])
         #expect(empty.status == 0, "\(empty.stdout)\n\(empty.stderr)")
-        #expect(empty.stdout.contains("shard 2 of 3: 0 of 2 tours: no tour of the pipeline hashes to this shard; nothing to build"), "\(empty.stdout)")
+        #expect(
+            empty.stdout.contains("shard 2 of 3: 0 of 2 tours: no tour of the pipeline hashes to this shard; nothing to build"),
+            "\(empty.stdout)")
         #expect(empty.stdout.contains("\nshard 2 of 3: 0 of 2 tours, nothing to build\n0 built, 0 up to date"), "\(empty.stdout)")
         #expect(try RootCheck.snapshot(workspace.output) == before)
 
@@ -115,7 +122,8 @@ import TourpackState
         // Another worker's shard 0, mid-build, with its own state folder.
         let otherState = workspace.root.appendingPathComponent("worker-0-state")
         let worker = try await BuildLock.acquire(
-            stateFolder: StateLayout(state: otherState, output: workspace.output).rootFolder, root: workspace.output, sharingRoot: true, wait: false)
+            stateFolder: StateLayout(state: otherState, output: workspace.output).rootFolder, root: workspace.output, sharingRoot: true,
+            wait: false)
         defer { worker.release() }
 
         let shard = try workspace.build(server, ["--shards", "2", "--shard", "1", "--no-wait"])

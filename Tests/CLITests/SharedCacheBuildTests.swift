@@ -1,8 +1,8 @@
 import Foundation
 import TestServers
 import Testing
-import TourpackKit
 import TourpackCore
+import TourpackKit
 import TourpackState
 
 /// The state a fleet shares, end to end: `state.objects` (the synthesis
@@ -24,7 +24,9 @@ import TourpackState
     }
 
     static func useBucket(_ workspace: BuildWorkspace, endpoint: String, bucket: String) throws {
-        try useState(workspace, """
+        try useState(
+            workspace,
+            """
               objects:
                 endpoint: \(endpoint)
                 bucket: \(bucket)
@@ -38,7 +40,9 @@ import TourpackState
     static func expectNoKey(_ results: [Executable.Result], sourceLocation: SourceLocation = #_sourceLocation) {
         for result in results {
             for key in [accessKey, secretKey] {
-                #expect(!result.stdout.contains(key) && !result.stderr.contains(key), "a key appeared in the output", sourceLocation: sourceLocation)
+                #expect(
+                    !result.stdout.contains(key) && !result.stderr.contains(key), "a key appeared in the output",
+                    sourceLocation: sourceLocation)
             }
         }
     }
@@ -77,14 +81,19 @@ import TourpackState
         #expect(try Self.sharedCache(aSummary) == ["restored": 0, "shared": spoken, "failures": 0, "waited": 0])
         let objects = try moto.keys(bucket)
         #expect(objects.count == spoken)
-        #expect(objects.allSatisfy { $0.hasPrefix("synthesis/") && $0.hasSuffix(".flac") && $0.count == "synthesis/".count + 64 + 5 }, "\(objects)")
+        #expect(
+            objects.allSatisfy { $0.hasPrefix("synthesis/") && $0.hasSuffix(".flac") && $0.count == "synthesis/".count + 64 + 5 },
+            "\(objects)")
 
         let second = try BuildWorkspace()
         try Self.useBucket(second, endpoint: moto.endpoint, bucket: bucket)
         let b = try second.build(server, [], environment: Self.keys)
         #expect(b.status == 0, "\(b.stdout)\n\(b.stderr)")
         #expect(try IncrementalBuildTests.requests(server) == spoken, "machine B sent no request")
-        #expect(b.stdout.contains("0 requests (0 retries), 0 characters billed, 0 chunks from cache, \(spoken) chunks from the shared cache, 0 added to it"), "\(b.stdout)")
+        #expect(
+            b.stdout.contains(
+                "0 requests (0 retries), 0 characters billed, 0 chunks from cache, \(spoken) chunks from the shared cache, 0 added to it"),
+            "\(b.stdout)")
         let validateB = try Executable.run(["validate", second.output.path, "--strict"], in: second.root)
         #expect(validateB.status == 0, "\(validateB.stdout)")
         // The restored chunks are the spoken ones, sample for sample: the audio is the same bytes.
@@ -131,7 +140,9 @@ import TourpackState
         let database = try PostgresTestServer.shared().createDatabase()
         let environment = Self.keys.merging(StateCommandTests.environment) { $1 }
         func join(_ workspace: BuildWorkspace) throws -> String {
-            try Self.useState(workspace, """
+            try Self.useState(
+                workspace,
+                """
                   postgres: '\(database)'
                   passwordEnv: TP_TEST_PG_PASSWORD
                   objects:
@@ -155,17 +166,21 @@ import TourpackState
         let first = try BuildWorkspace(extraYAML: budget)
         let firstVoice = try join(first)
         let a = try Executable.run(
-            ["build", first.pipeline.path, "--voice", firstVoice, "--endpoint", server.endpoint, "--json"], in: first.root, environment: environment)
+            ["build", first.pipeline.path, "--voice", firstVoice, "--endpoint", server.endpoint, "--json"], in: first.root,
+            environment: environment)
         #expect(a.status == 0, "\(a.stdout)\n\(a.stderr)")
         #expect(try IncrementalBuildTests.characters(server) == needed, "the month is now spent to the last character")
 
         let second = try BuildWorkspace(extraYAML: budget)
         let secondVoice = try join(second)
-        let secondPlan = try Executable.run(["plan", second.pipeline.path, "--voice", secondVoice, "--json"], in: second.root, environment: environment)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(secondPlan.stdout.utf8)) as? [String: Any], "\(secondPlan.stderr)")
+        let secondPlan = try Executable.run(
+            ["plan", second.pipeline.path, "--voice", secondVoice, "--json"], in: second.root, environment: environment)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(secondPlan.stdout.utf8)) as? [String: Any], "\(secondPlan.stderr)")
         #expect((object["totals"] as? [String: Any])?["billableCharacters"] as? Int == 0, "\(secondPlan.stdout)")
         let b = try Executable.run(
-            ["build", second.pipeline.path, "--voice", secondVoice, "--endpoint", server.endpoint, "--json"], in: second.root, environment: environment)
+            ["build", second.pipeline.path, "--voice", secondVoice, "--endpoint", server.endpoint, "--json"], in: second.root,
+            environment: environment)
         #expect(b.status == 0, "\(b.stdout)\n\(b.stderr)")
         #expect(try IncrementalBuildTests.characters(server) == needed, "the new worker sent nothing")
         #expect(try Self.sharedCache(IncrementalBuildTests.summary(b))["restored"] ?? 0 > 0)
@@ -192,8 +207,10 @@ import TourpackState
         #expect(failures >= 3 && failures < 2 * spoken, "\(failures) failures for \(spoken) chunks")
         let warnings = summary["warnings"] as? [String] ?? []
         #expect(warnings.count == 1, "\(warnings)")
-        #expect(warnings.first?.contains(
-            "the shared synthesis cache (state.objects) failed \(failures) times; after 3 failures in a row the build stopped using it") == true,
+        #expect(
+            warnings.first?.contains(
+                "the shared synthesis cache (state.objects) failed \(failures) times; after 3 failures in a row the build stopped using it")
+                == true,
             "\(warnings)")
         #expect(warnings.first?.contains("/nobody-home/synthesis/") == true, "names the object: \(warnings)")
         let validate = try Executable.run(["validate", workspace.output.path, "--strict"], in: workspace.root)
@@ -218,7 +235,9 @@ import TourpackState
             #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent(name).path), "\(name)")
         }
         #expect(root == StateLayout(state: workspace.state, output: workspace.output, scratch: scratch).rootFolder.standardizedFileURL)
-        #expect(!FileManager.default.fileExists(atPath: workspace.state.appendingPathComponent("roots").path), "nothing per-root in the state folder")
+        #expect(
+            !FileManager.default.fileExists(atPath: workspace.state.appendingPathComponent("roots").path),
+            "nothing per-root in the state folder")
         #expect(FileManager.default.fileExists(atPath: workspace.state.appendingPathComponent("state.sqlite").path))
         #expect(FileManager.default.fileExists(atPath: workspace.state.appendingPathComponent("synthesis").path))
         #expect(try Executable.run(["validate", workspace.output.path, "--strict"], in: workspace.root).status == 0)

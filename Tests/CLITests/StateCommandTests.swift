@@ -68,13 +68,15 @@ import TourpackKit
         try Self.useState(workspace, postgres: "postgresql://tourpack@127.0.0.1:\(port)/tourpack?sslmode=disable")
         let down = try Self.migrate(workspace)
         #expect(down.status == 1)
-        #expect(down.stderr.contains("error: state: postgresql://tourpack@127.0.0.1:\(port)/tourpack: connection refused"), "\(down.stderr)")
+        #expect(
+            down.stderr.contains("error: state: postgresql://tourpack@127.0.0.1:\(port)/tourpack: connection refused"), "\(down.stderr)")
 
         let url = try PostgresTestServer.shared().createDatabase()
         let other = try BuildWorkspace()
         try Self.useState(other, postgres: url)
         let wrong = try Executable.run(
-            ["state", "migrate", other.pipeline.path], in: other.root, environment: ["TP_TEST_PG_PASSWORD": "not-\(PostgresTestServer.password)"])
+            ["state", "migrate", other.pipeline.path], in: other.root,
+            environment: ["TP_TEST_PG_PASSWORD": "not-\(PostgresTestServer.password)"])
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("password authentication failed for user \"tourpack\""), "\(wrong.stderr)")
         #expect(!wrong.stderr.contains(PostgresTestServer.password) && !wrong.stdout.contains(PostgresTestServer.password))
@@ -101,8 +103,11 @@ import TourpackKit
 
         // Another worker: its own local folder, the same database.
         let quota = try Executable.run(
-            ["quota", workspace.pipeline.path, "--json", "--state", workspace.root.appendingPathComponent("worker-2").path, "--voice", voice,
-             "--endpoint", server.endpoint],
+            [
+                "quota", workspace.pipeline.path, "--json", "--state", workspace.root.appendingPathComponent("worker-2").path, "--voice",
+                voice,
+                "--endpoint", server.endpoint,
+            ],
             in: workspace.root, environment: Self.environment)
         #expect(quota.status == 0, "\(quota.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(quota.stdout.utf8)) as? [String: Any])
@@ -115,11 +120,14 @@ import TourpackKit
         #expect(warm.status == 0, "\(warm.stderr)")
         #expect(try IncrementalBuildTests.summary(warm)["requests"] as? Int == 0)
         #expect(try IncrementalBuildTests.characters(server) == billed, "nothing spoken twice")
-        let stats = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root, environment: Self.environment)
+        let stats = try Executable.run(
+            ["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root, environment: Self.environment)
         #expect(stats.status == 0, "\(stats.stderr)")
         let cache = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
         #expect((cache["builds"] as? [String: Int])?["completed"] == 2, "\(stats.stdout)")
-        for text in [first.stdout, first.stderr, warm.stdout, quota.stdout, stats.stdout] { #expect(!text.contains(PostgresTestServer.password)) }
+        for text in [first.stdout, first.stderr, warm.stdout, quota.stdout, stats.stdout] {
+            #expect(!text.contains(PostgresTestServer.password))
+        }
     }
 
     /// A build on PostgreSQL publishes each tour under that tour's advisory
@@ -136,11 +144,14 @@ import TourpackKit
         // The lock's key as the build names it: the first 8 bytes of a SHA-256
         // of the output root's real path and the tour ID, read big-endian.
         let output = workspace.root.resolvingSymlinksInPath().appendingPathComponent("Documents").path
-        let key = try MotoTestServer.python(["-c", """
+        let key = try MotoTestServer.python([
+            "-c",
+            """
             import hashlib, sys
             digest = hashlib.sha256(f"tourpack publish\\n{sys.argv[1]}\\n{sys.argv[2]}".encode()).digest()
             print(int.from_bytes(digest[:8], "big", signed=True))
-            """, output, BuildWorkspace.alpsID]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            """, output, BuildWorkspace.alpsID,
+        ]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let holder = try postgres.session(database)
         defer {
             try? holder.input.close()
@@ -148,8 +159,9 @@ import TourpackKit
         }
         holder.input.write(Data("SELECT pg_advisory_lock(\(key));\n".utf8))
         func advisoryLocks(granted: Bool) throws -> Int {
-            Int(try postgres.psql(database, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = \(granted)")
-                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            Int(
+                try postgres.psql(database, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted = \(granted)")
+                    .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         }
         try Self.poll("the test's session holds the lock") { try advisoryLocks(granted: true) == 1 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -69,8 +70,9 @@ final class LocalTileServer {
 /// counters and reset work, so map build tests can lean on it.
 @Suite struct LocalTileServerTests {
     @Test func spawnsServesCountsAndResets() throws {
-        let tiles = try LocalTileServer(flags: ["--empty", "3/1/1", "--api-key-env", "TILE_SUPPORT_KEY"],
-                                        environment: ["TILE_SUPPORT_KEY": "support-key"])
+        let tiles = try LocalTileServer(
+            flags: ["--empty", "3/1/1", "--api-key-env", "TILE_SUPPORT_KEY"],
+            environment: ["TILE_SUPPORT_KEY": "support-key"])
         defer { tiles.stop() }
         #expect(tiles.urlTemplate == "http://127.0.0.1:\(tiles.port)/{z}/{x}/{y}.png")
         let tile = try Data(contentsOf: URL(string: "\(tiles.endpoint)/3/2/2.png?key=support-key")!)

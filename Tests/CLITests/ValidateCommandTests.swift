@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import TourpackKit
-import TourpackCore
 import TourpackAudio
+import TourpackCore
+import TourpackKit
 import TourpackMaps
 
 /// `tourpack validate` run as CI runs it: the real executable on a real
@@ -31,12 +31,15 @@ import TourpackMaps
                     for phase in poi.phases {
                         let target = layout.audioFile(tourID: tour.id, poiID: poi.id, phase: phase, format: format)
                         let temp = try AtomicFile.temporaryURL(for: target.url)
-                        let encoded = try Self.encode(Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language), to: temp)
+                        let encoded = try Self.encode(
+                            Self.sweep(), as: format, metadata: AudioMetadata(title: poi.name, album: tour.name, language: tour.language),
+                            to: temp)
                         try AtomicFile.commit(temp: temp, to: target.url)
                         audio.append(PackageAudio(poiID: poi.id, phase: phase, encoded: encoded, characters: 10))
                     }
                 }
-                let manifest = try PackageManifest(tour: tour, voice: voice, format: format, audio: audio, mapTiles: coverage, createdAt: Date(), maxAgeDays: 90)
+                let manifest = try PackageManifest(
+                    tour: tour, voice: voice, format: format, audio: audio, mapTiles: coverage, createdAt: Date(), maxAgeDays: 90)
                 try manifest.write(into: layout)
                 manifests[format] = manifest
             }
@@ -92,7 +95,9 @@ import TourpackMaps
 
         let cases = try Self.junitCases(report)
         let failures = cases.filter { $0.result == "Failure" }
-        #expect(failures.contains { $0.suite == aac.packageId && $0.name == "\(missing) [exists]" && $0.message.contains("missing") }, "\(failures)")
+        #expect(
+            failures.contains { $0.suite == aac.packageId && $0.name == "\(missing) [exists]" && $0.message.contains("missing") },
+            "\(failures)")
         #expect(failures.contains { $0.suite == "bundle" && $0.name == "\(stray) [stray]" }, "\(failures)")
         #expect(failures.count == 2, "\(failures)")
         // One test case per file and check: passing cases are listed too.
@@ -131,7 +136,8 @@ import TourpackMaps
         let bundle = try Bundle()
         defer { bundle.remove() }
         let pipeline = bundle.folder.appendingPathComponent("p.yaml")
-        try "version: 1\ntours: [\"*.json\"]\nbudgets: {cacheMaxMB: 50, packageMaxAgeDays: 30}\n".write(to: pipeline, atomically: true, encoding: .utf8)
+        try "version: 1\ntours: [\"*.json\"]\nbudgets: {cacheMaxMB: 50, packageMaxAgeDays: 30}\n".write(
+            to: pipeline, atomically: true, encoding: .utf8)
         let result = try Executable.run(["validate", bundle.root.path, "--pipeline", pipeline.path, "--strict"])
         // Built for 90 days, the pipeline says 30: a warning, an error with --strict.
         #expect(result.status == 1)

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,8 @@ public final class MotoTestServer: @unchecked Sendable {
 
     private init(launching environment: [String: String]) throws {
         guard try Self.python(["-c", "import moto.server, flask, boto3"]).status == 0 else {
-            throw Self.failure("python3 cannot import moto.server; install it with `make setup-test` (or `python3 -m pip install 'moto[server]'`)")
+            throw Self.failure(
+                "python3 cannot import moto.server; install it with `make setup-test` (or `python3 -m pip install 'moto[server]'`)")
         }
         port = try PostgresTestServer.freePort()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -94,16 +96,19 @@ public final class MotoTestServer: @unchecked Sendable {
 
     /// Object keys in the bucket, sorted.
     public func keys(_ bucket: String) throws -> [String] {
-        try boto("""
+        try boto(
+            """
             for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[1]):
                 for item in page.get("Contents", []): print(item["Key"])
-            """, [bucket]).split(separator: "\n").map(String.init).sorted()
+            """, [bucket]
+        ).split(separator: "\n").map(String.init).sorted()
     }
 
     /// Flips one byte in the middle of the object and stores it back under
     /// its original `sha256` metadata: what a bit rot or a bad copy does.
     public func damage(_ bucket: String, _ key: String) throws {
-        _ = try boto("""
+        _ = try boto(
+            """
             got = s3.get_object(Bucket=sys.argv[1], Key=sys.argv[2])
             body = bytearray(got["Body"].read())
             body[len(body) // 2] ^= 0xFF

@@ -1,4 +1,5 @@
 public import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,8 +64,9 @@ public final class PostgresTestServer: @unchecked Sendable {
     /// A new, empty database; its URL.
     public func createDatabase() throws -> String {
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20).lowercased()
-        try Self.check(run(bin.appendingPathComponent("createdb"), ["-h", folder.path, "-p", String(port), "-U", Self.user, name], asServer: false),
-                       "createdb \(name)")
+        try Self.check(
+            run(bin.appendingPathComponent("createdb"), ["-h", folder.path, "-p", String(port), "-U", Self.user, name], asServer: false),
+            "createdb \(name)")
         return url(database: name)
     }
 
@@ -73,7 +75,8 @@ public final class PostgresTestServer: @unchecked Sendable {
     public func psql(_ database: String, _ sql: String) throws -> String {
         let result = try run(
             bin.appendingPathComponent("psql"),
-            ["-h", folder.path, "-p", String(port), "-U", Self.user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql], asServer: false)
+            ["-h", folder.path, "-p", String(port), "-U", Self.user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
+            asServer: false)
         try Self.check(result, "psql")
         return result.output
     }
@@ -115,28 +118,39 @@ public final class PostgresTestServer: @unchecked Sendable {
         let passwordFile = folder.appendingPathComponent("password")
         try Data(password.utf8).write(to: passwordFile)
         if let account {
-            for url in [folder, passwordFile] { guard chown(url.path, account.uid, account.gid) == 0 else { throw failure("chown \(url.path): errno \(errno)") } }
+            for url in [folder, passwordFile] {
+                guard chown(url.path, account.uid, account.gid) == 0 else { throw failure("chown \(url.path): errno \(errno)") }
+            }
         }
         var server = PostgresTestServer(port: 0, folder: folder, bin: bin, account: account)
         do {
-            try check(server.run(bin.appendingPathComponent("initdb"), [
-                "-D", server.data.path, "-U", user, "--pwfile", passwordFile.path, "--auth-local=trust", "--auth-host=scram-sha-256",
-                "-E", "UTF8", "--locale=C", "--no-sync",
-            ], asServer: true), "initdb")
+            try check(
+                server.run(
+                    bin.appendingPathComponent("initdb"),
+                    [
+                        "-D", server.data.path, "-U", user, "--pwfile", passwordFile.path, "--auth-local=trust",
+                        "--auth-host=scram-sha-256",
+                        "-E", "UTF8", "--locale=C", "--no-sync",
+                    ], asServer: true), "initdb")
             try? FileManager.default.removeItem(at: passwordFile)
             // A port the kernel just handed out may be taken again before the
             // server binds it; another is tried then.
             var lastFailure: (any Error)?
             for _ in 0..<3 {
                 server = PostgresTestServer(port: try freePort(), folder: folder, bin: bin, account: account)
-                let started = try server.run(bin.appendingPathComponent("pg_ctl"), [
-                    "-D", server.data.path, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "60",
-                    // Throwaway data: no fsync, nothing that waits for the disk (unless `durable`).
-                    "-o", "-k \(folder.path) -p \(server.port) -c listen_addresses=127.0.0.1 "
-                        + (durable ? "-c fsync=on -c synchronous_commit=on -c full_page_writes=on" : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
-                        + " -c max_connections=300",
-                    "start",
-                ], asServer: true, daemon: true)
+                let started = try server.run(
+                    bin.appendingPathComponent("pg_ctl"),
+                    [
+                        "-D", server.data.path, "-l", folder.appendingPathComponent("server.log").path, "-w", "-t", "60",
+                        // Throwaway data: no fsync, nothing that waits for the disk (unless `durable`).
+                        "-o",
+                        "-k \(folder.path) -p \(server.port) -c listen_addresses=127.0.0.1 "
+                            + (durable
+                                ? "-c fsync=on -c synchronous_commit=on -c full_page_writes=on"
+                                : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+                            + " -c max_connections=300",
+                        "start",
+                    ], asServer: true, daemon: true)
                 if started.status == 0 {
                     lastFailure = nil
                     break
@@ -162,11 +176,13 @@ public final class PostgresTestServer: @unchecked Sendable {
         }
         guard first else { return }
         if port != 0 {
-            _ = try? run(bin.appendingPathComponent("pg_ctl"), ["-D", data.path, "stop", "-m", "immediate", "-w", "-t", "30"], asServer: true)
+            _ = try? run(
+                bin.appendingPathComponent("pg_ctl"), ["-D", data.path, "stop", "-m", "immediate", "-w", "-t", "30"], asServer: true)
         }
         // pg_ctl could not stop it (or never ran): the postmaster's own PID file says whom to kill.
         if let text = try? String(contentsOf: data.appendingPathComponent("postmaster.pid"), encoding: .utf8),
-           let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), pid > 0 {
+            let pid = text.split(separator: "\n").first.flatMap({ pid_t($0) }), pid > 0
+        {
             kill(pid, SIGKILL)
         }
         try? FileManager.default.removeItem(at: folder)
@@ -249,7 +265,9 @@ public final class PostgresTestServer: @unchecked Sendable {
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return Outcome(
+            status: process.terminationStatus, output: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        )
     }
 
     static func check(_ outcome: Outcome, _ what: String) throws {

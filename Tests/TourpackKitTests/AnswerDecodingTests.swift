@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackAudio
+@testable import TourpackKit
 
 /// The endpoint's answer is decoded as it is read. Whatever sizes the body
 /// arrives in, the samples are those of a whole-body decode, and a body cut
@@ -41,7 +42,9 @@ import Testing
 
     @Test("Google: the same samples as a whole decode, whatever the pieces", arguments: splits)
     func google(pieces: [Int]) throws {
-        let body = Self.googleBody(WAV.encode(Self.pcm), before: "\"timepoints\": [], ", after: ", \"audioConfig\": {\"audioEncoding\": \"LINEAR16\", \"x\": [1, 2.5e3, true, null, \"}\\\"]\"]}")
+        let body = Self.googleBody(
+            WAV.encode(Self.pcm), before: "\"timepoints\": [], ",
+            after: ", \"audioConfig\": {\"audioEncoding\": \"LINEAR16\", \"x\": [1, 2.5e3, true, null, \"}\\\"]\"]}")
         #expect(try Self.decode(body, with: GoogleAnswerDecoder(), pieces: pieces) == Self.pcm)
         let escaped = Self.googleBody(WAV.encode(Self.pcm), escapeSlashes: true)
         #expect(try Self.decode(escaped, with: GoogleAnswerDecoder(), pieces: pieces) == Self.pcm)

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 /// The commit journal, staging and progress: the parts of the build that
 /// make a killed run recoverable and a running one legible.
@@ -32,7 +33,8 @@ import Testing
         let oldPackage = scratch.output.appendingPathComponent("OfflineTours/old-voice")
         try AtomicFile.write(Array("{}".utf8), to: oldPackage.appendingPathComponent("package.json"))
         let journal = CommitJournal(tourId: "t", moves: moves, removals: [oldPackage.path])
-        try AtomicFile.write(try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
+        try AtomicFile.write(
+            try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
         try AtomicFile.move(URL(fileURLWithPath: moves[0].from), to: finals[0])
 
         // The replay runs as the tour's publish would (under its lock, on a
@@ -79,10 +81,13 @@ import Testing
         let journal = CommitJournal(
             tourId: "t", moves: [CommitJournal.Move(from: temp.path, to: manifest.path)], removals: [],
             swap: CommitJournal.FolderSwap(live: live.path, next: next.path, liveInode: oldInode))
-        try AtomicFile.write(try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
+        try AtomicFile.write(
+            try JSONEncoder().encode(journal), to: CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json"))
         if killed == "after the swap" {
             #expect(try AtomicFile.exchange(next, with: live, under: scratch.output))
-            #expect(try String(contentsOf: next.appendingPathComponent("a.m4a"), encoding: .utf8) == "old a", "the exchange swapped the folders")
+            #expect(
+                try String(contentsOf: next.appendingPathComponent("a.m4a"), encoding: .utf8) == "old a", "the exchange swapped the folders"
+            )
         }
 
         #expect(try CommitJournal.replayAll(state: scratch.state) == 1)
@@ -131,14 +136,23 @@ import Testing
 
     @Test func progressWeighsAudioMapsAndBundling() {
         var progress = BuildProgress()
-        progress.record(.started(BuildStart(tours: 2, items: 4, chunks: 4, characters: 100, formats: [.aac], output: "/o", recoveredCommits: 0, removedTemporaries: 0, cacheHits: 0, billableCharacters: 100)))
+        progress.record(
+            .started(
+                BuildStart(
+                    tours: 2, items: 4, chunks: 4, characters: 100, formats: [.aac], output: "/o", recoveredCommits: 0,
+                    removedTemporaries: 0, cacheHits: 0, billableCharacters: 100)))
         #expect(progress.fraction == 0)
-        let item = ItemDone(tourId: "a", tourName: "A", poiId: "p", poiName: "P", phase: .detailed, chunks: 1, characters: 25, durationSeconds: 1, bytes: [:], reusedFiles: 0)
+        let item = ItemDone(
+            tourId: "a", tourName: "A", poiId: "p", poiName: "P", phase: .detailed, chunks: 1, characters: 25, durationSeconds: 1,
+            bytes: [:], reusedFiles: 0)
         progress.record(.itemDone(item))
         progress.record(.itemDone(item))
         #expect(abs(progress.fraction - 0.35) < 1e-9)
         progress.record(.mapsDone(tourID: SafeID(validating: "6f2d1c3e-8a41-4b7e-9c55-1d2e3f4a5b60")!, tileCount: 10))
-        progress.record(.tourPackaged(TourPackaged(tourId: "a", tourName: "A", packages: [], unchangedPackages: [], files: 2, reusedFiles: 0, bytes: 1, superseded: [])))
+        progress.record(
+            .tourPackaged(
+                TourPackaged(
+                    tourId: "a", tourName: "A", packages: [], unchangedPackages: [], files: 2, reusedFiles: 0, bytes: 1, superseded: [])))
         #expect(abs(progress.fraction - (0.35 + 0.125 + 0.025)) < 1e-9)
         #expect(progress.currentTour == "A")
         // The other tour fails on its first item and skips the second: the bar still ends at 100%.

@@ -1,8 +1,9 @@
 import Foundation
 import TestServers
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// Chunk claims on both backends: one process speaks a chunk that several
@@ -13,7 +14,8 @@ import Testing
     /// A process on another machine: it cannot be checked, only timed out.
     static let elsewhere = "worker-7/pid:[4026531836]/boot:0d5c4f3e-1111-2222-3333-444455556666:41:123456"
 
-    static func claims(_ fixture: StateFixture, clock: ManualClock, owner: String = ProcessOwner.current.description) throws -> ChunkClaims {
+    static func claims(_ fixture: StateFixture, clock: ManualClock, owner: String = ProcessOwner.current.description) throws -> ChunkClaims
+    {
         ChunkClaims(store: try fixture.open().synthesisClaims, owner: owner, clock: clock.now)
     }
 

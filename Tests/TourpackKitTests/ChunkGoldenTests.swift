@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 /// The chunker's golden files: `Resources/chunker/<case>.txt` holds a limit
 /// line (`limit: google 300`, `limit: google 5000 headroom 100` or

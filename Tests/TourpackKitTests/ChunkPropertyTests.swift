@@ -1,6 +1,7 @@
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 /// SplitMix64: a small seeded generator, so a failing input can be replayed from its seed.
 struct SeededGenerator: RandomNumberGenerator {
@@ -50,7 +51,9 @@ enum NarrationGenerator {
 /// Checks what every chunking must give, whatever the input.
 enum ChunkInvariants {
     static func isSpace(_ c: Character) -> Bool {
-        c.unicodeScalars.allSatisfy { $0.properties.isWhitespace && !["\u{A0}", "\u{2007}", "\u{202F}", "\u{2060}", "\u{FEFF}"].contains($0) }
+        c.unicodeScalars.allSatisfy {
+            $0.properties.isWhitespace && !["\u{A0}", "\u{2007}", "\u{202F}", "\u{2060}", "\u{FEFF}"].contains($0)
+        }
     }
 
     /// Runs of whitespace collapsed to one space, and trimmed.
@@ -82,15 +85,19 @@ enum ChunkInvariants {
         var position = 0
         for (index, piece) in pieces.enumerated() {
             let characters = Array(piece)
-            #expect(!characters.isEmpty && !isSpace(characters.first!) && !isSpace(characters.last!),
-                    "seed \(seed): piece \(index) is empty or untrimmed: \(piece.debugDescription)", sourceLocation: sourceLocation)
+            #expect(
+                !characters.isEmpty && !isSpace(characters.first!) && !isSpace(characters.last!),
+                "seed \(seed): piece \(index) is empty or untrimmed: \(piece.debugDescription)", sourceLocation: sourceLocation)
             let end = position + characters.count
-            let matches = end <= whole.count && zip(characters, whole[position..<end]).allSatisfy {
-                $0.unicodeScalars.elementsEqual($1.unicodeScalars)
-            }
+            let matches =
+                end <= whole.count
+                && zip(characters, whole[position..<end]).allSatisfy {
+                    $0.unicodeScalars.elementsEqual($1.unicodeScalars)
+                }
             guard matches else {
-                Issue.record("seed \(seed): piece \(index) does not continue the input at \(position): \(piece.debugDescription)",
-                             sourceLocation: sourceLocation)
+                Issue.record(
+                    "seed \(seed): piece \(index) does not continue the input at \(position): \(piece.debugDescription)",
+                    sourceLocation: sourceLocation)
                 return
             }
             position = end
@@ -105,14 +112,16 @@ enum ChunkInvariants {
     func plainTextChunksFitAndReassemble(seed: Int) throws {
         var random = SeededGenerator(seed: UInt64(seed))
         let text = NarrationGenerator.text(&random)
-        let limit: ChunkLimit = seed.isMultiple(of: 2)
+        let limit: ChunkLimit =
+            seed.isMultiple(of: 2)
             ? .utf8BytesAfterEscaping(Int.random(in: 40...600, using: &random))
             : .characters(Int.random(in: 20...400, using: &random))
         let chunks = try Chunker(limit: limit).chunks(for: Narration(text: text))
         for chunk in chunks {
             #expect(!chunk.isSSML)
-            #expect(ChunkInvariants.size(chunk.text, limit, isSSML: false) <= limit.value,
-                    "seed \(seed): \(chunk.text.debugDescription) is over \(limit)")
+            #expect(
+                ChunkInvariants.size(chunk.text, limit, isSSML: false) <= limit.value,
+                "seed \(seed): \(chunk.text.debugDescription) is over \(limit)")
         }
         ChunkInvariants.expectReassembles(chunks.map(\.text), text, seed: UInt64(seed))
     }
@@ -131,7 +140,8 @@ enum ChunkInvariants {
             }
         }
         let document = "<speak>\n" + inner + "\n</speak>\n"
-        let limit: ChunkLimit = seed.isMultiple(of: 2)
+        let limit: ChunkLimit =
+            seed.isMultiple(of: 2)
             ? .utf8BytesAfterEscaping(Int.random(in: 120...800, using: &random))
             : .characters(Int.random(in: 100...600, using: &random))
         let chunks = try Chunker(limit: limit).chunks(for: Narration(text: document))

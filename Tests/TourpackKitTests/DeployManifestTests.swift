@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TourpackKit
-import Yams
 import TourpackCore
+import Yams
+
+@testable import TourpackKit
 
 /// `deploy/` parsed as Kubernetes would read it: the Indexed Job's shape
 /// (N completions, N in parallel, N shards), its failure policy (exit 2 and
@@ -44,10 +45,11 @@ import TourpackCore
         let rules = try #require((spec["podFailurePolicy"] as? [String: Any])?["rules"] as? [[String: Any]])
         let failIndex = rules.filter { $0["action"] as? String == "FailIndex" }
         let codes = failIndex.compactMap { $0["onExitCodes"] as? [String: Any] }
-        #expect(codes.contains { rule in
-            rule["operator"] as? String == "In" && Set(rule["values"] as? [Int] ?? []) == [2, 3]
-                && rule["containerName"] as? String == container["name"] as? String
-        }, "\(rules)")
+        #expect(
+            codes.contains { rule in
+                rule["operator"] as? String == "In" && Set(rule["values"] as? [Int] ?? []) == [2, 3]
+                    && rule["containerName"] as? String == container["name"] as? String
+            }, "\(rules)")
         #expect(!rules.contains { ($0["action"] as? String) == "Ignore" && $0["onExitCodes"] != nil }, "no exit code may be ignored")
 
         // Keys only from Secrets, under the names the pipeline gives.
@@ -80,8 +82,9 @@ import TourpackCore
         let subPath = try #require(scratch["subPathExpr"] as? String)
         #expect(subPath.contains("$(JOB_COMPLETION_INDEX)"))
         let index = try #require(env.first { $0["name"] as? String == "JOB_COMPLETION_INDEX" })
-        #expect(((index["valueFrom"] as? [String: Any])?["fieldRef"] as? [String: Any])?["fieldPath"] as? String
-            == "metadata.annotations['batch.kubernetes.io/job-completion-index']")
+        #expect(
+            ((index["valueFrom"] as? [String: Any])?["fieldRef"] as? [String: Any])?["fieldPath"] as? String
+                == "metadata.annotations['batch.kubernetes.io/job-completion-index']")
         // The worker's own files stay on local disk.
         #expect(volume(mountedAt: "/var/tmp/tourpack")?["emptyDir"] != nil)
     }

@@ -1,6 +1,6 @@
 import Testing
-import TourpackKit
 import TourpackCore
+import TourpackKit
 
 /// The exit codes have one home: every kind of failure exits with a code
 /// the legend explains, and the legend is the line `tourpack --help` prints.
@@ -16,6 +16,7 @@ import TourpackCore
     @Test func theLegendReadsAsTheHelpHasAlwaysSaid() {
         #expect(
             ExitStatus.legend
-                == "Exit codes: 0 ok · 1 build or validation failure · 2 bad input, config or usage · 3 a budget refused the work · 130 cancelled.")
+                == "Exit codes: 0 ok · 1 build or validation failure · 2 bad input, config or usage · 3 a budget refused the work · 130 cancelled."
+        )
     }
 }

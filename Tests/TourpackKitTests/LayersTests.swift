@@ -1,8 +1,9 @@
-import Testing
 import Foundation
-@testable import TourpackKit
-@testable import TourpackCore
+import Testing
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 
 @Suite struct LayersTests {
     @Test func safeIDAcceptsOnlyCanonicalUUIDs() {

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// W3C PLS 1.0 lexicons: strict parsing with file and line, rewriting for
@@ -70,7 +71,9 @@ import Testing
         let parsed = ParsedLexicon(
             language: lexicon.language, alphabet: lexicon.alphabet.rawValue,
             lexemes: lexicon.lexemes.map {
-                ParsedLexeme(line: $0.line, graphemes: $0.graphemes, phoneme: $0.phoneme.map { "\($0.alphabet.rawValue): \($0.text)" }, alias: $0.alias)
+                ParsedLexeme(
+                    line: $0.line, graphemes: $0.graphemes, phoneme: $0.phoneme.map { "\($0.alphabet.rawValue): \($0.text)" },
+                    alias: $0.alias)
             })
         try Self.writeOrCompare(parsed, golden: "alps.golden.json")
         // Beyond the golden: what each rule must give, stated plainly.
@@ -82,78 +85,100 @@ import Testing
     }
 
     static let errorCases: [(name: String, pls: String, errors: [String])] = [
-        ("wrong root",
-         "<?xml version=\"1.0\"?>\n<speak version=\"1.0\" xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\"/>\n",
-         ["bad.pls: line 2: the root element must be <lexicon>, not <speak>"]),
-        ("wrong namespace",
-         "<lexicon version=\"1.0\" xmlns=\"http://www.w3.org/2001/10/synthesis\" alphabet=\"ipa\" xml:lang=\"en\">\n</lexicon>\n",
-         ["bad.pls: line 1: <lexicon> must be in the PLS namespace (xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\"), not in the namespace http://www.w3.org/2001/10/synthesis"]),
-        ("no namespace",
-         "<lexicon version=\"1.0\" alphabet=\"ipa\" xml:lang=\"en\"/>\n",
-         ["bad.pls: line 1: <lexicon> must be in the PLS namespace (xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\"), not in no namespace"]),
-        ("wrong version and alphabet, no language",
-         "\n<lexicon version=\"1.1\" xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\" alphabet=\"arpabet\">\n</lexicon>\n",
-         [
-             "bad.pls: line 2: unsupported PLS version \"1.1\"; tourpack reads version=\"1.0\"",
-             "bad.pls: line 2: unknown alphabet \"arpabet\"; use \"ipa\" or \"x-sampa\"",
-             "bad.pls: line 2: <lexicon> has no xml:lang; name the lexicon's language, as in xml:lang=\"en-US\"",
-         ]),
-        ("every lexeme problem, each at its line",
-         header + """
+        (
+            "wrong root",
+            "<?xml version=\"1.0\"?>\n<speak version=\"1.0\" xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\"/>\n",
+            ["bad.pls: line 2: the root element must be <lexicon>, not <speak>"]
+        ),
+        (
+            "wrong namespace",
+            "<lexicon version=\"1.0\" xmlns=\"http://www.w3.org/2001/10/synthesis\" alphabet=\"ipa\" xml:lang=\"en\">\n</lexicon>\n",
+            [
+                "bad.pls: line 1: <lexicon> must be in the PLS namespace (xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\"), not in the namespace http://www.w3.org/2001/10/synthesis"
+            ]
+        ),
+        (
+            "no namespace",
+            "<lexicon version=\"1.0\" alphabet=\"ipa\" xml:lang=\"en\"/>\n",
+            [
+                "bad.pls: line 1: <lexicon> must be in the PLS namespace (xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\"), not in no namespace"
+            ]
+        ),
+        (
+            "wrong version and alphabet, no language",
+            "\n<lexicon version=\"1.1\" xmlns=\"http://www.w3.org/2005/01/pronunciation-lexicon\" alphabet=\"arpabet\">\n</lexicon>\n",
+            [
+                "bad.pls: line 2: unsupported PLS version \"1.1\"; tourpack reads version=\"1.0\"",
+                "bad.pls: line 2: unknown alphabet \"arpabet\"; use \"ipa\" or \"x-sampa\"",
+                "bad.pls: line 2: <lexicon> has no xml:lang; name the lexicon's language, as in xml:lang=\"en-US\"",
+            ]
+        ),
+        (
+            "every lexeme problem, each at its line",
+            header + """
 
-           <lexeme>
-             <phoneme>a</phoneme>
-           </lexeme>
-           <lexeme>
-             <grapheme>Saas-Fee</grapheme>
-           </lexeme>
-           <lexeme>
-             <grapheme>  </grapheme>
-             <alias>nothing</alias>
-           </lexeme>
-           <lexeme>
-             <grapheme>Visp</grapheme>
-             <phoneme alphabet="klingon">fisp</phoneme>
-           </lexeme>
-           <lexeme>
-             <graphme>Brig</graphme>
-             <alias>Breeg</alias>
-           </lexeme>
-           <lexeme>
-             <alias>Tash</alias>
-             <grapheme>Täsch</grapheme>
-           </lexeme>
-           <lexeme lang="de">
-             <grapheme>Sion</grapheme>
-             <alias prefer="yes">See-on</alias>
-           </lexeme>
-           stray words
-         </lexicon>
-         """,
-         [
-             "bad.pls: line 2: the lexeme has no <grapheme>; give the spelling it applies to",
-             "bad.pls: line 5: the lexeme \"Saas-Fee\" has neither a <phoneme> nor an <alias>, so it changes nothing",
-             "bad.pls: line 9: empty <grapheme>",
-             "bad.pls: line 14: unknown alphabet \"klingon\"; use \"ipa\" or \"x-sampa\"",
-             "bad.pls: line 17: <graphme> is not allowed in <lexeme>; it holds <grapheme>, <phoneme>, <alias> and <example>",
-             "bad.pls: line 22: <grapheme> comes after a <phoneme> or <alias>; a lexeme lists its graphemes first",
-             "bad.pls: line 24: unknown attribute lang on <lexeme>; it takes role",
-             "bad.pls: line 26: prefer must be \"true\" or \"false\", not \"yes\"",
-             "bad.pls: line 29: text \"stray words\" stands outside <grapheme>, <phoneme> and <alias>",
-         ]),
-        ("malformed XML",
-         header + "\n  <lexeme>\n    <grapheme>Zermatt</alias>\n  </lexeme>\n</lexicon>\n",
-         ["bad.pls: line 3: malformed XML: a closing tag that does not match the element it closes"]),
-        ("a document type",
-         "<?xml version=\"1.0\"?>\n<!DOCTYPE lexicon [<!ENTITY a \"aaaa\">]>\n" + header + "</lexicon>\n",
-         ["bad.pls: line 2: <!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither"]),
+                  <lexeme>
+                    <phoneme>a</phoneme>
+                  </lexeme>
+                  <lexeme>
+                    <grapheme>Saas-Fee</grapheme>
+                  </lexeme>
+                  <lexeme>
+                    <grapheme>  </grapheme>
+                    <alias>nothing</alias>
+                  </lexeme>
+                  <lexeme>
+                    <grapheme>Visp</grapheme>
+                    <phoneme alphabet="klingon">fisp</phoneme>
+                  </lexeme>
+                  <lexeme>
+                    <graphme>Brig</graphme>
+                    <alias>Breeg</alias>
+                  </lexeme>
+                  <lexeme>
+                    <alias>Tash</alias>
+                    <grapheme>Täsch</grapheme>
+                  </lexeme>
+                  <lexeme lang="de">
+                    <grapheme>Sion</grapheme>
+                    <alias prefer="yes">See-on</alias>
+                  </lexeme>
+                  stray words
+                </lexicon>
+                """,
+            [
+                "bad.pls: line 2: the lexeme has no <grapheme>; give the spelling it applies to",
+                "bad.pls: line 5: the lexeme \"Saas-Fee\" has neither a <phoneme> nor an <alias>, so it changes nothing",
+                "bad.pls: line 9: empty <grapheme>",
+                "bad.pls: line 14: unknown alphabet \"klingon\"; use \"ipa\" or \"x-sampa\"",
+                "bad.pls: line 17: <graphme> is not allowed in <lexeme>; it holds <grapheme>, <phoneme>, <alias> and <example>",
+                "bad.pls: line 22: <grapheme> comes after a <phoneme> or <alias>; a lexeme lists its graphemes first",
+                "bad.pls: line 24: unknown attribute lang on <lexeme>; it takes role",
+                "bad.pls: line 26: prefer must be \"true\" or \"false\", not \"yes\"",
+                "bad.pls: line 29: text \"stray words\" stands outside <grapheme>, <phoneme> and <alias>",
+            ]
+        ),
+        (
+            "malformed XML",
+            header + "\n  <lexeme>\n    <grapheme>Zermatt</alias>\n  </lexeme>\n</lexicon>\n",
+            ["bad.pls: line 3: malformed XML: a closing tag that does not match the element it closes"]
+        ),
+        (
+            "a document type",
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE lexicon [<!ENTITY a \"aaaa\">]>\n" + header + "</lexicon>\n",
+            ["bad.pls: line 2: <!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither"]
+        ),
         ("an empty file", "\n", ["bad.pls: line 1: the file is empty"]),
-        ("an element never closed",
-         header + "\n  <lexeme>\n",
-         ["bad.pls: line 2: malformed XML: the document does not end where it should (an element left open, or more after the root)"]),
-        ("an element inside a grapheme",
-         header + "\n  <lexeme>\n    <grapheme>Zer<b>matt</b></grapheme>\n    <alias>x</alias>\n  </lexeme>\n</lexicon>\n",
-         ["bad.pls: line 3: <b> is not allowed inside <grapheme>, which holds text only"]),
+        (
+            "an element never closed",
+            header + "\n  <lexeme>\n",
+            ["bad.pls: line 2: malformed XML: the document does not end where it should (an element left open, or more after the root)"]
+        ),
+        (
+            "an element inside a grapheme",
+            header + "\n  <lexeme>\n    <grapheme>Zer<b>matt</b></grapheme>\n    <alias>x</alias>\n  </lexeme>\n</lexicon>\n",
+            ["bad.pls: line 3: <b> is not allowed inside <grapheme>, which holds text only"]
+        ),
     ]
 
     @Test(arguments: errorCases.indices)
@@ -182,7 +207,9 @@ import Testing
     }
 
     static func rewriteCases() -> [String] {
-        guard let directory, let files = try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("rewrite").path) else { return [] }
+        guard let directory,
+            let files = try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("rewrite").path)
+        else { return [] }
         return files.filter { $0.hasSuffix(".txt") }.map { String($0.dropLast(4)) }.sorted()
     }
 
@@ -223,26 +250,32 @@ import Testing
     }
 
     @Test func substitutedTextIsNeverRewrittenAgain() throws {
-        let lexicon = try Self.lexicon("""
+        let lexicon = try Self.lexicon(
+            """
             <lexeme><grapheme>Grindelwald</grapheme><alias>near Zermatt</alias></lexeme>
             <lexeme><grapheme>Zermatt</grapheme><alias>Tsermatt</alias></lexeme>
             """)
         #expect(Self.rewrite("Grindelwald, Zermatt", lexicon, .alias) == "near Zermatt, Tsermatt")
-        #expect(Self.rewrite("Grindelwald, Zermatt", lexicon, .ssml)
-            == #"<speak><sub alias="near Zermatt">Grindelwald</sub>, <sub alias="Tsermatt">Zermatt</sub></speak>"#)
+        #expect(
+            Self.rewrite("Grindelwald, Zermatt", lexicon, .ssml)
+                == #"<speak><sub alias="near Zermatt">Grindelwald</sub>, <sub alias="Tsermatt">Zermatt</sub></speak>"#)
     }
 
     @Test func attributesAndTextAreEscaped() throws {
-        let lexicon = try Self.lexicon(#"""
+        let lexicon = try Self.lexicon(
+            #"""
             <lexeme><grapheme>Q&amp;A</grapheme><phoneme>k&lt;"ju&amp;</phoneme></lexeme>
             <lexeme><grapheme>R&amp;R</grapheme><alias>rest &amp; "relax" &lt;3</alias></lexeme>
             """#)
         // Google, plain narration: wrapped, the narration's own text escaped too.
-        #expect(Self.rewrite(#"Q&A, R&R and "5 < 6""#, lexicon, .ssml)
-            == #"<speak><phoneme alphabet="ipa" ph="k&lt;&quot;ju&amp;">Q&amp;A</phoneme>, <sub alias="rest &amp; &quot;relax&quot; &lt;3">R&amp;R</sub> and &quot;5 &lt; 6&quot;</speak>"#)
+        #expect(
+            Self.rewrite(#"Q&A, R&R and "5 < 6""#, lexicon, .ssml)
+                == #"<speak><phoneme alphabet="ipa" ph="k&lt;&quot;ju&amp;">Q&amp;A</phoneme>, <sub alias="rest &amp; &quot;relax&quot; &lt;3">R&amp;R</sub> and &quot;5 &lt; 6&quot;</speak>"#
+        )
         // Google, SSML narration: the grapheme's own markup (an entity) is kept inside the element.
-        #expect(Self.rewrite("<speak>R&amp;R</speak>", lexicon, .ssml)
-            == #"<speak><sub alias="rest &amp; &quot;relax&quot; &lt;3">R&amp;R</sub></speak>"#)
+        #expect(
+            Self.rewrite("<speak>R&amp;R</speak>", lexicon, .ssml)
+                == #"<speak><sub alias="rest &amp; &quot;relax&quot; &lt;3">R&amp;R</sub></speak>"#)
         // Aliases only: escaped in SSML, as they are in plain text.
         #expect(Self.rewrite("<speak>R&amp;R</speak>", lexicon, .alias) == "<speak>rest &amp; &quot;relax&quot; &lt;3</speak>")
         #expect(Self.rewrite("R&R", lexicon, .alias) == #"rest & "relax" <3"#)
@@ -253,8 +286,10 @@ import Testing
 
     @Test func ssmlTagsAttributesAndPronouncedElementsAreLeftAlone() throws {
         let lexicon = try Self.alps()
-        let ssml = #"<speak><sub alias="Zermatt">Zermatt</sub> <say-as interpret-as="characters">Zermatt</say-as> <phoneme alphabet="ipa" ph="z">Zermatt</phoneme> <mark name="Zermatt"/><!-- Zermatt --><![CDATA[Zermatt]]> <prosody rate="slow">Zermatt</prosody></speak>"#
-        let expected = #"<speak><sub alias="Zermatt">Zermatt</sub> <say-as interpret-as="characters">Zermatt</say-as> <phoneme alphabet="ipa" ph="z">Zermatt</phoneme> <mark name="Zermatt"/><!-- Zermatt --><![CDATA[Zermatt]]> <prosody rate="slow"><phoneme alphabet="ipa" ph="ˈtsɛrmat">Zermatt</phoneme></prosody></speak>"#
+        let ssml =
+            #"<speak><sub alias="Zermatt">Zermatt</sub> <say-as interpret-as="characters">Zermatt</say-as> <phoneme alphabet="ipa" ph="z">Zermatt</phoneme> <mark name="Zermatt"/><!-- Zermatt --><![CDATA[Zermatt]]> <prosody rate="slow">Zermatt</prosody></speak>"#
+        let expected =
+            #"<speak><sub alias="Zermatt">Zermatt</sub> <say-as interpret-as="characters">Zermatt</say-as> <phoneme alphabet="ipa" ph="z">Zermatt</phoneme> <mark name="Zermatt"/><!-- Zermatt --><![CDATA[Zermatt]]> <prosody rate="slow"><phoneme alphabet="ipa" ph="ˈtsɛrmat">Zermatt</phoneme></prosody></speak>"#
         #expect(Self.rewrite(ssml, lexicon, .ssml) == expected)
         #expect(Self.rewrite(ssml, lexicon, .alias).hasSuffix(#"<prosody rate="slow">Tsair-matt</prosody></speak>"#))
         let broken = "<speak>Zermatt <b></speak>"
@@ -297,13 +332,15 @@ import Testing
         #expect(config.pronunciationDialect == .ssml)
 
         let openAI = fixture.errors(pipeline + "tts: {api: openai}\n")
-        #expect(openAI == [
-            "lexicons/alps.pls: line 2: the lexeme \"Zermatt\" has a <phoneme> but no <alias>; the OpenAI-style endpoint cannot speak phonemes, so give it an <alias> to say instead",
-        ])
+        #expect(
+            openAI == [
+                "lexicons/alps.pls: line 2: the lexeme \"Zermatt\" has a <phoneme> but no <alias>; the OpenAI-style endpoint cannot speak phonemes, so give it an <alias> to say instead"
+            ])
         let local = fixture.errors(pipeline, overrides: PipelineOverrides(voiceFile: "voices/local.yaml"))
-        #expect(local == [
-            "lexicons/alps.pls: line 2: the lexeme \"Zermatt\" has a <phoneme> but no <alias>; the local voice (en-us) cannot speak phonemes, so give it an <alias> to say instead",
-        ])
+        #expect(
+            local == [
+                "lexicons/alps.pls: line 2: the lexeme \"Zermatt\" has a <phoneme> but no <alias>; the local voice (en-us) cannot speak phonemes, so give it an <alias> to say instead"
+            ])
     }
 
     @Test func voiceLexiconsComeFirstAndPathsResolveAgainstTheirFile() throws {
@@ -315,18 +352,21 @@ import Testing
         }
         try fixture.write("lexicons/pipeline.pls", lexeme("from the pipeline"))
         try fixture.write("voices/voice.pls", lexeme("from the voice"))
-        try fixture.write("voices/v.yaml", "version: 1\nprovider: local\nlanguageCode: en-US\nname: en-us\ntier: local\nlexicons: [voice.pls]\n")
+        try fixture.write(
+            "voices/v.yaml", "version: 1\nprovider: local\nlanguageCode: en-US\nname: en-us\ntier: local\nlexicons: [voice.pls]\n")
         let config = try fixture.load(PipelineConfigTests.minimal + "lexicons: [../lexicons/pipeline.pls, ../voices/voice.pls]\n")
         #expect(config.lexicons.map(\.file) == ["voices/voice.pls", "lexicons/pipeline.pls"], "the voice's first, each file once")
         let rewriter = Planner(config: config).rewriter
         #expect(rewriter.rewrite(Narration(text: "Zermatt")).narration.text == "from the voice")
-        #expect(config.settledDescription().contains(
-            "lexicons  voices/voice.pls (1 lexeme, en-US), lexicons/pipeline.pls (1 lexeme, en-US) · aliases as plain text"))
+        #expect(
+            config.settledDescription().contains(
+                "lexicons  voices/voice.pls (1 lexeme, en-US), lexicons/pipeline.pls (1 lexeme, en-US) · aliases as plain text"))
 
         let errors = fixture.errors(PipelineConfigTests.minimal + "lexicons: [../lexicons/missing.pls, {a: b}]\n")
-        #expect(errors == [
-            "pipelines/p.yaml: lexicons[1]: expected a non-empty string, found a mapping",
-        ])
+        #expect(
+            errors == [
+                "pipelines/p.yaml: lexicons[1]: expected a non-empty string, found a mapping"
+            ])
         let missing = fixture.errors(PipelineConfigTests.minimal + "lexicons: ../lexicons/missing.pls\n")
         #expect(missing == ["lexicons/missing.pls: cannot read: no such file"])
     }
@@ -336,20 +376,22 @@ import Testing
     /// Editing one lexeme re-synthesizes exactly the chunks that hold its
     /// grapheme: every other chunk keeps its key.
     @Test func editingOneLexemeChangesOnlyTheKeysOfItsChunks() throws {
-        let before = try Self.lexicon("""
+        let before = try Self.lexicon(
+            """
             <lexeme><grapheme>Zermatt</grapheme><phoneme>ˈtsɛrmat</phoneme></lexeme>
             <lexeme><grapheme>Grindelwald</grapheme><alias>Grin-del-vald</alias></lexeme>
             """)
         var after = before
         after.lexemes[0].phoneme = Phoneme(alphabet: .ipa, text: "tsɛrˈmat")
-        let narration = Narration(text: """
-            Grindelwald sits under the north face of the Eiger, with trains every half hour. \
-            The railway climbs for the better part of an hour, past meadows and barns, and a waterfall or two that thunder in spring. \
-            Zermatt has had no petrol cars for decades; electric taxis meet every train. \
-            The glacier below the ridge has been retreating every summer since the middle of the last century, and faster every year. \
-            Zermatt and Grindelwald both began as farming villages. \
-            Nothing in this last sentence names a town, so its chunk is plain text and keeps the key it had without any lexicon at all.
-            """)
+        let narration = Narration(
+            text: """
+                Grindelwald sits under the north face of the Eiger, with trains every half hour. \
+                The railway climbs for the better part of an hour, past meadows and barns, and a waterfall or two that thunder in spring. \
+                Zermatt has had no petrol cars for decades; electric taxis meet every train. \
+                The glacier below the ridge has been retreating every summer since the middle of the last century, and faster every year. \
+                Zermatt and Grindelwald both began as farming villages. \
+                Nothing in this last sentence names a town, so its chunk is plain text and keeps the key it had without any lexicon at all.
+                """)
         let voice = VoicePreset(provider: "google", languageCode: "en-US", name: "en-US-Standard-C", tier: .standard)
         // A limit that gives each sentence a chunk of its own.
         let chunker = Chunker(limit: .utf8BytesAfterEscaping(200))
@@ -364,7 +406,9 @@ import Testing
         #expect(changed.allSatisfy { new[$0].text.contains("Zermatt") })
         // Chunks with no lexeme are plain text again, with the keys they had without any lexicon.
         let bare = try chunker.chunks(for: narration)
-        #expect(old[5].text.hasPrefix("Nothing in this last sentence") && old[5].key == SynthesisKey(chunk: bare[3], voice: voice, sampleRateHz: 24_000))
+        #expect(
+            old[5].text.hasPrefix("Nothing in this last sentence")
+                && old[5].key == SynthesisKey(chunk: bare[3], voice: voice, sampleRateHz: 24_000))
     }
 
     // MARK: The demo

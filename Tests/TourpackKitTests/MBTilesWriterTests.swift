@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackMaps
 
 /// The tile pack writer: MBTiles 1.3 that `MBTilesReader` reads back, in
@@ -19,7 +20,9 @@ import Testing
     }
 
     /// 2,500 tiles: more than two transactions' worth.
-    static let tiles: [TileID] = (12...13).flatMap { z in (0..<50).flatMap { x in (0..<25).map { y in TileID(z: z, x: 2_180 + x, y: 1_450 + y) } } }
+    static let tiles: [TileID] = (12...13).flatMap { z in
+        (0..<50).flatMap { x in (0..<25).map { y in TileID(z: z, x: 2_180 + x, y: 1_450 + y) } }
+    }
 
     static func write(_ url: URL, tiles: [TileID] = tiles) throws -> (size: Int64, sha256: String) {
         let writer = try MBTilesWriter(creating: url, metadata: metadata)
@@ -53,7 +56,9 @@ import Testing
             #expect(try Int.fetchOne(db, sql: "PRAGMA page_size") == 4096)
             #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM tiles") == Self.tiles.count)
             // TMS rows: row = 2^z − 1 − y.
-            let row = try Int.fetchOne(db, sql: "SELECT tile_row FROM tiles WHERE zoom_level = 13 AND tile_column = 2200 AND tile_data = ?", arguments: [Data(Self.bytes(tile))])
+            let row = try Int.fetchOne(
+                db, sql: "SELECT tile_row FROM tiles WHERE zoom_level = 13 AND tile_column = 2200 AND tile_data = ?",
+                arguments: [Data(Self.bytes(tile))])
             #expect(row == (1 << 13) - 1 - 1_460)
             #expect(try String.fetchAll(db, sql: "PRAGMA integrity_check") == ["ok"])
         }

@@ -1,10 +1,11 @@
 import Foundation
 import TestServers
 import Testing
-@testable import TourpackKit
+
+@testable import TourpackAudio
 @testable import TourpackCore
 @testable import TourpackHTTP
-@testable import TourpackAudio
+@testable import TourpackKit
 @testable import TourpackState
 
 #if canImport(Glibc)
@@ -22,14 +23,17 @@ extension MotoTestServer {
     }
 
     /// A store on a new bucket of this server, keys from a fake environment.
-    func store(bucket: String = "tourpack-\(UUID().uuidString.prefix(8).lowercased())", prefix: String = "synthesis/") async throws -> ObjectStore {
+    func store(bucket: String = "tourpack-\(UUID().uuidString.prefix(8).lowercased())", prefix: String = "synthesis/") async throws
+        -> ObjectStore
+    {
         let settings = ObjectStoreSettings(endpoint: endpoint, bucket: bucket, prefix: prefix, region: "us-east-1")
         let store = try ObjectStore(settings: settings, environment: ObjectStoreTests.environment)
         // Creating the bucket is the operator's job; the test does it with a signed PUT of the bucket itself.
         var request = HTTPRequestSpec(
             method: .put, url: "\(endpoint)/\(bucket)", headers: [(name: "x-amz-content-sha256", value: ObjectStoreTests.emptySHA256)],
             body: [], totalTimeoutSeconds: 10, connectTimeoutSeconds: 5, stallTimeoutSeconds: 5)
-        request.signing = AWSSigning(region: "us-east-1", service: "s3", accessKey: ObjectStoreTests.accessKey, secretKey: ObjectStoreTests.secretKey)
+        request.signing = AWSSigning(
+            region: "us-east-1", service: "s3", accessKey: ObjectStoreTests.accessKey, secretKey: ObjectStoreTests.secretKey)
         let created = try await HTTPTransport(maxConnections: 1).perform(request).get()
         guard created.status == 200 else { throw TestFailure("could not create bucket \(bucket): HTTP \(created.status)") }
         return store
@@ -45,7 +49,9 @@ struct TestFailure: Error, CustomStringConvertible {
     /// Obviously fake keys; the secret is a sentinel searched for in every error.
     static let accessKey = "FAKEACCESSKEYFORTESTS"
     static let secretKey = "sentinel-secret-0123456789-never-print-me"
-    static let environment = ["TP_TEST_ACCESS": accessKey, "TP_TEST_SECRET": secretKey, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey]
+    static let environment = [
+        "TP_TEST_ACCESS": accessKey, "TP_TEST_SECRET": secretKey, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey,
+    ]
     static let emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
     /// A real chunk file: FLAC written by the cache's own writer.
@@ -100,7 +106,8 @@ struct TestFailure: Error, CustomStringConvertible {
             other[other.count / 2] ^= 0xFF
             let sha = ObjectStore.sha256Hex(bytes)
             let overwrite = try await store.exchange(
-                .put, "damaged.flac", body: other, headers: [(name: "Content-Type", value: "application/octet-stream"), (name: "x-amz-meta-sha256", value: sha)],
+                .put, "damaged.flac", body: other,
+                headers: [(name: "Content-Type", value: "application/octet-stream"), (name: "x-amz-meta-sha256", value: sha)],
                 operation: "PUT")
             #expect(overwrite.status == 200)
             #expect(try await store.get("damaged.flac") == nil)
@@ -112,7 +119,8 @@ struct TestFailure: Error, CustomStringConvertible {
             #expect(!FileManager.default.fileExists(atPath: target.path))
 
             // An object someone wrote without the metadata cannot be checked: a miss too.
-            let bare = try await store.exchange(.put, "bare.flac", body: bytes, headers: [(name: "Content-Type", value: "application/octet-stream")], operation: "PUT")
+            let bare = try await store.exchange(
+                .put, "bare.flac", body: bytes, headers: [(name: "Content-Type", value: "application/octet-stream")], operation: "PUT")
             #expect(bare.status == 200)
             #expect(try await store.get("bare.flac") == nil)
         }
@@ -152,7 +160,8 @@ struct TestFailure: Error, CustomStringConvertible {
             #expect(try await store.get("ab/chunk.flac") == nil)
 
             let wrongSecret = keys[1] + "x"
-            let forged = try ObjectStore(settings: settings, environment: ["AWS_ACCESS_KEY_ID": keys[0], "AWS_SECRET_ACCESS_KEY": wrongSecret])
+            let forged = try ObjectStore(
+                settings: settings, environment: ["AWS_ACCESS_KEY_ID": keys[0], "AWS_SECRET_ACCESS_KEY": wrongSecret])
             do {
                 _ = try await forged.get("ab/chunk.flac")
                 Issue.record("a request signed with the wrong secret was accepted")
@@ -176,15 +185,18 @@ struct TestFailure: Error, CustomStringConvertible {
         }
         // Nothing listening.
         let closed = try PostgresTestServer.freePort()
-        let gone = try ObjectStore(settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(closed)", bucket: "bucket"), environment: Self.environment)
+        let gone = try ObjectStore(
+            settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(closed)", bucket: "bucket"), environment: Self.environment)
         do {
             _ = try await gone.get("x.flac")
             Issue.record("a get from a closed port succeeded")
         } catch { errors.append("\(error)") }
         // A server that echoes the signed request (and so the access key) in its error.
-        let echo = try CaptureServer { head in (403, "<Error><Code>AccessDenied</Code><Message>\(head) \(Self.secretKey)</Message></Error>") }
+        let echo = try CaptureServer { head in (403, "<Error><Code>AccessDenied</Code><Message>\(head) \(Self.secretKey)</Message></Error>")
+        }
         defer { echo.stop() }
-        let echoed = try ObjectStore(settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(echo.port)", bucket: "bucket"), environment: Self.environment)
+        let echoed = try ObjectStore(
+            settings: ObjectStoreSettings(endpoint: "http://127.0.0.1:\(echo.port)", bucket: "bucket"), environment: Self.environment)
         do {
             try await echoed.put("x.flac", bytes: [1])
             Issue.record("a 403 was taken for success")
@@ -192,7 +204,8 @@ struct TestFailure: Error, CustomStringConvertible {
         #expect(echo.received.first?.contains(Self.accessKey) == true, "the access key did travel, in the Authorization header")
         // Unset variables name the variable only.
         for environment in [["TP_TEST_SECRET": Self.secretKey], ["TP_TEST_ACCESS": Self.accessKey]] {
-            let settings = ObjectStoreSettings(endpoint: "http://127.0.0.1:9", bucket: "bucket", accessKeyEnv: "TP_TEST_ACCESS", secretKeyEnv: "TP_TEST_SECRET")
+            let settings = ObjectStoreSettings(
+                endpoint: "http://127.0.0.1:9", bucket: "bucket", accessKeyEnv: "TP_TEST_ACCESS", secretKeyEnv: "TP_TEST_SECRET")
             do {
                 _ = try ObjectStore(settings: settings, environment: environment)
                 Issue.record("a store was made without its keys")

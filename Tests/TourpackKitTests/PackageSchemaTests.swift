@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TourpackKit
-@testable import TourpackCore
 import TourpackMaps
+
+@testable import TourpackCore
+@testable import TourpackKit
 
 /// `PackageSchema` (validate's Swift mirror of `schemas/package.schema.json`)
 /// must agree with the schema file as Python's `jsonschema` reads it: the
@@ -41,8 +42,10 @@ import TourpackMaps
         ("\"format\": \"png\"", "\"format\": \"gif\"", "mapTiles.format: \"gif\" is not one of \"png\", \"jpg\", \"webp\", \"pbf\""),
         ("\"file\": \"OfflineTours/", "\"file\": \"AudioCache/", "mapTiles.file: \"AudioCache/"),
         ("/tiles.mbtiles\"", "/tiles.sqlite\"", "mapTiles.file: \"OfflineTours/"),
-        ("\"sha256\": \"\(String(repeating: "ab", count: 32))\",", "",
-         "mapTiles.sha256: missing required field (file, format, storedTiles, emptyTiles, sizeBytes, sha256 and attribution go together)"),
+        (
+            "\"sha256\": \"\(String(repeating: "ab", count: 32))\",", "",
+            "mapTiles.sha256: missing required field (file, format, storedTiles, emptyTiles, sizeBytes, sha256 and attribution go together)"
+        ),
         ("\"attribution\": \"© OpenStreetMap contributors\",", "", "mapTiles.attribution: missing required field"),
         ("\"sizeBytes\": 123456", "\"sizeBytes\": 0", "mapTiles.sizeBytes: 0 is less than the minimum 1"),
         ("\"emptyTiles\": 7", "\"emptyTiles\": -1", "mapTiles.emptyTiles: -1 is less than the minimum 0"),
@@ -69,12 +72,21 @@ import TourpackMaps
     /// Each edit, with the message the Swift mirror gives. Python's validator must refuse it too.
     @Test(arguments: [
         ("\"tourVersion\": 3,", "\"tourVersion\": 3, \"extra\": 1,", "extra: unknown key (the schema allows no other keys here)"),
-        ("\"phase\": \"guidedTour\"", "\"phase\": \"Guided Tour\"", "audio[2].phase: \"Guided Tour\" is not one of \"approaching\", \"detailed\", \"guidedTour\""),
+        (
+            "\"phase\": \"guidedTour\"", "\"phase\": \"Guided Tour\"",
+            "audio[2].phase: \"Guided Tour\" is not one of \"approaching\", \"detailed\", \"guidedTour\""
+        ),
         ("\"tourId\": \"0b7c2f0e", "\"tourId\": \"0B7C2F0E", "tourId: \"0B7C2F0E-5d1a-4f55-9a0e-2f3b8f6c1d42\" is not a lowercase UUID"),
-        ("\"createdAt\": \"2025-01-15T10:20:30Z\"", "\"createdAt\": \"2025-01-15T10:20:30.000Z\"", "createdAt: \"2025-01-15T10:20:30.000Z\" is not a UTC time like 2025-01-15T10:20:30Z"),
+        (
+            "\"createdAt\": \"2025-01-15T10:20:30Z\"", "\"createdAt\": \"2025-01-15T10:20:30.000Z\"",
+            "createdAt: \"2025-01-15T10:20:30.000Z\" is not a UTC time like 2025-01-15T10:20:30Z"
+        ),
         ("\"bitrateKbps\": 128", "\"bitrateKbps\": 96", "audio[0].bitrateKbps: expected 128 for format aac, found 96"),
         ("\"format\": \"aac\"", "\"format\": \"wav\"", "audio[0].format: \"wav\" is not one of \"aac\", \"mp3\", \"opus\""),
-        ("\"path\": \"AudioCache/", "\"path\": \"../AudioCache/", "audio[0].path: \"../AudioCache/0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42/5f1e0c1a-8a7b-4c1e-9b55-7c0d3e2a9f10_Approaching.m4a\" is not AudioCache/<tourId>/<poiId>_<Phase>.<ext>"),
+        (
+            "\"path\": \"AudioCache/", "\"path\": \"../AudioCache/",
+            "audio[0].path: \"../AudioCache/0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42/5f1e0c1a-8a7b-4c1e-9b55-7c0d3e2a9f10_Approaching.m4a\" is not AudioCache/<tourId>/<poiId>_<Phase>.<ext>"
+        ),
         ("\"contentHash\": ", "\"contentHashX\": ", "contentHashX: unknown key (the schema allows no other keys here)"),
         ("\"sizeBytes\": 51110", "\"sizeBytes\": \"51110\"", "sizeBytes: expected an integer, found a string"),
         ("\"channels\": 1", "\"channels\": 2", "audio[0].channels: expected 1, found 2"),
@@ -91,7 +103,8 @@ import TourpackMaps
         #expect(problems.contains(message), "\(problems)")
         // Duplicate keys are beyond JSON Schema (Python keeps the last one); every other edit Python refuses too.
         if !message.hasSuffix("duplicate key") {
-            #expect(!(try StoreSchemaTests.schemaErrors(Array(edited.utf8))).isEmpty, "jsonschema accepted what the mirror refuses: \(replace)")
+            #expect(
+                !(try StoreSchemaTests.schemaErrors(Array(edited.utf8))).isEmpty, "jsonschema accepted what the mirror refuses: \(replace)")
         }
     }
 

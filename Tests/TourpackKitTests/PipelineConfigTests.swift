@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 /// A scratch folder with `pipelines/`, `voices/` and `tours/`, like a real project.
 struct ConfigFixture {
@@ -12,7 +13,9 @@ struct ConfigFixture {
         for folder in ["pipelines", "voices", "tours"] {
             try FileManager.default.createDirectory(at: root.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
-        try write("voices/v.yaml", "version: 1\nprovider: google\nlanguageCode: en-US\nname: en-US-Neural2-F\ntier: neural2\nspeakingRate: 1.25\npitch: -2\n")
+        try write(
+            "voices/v.yaml",
+            "version: 1\nprovider: google\nlanguageCode: en-US\nname: en-US-Neural2-F\ntier: neural2\nspeakingRate: 1.25\npitch: -2\n")
     }
 
     @discardableResult
@@ -52,7 +55,10 @@ struct ConfigFixture {
         #expect(config.tourGlobs == [root + "/tours/*.json"])
         #expect(config.output.path == root + "/out/Documents")
         #expect(config.state.path == root + "/out/state")
-        #expect(config.voice == VoicePreset(provider: "google", languageCode: "en-US", name: "en-US-Neural2-F", tier: .neural2, speakingRate: 1.25, pitch: -2))
+        #expect(
+            config.voice
+                == VoicePreset(
+                    provider: "google", languageCode: "en-US", name: "en-US-Neural2-F", tier: .neural2, speakingRate: 1.25, pitch: -2))
         // Defaults where the file is silent.
         #expect(config.formats == [.aac])
         #expect(config.tts.concurrency == 8)
@@ -64,7 +70,8 @@ struct ConfigFixture {
     @Test func unknownKeysAreRejectedWithTheirPath() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
-        let errors = fixture.errors(Self.minimal + "colour: blue\ntts:\n  api: google\n  retries: 3\nbudgets:\n  monthlyCharacters: {gold: 5}\n")
+        let errors = fixture.errors(
+            Self.minimal + "colour: blue\ntts:\n  api: google\n  retries: 3\nbudgets:\n  monthlyCharacters: {gold: 5}\n")
         #expect(errors.count == 3)
         #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: colour: unknown key; expected one of version, tours") })
         #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: tts.retries: unknown key; expected one of api, endpoint") })
@@ -75,27 +82,31 @@ struct ConfigFixture {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
         let errors = fixture.errors(
-            Self.minimal + "tts: {concurrency: 0}\nbudgets: {cacheMaxMB: 10, audioMaxAgeDays: 4000, packageMaxAgeDays: 0}\nformats: [aac, wav]\n"
+            Self.minimal
+                + "tts: {concurrency: 0}\nbudgets: {cacheMaxMB: 10, audioMaxAgeDays: 4000, packageMaxAgeDays: 0}\nformats: [aac, wav]\n"
         )
-        #expect(errors == [
-            "pipelines/p.yaml: formats[1]: 'wav' is not one of aac, mp3, opus",
-            "pipelines/p.yaml: tts.concurrency: 0 is out of range 1...256",
-            "pipelines/p.yaml: budgets.cacheMaxMB: 10 is out of range 50...100000",
-            "pipelines/p.yaml: budgets.audioMaxAgeDays: 4000 is out of range 1...3650",
-            "pipelines/p.yaml: budgets.packageMaxAgeDays: 0 is out of range 1...3650",
-        ])
+        #expect(
+            errors == [
+                "pipelines/p.yaml: formats[1]: 'wav' is not one of aac, mp3, opus",
+                "pipelines/p.yaml: tts.concurrency: 0 is out of range 1...256",
+                "pipelines/p.yaml: budgets.cacheMaxMB: 10 is out of range 50...100000",
+                "pipelines/p.yaml: budgets.audioMaxAgeDays: 4000 is out of range 1...3650",
+                "pipelines/p.yaml: budgets.packageMaxAgeDays: 0 is out of range 1...3650",
+            ])
     }
 
     @Test func voiceRangesAndKeysAreChecked() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
-        try fixture.write("voices/v.yaml", "provider: google\nlanguageCode: en-US\nname: x\ntier: platinum\nspeakingRate: 5\npitch: 21\nvolume: 3\n")
-        #expect(fixture.errors(Self.minimal) == [
-            "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons",
-            "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, local",
-            "voices/v.yaml: speakingRate: 5 is out of range 0.25...4",
-            "voices/v.yaml: pitch: 21 is out of range -20...20",
-        ])
+        try fixture.write(
+            "voices/v.yaml", "provider: google\nlanguageCode: en-US\nname: x\ntier: platinum\nspeakingRate: 5\npitch: 21\nvolume: 3\n")
+        #expect(
+            fixture.errors(Self.minimal) == [
+                "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons",
+                "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, local",
+                "voices/v.yaml: speakingRate: 5 is out of range 0.25...4",
+                "voices/v.yaml: pitch: 21 is out of range -20...20",
+            ])
     }
 
     /// A voice's name reaches package.json: a bidi override or another
@@ -104,11 +115,13 @@ struct ConfigFixture {
     @Test func voiceNamesRefuseFormatCharacters() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
-        try fixture.write("voices/v.yaml", "provider: \"goo\\u200Bgle\"\nlanguageCode: en-US\nname: \"en-US-\\u202EF2-laruen\"\ntier: standard\n")
-        #expect(fixture.errors(Self.minimal) == [
-            "voices/v.yaml: provider: invisible format character U+200B is not allowed in a name (of the format characters, only the joiners U+200C and U+200D are)",
-            "voices/v.yaml: name: control character U+202E is not allowed",
-        ])
+        try fixture.write(
+            "voices/v.yaml", "provider: \"goo\\u200Bgle\"\nlanguageCode: en-US\nname: \"en-US-\\u202EF2-laruen\"\ntier: standard\n")
+        #expect(
+            fixture.errors(Self.minimal) == [
+                "voices/v.yaml: provider: invisible format character U+200B is not allowed in a name (of the format characters, only the joiners U+200C and U+200D are)",
+                "voices/v.yaml: name: control character U+202E is not allowed",
+            ])
         try fixture.write("voices/v.yaml", "provider: local\nlanguageCode: fa-IR\nname: \"fa\\u200Cir\"\ntier: local\n")
         #expect(try fixture.load(Self.minimal).voice.name == "fa\u{200C}ir")
     }
@@ -117,7 +130,10 @@ struct ConfigFixture {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
         #expect(fixture.errors("tours: [a]\n") == ["pipelines/p.yaml: version: missing required field (use version: 1)"])
-        #expect(fixture.errors("version: 2\ntours: [a]\n") == ["pipelines/p.yaml: version: unsupported version 2; this tourpack reads version 1"])
+        #expect(
+            fixture.errors("version: 2\ntours: [a]\n") == [
+                "pipelines/p.yaml: version: unsupported version 2; this tourpack reads version 1"
+            ])
     }
 
     @Test func stateMustLieOutsideOutput() throws {
@@ -132,10 +148,11 @@ struct ConfigFixture {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
         let errors = fixture.errors(Self.minimal + "tts:\n  endpoint: https://example.com/v1?key=abc\n  apiKeyEnv: sk-live-123\n")
-        #expect(errors == [
-            "pipelines/p.yaml: tts.endpoint: the endpoint is a base URL and takes no query or fragment (an API key never goes in a URL)",
-            "pipelines/p.yaml: tts.apiKeyEnv: \(PipelineLoader.notAnEnvironmentName)",
-        ])
+        #expect(
+            errors == [
+                "pipelines/p.yaml: tts.endpoint: the endpoint is a base URL and takes no query or fragment (an API key never goes in a URL)",
+                "pipelines/p.yaml: tts.apiKeyEnv: \(PipelineLoader.notAnEnvironmentName)",
+            ])
     }
 
     /// A key pasted where the variable's name belongs is refused, and the
@@ -147,8 +164,10 @@ struct ConfigFixture {
         defer { fixture.remove() }
         let tts = fixture.errors(Self.minimal + "tts:\n  apiKeyEnv: '\(value)'\n")
         #expect(tts == ["pipelines/p.yaml: tts.apiKeyEnv: \(PipelineLoader.notAnEnvironmentName)"])
-        let maps = fixture.errors(Self.minimal + "maps:\n  source:\n    url: 'https://tiles.example.com/{z}/{x}/{y}.png'\n    apiKeyEnv: '\(value)'\n")
-        #expect(maps.count == 1 && maps.first?.contains("maps.source.apiKeyEnv: this is not an environment variable name") == true, "\(maps)")
+        let maps = fixture.errors(
+            Self.minimal + "maps:\n  source:\n    url: 'https://tiles.example.com/{z}/{x}/{y}.png'\n    apiKeyEnv: '\(value)'\n")
+        #expect(
+            maps.count == 1 && maps.first?.contains("maps.source.apiKeyEnv: this is not an environment variable name") == true, "\(maps)")
         for message in tts + maps { #expect(!message.contains(value)) }
         #expect(try fixture.load(Self.minimal + "tts: {apiKeyEnv: \(String(repeating: "K", count: 64))}\n").tts.apiKeyEnv?.count == 64)
     }
@@ -161,7 +180,9 @@ struct ConfigFixture {
         #expect(fromFile.formats == [.mp3])
         #expect(fromFile.tts.concurrency == 3)
         let overridden = try fixture.load(
-            yaml, overrides: PipelineOverrides(formats: [.opus, .aac, .opus], endpoint: "http://127.0.0.1:4242", concurrency: 5, output: "elsewhere", speakingRate: 0.5)
+            yaml,
+            overrides: PipelineOverrides(
+                formats: [.opus, .aac, .opus], endpoint: "http://127.0.0.1:4242", concurrency: 5, output: "elsewhere", speakingRate: 0.5)
         )
         #expect(overridden.formats == [.opus, .aac])
         #expect(overridden.tts.concurrency == 5)

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackMaps
 
 @Suite struct TileMathTests {
@@ -30,7 +31,10 @@ import Testing
     }
 
     @Test func coverageCountsEveryTileOfEveryZoom() throws {
-        let coverage = try #require(TileMath.coverage(of: [Coordinate(latitude: 47.0417, longitude: 12.8427), Coordinate(latitude: 47.0746, longitude: 12.7504)], settings: MapSettings()))
+        let coverage = try #require(
+            TileMath.coverage(
+                of: [Coordinate(latitude: 47.0417, longitude: 12.8427), Coordinate(latitude: 47.0746, longitude: 12.7504)],
+                settings: MapSettings()))
         #expect(coverage.ranges.map(\.zoom) == [12, 13, 14, 15, 16])
         #expect(coverage.tileCount == coverage.ranges.reduce(0) { $0 + ($1.maxX - $1.minX + 1) * ($1.maxY - $1.minY + 1) })
         #expect(coverage.estimatedBytes == coverage.tileCount * 15 * 1024)
@@ -48,7 +52,8 @@ import Testing
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
         let resources = Bundle.module.url(forResource: "Resources", withExtension: nil)!
-        try FileManager.default.copyItem(at: resources.appendingPathComponent("good-tour.json"), to: fixture.root.appendingPathComponent("tours/good.json"))
+        try FileManager.default.copyItem(
+            at: resources.appendingPathComponent("good-tour.json"), to: fixture.root.appendingPathComponent("tours/good.json"))
         let config = try fixture.load(PipelineConfigTests.minimal + "formats: [aac, opus]\n")
         let tours = try TourLoader().loadAll(globs: config.tourGlobs)
         let plan = try Planner(config: config).plan(tours)

@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import TestServers
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// What only the PostgreSQL backend has: a server to reach, a password to
@@ -101,6 +102,8 @@ import Testing
             #expect(try state.database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM quotaUsage") } == 0)
             #expect(try state.database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM build") } == 0)
         }
-        #expect(FileManager.default.fileExists(atPath: one.state.appendingPathComponent(StateDatabase.fileName).path), "the tile cache's database")
+        #expect(
+            FileManager.default.fileExists(atPath: one.state.appendingPathComponent(StateDatabase.fileName).path),
+            "the tile cache's database")
     }
 }

@@ -1,11 +1,13 @@
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 @Suite struct SSMLEscapeTests {
     @Test func escapesTheFiveXMLCharacters() {
-        #expect(SSML.escape(#"Tom & Jerry <3 "Käse" it's > x"#)
-            == "Tom &amp; Jerry &lt;3 &quot;Käse&quot; it&apos;s &gt; x")
+        #expect(
+            SSML.escape(#"Tom & Jerry <3 "Käse" it's > x"#)
+                == "Tom &amp; Jerry &lt;3 &quot;Käse&quot; it&apos;s &gt; x")
     }
 
     @Test func leavesEverythingElseAlone() {
@@ -69,54 +71,106 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"<speak>Hello <emphasis>world</speak>"#,
-         ["<emphasis> opened at character 14 is never closed (</speak> at character 29 comes first)"]),
-        (#"<speak>Hello <emphasis>world</emphasis>"#,
-         ["<speak> opened at character 1 is never closed"]),
-        (#"<speak><p><s>One.</p></s></speak>"#,
-         ["<s> opened at character 11 is never closed (</p> at character 18 comes first)",
-          "</s> at character 22 does not match <speak> opened at character 1"]),
-        (#"<p>Hello</p>"#,
-         ["the document must start with <speak>, not <p> (character 1)"]),
-        (#"Hello <speak>x</speak>"#,
-         ["text at character 1 comes before <speak>; SSML narration must start with <speak>"]),
-        (#"<speak>Tom & Jerry</speak>"#,
-         ["stray & at character 12; write &amp; for a literal &"]),
-        (#"<speak>3 < 4</speak>"#,
-         ["stray < at character 10; write &lt; for a literal <"]),
-        (#"<speak>caf&eacute;</speak>"#,
-         ["&eacute; at character 11 is not an XML entity; SSML knows only &amp; &lt; &gt; &quot; &apos; and numeric ones such as &#233;"]),
-        (#"<speak>&#0; and &#12 x</speak>"#,
-         ["&#0; at character 8 is not a character XML allows",
-          "the character reference at character 17 is incomplete; it must look like &#233; or &#xE9;"]),
-        (#"<speak><break time=500ms/></speak>"#,
-         [#"the value of time in <break> at character 8 must be in quotes, as in time="…""#]),
-        (#"<speak><break time="500ms/></speak>"#,
-         [#"the value of time in <break> at character 8 has no closing " before the next tag (a literal < in a value must be written &lt;)"#]),
-        (#"<speak><break time="1s" time="2s"/></speak>"#,
-         ["the attribute time appears twice in <break> at character 8"]),
-        (#"<speak><prosody rate="slow"pitch="low">x</prosody></speak>"#,
-         ["the attributes of <prosody> at character 8 must be separated by spaces"]),
-        (#"<speak><emphasis level>x</emphasis></speak>"#,
-         [#"the attribute level of <emphasis> at character 8 has no value; write level="…""#]),
-        (#"<speak></p></speak>"#,
-         ["</p> at character 8 does not match <speak> opened at character 1"]),
-        (#"<speak>Hi</speak> and more"#,
-         ["there is more after </speak> at character 19; nothing but whitespace may follow it"]),
-        (#"<speak>Hi</speak><speak>again</speak>"#,
-         ["there is more after </speak> at character 18; nothing but whitespace may follow it"]),
-        (#"<!DOCTYPE speak><speak>x</speak>"#,
-         ["<! at character 1 (such as <!DOCTYPE>) is not allowed in narration SSML; use elements, text and comments only"]),
-        (#"<speak><!-- note x</speak>"#,
-         ["<speak> opened at character 1 is never closed",
-          "the comment opened at character 8 is never closed (missing -->)"]),
-        (#"<speak><speak>x</speak></speak>"#,
-         ["<speak> at character 8 is inside another <speak>; a document has only one"]),
+        (
+            #"<speak>Hello <emphasis>world</speak>"#,
+            ["<emphasis> opened at character 14 is never closed (</speak> at character 29 comes first)"]
+        ),
+        (
+            #"<speak>Hello <emphasis>world</emphasis>"#,
+            ["<speak> opened at character 1 is never closed"]
+        ),
+        (
+            #"<speak><p><s>One.</p></s></speak>"#,
+            [
+                "<s> opened at character 11 is never closed (</p> at character 18 comes first)",
+                "</s> at character 22 does not match <speak> opened at character 1",
+            ]
+        ),
+        (
+            #"<p>Hello</p>"#,
+            ["the document must start with <speak>, not <p> (character 1)"]
+        ),
+        (
+            #"Hello <speak>x</speak>"#,
+            ["text at character 1 comes before <speak>; SSML narration must start with <speak>"]
+        ),
+        (
+            #"<speak>Tom & Jerry</speak>"#,
+            ["stray & at character 12; write &amp; for a literal &"]
+        ),
+        (
+            #"<speak>3 < 4</speak>"#,
+            ["stray < at character 10; write &lt; for a literal <"]
+        ),
+        (
+            #"<speak>caf&eacute;</speak>"#,
+            ["&eacute; at character 11 is not an XML entity; SSML knows only &amp; &lt; &gt; &quot; &apos; and numeric ones such as &#233;"]
+        ),
+        (
+            #"<speak>&#0; and &#12 x</speak>"#,
+            [
+                "&#0; at character 8 is not a character XML allows",
+                "the character reference at character 17 is incomplete; it must look like &#233; or &#xE9;",
+            ]
+        ),
+        (
+            #"<speak><break time=500ms/></speak>"#,
+            [#"the value of time in <break> at character 8 must be in quotes, as in time="…""#]
+        ),
+        (
+            #"<speak><break time="500ms/></speak>"#,
+            [
+                #"the value of time in <break> at character 8 has no closing " before the next tag (a literal < in a value must be written &lt;)"#
+            ]
+        ),
+        (
+            #"<speak><break time="1s" time="2s"/></speak>"#,
+            ["the attribute time appears twice in <break> at character 8"]
+        ),
+        (
+            #"<speak><prosody rate="slow"pitch="low">x</prosody></speak>"#,
+            ["the attributes of <prosody> at character 8 must be separated by spaces"]
+        ),
+        (
+            #"<speak><emphasis level>x</emphasis></speak>"#,
+            [#"the attribute level of <emphasis> at character 8 has no value; write level="…""#]
+        ),
+        (
+            #"<speak></p></speak>"#,
+            ["</p> at character 8 does not match <speak> opened at character 1"]
+        ),
+        (
+            #"<speak>Hi</speak> and more"#,
+            ["there is more after </speak> at character 19; nothing but whitespace may follow it"]
+        ),
+        (
+            #"<speak>Hi</speak><speak>again</speak>"#,
+            ["there is more after </speak> at character 18; nothing but whitespace may follow it"]
+        ),
+        (
+            #"<!DOCTYPE speak><speak>x</speak>"#,
+            ["<! at character 1 (such as <!DOCTYPE>) is not allowed in narration SSML; use elements, text and comments only"]
+        ),
+        (
+            #"<speak><!-- note x</speak>"#,
+            [
+                "<speak> opened at character 1 is never closed",
+                "the comment opened at character 8 is never closed (missing -->)",
+            ]
+        ),
+        (
+            #"<speak><speak>x</speak></speak>"#,
+            ["<speak> at character 8 is inside another <speak>; a document has only one"]
+        ),
         ("", ["there is no <speak> element; SSML narration must be one <speak>…</speak> document"]),
-        (#"<speak><break time="1s"</speak>"#,
-         ["the tag <break> at character 8 is not closed with >"]),
-        (#"<speak><break time="1s" ,/> x</speak>"#,
-         ["unexpected , in the tag <break> at character 8"]),
+        (
+            #"<speak><break time="1s"</speak>"#,
+            ["the tag <break> at character 8 is not closed with >"]
+        ),
+        (
+            #"<speak><break time="1s" ,/> x</speak>"#,
+            ["unexpected , in the tag <break> at character 8"]
+        ),
     ])
     func reportsMalformed(_ text: String, _ expected: [String]) {
         #expect(SSML.validate(text).map(\.message) == expected.map { "malformed SSML: " + $0 })

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// `--shards N --shard I`: which tours a worker builds, and what it may
@@ -38,11 +39,13 @@ import Testing
     }
 
     @Test func theFlagsAndTheEnvironmentResolveToOneShard() throws {
-        #expect(try Shard.resolve(count: nil, index: nil, environment: [Shard.indexVariable: "3"]) == nil,
-                "JOB_COMPLETION_INDEX alone splits nothing")
+        #expect(
+            try Shard.resolve(count: nil, index: nil, environment: [Shard.indexVariable: "3"]) == nil,
+            "JOB_COMPLETION_INDEX alone splits nothing")
         #expect(try Shard.resolve(count: 4, index: 2, environment: [:]) == Shard(index: 2, count: 4))
         #expect(try Shard.resolve(count: 4, index: nil, environment: [Shard.indexVariable: "3"]) == Shard(index: 3, count: 4))
-        #expect(try Shard.resolve(count: 4, index: 1, environment: [Shard.indexVariable: "3"]) == Shard(index: 1, count: 4), "the flag wins")
+        #expect(
+            try Shard.resolve(count: 4, index: 1, environment: [Shard.indexVariable: "3"]) == Shard(index: 1, count: 4), "the flag wins")
         #expect(try Shard.resolve(count: 1, index: nil, environment: [Shard.indexVariable: "0"]) == Shard(index: 0, count: 1))
     }
 
@@ -62,14 +65,18 @@ import Testing
         for bad in ["two", "", "1.5", "-1", "+1", "0x2"] {
             #expect(message(4, nil, [Shard.indexVariable: bad]).hasPrefix("JOB_COMPLETION_INDEX='\(bad)' is not a shard number"), "\(bad)")
         }
-        #expect(message(4, nil, [Shard.indexVariable: "7"]) == "JOB_COMPLETION_INDEX=7 is out of range for --shards 4: shards are numbered 0 to 3")
+        #expect(
+            message(4, nil, [Shard.indexVariable: "7"])
+                == "JOB_COMPLETION_INDEX=7 is out of range for --shards 4: shards are numbered 0 to 3")
     }
 
     @Test func aShardsPlanHoldsItsToursAndSaysWhichShardItIs() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
         for (index, id) in [Self.alps, Self.lakes, Self.glockner].enumerated() {
-            try fixture.write("tours/t\(index).json", """
+            try fixture.write(
+                "tours/t\(index).json",
+                """
                 {"id": "\(id.value)", "name": "Tour \(index)", "language": "en-US", "version": 1,
                  "route": {"waypoints": [{"latitude": 47.0, "longitude": 12.0}, {"latitude": 47.1, "longitude": 12.1}], "segments": []},
                  "pois": [{"id": "11111111-2222-4333-8444-00000000000\(index)", "name": "Stop", "location": {"latitude": 47.05, "longitude": 12.05},
@@ -86,13 +93,19 @@ import Testing
         #expect(first.tours.map(\.tour.id) == [Self.lakes])
         #expect(first.shard == ShardSlice(shard: shard, tours: 1, toursInPipeline: 3))
         #expect(first.shard?.description == "shard 1 of 3: 1 of 3 tours")
-        #expect(PlanReport(plan: first, config: config).text().hasPrefix("shard 1 of 3: 1 of 3 tours (the tours whose ID hashes to this shard"))
+        #expect(
+            PlanReport(plan: first, config: config).text().hasPrefix("shard 1 of 3: 1 of 3 tours (the tours whose ID hashes to this shard"))
         let empty = try planner.plan(tours, shard: try Shard(index: 4, count: 5))
         #expect(empty.tours.isEmpty && empty.shard?.tours == 0)
-        #expect(PlanReport(plan: empty, config: config).text().hasPrefix("shard 4 of 5: 0 of 3 tours: no tour of the pipeline hashes to this shard"))
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(try PlanReport(plan: first, config: config).json().utf8)) as? [String: Any])
+        #expect(
+            PlanReport(plan: empty, config: config).text().hasPrefix(
+                "shard 4 of 5: 0 of 3 tours: no tour of the pipeline hashes to this shard"))
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(try PlanReport(plan: first, config: config).json().utf8)) as? [String: Any])
         #expect(json["shard"] as? [String: Int] == ["index": 1, "count": 3, "tours": 1, "toursInPipeline": 3])
-        let whole = try #require(try JSONSerialization.jsonObject(with: Data(try PlanReport(plan: try planner.plan(tours), config: config).json().utf8)) as? [String: Any])
+        let whole = try #require(
+            try JSONSerialization.jsonObject(with: Data(try PlanReport(plan: try planner.plan(tours), config: config).json().utf8))
+                as? [String: Any])
         #expect(whole["shard"] is NSNull, "written out as null, like refused")
     }
 
@@ -135,7 +148,8 @@ import Testing
         #expect(whole.removals.count == 1, "the whole root needs one removal to fit")
         let tight = CachePrunePlan(inventory: inventory, budgets: Budgets(cacheMaxMB: 0), now: Date(), overBudgetOnly: true)
         #expect(tight.removals.count == 2)
-        let tightShard = CachePrunePlan(inventory: inventory, budgets: Budgets(cacheMaxMB: 0), now: Date(), overBudgetOnly: true, scope: scope)
+        let tightShard = CachePrunePlan(
+            inventory: inventory, budgets: Budgets(cacheMaxMB: 0), now: Date(), overBudgetOnly: true, scope: scope)
         #expect(tightShard.removals.count == 1, "never another shard's, however far over")
     }
 
@@ -178,7 +192,8 @@ import Testing
         let scratched = StateLayout(state: state, output: output, scratch: URL(fileURLWithPath: "/scratch/tp"))
         #expect(scratched.rootFolder.path.hasPrefix("/scratch/tp/roots/Documents-"))
         #expect(scratched.rootFolder.lastPathComponent == plain.rootFolder.lastPathComponent)
-        #expect(scratched.stagingFolder.path.hasPrefix("/scratch/tp/roots/") && scratched.journalFolder.path.hasPrefix("/scratch/tp/roots/"))
+        #expect(
+            scratched.stagingFolder.path.hasPrefix("/scratch/tp/roots/") && scratched.journalFolder.path.hasPrefix("/scratch/tp/roots/"))
         #expect(scratched.lockFile.path.hasPrefix("/scratch/tp/roots/"))
         #expect(scratched.synthesisFolder == plain.synthesisFolder, "the caches stay in the state folder")
 
@@ -193,7 +208,9 @@ import Testing
         let scratch = StateScratch()
         defer { scratch.remove() }
         let root = scratch.root.appendingPathComponent("Documents")
-        let (a, b, c) = (scratch.root.appendingPathComponent("a"), scratch.root.appendingPathComponent("b"), scratch.root.appendingPathComponent("c"))
+        let (a, b, c) = (
+            scratch.root.appendingPathComponent("a"), scratch.root.appendingPathComponent("b"), scratch.root.appendingPathComponent("c")
+        )
         let first = try await BuildLock.acquire(stateFolder: a, root: root, sharingRoot: true, wait: false)
         let second = try await BuildLock.acquire(stateFolder: b, root: root, sharingRoot: true, wait: false)
         await #expect(throws: TourpackError.self, "a whole-root build waits for every shard") {

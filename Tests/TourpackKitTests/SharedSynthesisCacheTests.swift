@@ -1,9 +1,10 @@
 import Foundation
-import TestServers
 import NIOPosix
+import TestServers
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackAudio
+@testable import TourpackKit
 @testable import TourpackState
 
 /// Two machines, each with its own state folder, sharing one bucket on a
@@ -12,8 +13,9 @@ import Testing
     static let key = SynthesisKey(hex: String(repeating: "c3", count: 32))
 
     static func machine(_ scratch: StateScratch, store: ObjectStore, pool: NIOThreadPool) throws -> SharedSynthesisCache {
-        let cache = SynthesisCache(database: try StateDatabase(folder: scratch.state), folder: scratch.state.appendingPathComponent("synthesis"),
-                                   maxAgeDays: 30, clock: { Date() })
+        let cache = SynthesisCache(
+            database: try StateDatabase(folder: scratch.state), folder: scratch.state.appendingPathComponent("synthesis"),
+            maxAgeDays: 30, clock: { Date() })
         return SharedSynthesisCache(local: cache, objects: store, pool: pool)
     }
 

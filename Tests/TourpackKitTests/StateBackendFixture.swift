@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import TestServers
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// The two places state can live. Every behavioural test of the ledger, the
@@ -45,7 +46,8 @@ struct StateFixture {
     }
 
     func synthesisCache(clock: ManualClock) throws -> SynthesisCache {
-        SynthesisCache(index: try open().synthesisIndex, folder: scratch.state.appendingPathComponent("synthesis"), maxAgeDays: 30, clock: clock.now)
+        SynthesisCache(
+            index: try open().synthesisIndex, folder: scratch.state.appendingPathComponent("synthesis"), maxAgeDays: 30, clock: clock.now)
     }
 
     func outputCache(clock: ManualClock) throws -> OutputCache {

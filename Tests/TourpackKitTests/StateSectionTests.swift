@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// `state:` as a plain path (as always) or as a mapping naming the shared
@@ -24,22 +25,26 @@ import Testing
     @Test func theMappingNamesTheBucketAndTheVariables() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
-        let config = try fixture.load(Self.minimal + """
-            state:
-              postgres: postgresql://tourpack@db.internal:5432/tourpack
-              objects:
-                endpoint: https://s3.eu-central-1.amazonaws.com
-                bucket: tourpack-cache
-                prefix: synthesis/
-                region: eu-central-1
-                accessKeyEnv: MY_ACCESS
-                secretKeyEnv: MY_SECRET
-              scratch: /var/tmp/tourpack
+        let config = try fixture.load(
+            Self.minimal + """
+                state:
+                  postgres: postgresql://tourpack@db.internal:5432/tourpack
+                  objects:
+                    endpoint: https://s3.eu-central-1.amazonaws.com
+                    bucket: tourpack-cache
+                    prefix: synthesis/
+                    region: eu-central-1
+                    accessKeyEnv: MY_ACCESS
+                    secretKeyEnv: MY_SECRET
+                  scratch: /var/tmp/tourpack
 
-            """)
-        #expect(config.shared.objects == ObjectStoreSettings(
-            endpoint: "https://s3.eu-central-1.amazonaws.com", bucket: "tourpack-cache", prefix: "synthesis/", region: "eu-central-1",
-            accessKeyEnv: "MY_ACCESS", secretKeyEnv: "MY_SECRET"))
+                """)
+        #expect(
+            config.shared.objects
+                == ObjectStoreSettings(
+                    endpoint: "https://s3.eu-central-1.amazonaws.com", bucket: "tourpack-cache", prefix: "synthesis/",
+                    region: "eu-central-1",
+                    accessKeyEnv: "MY_ACCESS", secretKeyEnv: "MY_SECRET"))
         #expect(config.shared.postgres == "postgresql://tourpack@db.internal:5432/tourpack")
         #expect(config.shared.postgresPasswordEnv == "PGPASSWORD")
         #expect(config.shared.scratch?.path == "/var/tmp/tourpack")
@@ -55,32 +60,41 @@ import Testing
         let withPath = try fixture.load(Self.minimal + "state:\n  path: ../local\n  scratch: /var/tmp/tp\n")
         #expect(withPath.state.path == fixture.root.appendingPathComponent("local").standardizedFileURL.path)
         let defaults = try fixture.load(Self.minimal + "state:\n  objects: {endpoint: 'http://127.0.0.1:9000', bucket: b12}\n")
-        #expect(defaults.shared.objects == ObjectStoreSettings(endpoint: "http://127.0.0.1:9000", bucket: "b12", prefix: "", region: "us-east-1",
-                                                              accessKeyEnv: "AWS_ACCESS_KEY_ID", secretKeyEnv: "AWS_SECRET_ACCESS_KEY"))
+        #expect(
+            defaults.shared.objects
+                == ObjectStoreSettings(
+                    endpoint: "http://127.0.0.1:9000", bucket: "b12", prefix: "", region: "us-east-1",
+                    accessKeyEnv: "AWS_ACCESS_KEY_ID", secretKeyEnv: "AWS_SECRET_ACCESS_KEY"))
     }
 
     @Test func aKeyWhereANameBelongsIsRefusedAndNotQuoted() throws {
         let fixture = try ConfigFixture()
         defer { fixture.remove() }
         let secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
-        let errors = fixture.errors(Self.minimal + """
-            state:
-              postgres: 'postgresql://tourpack:hunter2-sentinel@db:5432/tourpack'
-              passwordEnv: 'hunter2-sentinel'
-              objects:
-                endpoint: 'https://AKIDEXAMPLE:\(secret)@s3.example.com'
-                bucket: Not_A_Bucket
-                prefix: /bad prefix
-                accessKeyEnv: AKIDEXAMPLE-1
-                secretKeyEnv: '\(secret)'
-              cache: nope
+        let errors = fixture.errors(
+            Self.minimal + """
+                state:
+                  postgres: 'postgresql://tourpack:hunter2-sentinel@db:5432/tourpack'
+                  passwordEnv: 'hunter2-sentinel'
+                  objects:
+                    endpoint: 'https://AKIDEXAMPLE:\(secret)@s3.example.com'
+                    bucket: Not_A_Bucket
+                    prefix: /bad prefix
+                    accessKeyEnv: AKIDEXAMPLE-1
+                    secretKeyEnv: '\(secret)'
+                  cache: nope
 
-            """)
-        #expect(errors.contains("pipelines/p.yaml: state.cache: unknown key; expected one of \(PipelineLoader.stateKeys.joined(separator: ", "))"), "\(errors)")
+                """)
+        #expect(
+            errors.contains(
+                "pipelines/p.yaml: state.cache: unknown key; expected one of \(PipelineLoader.stateKeys.joined(separator: ", "))"),
+            "\(errors)")
         #expect(errors.contains("pipelines/p.yaml: state.objects.secretKeyEnv: \(PipelineLoader.notAnEnvironmentName)"), "\(errors)")
         #expect(errors.contains("pipelines/p.yaml: state.objects.accessKeyEnv: \(PipelineLoader.notAnEnvironmentName)"), "\(errors)")
         #expect(errors.contains("pipelines/p.yaml: state.passwordEnv: \(PipelineLoader.notAnEnvironmentName)"), "\(errors)")
-        #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: state.objects.endpoint: credentials in the endpoint URL are not allowed") }, "\(errors)")
+        #expect(
+            errors.contains { $0.hasPrefix("pipelines/p.yaml: state.objects.endpoint: credentials in the endpoint URL are not allowed") },
+            "\(errors)")
         #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: state.postgres: a password in the URL is not allowed") }, "\(errors)")
         #expect(errors.contains { $0.hasPrefix("pipelines/p.yaml: state.objects.bucket:") }, "\(errors)")
         for error in errors {

@@ -3,9 +3,10 @@ import Foundation
 import GRDB
 import TestServers
 import Testing
-@testable import TourpackKit
-@testable import TourpackCore
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// A clock that moves only when told: expiry, LRU order and the ledger's
@@ -44,8 +45,10 @@ struct StateScratch {
     static func migrations(_ backend: Backend) -> [String] {
         switch backend {
         case .sqlite:
-            ["caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
-             "sent reservations", "loudness", "synthesis claims"]
+            [
+                "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
+                "sent reservations", "loudness", "synthesis claims",
+            ]
         case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims"]
         }
     }
@@ -55,8 +58,11 @@ struct StateScratch {
     static func formerMigrations(_ backend: Backend) -> [String] {
         switch backend {
         case .sqlite:
-            ["v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs", "v4 chunk shapes",
-             "v5 sent reservations", "v6 loudness", "v7 synthesis claims"]
+            [
+                "v1 caches, ledger and build records", "v2 indexes for build records", "v3 map tile cache and tile packs",
+                "v4 chunk shapes",
+                "v5 sent reservations", "v6 loudness", "v7 synthesis claims",
+            ]
         case .postgres: ["v1 caches, ledger and build records", "v2 loudness", "v3 synthesis claims"]
         }
     }
@@ -127,14 +133,16 @@ struct StateScratch {
         }
         try fixture.execute(renames.joined(separator: "\n"))
         // Read outside tourpack: opening the state would rename them.
-        let recorded: [String] = switch backend {
-        case .sqlite:
-            try DatabaseQueue(path: fixture.scratch.state.appendingPathComponent(StateDatabase.fileName).path).read { db in
-                try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+        let recorded: [String] =
+            switch backend {
+            case .sqlite:
+                try DatabaseQueue(path: fixture.scratch.state.appendingPathComponent(StateDatabase.fileName).path).read { db in
+                    try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+                }
+            case .postgres:
+                try PostgresTestServer.shared().psql(fixture.databaseName!, "SELECT name FROM schema_migrations").split(separator: "\n")
+                    .map(String.init)
             }
-        case .postgres:
-            try PostgresTestServer.shared().psql(fixture.databaseName!, "SELECT name FROM schema_migrations").split(separator: "\n").map(String.init)
-        }
         #expect(Set(recorded) == Set(Self.formerMigrations(backend)))
 
         for _ in 0..<2 {
@@ -287,7 +295,9 @@ struct StateScratch {
             while true {
                 attempt += 1
                 let reservation: QuotaLedger.Reservation
-                do { reservation = try ledgers[worker].reserve(7, tier: .standard) } catch let error as TourpackError where error.kind == .budgetExceeded {
+                do { reservation = try ledgers[worker].reserve(7, tier: .standard) } catch let error as TourpackError
+                    where error.kind == .budgetExceeded
+                {
                     return
                 } catch {
                     granted.withLock { errors.append("\(error)") }
@@ -330,7 +340,9 @@ struct StateScratch {
                 barrier.wait()
                 let characters = 7 + (round + worker) % 5
                 var reservation: QuotaLedger.Reservation?
-                do { reservation = try ledgers[worker].reserve(characters, tier: .standard) } catch let error as TourpackError where error.kind == .budgetExceeded {
+                do { reservation = try ledgers[worker].reserve(characters, tier: .standard) } catch let error as TourpackError
+                    where error.kind == .budgetExceeded
+                {
                     lock.withLock { refused[round] += 1 }
                 } catch {
                     lock.withLock { errors.append("\(error)") }
@@ -371,7 +383,9 @@ struct StateScratch {
         #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 300))
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 0, reserved: 100, limit: 1000))
         try ledger.settle(live, characters: 150)
-        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000), "settled for what was billed")
+        #expect(
+            try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 150, reserved: 0, limit: 1000),
+            "settled for what was billed")
     }
 
     /// "Same host" is the host name, the PID namespace and the boot: a
@@ -415,7 +429,8 @@ struct StateScratch {
         let remote = try ledger.reserve(30, tier: .standard)
         try ledger.markSent(remote)
 
-        #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 80, settled: 1, settledCharacters: 120))
+        #expect(
+            try ledger.reconcile() == QuotaLedger.Reconciliation(released: 1, releasedCharacters: 80, settled: 1, settledCharacters: 120))
         #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 120, reserved: 30, limit: 1000))
         clock.advance(seconds: ledger.staleAfter + 1)
         #expect(try ledger.reconcile() == QuotaLedger.Reconciliation(settled: 1, settledCharacters: 30))
@@ -454,7 +469,9 @@ struct StateScratch {
     /// nothing when no answer was billed since it last heard).
     @Test func aRequestTellsTheLedgerBeforeTheFirstTryAndBeforeEachRetryAfterABilledAnswer() async throws {
         let heard = LockedCounts([String]())
-        let billed = BilledCharacters(onSend: { first, billedSoFar in heard.update { $0.append("\(first ? "sent" : "retry") \(billedSoFar)") } })
+        let billed = BilledCharacters(onSend: { first, billedSoFar in
+            heard.update { $0.append("\(first ? "sent" : "retry") \(billedSoFar)") }
+        })
         try await billed.willSend()
         try await billed.willSend()  // a retry after a refusal: nothing billed
         billed.add(100)  // an answer cut short
@@ -522,7 +539,8 @@ struct StateScratch {
     }
 
     @Test func thisHostIsItsNameItsPIDNamespaceAndItsBoot() throws {
-        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let namespace = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid")
         #expect(ProcessOwner.current.host == "\(ProcessInfo.processInfo.hostName)/\(namespace)/boot:\(boot)")
         // Written before the boot ID was part of it: another host, judged by age alone.
@@ -563,7 +581,9 @@ struct StateScratch {
         #expect(Set(variants + [base]).count == variants.count + 1)
         var pricier = voice
         pricier.tier = .wavenet
-        #expect(SynthesisKey(chunk: Chunk(text: "Hello.", isSSML: false), voice: pricier, sampleRateHz: 24_000) == base, "the tier is only the price")
+        #expect(
+            SynthesisKey(chunk: Chunk(text: "Hello.", isSSML: false), voice: pricier, sampleRateHz: 24_000) == base,
+            "the tier is only the price")
     }
 
     @Test(arguments: Backend.allCases) func aStoredChunkComesBackBitExactUntilItIsTooOld(backend: Backend) throws {
@@ -637,13 +657,17 @@ struct StateScratch {
         var audio = StoreManifestFixture.encoded(1, duration: 3)
         audio.sizeBytes = Int64(bytes.count)
         audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350, loudness: nil,
-                            metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        let key = OutputKey(
+            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
+            loudness: nil,
+            metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         try outputs.record([(url: url, key: key, audio: audio)])
 
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
-        let otherEncoder = OutputKey(chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350, loudness: nil,
-                                     metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        let otherEncoder = OutputKey(
+            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350,
+            loudness: nil,
+            metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
         #expect(try outputs.reusable(url, key: otherEncoder, check: .sizeAndHash) == nil)
 
         var flipped = bytes
@@ -674,19 +698,28 @@ struct StateScratch {
             try AtomicFile.write(Data(count: 200_000), to: layout.root.appendingPathComponent(entry.path))
         }
         // Unlisted: old.m4a was used longest ago but written last.
-        let unlisted = ["old", "middle", "recent"].map { layout.root.appendingPathComponent("AudioCache/\(StoreManifestFixture.tourID)/\($0).m4a") }
+        let unlisted = ["old", "middle", "recent"].map {
+            layout.root.appendingPathComponent("AudioCache/\(StoreManifestFixture.tourID)/\($0).m4a")
+        }
         for (index, url) in unlisted.enumerated() {
             try AtomicFile.write(Data(count: 150_000), to: url)
-            try outputs.record([(url: url, key: OutputKey(chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0, loudness: nil,
-                                                          metadata: AudioMetadata(title: "\(index)", album: "", language: "")),
-                                 audio: StoreManifestFixture.encoded(index, duration: 1))])
+            try outputs.record([
+                (
+                    url: url,
+                    key: OutputKey(
+                        chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0, loudness: nil,
+                        metadata: AudioMetadata(title: "\(index)", album: "", language: "")),
+                    audio: StoreManifestFixture.encoded(index, duration: 1)
+                )
+            ])
             clock.advance(seconds: 60)
         }
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 0)], ofItemAtPath: unlisted[2].path)
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 0)], ofItemAtPath: unlisted[1].path)
 
         // 4 × 200,000 pinned + 3 × 150,000 = 1,250,000 bytes; the budget is 1,048,576.
-        let evicted = try CacheMaintenance.run(layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+        let evicted = try CacheMaintenance.run(
+            layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now(), overBudgetOnly: true)
         #expect(evicted.removals.count == 2 && evicted.freedBytes == 300_000)
         #expect(!FileManager.default.fileExists(atPath: unlisted[0].path))
         #expect(!FileManager.default.fileExists(atPath: unlisted[1].path))
@@ -697,7 +730,8 @@ struct StateScratch {
         #expect(try outputs.lastUsed(relativeTo: layout.root).count == 1, "evicted files are forgotten")
 
         // A budget below the live packages alone: nothing pinned goes, and that is not an error.
-        let again = try CacheMaintenance.run(layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+        let again = try CacheMaintenance.run(
+            layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.now(), overBudgetOnly: true)
         #expect(again.removals.count == 1)
         for entry in manifest.audio {
             #expect(FileManager.default.fileExists(atPath: layout.root.appendingPathComponent(entry.path).path))
@@ -812,7 +846,9 @@ struct StateScratch {
             temp, for: key, shape: ShapeMeter.shape(of: SynthesisCacheTests.pcm(4).samples), sampleRate: 24_000, characters: 14,
             alongWith: ledger.settlement(of: reservation, characters: 28))
         #expect(kept.url == cache.fileURL(for: key))
-        #expect(try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 28, reserved: 0, limit: 1000), "settled for what was billed")
+        #expect(
+            try ledger.usage(of: .standard) == TierUsage(tier: .standard, used: 28, reserved: 0, limit: 1000), "settled for what was billed"
+        )
         #expect(try cache.load(key) == SynthesisCacheTests.pcm(4))
         #expect(try cache.totals().entries == 1)
     }
@@ -826,7 +862,9 @@ struct StateScratch {
         let cache = try fixture.synthesisCache(clock: clock)
         let key = SynthesisCacheTests.key("Old entry.")
         try cache.store(SynthesisCacheTests.pcm(5), for: key, characters: 10)
-        let table = backend == .sqlite ? "synthesisChunk SET audibleStart = NULL, audibleEnd = NULL, loudness = NULL"
+        let table =
+            backend == .sqlite
+            ? "synthesisChunk SET audibleStart = NULL, audibleEnd = NULL, loudness = NULL"
             : "synthesis_chunk SET audible_start = NULL, audible_end = NULL, loudness = NULL"
         try fixture.execute("UPDATE \(table)")
         let old = try #require(try cache.index.entry(key.hex))

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
 
 @testable import TourpackCore
+@testable import TourpackKit
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 @Suite struct StoreLayoutTests {
     static let tour = SafeID(validating: "0B7C2F0E-5D1A-4F55-9A0E-2F3B8F6C1D42")!
@@ -42,7 +43,9 @@ import Testing
         #expect(Layout.parseAudioPath(path) == nil)
     }
 
-    @Test(arguments: ["/etc/passwd", "../outside", "AudioCache/../../outside", "AudioCache//x", "./AudioCache/x", "AudioCache\\x", "", "a\u{0}b"])
+    @Test(arguments: [
+        "/etc/passwd", "../outside", "AudioCache/../../outside", "AudioCache//x", "./AudioCache/x", "AudioCache\\x", "", "a\u{0}b",
+    ])
     func escapingPathsAreRefused(path: String) {
         let layout = Layout(root: URL(fileURLWithPath: "/data/Documents"))
         #expect(throws: TourpackError.self) { try layout.resolve(relativePath: path) }
@@ -72,18 +75,23 @@ import Testing
     /// Expected values from Python: `uuid.uuid5(uuid.UUID(PackageID.namespace), name)`.
     @Test func matchesPythonsUUID5() {
         let local = VoicePreset(provider: "local", languageCode: "en-US", name: "en-us", tier: .local)
-        #expect(PackageID.name(tourID: Self.tour, voice: local, format: .aac)
-            == #"["tourpack-package/1","0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42","local","en-us","en-US",1,0,"aac"]"#)
+        #expect(
+            PackageID.name(tourID: Self.tour, voice: local, format: .aac)
+                == #"["tourpack-package/1","0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42","local","en-us","en-US",1,0,"aac"]"#)
         #expect(PackageID.make(tourID: Self.tour, voice: local, format: .aac).value == "870b7069-dce0-5e7d-8ce0-cc4b4f306784")
 
-        let wavenet = VoicePreset(provider: "google", languageCode: "en-US", name: "en-US-Wavenet-D", tier: .wavenet, speakingRate: 1.25, pitch: -2.5)
+        let wavenet = VoicePreset(
+            provider: "google", languageCode: "en-US", name: "en-US-Wavenet-D", tier: .wavenet, speakingRate: 1.25, pitch: -2.5)
         #expect(PackageID.make(tourID: Self.tour, voice: wavenet, format: .opus).value == "c8284a42-0da1-5e44-8baf-c17f8b7688b5")
         // The namespace itself is uuid5(NAMESPACE_URL, "https://tourpack.invalid/package").
-        #expect(PackageID.uuid5(namespace: "6ba7b811-9dad-11d1-80b4-00c04fd430c8", name: "https://tourpack.invalid/package").value == PackageID.namespace)
+        #expect(
+            PackageID.uuid5(namespace: "6ba7b811-9dad-11d1-80b4-00c04fd430c8", name: "https://tourpack.invalid/package").value
+                == PackageID.namespace)
     }
 
     @Test func everyInputChangesIt() {
-        let base = VoicePreset(provider: "google", languageCode: "en-US", name: "en-US-Wavenet-D", tier: .wavenet, speakingRate: 1, pitch: 0)
+        let base = VoicePreset(
+            provider: "google", languageCode: "en-US", name: "en-US-Wavenet-D", tier: .wavenet, speakingRate: 1, pitch: 0)
         let id = PackageID.make(tourID: Self.tour, voice: base, format: .aac)
         var variants: [(String, SafeID)] = []
         func add(_ label: String, _ change: (inout VoicePreset) -> Void) {
@@ -97,7 +105,8 @@ import Testing
         add("speakingRate") { $0.speakingRate = 1.1 }
         add("pitch") { $0.pitch = 0.5 }
         variants.append(("format", PackageID.make(tourID: Self.tour, voice: base, format: .mp3)))
-        variants.append(("tour", PackageID.make(tourID: SafeID(validating: "0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d43")!, voice: base, format: .aac)))
+        variants.append(
+            ("tour", PackageID.make(tourID: SafeID(validating: "0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d43")!, voice: base, format: .aac)))
         for (label, variant) in variants {
             #expect(variant != id, "changing \(label) kept the package ID")
         }
@@ -107,7 +116,9 @@ import Testing
         otherTier.tier = .neural2
         #expect(PackageID.make(tourID: Self.tour, voice: otherTier, format: .aac) == id)
         #expect(PackageID.make(tourID: Self.tour, voice: base, format: .aac) == id)
-        #expect(id.value.range(of: #"^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"#, options: .regularExpression) != nil)
+        #expect(
+            id.value.range(of: #"^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"#, options: .regularExpression)
+                != nil)
     }
 
     @Test func fieldsCannotBleedIntoEachOther() {

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TourpackKit
-@testable import TourpackCore
+
 @testable import TourpackAudio
+@testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackMaps
 
 /// A fixed tour, voice, audio and map coverage for package.json tests.
@@ -24,9 +25,15 @@ enum StoreManifestFixture {
                 segments: [.init(from: 0, to: 1, distanceMeters: 14200, durationSeconds: 1500.5)]
             ),
             pois: [
-                POI(id: firstPOI, name: "Kaiser-Franz-Josefs-Höhe", location: Coordinate(latitude: 47.0746, longitude: 12.7504),
-                    triggerRadiusMeters: 800, narrations: [.guidedTour: Narration(text: "Tour."), .approaching: Narration(text: "Near."), .detailed: Narration(text: "Detail.")]),
-                POI(id: secondPOI, name: "Fuscher Törl", location: Coordinate(latitude: 47.1250, longitude: 12.8110),
+                POI(
+                    id: firstPOI, name: "Kaiser-Franz-Josefs-Höhe", location: Coordinate(latitude: 47.0746, longitude: 12.7504),
+                    triggerRadiusMeters: 800,
+                    narrations: [
+                        .guidedTour: Narration(text: "Tour."), .approaching: Narration(text: "Near."),
+                        .detailed: Narration(text: "Detail."),
+                    ]),
+                POI(
+                    id: secondPOI, name: "Fuscher Törl", location: Coordinate(latitude: 47.1250, longitude: 12.8110),
                     triggerRadiusMeters: 450.5, narrations: [.detailed: Narration(text: "Pass.")]),
             ],
             sourceFile: "tours/alps.json"
@@ -57,8 +64,12 @@ enum StoreManifestFixture {
         TileMath.coverage(of: tour.coordinates, settings: MapSettings())!
     }
 
-    static func manifest(tour: Tour = tour, audio: [PackageAudio] = audio, coverage: MapCoverage = coverage, createdAt: Date = createdAt) throws -> PackageManifest {
-        try PackageManifest(tour: tour, voice: voice, format: .aac, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90, loudness: .standard)
+    static func manifest(tour: Tour = tour, audio: [PackageAudio] = audio, coverage: MapCoverage = coverage, createdAt: Date = createdAt)
+        throws -> PackageManifest
+    {
+        try PackageManifest(
+            tour: tour, voice: voice, format: .aac, audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 90,
+            loudness: .standard)
     }
 
     /// The same package in another format, with that format's codec facts.
@@ -71,7 +82,8 @@ enum StoreManifestFixture {
             item.encoded.sampleRateHz = format.defaultSampleRate(endpointRate: 24_000)
             return item
         }
-        return try PackageManifest(tour: tour, voice: voice, format: format, audio: converted, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 30)
+        return try PackageManifest(
+            tour: tour, voice: voice, format: format, audio: converted, mapTiles: coverage, createdAt: createdAt, maxAgeDays: 30)
     }
 }
 
@@ -197,7 +209,9 @@ enum StoreManifestFixture {
 
     @Test func timestampsAreStrict() {
         #expect(PackageManifest.parseTimestamp("2025-01-15T10:20:30Z") == Date(timeIntervalSince1970: 1_736_936_430))
-        for bad in ["2025-01-15T10:20:30.5Z", "2025-01-15T10:20:30+00:00", "2025-13-01T00:00:00Z", "2025-02-29T00:00:00Z", "2025-1-15T10:20:30Z"] {
+        for bad in [
+            "2025-01-15T10:20:30.5Z", "2025-01-15T10:20:30+00:00", "2025-13-01T00:00:00Z", "2025-02-29T00:00:00Z", "2025-1-15T10:20:30Z",
+        ] {
             #expect(PackageManifest.parseTimestamp(bad) == nil, "\(bad)")
         }
         #expect(PackageManifest.parseTimestamp("2024-02-29T23:59:59Z") != nil)

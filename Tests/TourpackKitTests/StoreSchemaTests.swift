@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 /// package.json against `schemas/package.schema.json` (checked by Python's
 /// `jsonschema`, Draft 2020-12) and against the committed golden file.
@@ -11,7 +12,8 @@ import Testing
 /// by eye, because the app reads exactly these bytes.
 @Suite struct StoreSchemaTests {
     static let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    static let schema = testsFolder.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("schemas/package.schema.json")
+    static let schema = testsFolder.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+        "schemas/package.schema.json")
 
     /// Runs the validator; returns its error lines (empty when the document is valid).
     static func schemaErrors(_ document: [UInt8]) throws -> [String] {
@@ -20,20 +22,20 @@ import Testing
         let file = scratch.root.appendingPathComponent("package.json")
         try Data(document).write(to: file)
         let script = """
-        import json, sys
-        try:
-            import jsonschema
-        except ImportError:
-            print("MISSING: python3 cannot import jsonschema; install it (pip install jsonschema, or make setup)")
-            sys.exit(3)
-        schema = json.load(open(sys.argv[1]))
-        jsonschema.Draft202012Validator.check_schema(schema)
-        validator = jsonschema.Draft202012Validator(schema)
-        errors = sorted(validator.iter_errors(json.load(open(sys.argv[2]))), key=lambda e: list(e.absolute_path))
-        for e in errors:
-            print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
-        sys.exit(1 if errors else 0)
-        """
+            import json, sys
+            try:
+                import jsonschema
+            except ImportError:
+                print("MISSING: python3 cannot import jsonschema; install it (pip install jsonschema, or make setup)")
+                sys.exit(3)
+            schema = json.load(open(sys.argv[1]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            validator = jsonschema.Draft202012Validator(schema)
+            errors = sorted(validator.iter_errors(json.load(open(sys.argv[2]))), key=lambda e: list(e.absolute_path))
+            for e in errors:
+                print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
+            sys.exit(1 if errors else 0)
+            """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script, schema.path, file.path]

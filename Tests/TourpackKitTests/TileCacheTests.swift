@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackState
 
 /// The map tile cache on a manual clock: freshness, 304 renewal, content
@@ -25,7 +26,8 @@ import Testing
         let cache = try Self.cache(scratch, clock: clock)
         let tile = TileID(z: 12, x: 2190, y: 1437)
         let now = clock.now().timeIntervalSince1970
-        let stored = try cache.store(source: Self.source, tile: tile, data: Self.png(1), etag: "\"a1\"", lastModified: nil, freshUntil: now + 3600)
+        let stored = try cache.store(
+            source: Self.source, tile: tile, data: Self.png(1), etag: "\"a1\"", lastModified: nil, freshUntil: now + 3600)
         #expect(cache.isFresh(stored))
         #expect(cache.read(try #require(stored.sha256)) == Self.png(1))
         clock.advance(seconds: 3601)
@@ -36,7 +38,8 @@ import Testing
         // Another source's tile at the same z/x/y is another tile.
         #expect(try cache.entry(source: "url png http://other.test/{z}/{x}/{y}.png", tile: tile) == nil)
         // A tile the source has no data for is remembered as empty.
-        let empty = try cache.store(source: Self.source, tile: TileID(z: 12, x: 0, y: 0), data: nil, etag: nil, lastModified: nil, freshUntil: now + 60)
+        let empty = try cache.store(
+            source: Self.source, tile: TileID(z: 12, x: 0, y: 0), data: nil, etag: nil, lastModified: nil, freshUntil: now + 60)
         #expect(empty.sha256 == nil && empty.bytes == 0)
     }
 
@@ -47,13 +50,17 @@ import Testing
         let cache = try Self.cache(scratch, clock: clock)
         let far = clock.now().timeIntervalSince1970 + 86_400 * 30
         // Two tiles of one lake: the same bytes, one file.
-        let lakeA = try cache.store(source: Self.source, tile: TileID(z: 13, x: 1, y: 1), data: Self.png(7), etag: nil, lastModified: nil, freshUntil: far)
-        let lakeB = try cache.store(source: Self.source, tile: TileID(z: 13, x: 1, y: 2), data: Self.png(7), etag: nil, lastModified: nil, freshUntil: far)
+        let lakeA = try cache.store(
+            source: Self.source, tile: TileID(z: 13, x: 1, y: 1), data: Self.png(7), etag: nil, lastModified: nil, freshUntil: far)
+        let lakeB = try cache.store(
+            source: Self.source, tile: TileID(z: 13, x: 1, y: 2), data: Self.png(7), etag: nil, lastModified: nil, freshUntil: far)
         #expect(lakeA.sha256 == lakeB.sha256)
         #expect(try cache.totals() == (entries: 2, bytes: 1008))
         for index in 0..<5 {
             clock.advance(seconds: 10)
-            try cache.store(source: Self.source, tile: TileID(z: 13, x: 10 + index, y: 1), data: Self.png(UInt8(20 + index)), etag: nil, lastModified: nil, freshUntil: far)
+            try cache.store(
+                source: Self.source, tile: TileID(z: 13, x: 10 + index, y: 1), data: Self.png(UInt8(20 + index)), etag: nil,
+                lastModified: nil, freshUntil: far)
         }
         // Touching the lake makes it the most recently used.
         clock.advance(seconds: 10)

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 @testable import TourpackMaps
 
 /// The `corridor` tile selection: only tiles within `bufferMiles` of the
@@ -169,7 +170,9 @@ import Testing
         #expect(tiles.count == coverage.tileCount)
         #expect(tiles == tiles.sorted())
         var expected: [TileID] = []
-        for r in coverage.ranges { for x in r.minX...r.maxX { for y in r.minY...r.maxY { expected.append(TileID(z: r.zoom, x: x, y: y)) } } }
+        for r in coverage.ranges {
+            for x in r.minX...r.maxX { for y in r.minY...r.maxY { expected.append(TileID(z: r.zoom, x: x, y: y)) } }
+        }
         #expect(tiles == expected)
     }
 
@@ -200,7 +203,9 @@ import Testing
         let glockner = [(47.0417, 12.8427), (47.0746, 12.7504), (47.1213, 12.8079), (47.0871, 12.8343)]
             .map { Coordinate(latitude: $0.0, longitude: $0.1) }
         let tromso = [(69.6492, 18.9553), (69.7269, 19.3217), (70.0113, 19.8547)].map { Coordinate(latitude: $0.0, longitude: $0.1) }
-        let patagonia = [(-50.9423, -73.4068), (-51.0519, -72.9874), (-50.3379, -72.2648)].map { Coordinate(latitude: $0.0, longitude: $0.1) }
+        let patagonia = [(-50.9423, -73.4068), (-51.0519, -72.9874), (-50.3379, -72.2648)].map {
+            Coordinate(latitude: $0.0, longitude: $0.1)
+        }
         let rainier = [(46.8523, -121.7603), (46.7858, -121.7351), (46.9104, -121.6427)].map { Coordinate(latitude: $0.0, longitude: $0.1) }
         let nullIsland = [Coordinate(latitude: -0.0731, longitude: -0.1237), Coordinate(latitude: 0.2139, longitude: 0.3317)]
         // Far north with a wide buffer, where φref's push poleward moves the corridor's edge by hundreds of metres.
@@ -208,23 +213,37 @@ import Testing
         let tasmania = [(-42.8821, 147.3271), (-43.1467, 147.8526)].map { Coordinate(latitude: $0.0, longitude: $0.1) }
         var cases = [
             Case(name: "alps diagonal", route: alps, zooms: 12...14, bufferMiles: 2),
-            Case(name: "alps diagonal, wide", route: alps, pois: [Coordinate(latitude: 46.4613, longitude: 7.1127)], zooms: 11...13, bufferMiles: 5),
-            Case(name: "alps, no buffer", route: alps, pois: [Coordinate(latitude: 46.1371, longitude: 8.0519)], zooms: 12...15, bufferMiles: 0),
-            Case(name: "grossglockner loop", route: glockner, pois: [Coordinate(latitude: 47.0561, longitude: 12.7933)], zooms: 12...15, bufferMiles: 1),
-            Case(name: "tromsø 69°N", route: tromso, pois: [Coordinate(latitude: 69.8217, longitude: 19.0091)], zooms: 11...13, bufferMiles: 3),
+            Case(
+                name: "alps diagonal, wide", route: alps, pois: [Coordinate(latitude: 46.4613, longitude: 7.1127)], zooms: 11...13,
+                bufferMiles: 5),
+            Case(
+                name: "alps, no buffer", route: alps, pois: [Coordinate(latitude: 46.1371, longitude: 8.0519)], zooms: 12...15,
+                bufferMiles: 0),
+            Case(
+                name: "grossglockner loop", route: glockner, pois: [Coordinate(latitude: 47.0561, longitude: 12.7933)], zooms: 12...15,
+                bufferMiles: 1),
+            Case(
+                name: "tromsø 69°N", route: tromso, pois: [Coordinate(latitude: 69.8217, longitude: 19.0091)], zooms: 11...13,
+                bufferMiles: 3),
             Case(name: "tromsø, half a mile", route: tromso, zooms: 13...14, bufferMiles: 0.5),
             Case(name: "svalbard 78°N, wide", route: svalbard, zooms: 10...12, bufferMiles: 15),
             Case(name: "patagonia south-west", route: patagonia, zooms: 10...12, bufferMiles: 5),
-            Case(name: "rainier west", route: rainier, pois: [Coordinate(latitude: 46.8001, longitude: -121.8023)], zooms: 12...14, bufferMiles: 2),
+            Case(
+                name: "rainier west", route: rainier, pois: [Coordinate(latitude: 46.8001, longitude: -121.8023)], zooms: 12...14,
+                bufferMiles: 2),
             Case(name: "null island, four quadrants", route: nullIsland, zooms: 12...14, bufferMiles: 1.5),
             Case(name: "tasmania south-east", route: tasmania, zooms: 11...13, bufferMiles: 2.5),
             Case(name: "single waypoint", route: [Coordinate(latitude: 46.2791, longitude: 7.6113)], zooms: 12...16, bufferMiles: 1),
-            Case(name: "pois only", route: [], pois: [Coordinate(latitude: 46.2791, longitude: 7.6113), Coordinate(latitude: 46.3013, longitude: 7.7021)], zooms: 13...15, bufferMiles: 0.7),
+            Case(
+                name: "pois only", route: [],
+                pois: [Coordinate(latitude: 46.2791, longitude: 7.6113), Coordinate(latitude: 46.3013, longitude: 7.7021)], zooms: 13...15,
+                bufferMiles: 0.7),
         ]
         // The demo tours, by their waypoints and POIs.
-        cases.append(Case(
-            name: "grossglockner, demo buffer", route: glockner, pois: [Coordinate(latitude: 47.0746, longitude: 12.7504)],
-            zooms: 12...13, bufferMiles: 5))
+        cases.append(
+            Case(
+                name: "grossglockner, demo buffer", route: glockner, pois: [Coordinate(latitude: 47.0746, longitude: 12.7504)],
+                zooms: 12...13, bufferMiles: 5))
         return cases
     }()
 
@@ -244,7 +263,8 @@ import Testing
         let json: [String: Any] = [
             "cases": cases.map { c in
                 [
-                    "name": c.name, "route": c.route.map { [$0.latitude, $0.longitude] }, "pois": c.pois.map { [$0.latitude, $0.longitude] },
+                    "name": c.name, "route": c.route.map { [$0.latitude, $0.longitude] },
+                    "pois": c.pois.map { [$0.latitude, $0.longitude] },
                     "minZoom": c.zooms.lowerBound, "maxZoom": c.zooms.upperBound, "bufferMiles": c.bufferMiles,
                 ] as [String: Any]
             }
@@ -278,7 +298,8 @@ import Testing
         #expect(python.count == Self.cases.count)
         for c in Self.cases {
             let theirs = try #require(python[c.name], "no answer for \(c.name)")
-            let settings = MapSettings(minZoom: c.zooms.lowerBound, maxZoom: c.zooms.upperBound, bufferMiles: c.bufferMiles, selection: .bbox)
+            let settings = MapSettings(
+                minZoom: c.zooms.lowerBound, maxZoom: c.zooms.upperBound, bufferMiles: c.bufferMiles, selection: .bbox)
             let box = try #require(TileMath.coverage(of: c.route + c.pois, settings: settings))
             let bounds = [box.bounds.south, box.bounds.west, box.bounds.north, box.bounds.east]
             #expect(zip(bounds, theirs.bounds).allSatisfy { abs($0 - $1) < 1e-9 }, "\(c.name): bounds \(bounds) vs \(theirs.bounds)")

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
+
 @testable import TourpackCore
+@testable import TourpackKit
 
 @Suite struct TourLoadingTests {
     static let resources = Bundle.module.url(forResource: "Resources", withExtension: nil)!
@@ -14,7 +15,8 @@ import Testing
 
     @Test func goodTourDecodes() throws {
         var diagnostics = DiagnosticCollector()
-        let tour = try #require(TourLoader().load(Self.resources.appendingPathComponent("good-tour.json"), displayName: "good.json", into: &diagnostics))
+        let tour = try #require(
+            TourLoader().load(Self.resources.appendingPathComponent("good-tour.json"), displayName: "good.json", into: &diagnostics))
         #expect(diagnostics.diagnostics.isEmpty)
         #expect(tour.id.value == "0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42")
         #expect(tour.route.waypoints.count == 2)
@@ -28,7 +30,8 @@ import Testing
     @Test(arguments: try! Self.corpus())
     func badTourIsReportedWithPath(file: String, expected: [String]) throws {
         var diagnostics = DiagnosticCollector()
-        let tour = TourLoader().load(Self.resources.appendingPathComponent("bad-tours/\(file)"), displayName: "tours/\(file)", into: &diagnostics)
+        let tour = TourLoader().load(
+            Self.resources.appendingPathComponent("bad-tours/\(file)"), displayName: "tours/\(file)", into: &diagnostics)
         #expect(tour == nil)
         let errors = diagnostics.diagnostics.filter { $0.severity == .error }
         #expect(errors.allSatisfy { $0.file == "tours/\(file)" })
@@ -49,7 +52,8 @@ import Testing
     @Test func fiveMistakesGiveFiveMessagesInOneRun() throws {
         let file = "26-five-mistakes.json"
         var diagnostics = DiagnosticCollector()
-        _ = TourLoader().load(Self.resources.appendingPathComponent("bad-tours/\(file)"), displayName: "tours/alps.json", into: &diagnostics)
+        _ = TourLoader().load(
+            Self.resources.appendingPathComponent("bad-tours/\(file)"), displayName: "tours/alps.json", into: &diagnostics)
         let error = DiagnosticsError(diagnostics: diagnostics.diagnostics)
         #expect(error.errors.count == 5)
         #expect(error.description.contains("tours/alps.json: pois[0].narrations.detaild: unknown phase"))
@@ -108,7 +112,8 @@ import Testing
         let error = #expect(throws: DiagnosticsError.self) {
             try TourLoader().loadAll(globs: [dir.path + "/*.json"], relativeTo: dir)
         }
-        #expect(error?.errors.map(\.description) == ["b.json: id: duplicate tour id 0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42, also used by a.json"])
+        #expect(
+            error?.errors.map(\.description) == ["b.json: id: duplicate tour id 0b7c2f0e-5d1a-4f55-9a0e-2f3b8f6c1d42, also used by a.json"])
     }
 
     @Test func sampleToursAllLoad() throws {

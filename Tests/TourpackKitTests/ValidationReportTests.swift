@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TourpackKit
 import TourpackCore
+
+@testable import TourpackKit
 
 /// The report's three renderings and the small readers of validate, on
 /// hand-made inputs whose every byte is known.
@@ -17,24 +18,31 @@ import TourpackCore
             packages: [.init(name: package, manifest: manifest, tourId: "t", tourName: "Road\u{202E}", format: "aac", audioFiles: 1)],
             outcomes: [
                 CheckOutcome(package: package, subject: manifest, check: .schema),
-                CheckOutcome(package: package, subject: audio, check: .size, findings: [
-                    ValidationFinding(.error, package: package, path: audio, check: .size, message: "10 bytes, package.json says 20 (truncated?)"),
-                ]),
-                CheckOutcome(package: nil, subject: ".", check: .stray, findings: [
-                    ValidationFinding(.warning, package: nil, path: stray, check: .stray, message: "stray file: no package lists it (1 B)"),
-                ]),
+                CheckOutcome(
+                    package: package, subject: audio, check: .size,
+                    findings: [
+                        ValidationFinding(
+                            .error, package: package, path: audio, check: .size, message: "10 bytes, package.json says 20 (truncated?)")
+                    ]),
+                CheckOutcome(
+                    package: nil, subject: ".", check: .stray,
+                    findings: [
+                        ValidationFinding(
+                            .warning, package: nil, path: stray, check: .stray, message: "stray file: no package lists it (1 B)")
+                    ]),
             ])
     }
 
     @Test func textIsGroupedByPackageWithASummaryLine() {
-        #expect(Self.report.text() == """
-            validate /r/Documents
-            package \(Self.package)  Road\\u{202e} (aac, 1 file): 1 error
-              AudioCache/t/p_Detailed.m4a: error: 10 bytes, package.json says 20 (truncated?) [size]
-            bundle: 1 warning
-              AudioCache/t/notes <&"'>\\u{a}.txt: warning: stray file: no package lists it (1 B) [stray]
-            validate FAILED: 1 package, 1 audio file, 3 checks; 1 error, 1 warning
-            """)
+        #expect(
+            Self.report.text() == """
+                validate /r/Documents
+                package \(Self.package)  Road\\u{202e} (aac, 1 file): 1 error
+                  AudioCache/t/p_Detailed.m4a: error: 10 bytes, package.json says 20 (truncated?) [size]
+                bundle: 1 warning
+                  AudioCache/t/notes <&"'>\\u{a}.txt: warning: stray file: no package lists it (1 B) [stray]
+                validate FAILED: 1 package, 1 audio file, 3 checks; 1 error, 1 warning
+                """)
         #expect(Self.report.exitCode == 1)
     }
 
@@ -53,9 +61,13 @@ import TourpackCore
 
     @Test func junitEscapesAndCountsEveryCase() {
         let xml = Self.report.junit()
-        #expect(xml.hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"tourpack validate\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"0\">"))
+        #expect(
+            xml.hasPrefix(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"tourpack validate\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"0\">"
+            ))
         #expect(xml.contains("<testsuite name=\"\(Self.package)\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">"))
-        #expect(xml.contains("<testcase classname=\"validate.\(Self.package)\" name=\"OfflineTours/\(Self.package)/package.json [schema]\"/>"))
+        #expect(
+            xml.contains("<testcase classname=\"validate.\(Self.package)\" name=\"OfflineTours/\(Self.package)/package.json [schema]\"/>"))
         #expect(xml.contains("<failure type=\"size\" message=\"10 bytes, package.json says 20 (truncated?)\">"))
         // The stray's name, markup and newline included, is escaped in the attribute; the warning goes to system-out.
         #expect(xml.contains("name=\"AudioCache/t/notes &lt;&amp;&quot;&apos;&gt;\\u{a}.txt [stray]\">"))
@@ -73,7 +85,9 @@ import TourpackCore
         var report = Self.report
         report.outcomes = report.outcomes.map { outcome in
             var outcome = outcome
-            outcome.findings = outcome.findings.map { var f = $0; f.severity = .error; return f }
+            outcome.findings = outcome.findings.map {
+                var f = $0; f.severity = .error; return f
+            }
             return outcome
         }
         #expect(report.junit().contains("<failure type=\"stray\""))
@@ -83,7 +97,8 @@ import TourpackCore
 
     static func box(_ type: String, _ payload: Int) -> [UInt8] {
         let size = UInt32(8 + payload)
-        return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + [UInt8](repeating: 0, count: payload)
+        return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8)
+            + [UInt8](repeating: 0, count: payload)
     }
 
     static func boxes(_ bytes: [UInt8]) throws -> MP4Boxes {
@@ -97,14 +112,21 @@ import TourpackCore
         let faststart = try Self.boxes(Self.box("ftyp", 12) + Self.box("moov", 40) + Self.box("mdat", 100))
         #expect(faststart.types == ["ftyp", "moov", "mdat"] && faststart.faststartProblems().isEmpty)
         let late = try Self.boxes(Self.box("ftyp", 12) + Self.box("mdat", 100) + Self.box("moov", 40))
-        #expect(late.faststartProblems() == ["'mdat' at offset 20 comes before 'moov' at offset 128; the file is not faststart (top-level boxes: ftyp, mdat, moov)"])
+        #expect(
+            late.faststartProblems() == [
+                "'mdat' at offset 20 comes before 'moov' at offset 128; the file is not faststart (top-level boxes: ftyp, mdat, moov)"
+            ])
         let cut = try Self.boxes(Array((Self.box("ftyp", 12) + Self.box("moov", 40) + Self.box("mdat", 100)).dropLast(30)))
         #expect(cut.faststartProblems() == ["box 'mdat' at offset 68 declares 108 bytes but only 78 remain (file truncated?)"])
-        #expect(try Self.boxes(Array("ID3\u{4}\0\0\0\0\0\0".utf8)).faststartProblems() == ["does not start with an 'ftyp' box; not an MP4 file"])
+        #expect(
+            try Self.boxes(Array("ID3\u{4}\0\0\0\0\0\0".utf8)).faststartProblems() == ["does not start with an 'ftyp' box; not an MP4 file"]
+        )
     }
 
     @Test func oggPagesOfNothingUseful() {
-        #expect(OggOpusPages(bytes: Array("not an ogg file at all, not at all".utf8)).problems.first == "no Ogg page at offset 0 (capture pattern missing)")
+        #expect(
+            OggOpusPages(bytes: Array("not an ogg file at all, not at all".utf8)).problems.first
+                == "no Ogg page at offset 0 (capture pattern missing)")
         #expect(OggOpusPages(bytes: []).problems == ["0 Ogg page(s); an Opus stream needs OpusHead, OpusTags and audio pages"])
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
+import TourpackCore
 import TourpackKit
 import TourpackServer
 import TourpackState
-import TourpackCore
 
 /// One count of billed characters: against an endpoint that cuts 30% of its
 /// answers short (in the WAV, in the JSON, or on the wire with the
@@ -27,22 +27,22 @@ import TourpackCore
             """
         }.joined(separator: ",\n")
         try """
-            {"id": "00000000-0000-4000-9000-000000000002", "name": "Billing Road", "language": "en-US", "version": 1,
-             "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
-             "pois": [\(pois)]}
-            """.write(to: folder.appendingPathComponent("tours/road.json"), atomically: true, encoding: .utf8)
+        {"id": "00000000-0000-4000-9000-000000000002", "name": "Billing Road", "language": "en-US", "version": 1,
+         "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
+         "pois": [\(pois)]}
+        """.write(to: folder.appendingPathComponent("tours/road.json"), atomically: true, encoding: .utf8)
 
         let faults = FaultInjection(truncateRate: 0.3, garbageRate: 0.1, seed: 0x5EED_B111)
         try await withServer(faults: faults) { port, server in
             try """
-                version: 1
-                tours: ["tours/*.json"]
-                formats: [aac]
-                tts: {api: google, endpoint: "http://127.0.0.1:\(port)", concurrency: 4, requestsPerMinute: 100000,
-                      maxAttempts: 20, initialBackoffMs: 1, maxBackoffMs: 5}
-                output: Documents
-                state: state
-                """.write(to: folder.appendingPathComponent("pipeline.yaml"), atomically: true, encoding: .utf8)
+            version: 1
+            tours: ["tours/*.json"]
+            formats: [aac]
+            tts: {api: google, endpoint: "http://127.0.0.1:\(port)", concurrency: 4, requestsPerMinute: 100000,
+                  maxAttempts: 20, initialBackoffMs: 1, maxBackoffMs: 5}
+            output: Documents
+            state: state
+            """.write(to: folder.appendingPathComponent("pipeline.yaml"), atomically: true, encoding: .utf8)
             let config = try PipelineLoader.load(folder.appendingPathComponent("pipeline.yaml"), workingDirectory: folder)
             let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: folder)
             let plan = try Planner(config: config).plan(tours)

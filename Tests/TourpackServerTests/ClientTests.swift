@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import Testing
-@testable import TourpackKit
+import TourpackAudio
 import TourpackServer
+
 @testable import TourpackCore
 @testable import TourpackHTTP
-import TourpackAudio
+@testable import TourpackKit
 
 /// The libcurl client against the real serve-tts over loopback.
 @Suite struct ClientTests {
@@ -44,7 +45,8 @@ import TourpackAudio
             let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, api: .openai), apiKey: nil)
             var voice = englishVoice
             voice.name = "alloy"
-            let pcm = try await synthesizer.synthesize(speechRequest("Welcome to the Kaiser Franz Josefs Hoehe.", rate: 44_100, voice: voice))
+            let pcm = try await synthesizer.synthesize(
+                speechRequest("Welcome to the Kaiser Franz Josefs Hoehe.", rate: 44_100, voice: voice))
             #expect(pcm.sampleRate == 44_100)  // 24 kHz from the server, resampled by the client
             #expect(pcm.durationSeconds > 1 && pcm.durationSeconds < 6)
             #expect(rms(pcm) > 300)

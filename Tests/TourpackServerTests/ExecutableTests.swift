@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
 import TourpackAudio
+import TourpackKit
 
 /// The real `tourpack serve-tts` executable, as scripts and `make tour` run it.
 @Suite struct ExecutableTests {

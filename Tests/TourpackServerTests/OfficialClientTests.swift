@@ -1,9 +1,9 @@
 import Foundation
 import TestServers
 import Testing
+import TourpackAudio
 import TourpackKit
 import TourpackServer
-import TourpackAudio
 
 /// serve-tts as the services' own client libraries see it: Google's
 /// `google-cloud-texttospeech` (REST transport) and `openai`, run by
@@ -55,7 +55,8 @@ import TourpackAudio
         // A two-second <break> lengthens the same sentences by about two seconds.
         let plain = try WAV.decode(Array(try Data(contentsOf: folder.appendingPathComponent("google-ssml-plain.wav"))))
         let paused = try WAV.decode(Array(try Data(contentsOf: folder.appendingPathComponent("google-ssml-break.wav"))))
-        #expect(paused.durationSeconds - plain.durationSeconds > 1.5, "break: \(paused.durationSeconds) s, none: \(plain.durationSeconds) s")
+        #expect(
+            paused.durationSeconds - plain.durationSeconds > 1.5, "break: \(paused.durationSeconds) s, none: \(plain.durationSeconds) s")
 
         let refusals = try #require(manifest["refusals"] as? [[String: Any]])
         #expect(refusals.map { $0["refused"] as? String } == ["6000-byte input", "AUDIO_ENCODING_UNSPECIFIED", "OGG_OPUS at 44100 Hz"])
@@ -71,9 +72,10 @@ import TourpackAudio
         let manifest = try Self.manifest(in: folder)
 
         let entries = try #require(manifest["files"] as? [[String: Any]])
-        let contentTypes = Dictionary(entries.compactMap { entry in
-            (entry["file"] as? String).map { ($0, entry["contentType"] as? String ?? "") }
-        }, uniquingKeysWith: { first, _ in first })
+        let contentTypes = Dictionary(
+            entries.compactMap { entry in
+                (entry["file"] as? String).map { ($0, entry["contentType"] as? String ?? "") }
+            }, uniquingKeysWith: { first, _ in first })
         let expected: [String: (codec: String, container: String, contentType: String, wavCode: Int?)] = [
             "openai-mp3.mp3": ("mp3", "mp3", "audio/mpeg", nil),
             "openai-opus.opus": ("opus", "ogg", "audio/opus", nil),
@@ -100,7 +102,9 @@ import TourpackAudio
 
         let normal = try WAV.decode(Array(try Data(contentsOf: folder.appendingPathComponent("openai-speed-1.0.wav"))))
         let fast = try WAV.decode(Array(try Data(contentsOf: folder.appendingPathComponent("openai-speed-2.0.wav"))))
-        #expect(fast.durationSeconds < normal.durationSeconds * 0.75, "speed 2: \(fast.durationSeconds) s, speed 1: \(normal.durationSeconds) s")
+        #expect(
+            fast.durationSeconds < normal.durationSeconds * 0.75, "speed 2: \(fast.durationSeconds) s, speed 1: \(normal.durationSeconds) s"
+        )
 
         let refusals = try #require(manifest["refusals"] as? [[String: Any]])
         #expect(refusals.map { $0["refused"] as? String } == ["6000-byte input", "response_format ogg", "speed 5"])
@@ -128,7 +132,9 @@ import TourpackAudio
         }
         if let wavCode {
             let format = try #require(wavFormat(bytes), "\(file) has a RIFF/WAVE fmt chunk", sourceLocation: sourceLocation)
-            #expect(format.code == wavCode && format.rate == rate && format.channels == 1, "\(file) fmt \(format)", sourceLocation: sourceLocation)
+            #expect(
+                format.code == wavCode && format.rate == rate && format.channels == 1, "\(file) fmt \(format)",
+                sourceLocation: sourceLocation)
             #expect(format.bits == (wavCode == 1 ? 16 : 8), "\(file) bits per sample", sourceLocation: sourceLocation)
         }
     }
@@ -140,7 +146,9 @@ import TourpackAudio
         #expect(pcm.count % 2 == 0 && !pcm.starts(with: Data("RIFF".utf8)), sourceLocation: sourceLocation)
         let samples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }.map { Int16(littleEndian: $0) }
         let seconds = Double(samples.count) / 24_000
-        #expect(abs(seconds - wav.durationSeconds) < wav.durationSeconds * 0.02, "pcm \(seconds) s, wav \(wav.durationSeconds) s", sourceLocation: sourceLocation)
+        #expect(
+            abs(seconds - wav.durationSeconds) < wav.durationSeconds * 0.02, "pcm \(seconds) s, wav \(wav.durationSeconds) s",
+            sourceLocation: sourceLocation)
         #expect(rms(PCMAudio(samples: samples, sampleRate: 24_000)) > 100, "speech, not silence", sourceLocation: sourceLocation)
     }
 
@@ -152,9 +160,9 @@ import TourpackAudio
     static func probe(_ url: URL) throws -> Probe {
         let result = try Tool.run("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
         guard result.status == 0,
-              let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
-              let streams = object["streams"] as? [[String: Any]], streams.count == 1,
-              let format = object["format"] as? [String: Any]
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            let streams = object["streams"] as? [[String: Any]], streams.count == 1,
+            let format = object["format"] as? [String: Any]
         else { throw ToolFailure(message: "ffprobe \(url.lastPathComponent): status \(result.status), \(result.stderr)\(result.stdout)") }
         let stream = streams[0]
         let duration = Double(stream["duration"] as? String ?? "") ?? Double(format["duration"] as? String ?? "") ?? 0
@@ -187,7 +195,7 @@ import TourpackAudio
     static func opusHead(_ bytes: [UInt8]) -> (channels: Int, inputRate: Int)? {
         let magic = Array("OpusHead".utf8)
         guard bytes.count >= 19,
-              let start = (0...(bytes.count - 19)).first(where: { bytes[$0..<$0 + 8].elementsEqual(magic) })
+            let start = (0...(bytes.count - 19)).first(where: { bytes[$0..<$0 + 8].elementsEqual(magic) })
         else { return nil }
         let rate = (0..<4).reduce(0) { $0 | Int(bytes[start + 12 + $1]) << (8 * $1) }
         return (Int(bytes[start + 9]), rate)
@@ -212,7 +220,9 @@ import TourpackAudio
     }
 
     /// The Python import names of the client libraries and the PyPI packages that provide them.
-    static let libraries = ["google_client.py": ("google.cloud.texttospeech", "google-cloud-texttospeech"), "openai_client.py": ("openai", "openai")]
+    static let libraries = [
+        "google_client.py": ("google.cloud.texttospeech", "google-cloud-texttospeech"), "openai_client.py": ("openai", "openai"),
+    ]
 
     /// Runs `python3 Clients/<script> <port> <outdir>` without blocking a
     /// cooperative thread (the server under test needs them) and throws,
@@ -222,10 +232,11 @@ import TourpackAudio
         if let (module, package) = libraries[script] {
             let check = try await Tool.runOffThePool("python3", ["-c", "import \(module)"])
             guard check.status == 0 else {
-                throw ToolFailure(message: """
-                    python3 cannot import \(module), so \(script) cannot run. Install it with `make setup-test` \
-                    (or `python3 -m pip install \(package)`); PyPI must be reachable. \(check.stderr)
-                    """)
+                throw ToolFailure(
+                    message: """
+                        python3 cannot import \(module), so \(script) cannot run. Install it with `make setup-test` \
+                        (or `python3 -m pip install \(package)`); PyPI must be reachable. \(check.stderr)
+                        """)
             }
         }
         let result = try await Tool.runOffThePool("python3", [clients.appendingPathComponent(script).path, String(port), outdir.path])

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import TourpackKit
 import TourpackCore
+import TourpackKit
 
 /// Runs every job it is given on one thread of its own: a cooperative pool
 /// one thread wide. Work that blocks it stalls everything else on it.
@@ -75,20 +75,20 @@ final class EventLog: @unchecked Sendable {
                 """
         }.joined(separator: ",\n")
         try """
-            {"id": "00000000-0000-4000-9000-000000000001", "name": "One Thread Road", "language": "en-US", "version": 1,
-             "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
-             "pois": [\(pois)]}
-            """.write(to: folder.appendingPathComponent("tours/road.json"), atomically: true, encoding: .utf8)
+        {"id": "00000000-0000-4000-9000-000000000001", "name": "One Thread Road", "language": "en-US", "version": 1,
+         "route": {"waypoints": [{"latitude": 46.5, "longitude": 10.39}, {"latitude": 46.56, "longitude": 10.41}]},
+         "pois": [\(pois)]}
+        """.write(to: folder.appendingPathComponent("tours/road.json"), atomically: true, encoding: .utf8)
 
         try await withServer { port, _ in
             try """
-                version: 1
-                tours: ["tours/*.json"]
-                formats: [aac, opus]
-                tts: {api: google, endpoint: "http://127.0.0.1:\(port)", concurrency: 4, requestsPerMinute: 100000}
-                output: Documents
-                state: state
-                """.write(to: folder.appendingPathComponent("pipeline.yaml"), atomically: true, encoding: .utf8)
+            version: 1
+            tours: ["tours/*.json"]
+            formats: [aac, opus]
+            tts: {api: google, endpoint: "http://127.0.0.1:\(port)", concurrency: 4, requestsPerMinute: 100000}
+            output: Documents
+            state: state
+            """.write(to: folder.appendingPathComponent("pipeline.yaml"), atomically: true, encoding: .utf8)
             let config = try PipelineLoader.load(folder.appendingPathComponent("pipeline.yaml"), workingDirectory: folder)
             let tours = try TourLoader().loadAll(globs: config.tourGlobs, relativeTo: folder)
             let plan = try Planner(config: config).plan(tours)

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-import TourpackKit
-import TourpackServer
+import TourpackAudio
 import TourpackCore
 import TourpackHTTP
-import TourpackAudio
+import TourpackKit
+import TourpackServer
 
 /// Final errors, Retry-After, splitting, and the concurrency and rate limits.
 @Suite struct PolicyTests {
@@ -45,10 +45,14 @@ import TourpackAudio
 
     @Test func chunkIsSplitOnLongerThanTheLimit() async throws {
         try await withServer(configure: { $0.googleInputLimitBytes = 120 }) { port, server in
-            let sentences = ["The road opened in nineteen thirty five.", "It climbs to two thousand five hundred metres.",
-                             "Marmots live beside the car park."]
+            let sentences = [
+                "The road opened in nineteen thirty five.", "It climbs to two thousand five hundred metres.",
+                "Marmots live beside the car park.",
+            ]
             let splitter: HTTPSpeechSynthesizer.Splitter = { chunk in
-                let parts = chunk.text.split(separator: ".").map { Chunk(text: $0.trimmingCharacters(in: .whitespaces) + ".", isSSML: false) }
+                let parts = chunk.text.split(separator: ".").map {
+                    Chunk(text: $0.trimmingCharacters(in: .whitespaces) + ".", isSSML: false)
+                }
                 return parts.count > 1 ? parts : nil
             }
             let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil, splitter: splitter)

@@ -1,10 +1,10 @@
 import Foundation
 import Logging
 import Testing
+import TourpackAudio
+import TourpackCore
 import TourpackKit
 import TourpackServer
-import TourpackCore
-import TourpackAudio
 
 /// serve-tts validates and answers as the real APIs do.
 @Suite struct ServerTests {
@@ -16,13 +16,15 @@ import TourpackAudio
 
     @Test func googleValidation() async throws {
         try await withServer { port, server in
-            let both = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+            let both = try await rawHTTP(
+                "POST", port: port, path: "/v1/text:synthesize",
                 json: #"{"input":{"text":"a","ssml":"<speak>a</speak>"},"voice":{"languageCode":"en-US"}}"#)
             #expect(both.status == 400)
             #expect(try googleError(both.body).message.contains("Exactly one of"))
 
             let long = String(repeating: "é", count: 2501)  // 5002 bytes, 2501 characters
-            let tooLong = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+            let tooLong = try await rawHTTP(
+                "POST", port: port, path: "/v1/text:synthesize",
                 json: #"{"input":{"text":"\#(long)"},"voice":{"languageCode":"en-US"}}"#)
             let tooLongError = try googleError(tooLong.body)
             #expect(tooLong.status == 400)
@@ -33,26 +35,34 @@ import TourpackAudio
             #expect(noLanguage.status == 400)
             #expect(try googleError(noLanguage.body).message.contains("languageCode"))
 
-            let slow = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
-                json: #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","speakingRate":0.1}}"#)
+            let slow = try await rawHTTP(
+                "POST", port: port, path: "/v1/text:synthesize",
+                json:
+                    #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","speakingRate":0.1}}"#
+            )
             #expect(slow.status == 400)
             #expect(try googleError(slow.body).message.contains("speakingRate"))
 
-            let brokenSSML = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+            let brokenSSML = try await rawHTTP(
+                "POST", port: port, path: "/v1/text:synthesize",
                 json: #"{"input":{"ssml":"<speak>Hello <break time=\"1s\"></speak>"},"voice":{"languageCode":"en-US"}}"#)
             #expect(brokenSSML.status == 400)
             #expect(try googleError(brokenSSML.body).message.contains("Invalid SSML"))
 
             // FLAC is not among Google's TTS encodings; an absent encoding is AUDIO_ENCODING_UNSPECIFIED.
-            let flac = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+            let flac = try await rawHTTP(
+                "POST", port: port, path: "/v1/text:synthesize",
                 json: #"{"input":{"text":"a"},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"FLAC"}}"#)
             #expect(flac.status == 400)
             let flacError = try googleError(flac.body)
             #expect(flacError.status == "INVALID_ARGUMENT")
             #expect(flacError.message.contains("audioEncoding"))
 
-            let ok = try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
-                json: #"{"input":{"text":"Hello there."},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","sampleRateHertz":16000}}"#)
+            let ok = try await rawHTTP(
+                "POST", port: port, path: "/v1/text:synthesize",
+                json:
+                    #"{"input":{"text":"Hello there."},"voice":{"languageCode":"en-US"},"audioConfig":{"audioEncoding":"LINEAR16","sampleRateHertz":16000}}"#
+            )
             #expect(ok.status == 200)
             let object = try #require(try JSONSerialization.jsonObject(with: ok.body) as? [String: Any])
             let content = try #require(object["audioContent"] as? String)
@@ -67,10 +77,13 @@ import TourpackAudio
     @Test func encodingsAndRatesAreRefusedAsTheServicesRefuseThem() async throws {
         try await withServer { port, server in
             func google(_ audioConfig: String) async throws -> (status: Int, body: Data) {
-                try await rawHTTP("POST", port: port, path: "/v1/text:synthesize",
+                try await rawHTTP(
+                    "POST", port: port, path: "/v1/text:synthesize",
                     json: #"{"input":{"text":"Hello there."},"voice":{"languageCode":"en-US"},"audioConfig":\#(audioConfig)}"#)
             }
-            for config in [#"{}"#, #"{"audioEncoding":"AUDIO_ENCODING_UNSPECIFIED"}"#, #"{"audioEncoding":"mp3"}"#, #"{"audioEncoding":"OGG_VORBIS"}"#] {
+            for config in [
+                #"{}"#, #"{"audioEncoding":"AUDIO_ENCODING_UNSPECIFIED"}"#, #"{"audioEncoding":"mp3"}"#, #"{"audioEncoding":"OGG_VORBIS"}"#,
+            ] {
                 let refused = try await google(config)
                 #expect(refused.status == 400, "\(config)")
                 #expect(try googleError(refused.body).status == "INVALID_ARGUMENT", "\(config)")
@@ -90,7 +103,8 @@ import TourpackAudio
             #expect(wav.prefix(4) == Data("RIFF".utf8))
             #expect(wav[wav.startIndex + 20] == 7 && wav[wav.startIndex + 34] == 8, "fmt: format code 7 (µ-law), 8 bits")
 
-            let unknown = try await rawHTTP("POST", port: port, path: "/v1/audio/speech",
+            let unknown = try await rawHTTP(
+                "POST", port: port, path: "/v1/audio/speech",
                 json: #"{"model":"tts-1","voice":"alloy","input":"Hello there.","response_format":"ogg"}"#)
             #expect(unknown.status == 400)
             let error = try #require((try JSONSerialization.jsonObject(with: unknown.body) as? [String: Any])?["error"] as? [String: Any])
@@ -98,7 +112,8 @@ import TourpackAudio
             #expect(error["param"] as? String == "response_format")
 
             // No response_format is mp3: an MPEG audio frame sync or an ID3v2 tag first.
-            let plain = try await rawHTTP("POST", port: port, path: "/v1/audio/speech",
+            let plain = try await rawHTTP(
+                "POST", port: port, path: "/v1/audio/speech",
                 json: #"{"model":"tts-1","voice":"alloy","input":"Hello there."}"#)
             #expect(plain.status == 200)
             let bytes = [UInt8](plain.body)
@@ -127,13 +142,15 @@ import TourpackAudio
         try await withServer { port, _ in
             let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port), apiKey: nil)
             _ = try await synthesizer.synthesize(speechRequest("Count me."))
-            let before = try JSONDecoder().decode(ServerStatsSnapshot.self, from: try await rawHTTP("GET", port: port, path: "/debug/stats").body)
+            let before = try JSONDecoder().decode(
+                ServerStatsSnapshot.self, from: try await rawHTTP("GET", port: port, path: "/debug/stats").body)
             #expect(before.synthesizeRequests == 1)
             #expect(before.characters == "Count me.".count)
             #expect(before.maxInFlight == 1)
             let reset = try await rawHTTP("POST", port: port, path: "/debug/stats/reset")
             #expect(reset.status == 204)
-            let after = try JSONDecoder().decode(ServerStatsSnapshot.self, from: try await rawHTTP("GET", port: port, path: "/debug/stats").body)
+            let after = try JSONDecoder().decode(
+                ServerStatsSnapshot.self, from: try await rawHTTP("GET", port: port, path: "/debug/stats").body)
             #expect(after.synthesizeRequests == 0)
             #expect(after.characters == 0)
         }
@@ -162,16 +179,21 @@ import TourpackAudio
         let serverLog = LogCapture()
         let clientLog = LogCapture()
         let faults = FaultInjection(failureRate: 0.3, rateLimitRate: 0.2, retryAfterSeconds: 0, seed: 3)
-        try await withServer(faults: faults, configure: {
-            $0.requiredAPIKey = sentinelKey
-            $0.logger = serverLog.logger("serve-tts")
-        }) { port, _ in
+        try await withServer(
+            faults: faults,
+            configure: {
+                $0.requiredAPIKey = sentinelKey
+                $0.logger = serverLog.logger("serve-tts")
+            }
+        ) { port, _ in
             var texts: [String] = []
             for api in TTSAPI.allCases {
                 var options = HTTPSpeechSynthesizer.Options()
                 options.logger = clientLog.logger("client")
-                let right = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey, options: options)
-                let wrong = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey + "-wrong", options: options)
+                let right = try HTTPSpeechSynthesizer(
+                    settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey, options: options)
+                let wrong = try HTTPSpeechSynthesizer(
+                    settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey + "-wrong", options: options)
                 // The right key works: it did reach the server, in the header that API reads.
                 let pcm = try await right.synthesize(speechRequest("Secret handshake."))
                 #expect(pcm.durationSeconds > 0.3)

@@ -1,12 +1,13 @@
 import Foundation
+import Logging
+import TourpackAudio
+import TourpackCore
+import TourpackKit
+import TourpackServer
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Logging
-import TourpackKit
-import TourpackServer
-import TourpackCore
-import TourpackAudio
 
 /// A key no code path may ever print.
 let sentinelKey = "SENTINEL-kq7Zp4Wx-never-print-me"
@@ -34,7 +35,9 @@ func fastSettings(port: Int, api: TTSAPI = .google, concurrency: Int = 4, maxAtt
 
 let englishVoice = VoicePreset(provider: "local", languageCode: "en-US", name: "", tier: .local)
 
-func speechRequest(_ text: String, ssml: Bool = false, rate: Int = 24_000, voice: VoicePreset = englishVoice, label: String = "tour/poi/Detailed") -> SynthesisRequest {
+func speechRequest(
+    _ text: String, ssml: Bool = false, rate: Int = 24_000, voice: VoicePreset = englishVoice, label: String = "tour/poi/Detailed"
+) -> SynthesisRequest {
     SynthesisRequest(chunk: Chunk(text: text, isSSML: ssml), voice: voice, sampleRateHz: rate, itemLabel: label)
 }
 
@@ -110,7 +113,9 @@ final class SleepRecorder: @unchecked Sendable {
 }
 
 /// A plain HTTP call (URLSession) for the routes the synthesizer does not speak.
-func rawHTTP(_ method: String, port: Int, path: String, json: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, body: Data) {
+func rawHTTP(_ method: String, port: Int, path: String, json: String? = nil, headers: [String: String] = [:]) async throws -> (
+    status: Int, body: Data
+) {
     var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
     request.httpMethod = method
     if let json {

@@ -1,13 +1,14 @@
 import Foundation
+import Logging
+import Testing
+import TourpackAudio
+import TourpackCore
+import TourpackKit
+import TourpackServer
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Logging
-import Testing
-import TourpackKit
-import TourpackServer
-import TourpackCore
-import TourpackAudio
 
 /// Runs `body` against a fresh in-process serve-tiles on a free loopback port.
 func withTileServer<T>(
@@ -73,7 +74,8 @@ struct TileClient {
 func pngSize(_ data: Data) -> (width: Int, height: Int)? {
     let bytes = [UInt8](data)
     guard bytes.count > 24, bytes.prefix(8).elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]),
-          bytes[12..<16].elementsEqual(Array("IHDR".utf8)) else { return nil }
+        bytes[12..<16].elementsEqual(Array("IHDR".utf8))
+    else { return nil }
     func bigEndian(_ offset: Int) -> Int { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) } }
     return (bigEndian(16), bigEndian(20))
 }
@@ -91,8 +93,10 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-\(UUID().uuidString).png")
             defer { try? FileManager.default.removeItem(at: file) }
             try answer.body.write(to: file)
-            let probe = try ffprobe(["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
-                                     "-of", "csv=p=0", file.path])
+            let probe = try ffprobe([
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
+                "-of", "csv=p=0", file.path,
+            ])
             #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "png,256,256")
         }
     }
@@ -156,9 +160,13 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
             #expect(try await client.get("/10/500/300.png", headers: ["If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"]).status == 304)
             #expect(try await client.get("/10/500/300.png", headers: ["If-Modified-Since": "Thu, 01 Jan 1970 12:00:00 GMT"]).status == 200)
             // If-None-Match decides when both are sent.
-            #expect(try await client.get("/10/500/300.png", headers: [
-                "If-None-Match": "\"0123456789abcdef\"", "If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT",
-            ]).status == 200)
+            #expect(
+                try await client.get(
+                    "/10/500/300.png",
+                    headers: [
+                        "If-None-Match": "\"0123456789abcdef\"", "If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT",
+                    ]
+                ).status == 200)
         }
     }
 
@@ -217,7 +225,9 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
             #expect(stats["unauthorized"] as? Int == 3)
             #expect(stats["queryKeys"] as? [String] == ["key"])
         }
-        try await withTileServer(configure: { $0.requiredAPIKey = key; $0.apiKeyParameter = "access_token" }) { client, _ in
+        try await withTileServer(configure: {
+            $0.requiredAPIKey = key; $0.apiKeyParameter = "access_token"
+        }) { client, _ in
             let underKey = try await client.get("/3/1/1.png?key=\(key)")
             let underToken = try await client.get("/3/1/1.png?access_token=\(key)")
             #expect(underKey.status == 401)
@@ -227,7 +237,9 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
 
     @Test func theKeyTravelsInAHeader() async throws {
         let key = "tile-key-header-91c2"
-        try await withTileServer(configure: { $0.requiredAPIKey = key; $0.apiKeyHeader = "X-Api-Key" }) { client, _ in
+        try await withTileServer(configure: {
+            $0.requiredAPIKey = key; $0.apiKeyHeader = "X-Api-Key"
+        }) { client, _ in
             #expect(try await client.get("/3/1/1.png").status == 401)
             #expect(try await client.get("/3/1/1.png", headers: ["X-Api-Key": "nope"]).status == 401)
             #expect(try await client.get("/3/1/1.png?key=\(key)").status == 401, "only the header counts")
@@ -343,7 +355,9 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
     }
 
     @Test func badSettingsAreRefused() throws {
-        #expect(throws: FaultConfigurationError.self) { try TileServer(TileServerConfiguration(faults: TileFaults(failureRate: 0.7, htmlRate: 0.7))) }
+        #expect(throws: FaultConfigurationError.self) {
+            try TileServer(TileServerConfiguration(faults: TileFaults(failureRate: 0.7, htmlRate: 0.7)))
+        }
         #expect(throws: FaultConfigurationError.self) { try TileServer(TileServerConfiguration(faults: TileFaults(emptyStatus: 500))) }
         #expect(throws: FaultConfigurationError.self) { try TileServer(TileServerConfiguration(faults: TileFaults(emptyEvery: 0))) }
         #expect(throws: FaultConfigurationError.self) { try TileFaults.tile("3/8/0") }

@@ -15,6 +15,10 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
 	espeak-ng libebur128-dev libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql
 
+# A target that imports a module it does not list as a dependency fails the
+# build: the layers in Package.swift are enforced, not only documented.
+BUILD_FLAGS := --explicit-target-dependency-import-check error
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test setup-bench build build-release test tour bench docs clean help lint format
@@ -60,17 +64,17 @@ setup-test: setup
 	done
 
 build: setup
-	$(SWIFT) build
+	$(SWIFT) build $(BUILD_FLAGS)
 
 build-release: setup
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(BUILD_FLAGS)
 
 # Two runs: the command-line suites spawn real builds and wait on them
 # synchronously, which holds Swift Testing's cooperative threads; run beside
 # the in-process client and server suites (timeouts of tens of milliseconds)
 # on 2 cores, they starve them. Apart, each part is reliable.
 test: setup-test
-	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(BUILD_FLAGS)
 	$(SWIFT) test --skip-build --skip CLITests
 	$(SWIFT) test --skip-build --filter CLITests
 

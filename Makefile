@@ -69,14 +69,12 @@ build: setup
 build-release: setup
 	$(SWIFT) build -c release $(BUILD_FLAGS)
 
-# Two runs: the command-line suites spawn real builds and wait on them
-# synchronously, which holds Swift Testing's cooperative threads; run beside
-# the in-process client and server suites (timeouts of tens of milliseconds)
-# on 2 cores, they starve them. Apart, each part is reliable.
+# One `swift test`, as a Swift developer would run it. Suites that block
+# (child processes, SQLite's lock, PostgreSQL) run `.offThePool`, on threads
+# of their own and a few at a time, so the in-process client and server suites
+# keep Swift's cooperative threads (see Tests/TourpackTesting/OffThePool.swift).
 test: setup-test
-	$(SWIFT) build --build-tests $(BUILD_FLAGS)
-	$(SWIFT) test --skip-build --skip CLITests
-	$(SWIFT) test --skip-build --filter CLITests
+	$(SWIFT) test $(BUILD_FLAGS)
 
 # Starts `tourpack serve-tts --port 0`, builds pipelines/demo.yaml against
 # it, and stops it whatever happens (scripts/tour.sh).

@@ -169,22 +169,23 @@ let package = Package(
             dependencies: [
                 // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
                 "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackServer",
-                "TestServers",
+                "TourpackTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
         // MARK: Tests
-        // Real servers on loopback for the tests and the benches: a throwaway
-        // PostgreSQL (Debian's initdb and pg_ctl), one per process, and an
-        // S3-compatible moto server (PyPI moto[server]); and the tools the
-        // tests check output with, run to their end.
-        .target(name: "TestServers", path: "Tests/TestServers"),
+        // The one test-support target, for the tests and the benches: a throwaway
+        // PostgreSQL (Debian's initdb and pg_ctl), one per process, an
+        // S3-compatible moto server (PyPI moto[server]), a capture server, the
+        // built `tourpack` and the tools the tests check output with, run to their
+        // end, and `.offThePool`, which keeps blocking tests off the cooperative pool.
+        .target(name: "TourpackTesting", path: "Tests/TourpackTesting"),
         .testTarget(
             name: "TourpackKitTests",
             // Yams: the deploy/ manifests are checked by parsing them.
             dependencies: [
-                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TestServers",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
             ],
             resources: [.copy("Resources")]
@@ -192,14 +193,14 @@ let package = Package(
         .testTarget(
             name: "AudioTests",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "CFFmpeg", "CFFmpegShims", "TestServers",
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "CFFmpeg", "CFFmpegShims", "TourpackTesting",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(
             name: "TourpackServerTests",
             dependencies: [
-                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer", "TestServers",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer", "TourpackTesting",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.
@@ -207,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TestServers"]
+            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting"]
         ),
     ]
 )

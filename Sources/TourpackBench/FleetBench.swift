@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import TestServers
+import TourpackTesting
 import TourpackCore
 import TourpackKit
 import TourpackServer

@@ -1,5 +1,5 @@
 import Foundation
-import TestServers
+import TourpackTesting
 import TourpackCore
 import TourpackKit
 import TourpackState

@@ -1,11 +1,11 @@
 import CFFmpeg
 import CFFmpegShims
 import Foundation
-import TestServers
 import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 /// The encoder's own figures for a format, read from a freshly opened FFmpeg
 /// encoder with the contract's settings: frame size and delay (priming).
@@ -29,7 +29,7 @@ private func number(_ value: Any?) -> Double? {
     return (value as? NSNumber)?.doubleValue
 }
 
-@Suite("FFmpegAudioEncoder on espeak-ng speech")
+@Suite("FFmpegAudioEncoder on espeak-ng speech", .offThePool)
 struct EncoderTests {
     static let cases: [(AudioFormat, Int)] = AudioFormat.allCases.flatMap { format in [(format, 24_000), (format, 22_050)] }
 

@@ -5,6 +5,7 @@ import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 /// The frame size libavcodec's flac encoder picks for `rate` (set on open).
 private func flacFrameSize(rate: Int) throws -> Int {
@@ -57,7 +58,7 @@ private func audioOffset(_ bytes: [UInt8]) throws -> Int {
     return bytes.count
 }
 
-@Suite("FLACFile, the synthesis cache's lossless form")
+@Suite("FLACFile, the synthesis cache's lossless form", .offThePool)
 struct FLACFileTests {
     enum Length: String, CaseIterable, CustomTestStringConvertible {
         case oneSample, frameSizeMinusOne, frameSizePlusOne, threeSeconds

@@ -1,8 +1,8 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackAudio
 import TourpackKit
+import TourpackTesting
 
 /// Real speech and real tools for the audio tests: espeak-ng's CLI makes the
 /// speech, ffprobe/ffmpeg/mp3val/opusinfo check what the encoder wrote.

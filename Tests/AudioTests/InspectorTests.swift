@@ -3,8 +3,9 @@ import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
-@Suite("AudioFileInspector")
+@Suite("AudioFileInspector", .offThePool)
 struct InspectorTests {
     /// Damage in the middle of the audio must show up as decode errors, the
     /// way `validate` will meet a corrupted download or a bad disk.

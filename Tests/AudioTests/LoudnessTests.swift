@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackCore
@@ -8,7 +9,7 @@ import Testing
 /// The loudness meter against BS.1770's reference tone, chunk profiles
 /// against a measurement of the whole, and the leveler's promises: one gain,
 /// peaks under the ceiling, the same length.
-@Suite("Loudness: meter, profiles and the leveler")
+@Suite("Loudness: meter, profiles and the leveler", .offThePool)
 struct LoudnessTests {
     static func tone(hertz: Double, dBFS: Double, seconds: Double, rate: Int, phase: Double = 0) -> [Int16] {
         let amplitude = pow(10, dBFS / 20) * 32767

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackKit
 
-@Suite("PCMJoiner on espeak-ng speech")
+@Suite("PCMJoiner on espeak-ng speech", .offThePool)
 struct PCMJoinerTests {
     /// The gap between the last audible sample before `seam` and the first after it.
     private func gap(in samples: [Int16], after index: Int, threshold: Int) -> (last: Int, next: Int)? {

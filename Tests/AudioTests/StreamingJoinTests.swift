@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackCore
@@ -8,7 +9,7 @@ import Testing
 /// The streamed join (shapes first, then each chunk rendered block by block
 /// as soon as it and the next chunk with speech are known) gives exactly the
 /// samples of the whole-buffer join it replaced, on the same chunks.
-@Suite("Streaming join against the whole-buffer join")
+@Suite("Streaming join against the whole-buffer join", .offThePool)
 struct StreamingJoinTests {
     /// Renders `chunks` the way the build does: shapes recorded in
     /// `arrival` order, each ready chunk fed to its renderer in blocks of

@@ -4,11 +4,12 @@ import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 /// The build joins and encodes inside `NIOThreadPool.runIfActive` (see
 /// `ItemMaker`), so FFmpeg's blocking work stays off Swift's cooperative
 /// pool. This makes the same call the same way, with real FFmpeg.
-@Suite struct ThreadPoolEncodeTests {
+@Suite(.offThePool) struct ThreadPoolEncodeTests {
     @Test func encodesEveryFormatOnTheThreadPool() async throws {
         let directory = try Fixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -1,6 +1,6 @@
 import Foundation
-import TestServers
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackCore
@@ -16,7 +16,7 @@ import Glibc
 /// under its check, and fail (exit code 1). Derived fields (sizes, hashes)
 /// are brought back in line where the defect does not concern them, so
 /// each case proves its own check finds it, not a neighbour.
-@Suite("validate: the corrupted-bundle corpus")
+@Suite("validate: the corrupted-bundle corpus", .offThePool)
 struct ValidateCorpusTests {
     /// What a defect must produce: an error with this path and check.
     struct Expectation {

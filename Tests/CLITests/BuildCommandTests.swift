@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 /// `serve-tts` over loopback, checked with ffprobe, the JSON Schema and the
 /// package's own hashes. Serialized: each test runs two processes that
 /// together keep both cores busy.
-@Suite(.serialized) struct BuildCommandTests {
+@Suite(.serialized, .offThePool) struct BuildCommandTests {
     @Test func buildWritesTheExactLayoutAndPackagesThatPlay() throws {
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace(formats: ["aac", "mp3", "opus"])
@@ -231,23 +232,6 @@ import Glibc
 
     /// Checks a package.json against `schemas/package.schema.json` with Python's jsonschema.
     static func schemaErrors(_ file: URL) throws -> [String] {
-        let schema = Executable.packageRoot.appendingPathComponent("schemas/package.schema.json")
-        let script = """
-            import json, sys, jsonschema
-            v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
-            for e in v.iter_errors(json.load(open(sys.argv[2]))):
-                print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, schema.path, file.path]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw SetupFailure("jsonschema: \(String(decoding: data, as: UTF8.self))") }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        try JSONSchemaCheck.errors(in: file, schema: JSONSchemaCheck.schema("package.schema.json"))
     }
 }

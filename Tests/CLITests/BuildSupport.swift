@@ -1,8 +1,10 @@
 import Foundation
+import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
 import TourpackState
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +44,7 @@ enum ServerProcess {
     ///   - stderr: where its access log goes; discarded when nil.
     static func start(_ process: Process, arguments: [String], environment: [String: String] = [:], stderr: FileHandle? = nil) throws -> Int
     {
+        OffThePool.checkNotOnThePool("ServerProcess.start(\(arguments.first ?? ""))")
         process.executableURL = Executable.tourpack
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -198,7 +201,8 @@ final class RunningBuild {
 
     /// Reads events until one named `name` arrives (or the output ends); returns it.
     @discardableResult
-    func waitForEvent(_ name: String, timeout: TimeInterval = 60) -> [String: Any]? {
+    func waitForEvent(_ name: String, timeout: TimeInterval = 60, sourceLocation: SourceLocation = #_sourceLocation) -> [String: Any]? {
+        OffThePool.checkNotOnThePool("RunningBuild.waitForEvent", sourceLocation: sourceLocation)
         let deadline = Date().addingTimeInterval(timeout)
         var seen = events.count
         while Date() < deadline {

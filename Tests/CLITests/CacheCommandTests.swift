@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 /// `tourpack cache stats|prune|clear` on a root the real build made.
-@Suite(.serialized) struct CacheCommandTests {
+@Suite(.serialized, .offThePool) struct CacheCommandTests {
     @Test func statsPruneAndClearKeepEveryLivePackageWhole() throws {
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace(extraYAML: "budgets: {cacheMaxMB: 50, audioMaxAgeDays: 30}")

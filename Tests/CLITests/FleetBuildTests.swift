@@ -1,7 +1,7 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackKit
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +16,7 @@ import Glibc
 /// counters say what was spoken and billed. One worker is killed with
 /// SIGKILL mid-run and restarted with its index, as Kubernetes restarts a
 /// failed index.
-@Suite(.serialized) struct FleetBuildTests {
+@Suite(.serialized, .offThePool) struct FleetBuildTests {
     /// serve-tts holds every answer this long from its arrival. Each worker
     /// sends its whole shard at once (see `Fleet.concurrency`), so every
     /// request of the killed worker has reached the endpoint long before

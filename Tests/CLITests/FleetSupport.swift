@@ -1,8 +1,8 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc

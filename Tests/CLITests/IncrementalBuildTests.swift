@@ -3,6 +3,7 @@ import Testing
 import TourpackCore
 import TourpackKit
 import TourpackState
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 /// Incremental builds and budgets, end to end: the real `tourpack build`
 /// against the real `serve-tts`, whose `/debug/stats` counters prove what
 /// was (not) requested.
-@Suite(.serialized) struct IncrementalBuildTests {
+@Suite(.serialized, .offThePool) struct IncrementalBuildTests {
     /// A third tour whose one narration is long enough for two chunks
     /// (the Google limit minus the 100-byte headroom is 4,900 bytes).
     static let longID = "8b4f3e5a-0c63-4d9f-9e77-3f4a5b6c7d82"

@@ -2,12 +2,13 @@ import Foundation
 import Testing
 import TourpackAudio
 import TourpackKit
+import TourpackTesting
 
 /// Loudness normalization end to end: `serve-tts --level-spread-db 18`
 /// answers each text 0 to 18 dB down (levels up to ±9 dB about their
 /// middle), and every file still measures the target by ffmpeg's own
 /// `ebur128` meter, a meter that shares no code with tourpack's.
-@Suite(.serialized) struct LoudnessBuildTests {
+@Suite(.serialized, .offThePool) struct LoudnessBuildTests {
     /// ffmpeg's integrated loudness and true peak of a file.
     static func ffmpegLoudness(_ url: URL) throws -> (integrated: Double, truePeak: Double) {
         let process = Process()

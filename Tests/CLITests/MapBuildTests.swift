@@ -4,6 +4,7 @@ import TourpackAudio
 import TourpackCore
 import TourpackKit
 import TourpackMaps
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +13,7 @@ import Glibc
 /// The maps phase end to end: the real `tourpack build` against the real
 /// `serve-tts` and `serve-tiles`, whose `/debug/stats` prove what was (not)
 /// requested, and the packs read back with SQLite.
-@Suite(.serialized) struct MapBuildTests {
+@Suite(.serialized, .offThePool) struct MapBuildTests {
     static let northID = "9c5e4f6b-1d74-4e8a-8f88-4a5b6c7d8e91"
     static let southID = "9c5e4f6b-1d74-4e8a-8f88-4a5b6c7d8e92"
 
@@ -368,7 +369,7 @@ import Glibc
 
 /// Map sources beyond one server and one build: a local extract, two builds
 /// sharing a state folder, and a pipeline that drops its source.
-@Suite(.serialized) struct MapSourceTests {
+@Suite(.serialized, .offThePool) struct MapSourceTests {
     @Test func aLocalExtractIsReadInsteadOfTheNetworkWithItsRowsConverted() throws {
         let voice = try LocalVoiceServer()
         let tiles = try LocalTileServer()

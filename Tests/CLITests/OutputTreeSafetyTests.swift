@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackKit
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 /// first request (exit 2, naming the path), and nothing lands outside the
 /// root. The real `tourpack build` against the real `serve-tts`, whose
 /// `/debug/stats` proves no request was made.
-@Suite(.serialized) struct OutputTreeSafetyTests {
+@Suite(.serialized, .offThePool) struct OutputTreeSafetyTests {
     /// A workspace, a server, and an empty folder outside the output root for links to point at.
     final class Setup {
         let workspace: BuildWorkspace

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+import TourpackTesting
 
-@Suite struct PlanCommandTests {
+@Suite(.offThePool) struct PlanCommandTests {
     @Test func planPrintsConfigurationTableAndQuota() throws {
         let result = try Executable.run(["plan", "pipelines/demo.yaml"])
         #expect(result.status == 0, "\(result.stderr)")

@@ -3,6 +3,7 @@ import Testing
 import TourpackCore
 import TourpackKit
 import TourpackState
+import TourpackTesting
 
 /// Workers of one fleet (`build --shards N`), end to end: the real
 /// `tourpack` against the real `serve-tts`, several shard builds into one
@@ -10,7 +11,7 @@ import TourpackState
 ///
 /// The workspace's two tours split 2 ways as alps → 0, lakes → 1, and 3
 /// ways as 0, 1 and an empty shard 2 (SHA-256 of the ID; see ShardTests).
-@Suite(.serialized) struct ShardBuildTests {
+@Suite(.serialized, .offThePool) struct ShardBuildTests {
     static let alps = SafeID(validating: BuildWorkspace.alpsID)!
     static let lakes = SafeID(validating: BuildWorkspace.lakesID)!
 

@@ -1,15 +1,15 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackCore
 import TourpackKit
 import TourpackState
+import TourpackTesting
 
 /// The state a fleet shares, end to end: `state.objects` (the synthesis
 /// cache in an S3-compatible bucket, here a real moto server) and
 /// `state.scratch`, with the real `tourpack build` against the real
 /// `serve-tts`, whose request counter proves what was (not) spoken.
-@Suite(.serialized) struct SharedCacheBuildTests {
+@Suite(.serialized, .offThePool) struct SharedCacheBuildTests {
     /// Obviously fake keys; both are searched for in every output.
     static let accessKey = "FAKEACCESSKEYFORCLITESTS"
     static let secretKey = "sentinel-secret-cli-0123456789-never-print-me"

@@ -1,12 +1,12 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackKit
+import TourpackTesting
 
 /// `tourpack state migrate`, and builds whose state is in PostgreSQL, run
 /// as a user or a Kubernetes job would run them: the real executable
 /// against the test process's throwaway server.
-@Suite struct StateCommandTests {
+@Suite(.offThePool) struct StateCommandTests {
     /// The workspace's pipeline with `state:` as a mapping: a local folder
     /// of its own (`path`) and, when given, the shared PostgreSQL database.
     static func useState(_ workspace: BuildWorkspace, path: String = "state", postgres: String?) throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -68,7 +69,7 @@ final class LocalTileServer {
 
 /// The helper itself: it starts the executable, reads its port, and its
 /// counters and reset work, so map build tests can lean on it.
-@Suite struct LocalTileServerTests {
+@Suite(.offThePool) struct LocalTileServerTests {
     @Test func spawnsServesCountsAndResets() throws {
         let tiles = try LocalTileServer(
             flags: ["--empty", "3/1/1", "--api-key-env", "TILE_SUPPORT_KEY"],

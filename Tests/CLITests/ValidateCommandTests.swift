@@ -4,11 +4,12 @@ import TourpackAudio
 import TourpackCore
 import TourpackKit
 import TourpackMaps
+import TourpackTesting
 
 /// `tourpack validate` run as CI runs it: the real executable on a real
 /// bundle, its exit codes, its JSON, and its JUnit XML read by a JUnit
 /// parser from PyPI (`junitparser`, installed by `make setup-test`).
-@Suite struct ValidateCommandTests {
+@Suite(.offThePool) struct ValidateCommandTests {
     /// A small good bundle made with the library: one tour of two POIs and three
     /// phases, one package per format, built "now" so the real clock passes it.
     struct Bundle {

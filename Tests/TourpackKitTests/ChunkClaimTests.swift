@@ -1,6 +1,6 @@
 import Foundation
-import TestServers
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -10,7 +11,7 @@ import Glibc
 #endif
 
 /// The `flock` that processes sharing a state folder take turns with.
-@Suite struct FileLockTests {
+@Suite(.offThePool) struct FileLockTests {
     /// A refused attempt closes its descriptor once. Closed twice, the
     /// second close can take the number another thread has just been given
     /// (a chunk's spool, seen as EBADF under busy tile stripes).

@@ -1,6 +1,6 @@
 import Foundation
-import TestServers
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackCore
@@ -45,7 +45,7 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-@Suite(.serialized) struct ObjectStoreTests {
+@Suite(.serialized, .offThePool) struct ObjectStoreTests {
     /// Obviously fake keys; the secret is a sentinel searched for in every error.
     static let accessKey = "FAKEACCESSKEYFORTESTS"
     static let secretKey = "sentinel-secret-0123456789-never-print-me"

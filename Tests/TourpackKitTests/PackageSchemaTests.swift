@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackMaps
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -9,7 +10,7 @@ import TourpackMaps
 /// must agree with the schema file as Python's `jsonschema` reads it: the
 /// same documents pass, the same edits fail. The Swift messages name the
 /// JSON path of each problem.
-@Suite struct PackageSchemaTests {
+@Suite(.offThePool) struct PackageSchemaTests {
     static func document(_ text: String) throws -> JSONValue {
         try StrictJSONReader().read(Array(text.utf8))
     }

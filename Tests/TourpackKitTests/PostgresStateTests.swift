@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import TestServers
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit

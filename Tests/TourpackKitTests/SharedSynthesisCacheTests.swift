@@ -1,7 +1,7 @@
 import Foundation
 import NIOPosix
-import TestServers
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackKit
@@ -9,7 +9,7 @@ import Testing
 
 /// Two machines, each with its own state folder, sharing one bucket on a
 /// real moto server: what one speaks, the other restores without paying.
-@Suite struct SharedSynthesisCacheTests {
+@Suite(.offThePool) struct SharedSynthesisCacheTests {
     static let key = SynthesisKey(hex: String(repeating: "c3", count: 32))
 
     static func machine(_ scratch: StateScratch, store: ObjectStore, pool: NIOThreadPool) throws -> SharedSynthesisCache {

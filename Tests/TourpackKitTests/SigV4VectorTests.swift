@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackHTTP
 @testable import TourpackKit

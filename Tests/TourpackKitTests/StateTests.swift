@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 import GRDB
-import TestServers
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackCore

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -8,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite struct StoreBuildLockTests {
+@Suite(.offThePool) struct StoreBuildLockTests {
     @Test func aSecondHolderInTheSameProcessIsRefusedWithoutWaiting() async throws {
         let scratch = try StoreScratch()
         defer { scratch.remove() }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -10,51 +11,14 @@ import Testing
 /// `TOURPACK_UPDATE_GOLDENS=1 swift test --filter StoreSchema` rewrites
 /// `Resources/store/package.golden.json` in the source tree; review the diff
 /// by eye, because the app reads exactly these bytes.
-@Suite struct StoreSchemaTests {
+@Suite(.offThePool) struct StoreSchemaTests {
     static let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     static let schema = testsFolder.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
         "schemas/package.schema.json")
 
     /// Runs the validator; returns its error lines (empty when the document is valid).
     static func schemaErrors(_ document: [UInt8]) throws -> [String] {
-        let scratch = try StoreScratch()
-        defer { scratch.remove() }
-        let file = scratch.root.appendingPathComponent("package.json")
-        try Data(document).write(to: file)
-        let script = """
-            import json, sys
-            try:
-                import jsonschema
-            except ImportError:
-                print("MISSING: python3 cannot import jsonschema; install it (pip install jsonschema, or make setup)")
-                sys.exit(3)
-            schema = json.load(open(sys.argv[1]))
-            jsonschema.Draft202012Validator.check_schema(schema)
-            validator = jsonschema.Draft202012Validator(schema)
-            errors = sorted(validator.iter_errors(json.load(open(sys.argv[2]))), key=lambda e: list(e.absolute_path))
-            for e in errors:
-                print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
-            sys.exit(1 if errors else 0)
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, schema.path, file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 || process.terminationStatus == 1 else {
-            throw ValidatorUnavailable(message: "the schema check could not run (exit \(process.terminationStatus)): \(text)")
-        }
-        return text.split(separator: "\n").map(String.init)
-    }
-
-    struct ValidatorUnavailable: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
+        try JSONSchemaCheck.errors(in: document, schema: schema)
     }
 
     @Test func generatedManifestsAreValid() throws {

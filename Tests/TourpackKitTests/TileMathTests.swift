@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -7,7 +8,7 @@ import Testing
 
 /// The `corridor` tile selection: only tiles within `bufferMiles` of the
 /// route's line or a POI, always inside the `bbox` selection.
-@Suite struct TileMathCorridorTests {
+@Suite(.offThePool) struct TileMathCorridorTests {
     static func settings(_ selection: TileSelection, zooms: ClosedRange<Int> = 12...14, bufferMiles: Double = 2) -> MapSettings {
         MapSettings(minZoom: zooms.lowerBound, maxZoom: zooms.upperBound, bufferMiles: bufferMiles, selection: selection)
     }
@@ -188,7 +189,7 @@ import Testing
 /// TileMath against an independent implementation: mercantile's tile math and
 /// shapely's distances in `Resources/tilemath/crosscheck.py`, run by python3
 /// (`make setup-test` installs both). Tile for tile, for bbox ranges and corridors.
-@Suite struct TileMathCrossCheckTests {
+@Suite(.offThePool) struct TileMathCrossCheckTests {
     struct Case {
         var name: String
         var route: [Coordinate]

@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import TourpackAudio
 import TourpackKit
+import TourpackTesting
 
 /// The real `tourpack serve-tts` executable, as scripts and `make tour` run it.
-@Suite struct ExecutableTests {
+@Suite(.offThePool) struct ExecutableTests {
     /// The `tourpack` that SwiftPM built next to the test bundle (the running
     /// test binary's folder, or a folder above it).
     static func tourpackExecutable() -> URL? {

@@ -1,9 +1,9 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackAudio
 import TourpackKit
 import TourpackServer
+import TourpackTesting
 
 /// serve-tts as the services' own client libraries see it: Google's
 /// `google-cloud-texttospeech` (REST transport) and `openai`, run by
@@ -41,9 +41,9 @@ import TourpackServer
         let files = try #require(manifest["files"] as? [[String: Any]]).compactMap { $0["file"] as? String }
         #expect(Set(files).isSuperset(of: expected.keys), "the client saved \(files)")
         for (file, want) in expected.sorted(by: { $0.key < $1.key }) {
-            try Self.checkAudio(folder.appendingPathComponent(file), codec: want.codec, rate: want.rate, wavCode: want.wavCode)
+            try await Self.checkAudio(folder.appendingPathComponent(file), codec: want.codec, rate: want.rate, wavCode: want.wavCode)
         }
-        let mp3 = try Self.probe(folder.appendingPathComponent("google-MP3-default.mp3"))
+        let mp3 = try await Self.probe(folder.appendingPathComponent("google-MP3-default.mp3"))
         #expect(mp3.bitRate == 32_000, "Google's MP3 is 32 kbps")
 
         // PCM is LINEAR16 without its header: no RIFF, and as long as the
@@ -87,11 +87,11 @@ import TourpackServer
         #expect(Set(contentTypes.keys).isSuperset(of: expected.keys), "the client saved \(contentTypes.keys.sorted())")
         for (file, want) in expected.sorted(by: { $0.key < $1.key }) {
             let url = folder.appendingPathComponent(file)
-            try Self.checkAudio(url, codec: want.codec, rate: 24_000, wavCode: want.wavCode)
-            #expect(try Self.probe(url).container.split(separator: ",").contains { $0 == want.container }, "\(file) container")
+            try await Self.checkAudio(url, codec: want.codec, rate: 24_000, wavCode: want.wavCode)
+            #expect(try await Self.probe(url).container.split(separator: ",").contains { $0 == want.container }, "\(file) container")
             #expect(contentTypes[file] == want.contentType, "\(file) Content-Type")
         }
-        let aac = try Self.probe(folder.appendingPathComponent("openai-aac.aac"))
+        let aac = try await Self.probe(folder.appendingPathComponent("openai-aac.aac"))
         #expect(aac.profile == "LC")
 
         // pcm is wav without its header.
@@ -117,9 +117,11 @@ import TourpackServer
     /// second; Opus's rate is the one its OpusHead records (ffprobe always
     /// says 48000, the rate Opus decodes at). WAVs also have their format
     /// code checked in the `fmt ` chunk.
-    static func checkAudio(_ url: URL, codec: String, rate: Int, wavCode: Int?, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func checkAudio(
+        _ url: URL, codec: String, rate: Int, wavCode: Int?, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let file = url.lastPathComponent
-        let probe = try probe(url)
+        let probe = try await probe(url)
         #expect(probe.codec == codec, "\(file) codec", sourceLocation: sourceLocation)
         #expect(probe.channels == 1, "\(file) is mono", sourceLocation: sourceLocation)
         #expect(probe.duration > 0.5, "\(file) lasts \(probe.duration) s", sourceLocation: sourceLocation)
@@ -157,8 +159,8 @@ import TourpackServer
     }
 
     /// ffprobe's view of the file's only audio stream.
-    static func probe(_ url: URL) throws -> Probe {
-        let result = try Tool.run("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
+    static func probe(_ url: URL) async throws -> Probe {
+        let result = try await Tool.runOffThePool("ffprobe", ["-v", "error", "-of", "json", "-show_streams", "-show_format", url.path])
         guard result.status == 0,
             let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
             let streams = object["streams"] as? [[String: Any]], streams.count == 1,

@@ -5,6 +5,7 @@ import TourpackAudio
 import TourpackCore
 import TourpackKit
 import TourpackServer
+import TourpackTesting
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -93,10 +94,13 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-\(UUID().uuidString).png")
             defer { try? FileManager.default.removeItem(at: file) }
             try answer.body.write(to: file)
-            let probe = try ffprobe([
-                "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
-                "-of", "csv=p=0", file.path,
-            ])
+            let probe = try await Tool.runOffThePool(
+                "ffprobe",
+                [
+                    "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
+                    "-of", "csv=p=0", file.path,
+                ]
+            ).stdout
             #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "png,256,256")
         }
     }
@@ -396,18 +400,4 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
         #expect(log.contains("path=/7/2/2.png"), "the access log names the tile")
         #expect(!log.contains("exe-key"), "the key never reaches the log")
     }
-}
-
-/// Runs ffprobe and returns its stdout.
-private func ffprobe(_ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["ffprobe"] + arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
 }

@@ -1,14 +1,15 @@
-import Foundation
+package import Foundation
+package import Testing
 
 /// Runs the real `tourpack` executable, as a user or a job would.
-struct Executable {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+package struct Executable {
+    package static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
     /// `TOURPACK_BIN` when set, else the `tourpack` that SwiftPM built beside
     /// these tests, in whichever configuration (`debug`, `release`) and build
     /// folder (`--scratch-path`) they were built.
-    static var tourpack: URL {
+    package static var tourpack: URL {
         if let path = ProcessInfo.processInfo.environment["TOURPACK_BIN"] { return URL(fileURLWithPath: path) }
         return productsFolder.appendingPathComponent("tourpack")
     }
@@ -17,7 +18,7 @@ struct Executable {
     /// of them: on Linux it is the running executable, so `Bundle.main` sits
     /// in that folder; on macOS it is an `.xctest` bundle loaded into a runner
     /// that lives elsewhere, so the bundle's own folder is the one.
-    static var productsFolder: URL {
+    package static var productsFolder: URL {
         #if os(macOS)
         if let tests = Bundle.allBundles.first(where: { $0.bundleURL.pathExtension == "xctest" }) {
             return tests.bundleURL.deletingLastPathComponent()
@@ -26,13 +27,19 @@ struct Executable {
         return Bundle.main.bundleURL
     }
 
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    package struct Result: Sendable {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
     }
 
-    static func run(_ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:]) throws -> Result {
+    /// Runs `tourpack` with `arguments` to its end. Blocks: call it from a
+    /// `.offThePool` suite or through `OffThePool.run`.
+    package static func run(
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Result {
+        OffThePool.checkNotOnThePool("Executable.run", sourceLocation: sourceLocation)
         let process = Process()
         process.executableURL = tourpack
         process.arguments = arguments

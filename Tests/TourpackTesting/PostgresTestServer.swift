@@ -1,4 +1,5 @@
-public import Foundation
+package import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -23,13 +24,13 @@ import Glibc
 /// TCP connections need a password (scram-sha-256), so the tests exercise
 /// the password the pipeline reads from its variable; the Unix socket, in
 /// the server's own folder, trusts its clients, for creating databases.
-public final class PostgresTestServer: @unchecked Sendable {
+package final class PostgresTestServer: @unchecked Sendable {
     /// The superuser, who owns the test databases.
-    public static let user = "tourpack"
+    package static let user = "tourpack"
     /// A sentinel: no output, error or file may ever contain it.
-    public static let password = "sentinel-pg-password-4711-never-print-me"
+    package static let password = "sentinel-pg-password-4711-never-print-me"
 
-    public let port: Int
+    package let port: Int
     let folder: URL
     let bin: URL
     let account: (uid: uid_t, gid: gid_t)?
@@ -51,18 +52,18 @@ public final class PostgresTestServer: @unchecked Sendable {
     nonisolated(unsafe) private static var running: PostgresTestServer?
 
     /// The process's server, started on first use.
-    public static func shared() throws -> PostgresTestServer {
+    package static func shared() throws -> PostgresTestServer {
         try sharedServer.get()
     }
 
     /// `postgresql://tourpack@127.0.0.1:<port>/<name>`, without TLS (the
     /// test server has none) and without the password.
-    public func url(database: String) -> String {
+    package func url(database: String) -> String {
         "postgresql://\(Self.user)@127.0.0.1:\(port)/\(database)?sslmode=disable"
     }
 
     /// A new, empty database; its URL.
-    public func createDatabase() throws -> String {
+    package func createDatabase() throws -> String {
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20).lowercased()
         try Self.check(
             run(bin.appendingPathComponent("createdb"), ["-h", folder.path, "-p", String(port), "-U", Self.user, name], asServer: false),
@@ -72,7 +73,7 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     /// Runs SQL as the superuser over the trusted socket; the output of `psql -At`.
     @discardableResult
-    public func psql(_ database: String, _ sql: String) throws -> String {
+    package func psql(_ database: String, _ sql: String) throws -> String {
         let result = try run(
             bin.appendingPathComponent("psql"),
             ["-h", folder.path, "-p", String(port), "-U", Self.user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
@@ -84,7 +85,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     /// A psql session as the superuser that stays open: each line written
     /// to it runs as it arrives, on one connection, so a test can hold a
     /// lock while a build runs. Ends when `input` is closed.
-    public func session(_ database: String) throws -> (process: Process, input: FileHandle) {
+    package func session(_ database: String) throws -> (process: Process, input: FileHandle) {
         let process = Process()
         process.executableURL = bin.appendingPathComponent("psql")
         process.arguments = ["-h", folder.path, "-p", String(port), "-U", Self.user, "-d", database, "-v", "ON_ERROR_STOP=1", "-Atq"]
@@ -107,7 +108,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     ///   with it, since a figure from a server that skips the disk says
     ///   nothing about a real one. The tests keep the default, off: their
     ///   data is thrown away, and waiting for the disk would only slow them.
-    public static func start(durable: Bool = false) throws -> PostgresTestServer {
+    package static func start(durable: Bool = false) throws -> PostgresTestServer {
         let bin = try binFolder()
         // /tmp, not $TMPDIR: the server's Unix socket lives in this folder and
         // its path must stay short (107 bytes at most), and as root the
@@ -169,7 +170,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     }
 
     /// Stops the server (immediately: the data is thrown away) and removes its folder. Safe to call twice.
-    public func stop() {
+    package func stop() {
         let first = stopped.withLock {
             defer { isStopped = true }
             return !isStopped
@@ -243,6 +244,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     ///   `waitUntilExit` waiting for as long as the server runs. So bash first
     ///   closes every descriptor past stderr, then runs the tool.
     func run(_ tool: URL, _ arguments: [String], asServer: Bool, daemon: Bool = false) throws -> Outcome {
+        OffThePool.checkNotOnThePool("PostgresTestServer (\(tool.lastPathComponent))")
         var command = [tool.path] + arguments
         if daemon {
             let closeInherited = #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@""#
@@ -275,7 +277,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     }
 
     /// A loopback port that was free a moment ago.
-    public static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -10,14 +10,14 @@ import Glibc
 /// (an S3 error that echoes the request, say).
 ///
 /// One connection at a time on its own thread; closed with `stop()`.
-final class CaptureServer: @unchecked Sendable {
-    let port: Int
+package final class CaptureServer: @unchecked Sendable {
+    package let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var heads: [String] = []
     private let answer: @Sendable (String) -> (status: Int, body: String)
 
-    init(answer: @escaping @Sendable (String) -> (status: Int, body: String) = { _ in (200, "") }) throws {
+    package init(answer: @escaping @Sendable (String) -> (status: Int, body: String) = { _ in (200, "") }) throws {
         self.answer = answer
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw POSIXError(.EMFILE) }
@@ -45,9 +45,9 @@ final class CaptureServer: @unchecked Sendable {
     }
 
     /// The request heads received so far (request line and headers, CRLF-separated).
-    var received: [String] { lock.withLock { heads } }
+    package var received: [String] { lock.withLock { heads } }
 
-    func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+    package func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
 
     private func serve() {
         while true {

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -13,21 +14,22 @@ import Glibc
 /// a server started from a test thread inherits its blocked signals, so it
 /// would never see SIGTERM. moto checks no signature unless
 /// `INITIAL_NO_AUTH_ACTION_COUNT` is in `environment`; throwaway keys do.
-public final class MotoTestServer: @unchecked Sendable {
+package final class MotoTestServer: @unchecked Sendable {
     private let process = Process()
-    public let port: Int
-    public var endpoint: String { "http://127.0.0.1:\(port)" }
+    package let port: Int
+    package var endpoint: String { "http://127.0.0.1:\(port)" }
 
     /// Starts the server and waits until it accepts connections (moto takes
     /// a few seconds to import). Blocks: call it off Swift's cooperative
     /// pool, or use `start(environment:)`.
-    public convenience init(environment: [String: String] = [:]) throws {
+    package convenience init(environment: [String: String] = [:]) throws {
+        OffThePool.checkNotOnThePool("MotoTestServer(environment:)")
         try self.init(launching: environment)
         try waitUntilReady { Thread.sleep(forTimeInterval: 0.1) }
     }
 
     /// Starts the server and waits, sleeping as a task, until it accepts connections.
-    public static func start(environment: [String: String] = [:]) async throws -> MotoTestServer {
+    package static func start(environment: [String: String] = [:]) async throws -> MotoTestServer {
         let server = try MotoTestServer(launching: environment)
         try await server.waitUntilReady()
         return server
@@ -67,7 +69,7 @@ public final class MotoTestServer: @unchecked Sendable {
         throw Self.failure("moto.server did not start on port \(port)")
     }
 
-    public func stop() {
+    package func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -79,7 +81,7 @@ public final class MotoTestServer: @unchecked Sendable {
 
     /// Runs `script` with `s3`, a boto3 client of this server, and `sys` in
     /// scope (throwaway keys); its standard output.
-    public func boto(_ script: String, _ arguments: [String] = []) throws -> String {
+    package func boto(_ script: String, _ arguments: [String] = []) throws -> String {
         let prelude = """
             import boto3, sys
             s3 = boto3.client("s3", endpoint_url="\(endpoint)", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
@@ -90,12 +92,12 @@ public final class MotoTestServer: @unchecked Sendable {
         return result.stdout
     }
 
-    public func createBucket(_ name: String) throws {
+    package func createBucket(_ name: String) throws {
         _ = try boto("s3.create_bucket(Bucket=sys.argv[1])", [name])
     }
 
     /// Object keys in the bucket, sorted.
-    public func keys(_ bucket: String) throws -> [String] {
+    package func keys(_ bucket: String) throws -> [String] {
         try boto(
             """
             for page in s3.get_paginator("list_objects_v2").paginate(Bucket=sys.argv[1]):
@@ -106,7 +108,7 @@ public final class MotoTestServer: @unchecked Sendable {
 
     /// Flips one byte in the middle of the object and stores it back under
     /// its original `sha256` metadata: what a bit rot or a bad copy does.
-    public func damage(_ bucket: String, _ key: String) throws {
+    package func damage(_ bucket: String, _ key: String) throws {
         _ = try boto(
             """
             got = s3.get_object(Bucket=sys.argv[1], Key=sys.argv[2])
@@ -119,12 +121,12 @@ public final class MotoTestServer: @unchecked Sendable {
     // MARK: Plumbing
 
     /// Runs `python3` with `arguments`; its status and both outputs.
-    public static func python(_ arguments: [String]) throws -> Tool.Result {
+    package static func python(_ arguments: [String]) throws -> Tool.Result {
         try Tool.run("python3", arguments)
     }
 
     /// Whether something accepts connections on the loopback port.
-    public static func canConnect(_ port: Int) -> Bool {
+    package static func canConnect(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

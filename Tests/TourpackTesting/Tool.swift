@@ -1,18 +1,20 @@
 import Foundation
+package import Testing
 
 /// A command-line tool the tests check output with (ffmpeg, ffprobe,
 /// mp3val, opusinfo, python3 and its libraries), found on `PATH`.
-public enum Tool {
-    public struct Result: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
+package enum Tool {
+    package struct Result: Sendable {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
     }
 
     /// Runs `tool` to its end. Both outputs are read before waiting, stdout
     /// first, so a tool cannot stall on a full pipe unless it writes more
     /// than a pipe holds to stderr before it closes stdout.
-    public static func run(_ tool: String, _ arguments: [String]) throws -> Result {
+    package static func run(_ tool: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> Result {
+        OffThePool.checkNotOnThePool("Tool.run(\(tool))", sourceLocation: sourceLocation)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
@@ -30,9 +32,7 @@ public enum Tool {
 
     /// `run` on a thread of its own, for async tests: the cooperative pool
     /// is not held while the tool runs.
-    public static func runOffThePool(_ tool: String, _ arguments: [String]) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try run(tool, arguments) }) }.start()
-        }
+    package static func runOffThePool(_ tool: String, _ arguments: [String]) async throws -> Result {
+        try await OffThePool.run { try run(tool, arguments) }
     }
 }

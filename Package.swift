@@ -9,6 +9,7 @@
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records, S3       (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
+//   TourpackPublish the signed catalogue devices read, and publishing (Core, Maps, Kit)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
@@ -143,6 +144,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Shipping to devices: the catalogue of published packages.
+        .target(
+            name: "TourpackPublish",
+            dependencies: ["TourpackCore", "TourpackMaps", "TourpackKit"]
+        ),
         .target(
             name: "TourpackServer",
             dependencies: [
@@ -204,6 +210,14 @@ let package = Package(
             ],
             // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.
             resources: [.copy("Clients")]
+        ),
+        .testTarget(
+            name: "PublishTests",
+            // TestServers: `Tool` runs python3 (jsonschema) as an independent checker.
+            dependencies: [
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackPublish", "TestServers",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "CLITests",

@@ -144,10 +144,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // Shipping to devices: the catalogue of published packages.
+        // Shipping to devices: the catalogue of published packages, its
+        // Ed25519 signature and the signing key, and the publisher on top.
         .target(
             name: "TourpackPublish",
-            dependencies: ["TourpackCore", "TourpackMaps", "TourpackKit"]
+            dependencies: [
+                "TourpackCore", "TourpackMaps", "TourpackKit",
+                // Ed25519 signatures of the catalogue; SHA-256 key ids.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .target(
             name: "TourpackServer",
@@ -213,7 +218,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PublishTests",
-            // TestServers: `Tool` runs python3 (jsonschema) as an independent checker.
+            // TestServers: `Tool` runs python3 (jsonschema, cryptography) as independent checkers.
             dependencies: [
                 "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackPublish", "TestServers",
                 .product(name: "Crypto", package: "swift-crypto"),

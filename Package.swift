@@ -169,7 +169,7 @@ let package = Package(
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer",
+                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -9,6 +9,7 @@
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records, S3       (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
+//   TourpackPublish the signed catalogue devices read, and publishing (Core, Maps, Kit)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
@@ -143,6 +144,16 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Shipping to devices: the catalogue of published packages, its
+        // Ed25519 signature and the signing key, and the publisher on top.
+        .target(
+            name: "TourpackPublish",
+            dependencies: [
+                "TourpackCore", "TourpackMaps", "TourpackKit",
+                // Ed25519 signatures of the catalogue; SHA-256 key ids.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "TourpackServer",
             dependencies: [
@@ -158,7 +169,7 @@ let package = Package(
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer",
+                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -205,6 +216,14 @@ let package = Package(
             ],
             // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.
             resources: [.copy("Clients")]
+        ),
+        .testTarget(
+            name: "PublishTests",
+            // TestServers: `Tool` runs python3 (jsonschema, cryptography) as independent checkers.
+            dependencies: [
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackPublish", "TestServers",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "CLITests",

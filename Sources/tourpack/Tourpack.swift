@@ -16,7 +16,9 @@ struct Tourpack: AsyncParsableCommand {
             \(ExitStatus.legend)
             """,
         version: TourpackPipeline.version,
-        subcommands: [Build.self, Plan.self, Validate.self, Cache.self, Quota.self, StateCommand.self, ServeTTS.self, ServeTiles.self]
+        subcommands: [
+            Build.self, Plan.self, Validate.self, Cache.self, Quota.self, StateCommand.self, Keys.self, ServeTTS.self, ServeTiles.self,
+        ]
     )
 
     /// Runs the command and maps every failure onto the contract's exit codes:

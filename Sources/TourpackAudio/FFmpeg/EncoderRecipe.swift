@@ -1,4 +1,6 @@
 import CFFmpeg
+import Crypto
+import Foundation
 public import TourpackCore
 
 /// How each `AudioFormat` of the contract's table is made with FFmpeg: the encoder,
@@ -51,14 +53,43 @@ struct EncoderRecipe {
             // 161 kbps, constrained at 94 kbps. The Ogg muxer takes pre-skip
             // from the encoder's initial padding and sets the end granule from
             // the last packet's duration, which libopus trims to the real input.
+            //
+            // `bitexact`: without it the Ogg muxer draws the stream's serial
+            // number at random, so the same PCM gave different bytes (and a
+            // new SHA-256) on every encode; with it the serial is
+            // `serial_offset`, which `muxerOptions(for:)` derives from the
+            // tags, and the OpusTags vendor string is "ffmpeg" rather than the
+            // libavformat version. AAC and MP3 are the same bytes every time
+            // without it, so their files are left as they were.
             encoderName = "libopus"
             muxerName = "ogg"
             sampleFormats = [AV_SAMPLE_FMT_S16, AV_SAMPLE_FMT_FLT]
             codecOptions = ["vbr": "constrained"]
             requestedBitRate = format.bitrateKbps * 1000
-            muxerOptions = [:]
+            muxerOptions = ["fflags": "+bitexact"]
             tagsOnStream = true
         }
+    }
+}
+
+extension EncoderRecipe {
+    /// The muxer's options for a file with these tags: `muxerOptions`, plus,
+    /// for Ogg, the stream's serial number as `serial_offset` (which the muxer
+    /// uses as the serial in bitexact mode). The serial comes from the tags
+    /// (title, album, language), so it is the same on every encode of a file
+    /// and differs between the files of a tour.
+    func muxerOptions(for metadata: AudioMetadata) -> [String: String] {
+        guard muxerName == "ogg" else { return muxerOptions }
+        var options = muxerOptions
+        options["serial_offset"] = String(Self.oggSerial(for: metadata))
+        return options
+    }
+
+    /// The first four bytes of the SHA-256 of the tags, as a non-negative
+    /// `Int32` (the option's range is 0…INT32_MAX).
+    static func oggSerial(for metadata: AudioMetadata) -> UInt32 {
+        let digest = SHA256.hash(data: Data([metadata.title, metadata.album, metadata.language].joined(separator: "\n").utf8))
+        return digest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7FFF_FFFF
     }
 }
 

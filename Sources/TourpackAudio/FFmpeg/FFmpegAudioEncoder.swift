@@ -30,7 +30,9 @@ public struct FFmpegAudioEncoder: AudioEncoding {
     /// The recipe's revision: bump it whenever `EncoderRecipe` or the encode
     /// loop changes what is written, so cached files are made again.
     /// 2: AAC and Opus at the endpoint's rate, AAC asked for its nominal 128k.
-    static let recipeRevision = 2
+    /// 3: Ogg Opus bitexact, its serial number from the tags instead of a
+    /// random draw (AAC and MP3 bytes unchanged).
+    static let recipeRevision = 3
 
     /// libavcodec's and libavformat's versions, the recipe's revision and the
     /// AAC coder. Each file's rate is part of its own cache key.
@@ -138,7 +140,7 @@ private final class FormatEncoder {
 
         try container.addStream(for: encoder)
         try Self.tag(container, metadata, recipe: recipe)
-        try container.writeHeader(options: recipe.muxerOptions)
+        try container.writeHeader(options: recipe.muxerOptions(for: metadata))
 
         let frameSize = context.pointee.frame_size > 0 ? Int(context.pointee.frame_size) : 1024
         let converter = try SampleConverter(inputRate: inputRate, outputRate: target.sampleRateHz, outputFormat: sampleFormat)

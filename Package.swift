@@ -4,12 +4,12 @@
 // packages. The targets are the layers, and their dependencies the architecture:
 //
 //   TourpackCore   values between stages, settings, SSML rules, errors, atomic files
-//   TourpackHTTP   libcurl, SigV4, retries, limits          (Core)
+//   TourpackHTTP   libcurl, SigV4, retries, limits, S3      (Core)
 //   TourpackAudio  FFmpeg, libebur128, FLAC, join, leveller  (Core)
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
-//   TourpackState  caches, ledger, claims, records, S3       (Core, HTTP, Audio)
+//   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
-//   TourpackPublish the signed catalogue devices read, and publishing (Core, Maps, Kit)
+//   TourpackPublish the signed catalogue and the sites it goes to (Core, HTTP, Maps, Kit)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
@@ -97,7 +97,11 @@ let package = Package(
         // limits. Synthesis, map tiles and the object store all talk through it.
         .target(
             name: "TourpackHTTP",
-            dependencies: ["TourpackCore", "CCurl", "CCurlShims"]
+            dependencies: [
+                "TourpackCore", "CCurl", "CCurlShims",
+                // The object store's payload hashes (SigV4) and Content-MD5.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         // Audio through FFmpeg's libraries and libebur128: encoders, FLAC, the
         // streamed join, the loudness meter and leveller, inspection.
@@ -119,7 +123,7 @@ let package = Package(
         ),
         // What a build remembers: the synthesis, output and tile caches, the quota
         // ledger, chunk claims and build records, in SQLite (GRDB) by default or
-        // PostgreSQL (PostgresNIO); the S3 object store the fleet shares chunks in.
+        // PostgreSQL (PostgresNIO); the fleet's chunks in the S3 object store (HTTP).
         .target(
             name: "TourpackState",
             dependencies: [
@@ -149,7 +153,7 @@ let package = Package(
         .target(
             name: "TourpackPublish",
             dependencies: [
-                "TourpackCore", "TourpackMaps", "TourpackKit",
+                "TourpackCore", "TourpackHTTP", "TourpackMaps", "TourpackKit",
                 // Ed25519 signatures of the catalogue; SHA-256 key ids.
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -219,15 +223,18 @@ let package = Package(
         ),
         .testTarget(
             name: "PublishTests",
-            // TestServers: `Tool` runs python3 (jsonschema, cryptography) as independent checkers.
+            // `Tool` runs python3 (jsonschema, cryptography) as independent checkers.
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackPublish", "TestServers",
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackPublish", "TourpackTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting"]
+            dependencies: [
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
+                "TourpackTesting",
+            ]
         ),
     ]
 )

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make tour`: start the embedded TTS endpoint and the embedded tile server
-# on free ports, build the demo pipeline against them, and stop both whatever
-# happens (success, failure, Ctrl-C). Extra arguments go to `tourpack build`;
+# on free ports, build the demo pipeline against them, stop both whatever
+# happens (success, failure, Ctrl-C), then publish the packages into
+# build/site with a catalogue signed by a demo key (made once, kept in
+# build/demo-signing.key). Extra arguments go to `tourpack build`;
 # SERVE_TTS_ARGS and SERVE_TILES_ARGS go to the servers (e.g.
 # SERVE_TTS_ARGS="--latency-ms 150", SERVE_TILES_ARGS="--failure-rate 0.07").
 set -uo pipefail
@@ -68,4 +70,22 @@ if [ -d "$documents/OfflineTours" ]; then
 	pack=$(find "$documents/OfflineTours" -name tiles.mbtiles | sort | head -n 1)
 	[ -n "$pack" ] && echo "  list a map's tiles: sqlite3 '$pack' 'SELECT zoom_level, tile_column, tile_row, length(tile_data) FROM tiles LIMIT 5'"
 fi
-exit $status
+[ $status -eq 0 ] || exit $status
+
+# The demo's signing key: made once, readable by this user only. A real
+# pipeline's key comes from a secret store into TOURPACK_SIGNING_KEY.
+key_file=build/demo-signing.key
+if [ ! -s "$key_file" ]; then
+	(umask 077 && "$bin" keys generate --json >"$key_file.json") || exit 1
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); open(sys.argv[2],"w").write(d["privateKey"]+"\n"); open(sys.argv[3],"w").write(d["publicKey"]+"\n")' \
+		"$key_file.json" "$key_file" build/demo-signing.pub || exit 1
+	rm -f "$key_file.json"
+fi
+echo
+TOURPACK_SIGNING_KEY=$(cat "$key_file") "$bin" publish "$pipeline" || exit $?
+site=${SITE:-build/site}
+if [ -f "$site/catalog.json" ]; then
+	echo
+	echo "Site: $(cd "$site" && pwd)"
+	echo "  catalogue: $site/catalog.json (signature: catalog.json.sig, public key: $(cat build/demo-signing.pub))"
+fi

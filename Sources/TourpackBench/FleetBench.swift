@@ -1,9 +1,9 @@
 import Foundation
 import Logging
-import TourpackTesting
 import TourpackCore
 import TourpackKit
 import TourpackServer
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,8 @@
 import Foundation
-import TourpackTesting
 import TourpackCore
 import TourpackKit
 import TourpackState
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc

@@ -21,7 +21,8 @@ package struct Catalog: Sendable, Hashable, Codable {
     package static let currentSchemaVersion = 1
 
     package var schemaVersion: Int
-    /// This publication's number: 1 for the first, then one more than `previousGeneration`.
+    /// This publication's number: 1 for the first, then greater than every
+    /// generation published before it (a rollback puts an older one back in force).
     package var generation: Int
     /// The generation this one replaced; nil (absent from the JSON) for the first.
     package var previousGeneration: Int?
@@ -29,15 +30,28 @@ package struct Catalog: Sendable, Hashable, Codable {
     package var publishedAt: Date
     /// Sorted by `tourId`, each tour's packages by `packageId`.
     package var tours: [CatalogTour]
+    /// The `keyId` of the key whose signature is in `catalog.json.sig`; nil
+    /// when the catalogue was published without a key.
+    package var signedBy: String?
+    /// True (and present) only for a catalogue published without a signing
+    /// key, so that nobody mistakes a missing signature for a lost one.
+    package var unsigned: Bool?
 
-    /// A catalogue of `tours`, put in their canonical order; `publishedAt`
-    /// loses any fraction of a second, as the JSON would.
+    /// Marks the catalogue as signed by `keyId`, or, with nil, as unsigned.
+    package mutating func sign(by keyId: String?) {
+        signedBy = keyId
+        unsigned = keyId == nil ? true : nil
+    }
+
+    /// A catalogue of `tours`, put in their canonical order, unsigned until
+    /// `sign(by:)`; `publishedAt` loses any fraction of a second, as the JSON would.
     package init(generation: Int, previousGeneration: Int?, publishedAt: Date, tours: [CatalogTour]) {
         self.schemaVersion = Catalog.currentSchemaVersion
         self.generation = generation
         self.previousGeneration = previousGeneration
         self.publishedAt = Date(timeIntervalSince1970: publishedAt.timeIntervalSince1970.rounded(.down))
         self.tours = CatalogTour.sorted(tours)
+        self.unsigned = true
     }
 
     /// A catalogue of these packages, grouped by tour (`CatalogTour.grouping(_:)`).

@@ -2,6 +2,7 @@ import Foundation
 public import NIOPosix
 public import TourpackAudio
 public import TourpackCore
+public import TourpackHTTP
 
 /// The synthesis cache a fleet shares: this machine's `SynthesisCache` in
 /// front, an S3-compatible bucket (`ObjectStore`) behind it, so a chunk is

@@ -1,7 +1,7 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackPublish
+import TourpackTesting
 
 /// `tourpack keys generate`, run as a user would.
 @Suite struct KeysCommandTests {

@@ -1,12 +1,12 @@
 import Crypto
 import Foundation
-import TestServers
 import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
 import TourpackMaps
 import TourpackPublish
+import TourpackTesting
 
 /// Package manifests as the store stage makes them (`PackageManifest.init`
 /// from a tour, a voice and encoded audio), and the independent checkers

@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
-import TestServers
 import Testing
 import TourpackCore
 import TourpackPublish
+import TourpackTesting
 
 /// The catalogue's Ed25519 signature, checked by an independent
 /// implementation (Python's `cryptography`) as well as by `verify`.

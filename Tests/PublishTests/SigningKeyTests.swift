@@ -1,7 +1,7 @@
 import Foundation
-import TestServers
 import Testing
 import TourpackPublish
+import TourpackTesting
 
 /// The signing key comes from the environment and never shows itself: not
 /// in its errors, its description, a dump or a mirror. `tourpack keys

@@ -4,6 +4,7 @@ import Testing
 import TourpackTesting
 
 @testable import TourpackAudio
+@testable import TourpackHTTP
 @testable import TourpackKit
 @testable import TourpackState
 

@@ -81,7 +81,7 @@ public final class BuildLock: @unchecked Sendable {
     }
 
     /// Takes `flock` on `fd` (`LOCK_EX` or `LOCK_SH`), polling; closes it and throws when it cannot.
-    private static func hold(_ fd: Int32, path: String, mode: Int32 = LOCK_EX, wait: Bool) async throws {
+    package static func hold(_ fd: Int32, path: String, mode: Int32 = LOCK_EX, wait: Bool) async throws {
         var pause: UInt64 = 20_000_000
         while flock(fd, mode | LOCK_NB) != 0 {
             let code = errno

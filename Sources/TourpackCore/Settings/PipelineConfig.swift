@@ -27,12 +27,15 @@ public struct PipelineConfig: Sendable, Hashable {
     /// Pronunciation lexicons, the voice's first, then the pipeline's; their
     /// lexemes rewrite narration before it is chunked.
     public var lexicons: [Lexicon]
+    /// Where `tourpack publish` puts the packages and their catalogue; nil
+    /// without a `publish:` section.
+    public var publish: PublishSettings?
 
     public init(
         sourceFile: URL, version: Int, tourGlobs: [String], voiceFile: URL?, voice: VoicePreset,
         formats: [AudioFormat], tts: TTSSettings, output: URL, state: URL, budgets: Budgets,
         maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings, lexicons: [Lexicon] = [],
-        shared: SharedStateSettings = .init()
+        shared: SharedStateSettings = .init(), publish: PublishSettings? = nil
     ) {
         self.sourceFile = sourceFile
         self.version = version
@@ -49,6 +52,7 @@ public struct PipelineConfig: Sendable, Hashable {
         self.audio = audio
         self.lexicons = lexicons
         self.shared = shared
+        self.publish = publish
     }
 
     /// How lexemes are written for this endpoint and voice.

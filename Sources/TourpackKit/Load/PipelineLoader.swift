@@ -47,6 +47,7 @@ public enum PipelineLoader {
 
     static let topKeys = [
         "version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons", "loudness",
+        "publish",
     ]
     static let ttsKeys = [
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
@@ -128,6 +129,13 @@ public enum PipelineLoader {
         if isInside(state, output) {
             reader.error(
                 "state", "the state folder (\(state.path)) must lie outside the output root (\(output.path)), which holds only what ships")
+        }
+
+        let publish = readPublish(map["publish"], base: base, reader: &reader)
+        if case .folder(let site)? = publish?.target, isInside(site, output) || isInside(output, site) {
+            reader.error(
+                "publish.target.folder",
+                "the site (\(site.path)) and the output root (\(output.path)) must not hold each other: the root holds only what ships")
         }
 
         var budgets = Budgets()
@@ -233,7 +241,7 @@ public enum PipelineLoader {
         return PipelineConfig(
             sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
             voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,
-            chunking: chunking, audio: audio, lexicons: lexicons, shared: shared
+            chunking: chunking, audio: audio, lexicons: lexicons, shared: shared, publish: publish
         )
     }
 

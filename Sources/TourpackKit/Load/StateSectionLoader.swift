@@ -43,7 +43,7 @@ extension PipelineLoader {
             }
         }
         if let node = map["objects"], let objects = reader.mapping(node, at: "state.objects", allowed: objectKeys) {
-            shared.objects = readObjects(objects, reader: &reader)
+            shared.objects = readObjects(objects, at: "state.objects", reader: &reader)
         }
         // A worker's local state (the SQLite database, with the tile cache
         // even when PostgreSQL holds the rest; staging; journals) is `path`,
@@ -51,68 +51,69 @@ extension PipelineLoader {
         return (path ?? shared.scratch, shared)
     }
 
-    static func readObjects(_ map: [String: Node], reader: inout YAMLReader) -> ObjectStoreSettings? {
+    /// An S3-compatible bucket's settings at `path` (`state.objects`, `publish.target.s3`).
+    static func readObjects(_ map: [String: Node], at path: String = "state.objects", reader: inout YAMLReader) -> ObjectStoreSettings? {
         var valid = true
-        let endpoint = reader.string(map["endpoint"], at: "state.objects.endpoint")
+        let endpoint = reader.string(map["endpoint"], at: "\(path).endpoint")
         if let endpoint {
             // Neither message quotes the value: a key pasted into it
             // (`https://ACCESS:SECRET@host`, a secret with a `/` in it) may
             // not even parse as a URL.
             if endpoint.contains("@") {
                 reader.error(
-                    "state.objects.endpoint",
+                    "\(path).endpoint",
                     "credentials in the endpoint URL are not allowed; put the keys in the variables accessKeyEnv and secretKeyEnv name")
                 valid = false
             } else if endpointProblem(endpoint) != nil {
                 reader.error(
-                    "state.objects.endpoint",
+                    "\(path).endpoint",
                     "not an http(s) base URL (no query, no credentials) like https://s3.eu-central-1.amazonaws.com")
                 valid = false
             }
         } else if map["endpoint"] == nil {
             reader.error(
-                "state.objects.endpoint", "missing required field (the S3-compatible base URL, like https://s3.eu-central-1.amazonaws.com)")
+                "\(path).endpoint", "missing required field (the S3-compatible base URL, like https://s3.eu-central-1.amazonaws.com)")
         }
-        let bucket = reader.string(map["bucket"], at: "state.objects.bucket")
+        let bucket = reader.string(map["bucket"], at: "\(path).bucket")
         if let bucket, !isBucketName(bucket) {
             reader.error(
-                "state.objects.bucket",
+                "\(path).bucket",
                 "'\(bucket.prefix(70))' is not a bucket name (3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit)"
             )
             valid = false
         } else if bucket == nil, map["bucket"] == nil {
-            reader.error("state.objects.bucket", "missing required field")
+            reader.error("\(path).bucket", "missing required field")
         }
         // Every field is checked, so one run lists every problem.
         var settings = ObjectStoreSettings(endpoint: endpoint ?? "", bucket: bucket ?? "")
-        if let prefix = reader.string(map["prefix"], at: "state.objects.prefix") {
+        if let prefix = reader.string(map["prefix"], at: "\(path).prefix") {
             if isObjectPrefix(prefix) {
                 settings.prefix = prefix
             } else {
                 reader.error(
-                    "state.objects.prefix",
+                    "\(path).prefix",
                     "a prefix takes A-Z, a-z, 0-9, '-', '.', '_', '~' and '/', does not start with '/', and is at most 512 characters")
             }
         }
-        if let region = reader.string(map["region"], at: "state.objects.region") {
+        if let region = reader.string(map["region"], at: "\(path).region") {
             if region.count <= 64, region.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }) {
                 settings.region = region
             } else {
-                reader.error("state.objects.region", "a signing region is lowercase letters, digits and '-', like eu-central-1")
+                reader.error("\(path).region", "a signing region is lowercase letters, digits and '-', like eu-central-1")
             }
         }
-        if let name = reader.string(map["accessKeyEnv"], at: "state.objects.accessKeyEnv") {
+        if let name = reader.string(map["accessKeyEnv"], at: "\(path).accessKeyEnv") {
             if isEnvironmentName(name) {
                 settings.accessKeyEnv = name
             } else {
-                reader.error("state.objects.accessKeyEnv", notAnEnvironmentName)
+                reader.error("\(path).accessKeyEnv", notAnEnvironmentName)
             }
         }
-        if let name = reader.string(map["secretKeyEnv"], at: "state.objects.secretKeyEnv") {
+        if let name = reader.string(map["secretKeyEnv"], at: "\(path).secretKeyEnv") {
             if isEnvironmentName(name) {
                 settings.secretKeyEnv = name
             } else {
-                reader.error("state.objects.secretKeyEnv", notAnEnvironmentName)
+                reader.error("\(path).secretKeyEnv", notAnEnvironmentName)
             }
         }
         return endpoint != nil && bucket != nil && valid ? settings : nil

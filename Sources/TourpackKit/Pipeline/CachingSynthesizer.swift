@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import TourpackAudio
 import TourpackCore
+import TourpackHTTP
 import TourpackState
 
 /// The synthesize stage as a build runs it: each chunk is paid for at most

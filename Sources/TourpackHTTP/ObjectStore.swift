@@ -1,7 +1,6 @@
 import Crypto
 public import Foundation
 public import TourpackCore
-public import TourpackHTTP
 
 /// An S3-compatible bucket as the shared synthesis cache sees it: whole
 /// objects put once, read back verified, over the project's libcurl
@@ -47,12 +46,16 @@ public final class ObjectStore: Sendable {
     /// Reads the keys from the variables the settings name, once.
     /// - Throws: `TourpackError.invalidInput` naming the variable (never
     ///   its value) when one is unset or empty.
-    public convenience init(settings: ObjectStoreSettings, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    /// - Parameter section: the pipeline's section, for messages (`state.objects`, `publish.target.s3`).
+    public convenience init(
+        settings: ObjectStoreSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+        section: String = "state.objects"
+    ) throws {
         guard let access = environment[settings.accessKeyEnv], !access.isEmpty else {
-            throw TourpackError.invalidInput("state.objects: the access key variable $\(settings.accessKeyEnv) is not set")
+            throw TourpackError.invalidInput("\(section): the access key variable $\(settings.accessKeyEnv) is not set")
         }
         guard let secret = environment[settings.secretKeyEnv], !secret.isEmpty else {
-            throw TourpackError.invalidInput("state.objects: the secret key variable $\(settings.secretKeyEnv) is not set")
+            throw TourpackError.invalidInput("\(section): the secret key variable $\(settings.secretKeyEnv) is not set")
         }
         try self.init(settings: settings, signing: AWSSigning(region: settings.region, service: "s3", accessKey: access, secretKey: secret))
     }
@@ -70,19 +73,119 @@ public final class ObjectStore: Sendable {
     /// Stores `bytes` as `key` unless an object is already there.
     @discardableResult
     public func put(_ key: String, bytes: [UInt8]) async throws -> PutOutcome {
-        let digest = Array(SHA256.hash(data: bytes))
-        let headers = [
-            (name: "Content-Type", value: "application/octet-stream"),
-            (name: "If-None-Match", value: "*"),
+        try await write(key, bytes: bytes, condition: .absent) ? .stored : .alreadyStored
+    }
+
+    /// When a write may replace what is there.
+    public enum WriteCondition: Sendable, Equatable {
+        /// Only when there is no object (`If-None-Match: *`): immutable objects.
+        case absent
+        /// Only when the object is still the one with this ETag (`If-Match`):
+        /// a read, change, write that loses no one else's change.
+        case unchanged(etag: String)
+        /// Always: an object whose every version is equally good.
+        case always
+    }
+
+    /// Stores `bytes` as `key` when `condition` holds; false, storing
+    /// nothing, when it does not (412). Every write carries `Content-MD5`
+    /// (the server refuses a body damaged on the way) and the body's SHA-256
+    /// as metadata (`x-amz-meta-sha256`), which `fetch` checks.
+    /// - Parameters:
+    ///   - contentType: what a CDN serves it as.
+    ///   - cacheControl: how long a CDN and a device may keep it.
+    @discardableResult
+    public func write(
+        _ key: String, bytes: [UInt8], contentType: String = "application/octet-stream", cacheControl: String? = nil,
+        condition: WriteCondition
+    ) async throws -> Bool {
+        let digest = Self.hex(Array(SHA256.hash(data: bytes)))
+        var headers = [
+            (name: "Content-Type", value: contentType),
             (name: "Content-MD5", value: Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
-            (name: "x-amz-meta-sha256", value: Self.hex(digest)),
+            (name: "x-amz-meta-sha256", value: digest),
         ]
-        let response = try await exchange(.put, key, body: bytes, payloadSHA256: Self.hex(digest), headers: headers, operation: "PUT")
+        if let cacheControl { headers.append((name: "Cache-Control", value: cacheControl)) }
+        switch condition {
+        case .absent: headers.append((name: "If-None-Match", value: "*"))
+        case .unchanged(let etag): headers.append((name: "If-Match", value: etag))
+        case .always: break
+        }
+        let response = try await exchange(.put, key, body: bytes, payloadSHA256: digest, headers: headers, operation: "PUT")
         switch response.status {
-        case 200..<300: return .stored
-        case 412: return .alreadyStored
+        case 200..<300: return true
+        // 409: S3's answer when a conditional write races another on the same key.
+        case 412, 409:
+            guard condition != .always else { throw failure("PUT", key, response) }
+            return false
         default: throw failure("PUT", key, response)
         }
+    }
+
+    /// An object as it was read: its bytes and the ETag that names this version.
+    public struct Versioned: Sendable, Equatable {
+        public var bytes: [UInt8]
+        public var etag: String
+
+        public init(bytes: [UInt8], etag: String) {
+            self.bytes = bytes
+            self.etag = etag
+        }
+    }
+
+    /// The object's bytes and ETag, or nil when it is missing. Unlike
+    /// `fetch`, it asks for no recorded SHA-256: the caller checks what
+    /// it reads (a catalogue, by its signature and its parse).
+    public func read(_ key: String) async throws -> Versioned? {
+        let response = try await exchange(.get, key, operation: "GET")
+        switch response.status {
+        case 200: return Versioned(bytes: response.body, etag: response.headers["etag"] ?? "")
+        case 404: return nil
+        default: throw failure("GET", key, response)
+        }
+    }
+
+    /// One object in a listing.
+    public struct Listed: Sendable, Equatable {
+        /// The key, without the store's prefix.
+        public var key: String
+        public var bytes: Int
+        public var lastModified: Date
+
+        public init(key: String, bytes: Int, lastModified: Date) {
+            self.key = key
+            self.bytes = bytes
+            self.lastModified = lastModified
+        }
+    }
+
+    /// Every object whose key (after the store's prefix) starts with
+    /// `prefix`, page after page (ListObjectsV2), in key order.
+    public func list(prefix: String) async throws -> [Listed] {
+        var listed: [Listed] = []
+        var token: String?
+        repeat {
+            // Query parameters sorted and encoded, as SigV4's canonical request has them.
+            var query: [(String, String)] = []
+            if let token { query.append(("continuation-token", token)) }
+            query.append(("list-type", "2"))
+            query.append(("prefix", settings.prefix + prefix))
+            let url = bucketURL + "?" + query.map { "\($0)=\(Self.encodeQueryValue($1))" }.joined(separator: "&")
+            let response = try await exchange(.get, url: url, key: prefix, operation: "LIST")
+            guard response.status == 200 else { throw failure("LIST", prefix, response) }
+            let xml = String(decoding: response.body, as: UTF8.self)
+            for contents in Self.elements("Contents", in: xml) {
+                guard let key = Self.element("Key", in: contents).map(Self.unescapeXML), key.hasPrefix(settings.prefix) else { continue }
+                listed.append(
+                    Listed(
+                        key: String(key.dropFirst(settings.prefix.count)),
+                        bytes: Self.element("Size", in: contents).flatMap(Int.init) ?? 0,
+                        lastModified: Self.element("LastModified", in: contents).flatMap(Self.parseTimestamp) ?? .distantPast))
+            }
+            token =
+                Self.element("IsTruncated", in: xml) == "true" ? Self.element("NextContinuationToken", in: xml).map(Self.unescapeXML) : nil
+        } while token != nil
+        return listed
     }
 
     /// Stores the file at `url` as `key` unless an object is already there.
@@ -170,11 +273,25 @@ public final class ObjectStore: Sendable {
         _ method: HTTPRequestSpec.Method, _ key: String, body: [UInt8] = [], payloadSHA256: String? = nil,
         headers extra: [(name: String, value: String)] = [], operation: String
     ) async throws -> HTTPResponse {
+        try await exchange(
+            method, url: url(for: key), key: key, body: body, payloadSHA256: payloadSHA256, headers: extra, operation: operation)
+    }
+
+    /// The bucket's own URL (for listings).
+    var bucketURL: String {
+        (settings.endpoint.hasSuffix("/") ? String(settings.endpoint.dropLast()) : settings.endpoint) + "/"
+            + Self.encodePath(settings.bucket)
+    }
+
+    func exchange(
+        _ method: HTTPRequestSpec.Method, url: String, key: String, body: [UInt8] = [], payloadSHA256: String? = nil,
+        headers extra: [(name: String, value: String)] = [], operation: String
+    ) async throws -> HTTPResponse {
         // S3 wants the payload hash in its own header on every request;
         // libcurl signs every header given here.
         let headers = [(name: "x-amz-content-sha256", value: payloadSHA256 ?? Self.hex(Array(SHA256.hash(data: body))))] + extra
         var request = HTTPRequestSpec(
-            method: method, url: url(for: key), headers: headers, body: body,
+            method: method, url: url, headers: headers, body: body,
             totalTimeoutSeconds: 60, connectTimeoutSeconds: 10, stallTimeoutSeconds: 30)
         request.signing = signing
         var lastFailure: (any Error)?
@@ -189,7 +306,7 @@ public final class ObjectStore: Sendable {
                 if case .cancelled = transportFailure { throw TourpackError.cancelled }
                 if case .cancelledAfterAnswer = transportFailure { throw TourpackError.cancelled }
                 let error = TourpackError.objectStorageFailed(
-                    operation: operation, object: HTTPRequestSpec.redactedURL(url(for: key)),
+                    operation: operation, object: HTTPRequestSpec.redactedURL(url),
                     status: transportFailure.answeredStatus, message: signing.scrub(transportFailure.reason))
                 guard transportFailure.isRetryable else { throw error }
                 lastFailure = error
@@ -202,8 +319,8 @@ public final class ObjectStore: Sendable {
     /// `<Code>` and `<Message>` when the body is its XML error.
     private func failure(_ operation: String, _ key: String, _ response: HTTPResponse) -> TourpackError {
         let text = String(decoding: response.body.prefix(4096), as: UTF8.self)
-        let code = Self.element("Code", in: text)
-        let message = Self.element("Message", in: text)
+        let code = Self.element("Code", in: text).map { String($0.prefix(300)) }
+        let message = Self.element("Message", in: text).map { String($0.prefix(300)) }
         let summary = [code, message].compactMap { $0 }.joined(separator: ": ")
         return .objectStorageFailed(
             operation: operation, object: HTTPRequestSpec.redactedURL(url(for: key)), status: response.status,
@@ -215,7 +332,38 @@ public final class ObjectStore: Sendable {
             return nil
         }
         let value = xml[start.upperBound..<end.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
-        return value.isEmpty ? nil : String(value.prefix(300))
+        return value.isEmpty ? nil : value
+    }
+
+    /// Every `<name>…</name>` in `xml`, in order.
+    static func elements(_ name: String, in xml: String) -> [String] {
+        var found: [String] = []
+        var rest = xml[...]
+        while let start = rest.range(of: "<\(name)>"), let end = rest.range(of: "</\(name)>", range: start.upperBound..<rest.endIndex) {
+            found.append(String(rest[start.upperBound..<end.lowerBound]))
+            rest = rest[end.upperBound...]
+        }
+        return found
+    }
+
+    static func unescapeXML(_ text: String) -> String {
+        text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+
+    /// S3's `LastModified`: ISO 8601 in UTC, with or without milliseconds.
+    static func parseTimestamp(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
+    /// A query value as SigV4 canonicalizes it: unreserved characters pass, every other byte is `%XX` (`/` too).
+    static func encodeQueryValue(_ value: String) -> String {
+        encodePath(value).replacingOccurrences(of: "/", with: "%2F")
     }
 
     /// RFC 3986 unreserved characters and `/` pass; every other byte is `%XX`.

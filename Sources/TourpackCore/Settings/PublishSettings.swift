@@ -1,0 +1,37 @@
+public import Foundation
+
+/// `publish:` in a pipeline: where `tourpack publish` puts the packages and
+/// their catalogue, how it signs the catalogue, and how long it keeps what
+/// older catalogues name. Nil in a pipeline without the section.
+public struct PublishSettings: Sendable, Hashable {
+    /// Where the site lives.
+    public enum Target: Sendable, Hashable {
+        /// A folder on this machine (a web server's root, a mounted share).
+        case folder(URL)
+        /// An S3-compatible bucket behind a CDN, reached as `state.objects` is.
+        case s3(ObjectStoreSettings)
+    }
+
+    public var target: Target
+    /// The variable holding the Ed25519 signing key (base64 of its 32 raw
+    /// bytes). Nil: the catalogue is published unsigned, and says so.
+    public var signingKeyEnv: String?
+    /// How many of the newest catalogue generations `--gc` keeps with
+    /// everything they name (the one in force is always kept).
+    public var keepGenerations: Int
+    /// How long an object no kept generation names stays before `--gc`
+    /// deletes it, so a device mid-download never loses a file.
+    public var graceDays: Int
+
+    public static let defaultKeepGenerations = 10
+    public static let defaultGraceDays = 7
+
+    public init(
+        target: Target, signingKeyEnv: String? = nil, keepGenerations: Int = defaultKeepGenerations, graceDays: Int = defaultGraceDays
+    ) {
+        self.target = target
+        self.signingKeyEnv = signingKeyEnv
+        self.keepGenerations = keepGenerations
+        self.graceDays = graceDays
+    }
+}

@@ -1,0 +1,262 @@
+package import Foundation
+package import TourpackCore
+import TourpackHTTP
+package import TourpackKit
+
+/// `tourpack publish`: puts a Documents root's packages on a site (`Site`)
+/// and a new catalogue generation in force.
+///
+/// ```
+///  root ─▶ packages ─▶ blobs ─▶ manifests ─▶ generations/<n>.json ─▶ catalog.json ─▶ catalog.json.sig
+///                      (absent only)  (absent only)  (absent only)    (if still the one read)
+/// ```
+///
+/// Safe at every instant: nothing the catalogue in force names is ever
+/// written or removed, and `catalog.json` changes last, in one write. A
+/// publish killed anywhere leaves the previous catalogue in force with every
+/// object it names, and leftovers the next publish reuses (or `--gc`
+/// removes once they are old). Two publishers never lose each other's
+/// packages: the catalogue is replaced only if it is still the one read,
+/// else the loser reads it again, merges, and tries once more.
+package struct Publisher: Sendable {
+    package let site: any Site
+    package let signingKey: SigningKey?
+    package let settings: PublishSettings
+    /// How many uploads run at once.
+    package var uploads = 4
+    package var now: @Sendable () -> Date = { Date() }
+    package var report: @Sendable (PublishEvent) -> Void = { _ in }
+
+    package init(site: any Site, signingKey: SigningKey?, settings: PublishSettings) {
+        self.site = site
+        self.signingKey = signingKey
+        self.settings = settings
+    }
+
+    // MARK: Publish
+
+    /// What a publish did (or, dry, would do).
+    package struct Outcome: Sendable, Equatable {
+        /// The generation in force afterwards (for a dry run: the one that would be).
+        package var generation: Int
+        /// Whether this publish put a new generation in force.
+        package var published: Bool
+        package var packages: Int
+        /// Packages left out because they had expired.
+        package var expired: [String] = []
+        /// Objects written (or to write), and their bytes.
+        package var uploads: [String] = []
+        package var uploadedBytes: Int64 = 0
+        /// Blobs that were there already.
+        package var reused = 0
+    }
+
+    /// Publishes every unexpired package under `root`.
+    package func publish(root: URL, dryRun: Bool = false) async throws -> Outcome {
+        let local = try LocalPackage.read(root: root)
+        let moment = now()
+        var outcome = Outcome(generation: 0, published: false, packages: 0)
+        let live = local.filter { package in
+            guard package.manifest.isExpired(at: moment) else { return true }
+            outcome.expired.append(package.manifest.packageId)
+            report(
+                .warning(
+                    "\(package.manifest.packageId) (\(package.manifest.tourName)) expired at \(package.manifest.expiresAt); left out of the catalogue"
+                ))
+            return false
+        }
+        outcome.packages = live.count
+        return try await site.exclusively { [self, outcome] in
+            var outcome = outcome
+            var current = try await readCatalog()
+            let named = Set(current?.catalog.entries.map(\.package.manifest) ?? [])
+            // A package the catalogue in force names has every object in place.
+            for package in live where !named.contains(package.entry.package.manifest) {
+                try await upload(package, dryRun: dryRun, into: &outcome)
+            }
+            var entries = live.map(\.entry)
+            while true {
+                let merged = merge(entries, into: current?.catalog, at: moment)
+                if let current, try isUnchanged(current, by: merged) {
+                    outcome.generation = current.catalog.generation
+                    if !dryRun { try await repairSignature(of: current) }
+                    report(.unchanged(generation: current.catalog.generation))
+                    return outcome
+                }
+                if dryRun {
+                    outcome.generation = (current?.catalog.generation ?? 0) + 1
+                    outcome.published = true
+                    return outcome
+                }
+                if let generation = try await commit(merged, replacing: current, at: moment, outcome: &outcome) {
+                    outcome.generation = generation
+                    outcome.published = true
+                    return outcome
+                }
+                // Another publisher put a catalogue in force since we read it: take theirs, keep ours on top.
+                current = try await readCatalog()
+                entries = merged.filter { entry in live.contains { $0.manifest.packageId == entry.package.packageId } }
+                report(.raced)
+            }
+        }
+    }
+
+    /// The catalogue in force, with the tag `replace` needs; nil when the site has none yet.
+    package func readCatalog() async throws -> (catalog: Catalog, bytes: [UInt8], etag: String)? {
+        guard let read = try await site.read(SiteLayout.catalog) else { return nil }
+        do {
+            return (try Catalog.decode(Data(read.bytes)), read.bytes, read.etag)
+        } catch {
+            throw TourpackError.invalidInput("\(site.location)\(SiteLayout.catalog): not a catalogue tourpack can read: \(error)")
+        }
+    }
+
+    /// Uploads a package's blobs (those not there yet), then its package.json.
+    private func upload(_ package: LocalPackage, dryRun: Bool, into outcome: inout Outcome) async throws {
+        var missing: [LocalPackage.File] = []
+        var seen: Set<String> = []
+        for file in package.files where seen.insert(file.sha256).inserted {
+            if try await site.contains(SiteLayout.blob(sha256: file.sha256)) { outcome.reused += 1 } else { missing.append(file) }
+        }
+        if !dryRun {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var running = 0
+                for file in missing {
+                    if running == uploads {
+                        try await group.next()
+                        running -= 1
+                    }
+                    group.addTask { [site, report] in
+                        let key = SiteLayout.blob(sha256: file.sha256)
+                        if try await site.create(key, from: file.url, contentType: file.contentType, cacheControl: SiteLayout.immutable) {
+                            report(.uploaded(key: key, bytes: file.sizeBytes, what: file.path))
+                        }
+                    }
+                    running += 1
+                }
+                try await group.waitForAll()
+            }
+        }
+        for file in missing {
+            outcome.uploads.append(SiteLayout.blob(sha256: file.sha256))
+            outcome.uploadedBytes += file.sizeBytes
+        }
+        // The manifest is named by its content hash: two builds of the same
+        // content differ only in when they were built, and either will do.
+        if dryRun {
+            if try await !site.contains(package.manifestKey) { outcome.uploads.append(package.manifestKey) }
+        } else if try await site.create(
+            package.manifestKey, bytes: package.manifestBytes, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.immutable)
+        {
+            outcome.uploads.append(package.manifestKey)
+            outcome.uploadedBytes += Int64(package.manifestBytes.count)
+            report(.uploaded(key: package.manifestKey, bytes: Int64(package.manifestBytes.count), what: "package.json"))
+        }
+    }
+
+    /// The catalogue's packages after this publish: the one in force, with
+    /// ours in place of theirs where both have a package ID (the newer
+    /// wins, as every publisher decides alike), and no expired package.
+    func merge(_ ours: [CatalogEntry], into current: Catalog?, at moment: Date) -> [CatalogEntry] {
+        let mine = Catalog(generation: 0, previousGeneration: nil, publishedAt: moment, entries: ours)
+        let theirs = current ?? Catalog(generation: 0, previousGeneration: nil, publishedAt: moment, entries: [])
+        return Catalog(generation: 0, previousGeneration: nil, publishedAt: moment, tours: mine.mergingPackages(with: theirs))
+            .entries.filter { entry in
+                guard entry.package.expiresAt > moment else {
+                    if !ours.contains(entry) {
+                        report(.warning("\(entry.package.packageId) expired at \(entry.package.expiresAt); left out of the catalogue"))
+                    }
+                    return false
+                }
+                return true
+            }
+    }
+
+    /// Whether `entries` are the catalogue in force's, byte for byte.
+    func isUnchanged(_ current: (catalog: Catalog, bytes: [UInt8], etag: String), by entries: [CatalogEntry]) throws -> Bool {
+        var same = Catalog(
+            generation: current.catalog.generation, previousGeneration: current.catalog.previousGeneration,
+            publishedAt: current.catalog.publishedAt, entries: entries)
+        // Signing with another key (or none) is a change too.
+        same.sign(by: signingKey?.keyId)
+        return try same.encoded() == Data(current.bytes)
+    }
+
+    /// Writes the next generation and puts it in force; nil when another
+    /// publisher replaced the catalogue first (nothing of ours is in force then).
+    private func commit(
+        _ entries: [CatalogEntry], replacing current: (catalog: Catalog, bytes: [UInt8], etag: String)?, at moment: Date,
+        outcome: inout Outcome
+    ) async throws -> Int? {
+        let listed = try await site.list(prefix: SiteLayout.generationsFolder).compactMap { SiteLayout.generationNumber($0.key) }
+        var number = max(current?.catalog.generation ?? 0, listed.max() ?? 0) + 1
+        while true {
+            let catalog = Catalog(
+                generation: number, previousGeneration: current?.catalog.generation, publishedAt: moment, entries: entries)
+            let bytes = Array(try catalog.encoded())
+            let signature = try signingKey.map { Array(try $0.sign(Data(bytes))) }
+            let key = SiteLayout.generation(number)
+            guard try await site.create(key, bytes: bytes, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.immutable)
+            else {
+                // Another publisher took this number: take the next.
+                number += 1
+                continue
+            }
+            outcome.uploads.append(key)
+            if let signature {
+                try await site.overwrite(
+                    SiteLayout.signature(of: key), bytes: signature, contentType: SiteLayout.jsonContentType,
+                    cacheControl: SiteLayout.immutable)
+            }
+            guard
+                try await site.replace(
+                    SiteLayout.catalog, bytes: bytes, contentType: SiteLayout.jsonContentType,
+                    cacheControl: SiteLayout.catalogCacheControl, expecting: current?.etag)
+            else { return nil }
+            outcome.uploads.append(SiteLayout.catalog)
+            try await writeCatalogSignature(signature)
+            report(.published(generation: number, packages: entries.count))
+            return number
+        }
+    }
+
+    /// `catalog.json.sig` for the catalogue just put in force; without a key,
+    /// none (a signature of another catalogue must not stay beside it).
+    private func writeCatalogSignature(_ signature: [UInt8]?) async throws {
+        let key = SiteLayout.signature(of: SiteLayout.catalog)
+        if let signature {
+            try await site.overwrite(
+                key, bytes: signature, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.catalogCacheControl)
+        } else {
+            try await site.delete(key)
+        }
+    }
+
+    /// A publish killed between `catalog.json` and its signature leaves the
+    /// old signature beside the new catalogue: the next publish mends it.
+    private func repairSignature(of current: (catalog: Catalog, bytes: [UInt8], etag: String)) async throws {
+        guard let signingKey else { return }
+        let key = SiteLayout.signature(of: SiteLayout.catalog)
+        if let document = try await site.read(key),
+            (try? CatalogSignature.verify(
+                bytes: Data(current.bytes), signatureDocument: Data(document.bytes), publicKey: signingKey.verifyingKey))
+                != nil
+        {
+            return
+        }
+        try await writeCatalogSignature(Array(try signingKey.sign(Data(current.bytes))))
+        report(.warning("\(SiteLayout.catalog)'s signature did not match it (a publish stopped before it was written); signed it again"))
+    }
+}
+
+/// What a publish tells whoever watches it (`--json` prints each as a line).
+package enum PublishEvent: Sendable, Equatable {
+    case uploaded(key: String, bytes: Int64, what: String)
+    case published(generation: Int, packages: Int)
+    case unchanged(generation: Int)
+    /// Another publisher put a catalogue in force first; merging and trying again.
+    case raced
+    case rolledBack(generation: Int)
+    case deleted(key: String)
+    case warning(String)
+}

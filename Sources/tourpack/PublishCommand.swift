@@ -1,0 +1,176 @@
+import ArgumentParser
+import Foundation
+import TourpackCore
+import TourpackHTTP
+import TourpackKit
+import TourpackPublish
+
+struct Publish: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Put the built packages where a CDN can serve them, with a signed catalogue the app reads.",
+        discussion: """
+            Validates the output root, then uploads to the pipeline's publish.target (a folder, \
+            or an S3-compatible bucket): every audio file and tile pack once, as \
+            blobs/sha256/<2 hex>/<sha256>; each package.json as packages/<packageId>/<contentHash>.json; \
+            then the new catalogue as generations/<n>.json and, last, catalog.json. Each catalogue is \
+            signed (catalog.json.sig) with the Ed25519 key in the variable publish.signingKeyEnv names. \
+            Nothing the catalogue in force names is ever overwritten or removed, so a publish killed \
+            at any instant leaves the previous catalogue in force. Expired packages are left out.
+
+            A publish with nothing new uploads nothing and keeps the generation. --rollback N puts \
+            generation N back in force; --gc deletes what no kept generation names, after \
+            publish.graceDays.
+
+            Exit codes: \(ExitStatus.ok) published (or nothing to publish) · \(ExitStatus.failure) the \
+            root has validate errors, or the site refused · \(ExitStatus.badInput) bad usage, pipeline \
+            or key.
+            """
+    )
+
+    @Argument(help: "The pipeline file (pipelines/*.yaml) with a publish: section.", completion: .file(extensions: ["yaml", "yml"]))
+    var pipeline: String
+
+    @Option(help: "Override the output root (the Documents folder to publish).")
+    var output: String?
+
+    @Option(help: "Override the state folder (its lock keeps a build of the root out while publishing).")
+    var state: String?
+
+    @Option(help: "Publish into this folder instead of publish.target.", completion: .directory)
+    var site: String?
+
+    @Flag(help: "List what would be uploaded (or deleted, with --gc) and change nothing.")
+    var dryRun = false
+
+    @Option(help: "Put generation N of the catalogue back in force.")
+    var rollback: Int?
+
+    @Flag(help: "Delete the blobs, manifests and generations no kept generation names, once publish.graceDays have passed.")
+    var gc = false
+
+    @Flag(help: "Print one JSON object per event on stdout.")
+    var json = false
+
+    func validate() throws {
+        if rollback != nil, gc { throw ValidationError("--rollback and --gc are separate runs; give one") }
+        if let rollback, rollback < 1 { throw ValidationError("--rollback takes a generation number, 1 or more") }
+    }
+
+    func run() async throws {
+        var overrides = PipelineOverrides()
+        overrides.output = output
+        overrides.state = state
+        let config = try PipelineLoader.load(URL(fileURLWithPath: pipeline), overrides: overrides)
+        var settings = config.publish
+        if let site {
+            let folder = URL(fileURLWithPath: site).standardizedFileURL
+            settings = PublishSettings(
+                target: .folder(folder), signingKeyEnv: settings?.signingKeyEnv,
+                keepGenerations: settings?.keepGenerations ?? PublishSettings.defaultKeepGenerations,
+                graceDays: settings?.graceDays ?? PublishSettings.defaultGraceDays)
+        }
+        guard let settings else {
+            throw TourpackError.invalidInput(
+                "\(pipeline): publish: the pipeline has no publish section; add publish.target ({folder: PATH} or {s3: …}) or pass --site FOLDER"
+            )
+        }
+        let display = PublishDisplay(json: json)
+        var publisher = Publisher(site: try Self.site(for: settings.target), signingKey: try Self.signingKey(settings), settings: settings)
+        publisher.report = { display.show($0) }
+
+        if let rollback {
+            try await publisher.rollback(to: rollback, dryRun: dryRun)
+            display.finish(
+                dryRun
+                    ? "would put generation \(rollback) back in force at \(publisher.site.location)"
+                    : "generation \(rollback) is in force at \(publisher.site.location)")
+            return
+        }
+        if gc {
+            let collected = try await publisher.collectGarbage(dryRun: dryRun)
+            if dryRun { for key in collected.deleted { display.line("would delete \(key)") } }
+            display.finish(
+                "\(dryRun ? "would delete" : "deleted") \(collected.deleted.count) object(s), \(PlanReport.bytes(Int(collected.deletedBytes))); "
+                    + "kept generations \(collected.keptGenerations.map(String.init).joined(separator: ", "))")
+            return
+        }
+
+        // A build of this root waits until the publish is done, and the publish for a build.
+        let lock = try await BuildLock.acquire(stateFolder: config.state, root: config.output, wait: true)
+        defer { lock.release() }
+        let report = try await BundleValidator(options: ValidationOptions(strict: false, limits: ValidationLimits(pipeline: config)))
+            .validate(root: config.output)
+        guard report.passed else {
+            Console.error(report.text())
+            Console.error("publish: \(config.output.path) has validate errors; nothing was uploaded")
+            throw ExitCode(ExitStatus.failure)
+        }
+        let outcome = try await publisher.publish(root: config.output, dryRun: dryRun)
+        if dryRun { for key in outcome.uploads { display.line("would upload \(key)") } }
+        let signed = publisher.signingKey.map { "signed by key \($0.keyId)" } ?? "unsigned (no publish.signingKeyEnv)"
+        let what =
+            dryRun
+            ? (outcome.published
+                ? "would publish generation \(outcome.generation)" : "nothing to publish; generation \(outcome.generation) stays")
+            : (outcome.published
+                ? "published generation \(outcome.generation)" : "nothing changed; generation \(outcome.generation) stays in force")
+        display.finish(
+            "\(what) at \(publisher.site.location): \(outcome.packages) package(s), \(outcome.uploads.count) object(s) "
+                + "\(dryRun ? "to upload" : "uploaded") (\(PlanReport.bytes(Int(outcome.uploadedBytes)))), \(outcome.reused) blob(s) already there; \(signed)"
+        )
+    }
+
+    static func site(for target: PublishSettings.Target) throws -> any Site {
+        switch target {
+        case .folder(let folder): return FolderSite(root: folder)
+        case .s3(let settings): return BucketSite(store: try ObjectStore(settings: settings, section: "publish.target.s3"))
+        }
+    }
+
+    static func signingKey(_ settings: PublishSettings) throws -> SigningKey? {
+        guard let name = settings.signingKeyEnv else { return nil }
+        do { return try SigningKey.load(variable: name) } catch {
+            throw TourpackError.invalidInput("publish.signingKeyEnv: \(error)")
+        }
+    }
+}
+
+/// What `publish` shows: a line per upload on stderr (a person watching), or
+/// one JSON object per event on stdout (`--json`); the summary last.
+struct PublishDisplay: Sendable {
+    let json: Bool
+
+    func show(_ event: PublishEvent) {
+        switch event {
+        case .uploaded(let key, let bytes, let what):
+            json
+                ? emit("uploaded", ["key": key, "bytes": bytes, "file": what])
+                : Console.error("uploaded \(what) → \(key) (\(PlanReport.bytes(Int(bytes))))")
+        case .published(let generation, let packages):
+            json ? emit("published", ["generation": generation, "packages": packages]) : ()
+        case .unchanged(let generation): json ? emit("unchanged", ["generation": generation]) : ()
+        case .raced:
+            json ? emit("raced", [:]) : Console.error("another publisher put a catalogue in force first; merging and trying again")
+        case .rolledBack(let generation): json ? emit("rolledBack", ["generation": generation]) : ()
+        case .deleted(let key): json ? emit("deleted", ["key": key]) : Console.error("deleted \(key)")
+        case .warning(let message): json ? emit("warning", ["message": message]) : Console.error("warning: \(message)")
+        }
+    }
+
+    func line(_ text: String) {
+        json ? emit("planned", ["message": text]) : print(text)
+    }
+
+    func finish(_ summary: String) {
+        json ? emit("finished", ["message": summary]) : print(summary)
+    }
+
+    private func emit(_ name: String, _ fields: [String: any Sendable]) {
+        var object: [String: Any] = ["event": name]
+        for (key, value) in fields { object[key] = value }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return
+        }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    }
+}

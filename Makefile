@@ -88,7 +88,8 @@ setup-bench: setup
 
 # Speed targets are measured here, never in timed tests. `ledger` (the quota
 # ledger's reservations per second, 4 worker processes, PostgreSQL against
-# SQLite) and `fleet` (a cold build by 4 shard workers against 1, on one
+# SQLite), `publish` (objects and MB per second to moto's S3, and a no-change
+# republish of 1,000 packages) and `fleet` (a cold build by 4 shard workers against 1, on one
 # PostgreSQL and one S3 bucket) measure several machines' state. `stream`
 # (30-minute narrations, peak RSS) and `peer` (against an ffmpeg-CLI script)
 # measure the streaming-audio targets: a peak RSS of at most 200 MB whatever the
@@ -102,6 +103,7 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench build
 	.build/release/tourpack-bench maps
 	.build/release/tourpack-bench validate
+	.build/release/tourpack-bench publish
 	.build/release/tourpack-bench ledger
 	.build/release/tourpack-bench fleet
 	.build/release/tourpack-bench stream

@@ -183,8 +183,9 @@ let package = Package(
             name: "TourpackBench",
             dependencies: [
                 // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
-                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackServer",
-                "TourpackTesting",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
+                "TourpackServer", "TourpackTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -64,7 +64,7 @@ extension Publisher {
     }
 
     /// The manifests and blobs `catalog` names that the site lacks.
-    func missingObjects(of catalog: Catalog) async throws -> [String] {
+    package func missingObjects(of catalog: Catalog) async throws -> [String] {
         var missing: [String] = []
         for entry in catalog.entries {
             guard let manifest = try await site.read(entry.package.manifest.path) else {

@@ -29,9 +29,20 @@ package struct LocalPackage: Sendable {
         CatalogPackage.manifestPath(packageId: manifest.packageId, contentHash: manifest.contentHash)
     }
 
-    /// The catalogue's entry for it.
-    package var entry: CatalogEntry {
+    /// Where the site keeps this package.json when another one of the same
+    /// content (another expiry) already has `manifestKey`:
+    /// `packages/<packageId>/<contentHash>.<first 12 hex of its SHA-256>.json`.
+    package var alternateManifestKey: String {
+        String(manifestKey.dropLast(".json".count)) + "." + manifestSHA256.prefix(12) + ".json"
+    }
+
+    /// The catalogue's entry for it, its package.json at `manifestKey`.
+    package func entry(manifestKey: String) -> CatalogEntry {
         CatalogEntry(manifest: manifest, manifestPath: manifestKey, manifestSHA256: manifestSHA256)
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
     }
 
     /// Every package under `root`'s `OfflineTours`, by package ID.
@@ -61,7 +72,7 @@ package struct LocalPackage: Sendable {
             packages.append(
                 LocalPackage(
                     manifest: manifest, manifestBytes: Array(data),
-                    manifestSHA256: SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined(), files: files))
+                    manifestSHA256: sha256(Array(data)), files: files))
         }
         return packages
     }

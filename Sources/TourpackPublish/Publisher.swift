@@ -69,12 +69,18 @@ package struct Publisher: Sendable {
         return try await site.exclusively { [self, outcome] in
             var outcome = outcome
             var current = try await readCatalog()
-            let named = Set(current?.catalog.entries.map(\.package.manifest) ?? [])
             // A package the catalogue in force names has every object in place.
-            for package in live where !named.contains(package.entry.package.manifest) {
-                try await upload(package, dryRun: dryRun, into: &outcome)
+            let named = Dictionary(
+                (current?.catalog.entries ?? []).map { ($0.package.manifest.sha256, $0.package.manifest.path) },
+                uniquingKeysWith: { a, _ in a })
+            var entries: [CatalogEntry] = []
+            for package in live {
+                if let key = named[package.manifestSHA256] {
+                    entries.append(package.entry(manifestKey: key))
+                } else {
+                    entries.append(package.entry(manifestKey: try await upload(package, dryRun: dryRun, into: &outcome)))
+                }
             }
-            var entries = live.map(\.entry)
             while true {
                 let merged = merge(entries, into: current?.catalog, at: moment)
                 if let current, try isUnchanged(current, by: merged) {
@@ -111,8 +117,9 @@ package struct Publisher: Sendable {
         }
     }
 
-    /// Uploads a package's blobs (those not there yet), then its package.json.
-    private func upload(_ package: LocalPackage, dryRun: Bool, into outcome: inout Outcome) async throws {
+    /// Uploads a package's blobs (those not there yet), then its package.json;
+    /// the package.json's key.
+    private func upload(_ package: LocalPackage, dryRun: Bool, into outcome: inout Outcome) async throws -> String {
         var missing: [LocalPackage.File] = []
         var seen: Set<String> = []
         for file in package.files where seen.insert(file.sha256).inserted {
@@ -141,17 +148,33 @@ package struct Publisher: Sendable {
             outcome.uploads.append(SiteLayout.blob(sha256: file.sha256))
             outcome.uploadedBytes += file.sizeBytes
         }
-        // The manifest is named by its content hash: two builds of the same
-        // content differ only in when they were built, and either will do.
+        // The manifest is named by its content hash. A rebuild of the same
+        // content (`--refresh-expiring`, a new expiry) has other bytes under
+        // the same name: it goes beside it, named by its own SHA-256 too.
+        var key = package.manifestKey
         if dryRun {
-            if try await !site.contains(package.manifestKey) { outcome.uploads.append(package.manifestKey) }
-        } else if try await site.create(
-            package.manifestKey, bytes: package.manifestBytes, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.immutable)
-        {
-            outcome.uploads.append(package.manifestKey)
-            outcome.uploadedBytes += Int64(package.manifestBytes.count)
-            report(.uploaded(key: package.manifestKey, bytes: Int64(package.manifestBytes.count), what: "package.json"))
+            if try await !site.contains(key) { outcome.uploads.append(key) }
+            return key
         }
+        if try await !createManifest(package, as: key, into: &outcome),
+            let existing = try await site.read(key), LocalPackage.sha256(existing.bytes) != package.manifestSHA256
+        {
+            key = package.alternateManifestKey
+            _ = try await createManifest(package, as: key, into: &outcome)
+        }
+        return key
+    }
+
+    /// Writes the package.json as `key` unless it is there; whether it wrote.
+    private func createManifest(_ package: LocalPackage, as key: String, into outcome: inout Outcome) async throws -> Bool {
+        let bytes = package.manifestBytes
+        guard try await site.create(key, bytes: bytes, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.immutable) else {
+            return false
+        }
+        outcome.uploads.append(key)
+        outcome.uploadedBytes += Int64(bytes.count)
+        report(.uploaded(key: key, bytes: Int64(bytes.count), what: "package.json"))
+        return true
     }
 
     /// The catalogue's packages after this publish: the one in force, with
@@ -204,6 +227,7 @@ package struct Publisher: Sendable {
                 continue
             }
             outcome.uploads.append(key)
+            outcome.uploadedBytes += Int64(bytes.count)
             if let signature {
                 try await site.overwrite(
                     SiteLayout.signature(of: key), bytes: signature, contentType: SiteLayout.jsonContentType,
@@ -215,6 +239,7 @@ package struct Publisher: Sendable {
                     cacheControl: SiteLayout.catalogCacheControl, expecting: current?.etag)
             else { return nil }
             outcome.uploads.append(SiteLayout.catalog)
+            outcome.uploadedBytes += Int64(bytes.count)
             try await writeCatalogSignature(signature)
             report(.published(generation: number, packages: entries.count))
             return number

@@ -191,8 +191,10 @@ package struct Publisher: Sendable {
         let listed = try await site.list(prefix: SiteLayout.generationsFolder).compactMap { SiteLayout.generationNumber($0.key) }
         var number = max(current?.catalog.generation ?? 0, listed.max() ?? 0) + 1
         while true {
-            let catalog = Catalog(
+            var catalog = Catalog(
                 generation: number, previousGeneration: current?.catalog.generation, publishedAt: moment, entries: entries)
+            // `signedBy` (or `unsigned`) as `isUnchanged` compares it: else a signed site is never unchanged.
+            catalog.sign(by: signingKey?.keyId)
             let bytes = Array(try catalog.encoded())
             let signature = try signingKey.map { Array(try $0.sign(Data(bytes))) }
             let key = SiteLayout.generation(number)

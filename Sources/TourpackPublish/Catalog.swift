@@ -204,7 +204,7 @@ package struct CatalogPackage: Sendable, Hashable, Codable {
 
     /// Where a package's package.json is published, relative to the catalogue, and its SHA-256.
     package struct ManifestReference: Sendable, Hashable, Codable {
-        /// `packages/<packageId>/<contentHash>.json` (`CatalogPackage.manifestPath(packageId:contentHash:)`).
+        /// `packages/<packageId>/<sha256>.json` (`CatalogPackage.manifestPath(packageId:sha256:)`).
         package var path: String
         /// Lowercase hex SHA-256 of the published package.json bytes.
         package var sha256: String
@@ -239,10 +239,19 @@ package struct CatalogPackage: Sendable, Hashable, Codable {
         self.expiresAt = manifest.expiresAt
     }
 
-    /// `packages/<packageId>/<contentHash>.json`: content-addressed, so a
-    /// new build never overwrites a package.json a device may be reading.
+    /// `packages/<packageId>/<sha256>.json`, named by the SHA-256 of the
+    /// package.json bytes, so a new build never overwrites a package.json a
+    /// device may be reading. Not by `contentHash`: a package renewed by
+    /// `build --refresh-expiring` keeps its content and gets new dates, so
+    /// new bytes under the same content hash.
+    package static func manifestPath(packageId: String, sha256: String) -> String {
+        "packages/\(packageId)/\(sha256.lowercased()).json"
+    }
+
+    /// The name this had while manifests were named by `contentHash`.
+    @available(*, deprecated, renamed: "manifestPath(packageId:sha256:)")
     package static func manifestPath(packageId: String, contentHash: String) -> String {
-        "packages/\(packageId)/\(contentHash).json"
+        manifestPath(packageId: packageId, sha256: contentHash)
     }
 }
 

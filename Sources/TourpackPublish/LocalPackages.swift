@@ -24,9 +24,9 @@ package struct LocalPackage: Sendable {
         package var contentType: String
     }
 
-    /// Where the site keeps this package.json.
+    /// Where the site keeps this package.json: named by its bytes' SHA-256.
     package var manifestKey: String {
-        CatalogPackage.manifestPath(packageId: manifest.packageId, contentHash: manifest.contentHash)
+        CatalogPackage.manifestPath(packageId: manifest.packageId, sha256: manifestSHA256)
     }
 
     /// The catalogue's entry for it.

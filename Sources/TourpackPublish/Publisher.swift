@@ -141,8 +141,8 @@ package struct Publisher: Sendable {
             outcome.uploads.append(SiteLayout.blob(sha256: file.sha256))
             outcome.uploadedBytes += file.sizeBytes
         }
-        // The manifest is named by its content hash: two builds of the same
-        // content differ only in when they were built, and either will do.
+        // The manifest is named by the SHA-256 of its bytes: one there already
+        // holds exactly these bytes, whatever build of the content wrote it.
         if dryRun {
             if try await !site.contains(package.manifestKey) { outcome.uploads.append(package.manifestKey) }
         } else if try await site.create(

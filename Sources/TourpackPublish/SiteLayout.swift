@@ -6,7 +6,7 @@ package import TourpackCore
 /// ```
 /// catalog.json, catalog.json.sig            the generation in force (short cache), written last
 /// generations/<n>.json, <n>.json.sig         every catalogue ever published
-/// packages/<packageId>/<contentHash>.json    each package.json, as built
+/// packages/<packageId>/<sha256>.json         each package.json, as built
 /// blobs/sha256/<2 hex>/<sha256>              every audio file and tile pack, once
 /// ```
 ///

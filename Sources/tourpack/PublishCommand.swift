@@ -11,7 +11,7 @@ struct Publish: AsyncParsableCommand {
         discussion: """
             Validates the output root, then uploads to the pipeline's publish.target (a folder, \
             or an S3-compatible bucket): every audio file and tile pack once, as \
-            blobs/sha256/<2 hex>/<sha256>; each package.json as packages/<packageId>/<contentHash>.json; \
+            blobs/sha256/<2 hex>/<sha256>; each package.json as packages/<packageId>/<sha256>.json; \
             then the new catalogue as generations/<n>.json and, last, catalog.json. Each catalogue is \
             signed (catalog.json.sig) with the Ed25519 key in the variable publish.signingKeyEnv names. \
             Nothing the catalogue in force names is ever overwritten or removed, so a publish killed \

@@ -3,11 +3,12 @@ import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 /// The same PCM encodes to the same bytes, in every format: published audio
 /// is stored by its SHA-256, so a file that changed with every encode would
 /// upload a new blob on every republish and reach every device as an update.
-@Suite("The same PCM encodes to the same bytes")
+@Suite("The same PCM encodes to the same bytes", .offThePool)
 struct DeterministicEncodeTests {
     /// Where two byte strings first differ, for the failure message.
     static func firstDifference(_ a: Data, _ b: Data) -> String {

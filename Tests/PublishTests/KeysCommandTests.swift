@@ -47,20 +47,9 @@ import TourpackTesting
     }
 }
 
-/// The `tourpack` executable SwiftPM built beside these tests (the lines
-/// of CLITests' `Executable` these tests need), or `TOURPACK_BIN`.
+/// The built `tourpack`, run to its end on a thread of its own.
 enum TourpackBinary {
-    static var url: URL {
-        if let path = ProcessInfo.processInfo.environment["TOURPACK_BIN"] { return URL(fileURLWithPath: path) }
-        #if os(macOS)
-        if let tests = Bundle.allBundles.first(where: { $0.bundleURL.pathExtension == "xctest" }) {
-            return tests.bundleURL.deletingLastPathComponent().appendingPathComponent("tourpack")
-        }
-        #endif
-        return Bundle.main.bundleURL.appendingPathComponent("tourpack")
-    }
-
-    static func run(_ arguments: [String]) async throws -> Tool.Result {
-        try await Tool.runOffThePool(url.path, arguments)
+    static func run(_ arguments: [String]) async throws -> Executable.Result {
+        try await OffThePool.run { try Executable.run(arguments) }
     }
 }

@@ -188,7 +188,7 @@ let package = Package(
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackServer",
+                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -34,6 +34,13 @@ struct Install: AsyncParsableCommand {
             integrityFailed. Exit codes: \(ExitStatus.ok) installed or up to date · \
             \(ExitStatus.failure) a failure above · \(ExitStatus.badInput) bad usage, SITE, key or \
             tour · \(ExitStatus.cancelled) cancelled.
+
+            --check changes nothing and reports, per tour, not downloaded (with each offered \
+            package's size), up to date, or update available (with what it would download). Its \
+            exit codes: \(ExitStatus.ok) every installed package is up to date · \
+            \(UpdateCheck.updateAvailableExit) an update is available · \
+            \(UpdateCheck.notDownloadedExit) none, but a tour named by --tour or --all is not \
+            downloaded · \(ExitStatus.failure) or \(ExitStatus.badInput) as above.
             """
     )
 
@@ -64,15 +71,26 @@ struct Install: AsyncParsableCommand {
     @Flag(help: "Fail with alreadyDownloaded, rather than do nothing, when a chosen package is installed at the catalogue's version.")
     var noReinstall = false
 
+    @Flag(help: "Report what is downloaded, up to date or has an update, and change nothing (see the exit codes).")
+    var check = false
+
     func validate() throws {
         if all, !tours.isEmpty { throw ValidationError("--tour and --all: give one") }
-        if !all, tours.isEmpty { throw ValidationError("choose what to install: --tour ID (repeatable) or --all") }
+        if !check, !all, tours.isEmpty { throw ValidationError("choose what to install: --tour ID (repeatable) or --all") }
+        if check, noReinstall { throw ValidationError("--no-reinstall has no meaning with --check") }
     }
 
     func run() async throws {
         let choice = PackageChoice(tours: tours, all: all, format: format)
         var installer = Installer(
             documents: URL(fileURLWithPath: documents), source: try Self.source(site), publicKey: try Self.verifyingKey(publicKey))
+        if check {
+            let report = try await UpdateCheck(installer: installer).check(choice)
+            CheckReportText.print(report, json: json)
+            let code = report.exitCode(explicit: choice.isExplicit)
+            if code != ExitStatus.ok { throw ExitCode(code) }
+            return
+        }
         let display = InstallDisplay(mode: BuildDisplay.mode(json: json))
         installer.report = { display.show($0) }
         do {
@@ -114,5 +132,39 @@ struct Install: AsyncParsableCommand {
         do { return try VerifyingKey(base64: text) } catch {
             throw TourpackError.invalidInput("--public-key: \(error)")
         }
+    }
+}
+
+/// `install --check`'s report: a line per tour, or one JSON document.
+enum CheckReportText {
+    static func print(_ report: UpdateCheck.Report, json: Bool) {
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            if let data = try? encoder.encode(report) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
+            return
+        }
+        let catalog = report.catalog
+        var lines = [
+            "catalogue generation \(catalog.generation) of \(catalog.site)\(catalog.notModified ? " (unchanged, 304)" : ""): \(report.tours.count) tour(s)"
+        ]
+        for tour in report.tours {
+            let name = "\(tour.tourName) (\(tour.tourId))"
+            switch tour.status {
+            case .notDownloaded:
+                let offers = tour.offers.map {
+                    "\($0.format.rawValue) \($0.bitrateKbps) kbps \($0.voice) \(PlanReport.bytes(Int($0.sizeBytes)))"
+                }
+                lines.append("not downloaded    \(name): \(offers.joined(separator: " · "))")
+            case .upToDate:
+                lines.append("up to date        \(name): \(tour.installed.map(\.format.rawValue).joined(separator: ", "))")
+            case .updateAvailable:
+                let updates = tour.installed.filter { $0.status == .updateAvailable }.map {
+                    "\($0.format.rawValue): \($0.updateFiles) file(s), \(PlanReport.bytes(Int($0.updateBytes)))"
+                }
+                lines.append("update available  \(name): \(updates.joined(separator: " · "))")
+            }
+        }
+        Swift.print(lines.joined(separator: "\n"))
     }
 }

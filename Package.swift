@@ -10,6 +10,7 @@
 //   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
 //   TourpackPublish the signed catalogue and the sites it goes to (Core, HTTP, Maps, Kit)
+//   TourpackInstall the device's side: download, verify, install (Core, HTTP, Maps, Kit, Publish)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
@@ -158,6 +159,20 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The device's side of publishing: a site's signed catalogue read
+        // conditionally, packages downloaded with resume, verified, and moved
+        // into the Documents layout with the build's journalled commit.
+        .target(
+            name: "TourpackInstall",
+            dependencies: [
+                // Maps: a package.json's tile pack (`MapCoverage`) is declared there.
+                "TourpackCore", "TourpackHTTP", "TourpackMaps", "TourpackKit", "TourpackPublish",
+                // SHA-256 of downloaded files and manifests.
+                .product(name: "Crypto", package: "swift-crypto"),
+                // Hashing, fsyncs and renames run on its thread pool, off the cooperative pool.
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "TourpackServer",
             dependencies: [
@@ -173,7 +188,7 @@ let package = Package(
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackServer",
+                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -227,6 +242,14 @@ let package = Package(
             // `Tool` runs python3 (jsonschema, cryptography) as independent checkers.
             dependencies: [
                 "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackPublish", "TourpackTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "InstallTests",
+            // A loopback site server of its own (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`.
+            dependencies: [
+                "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

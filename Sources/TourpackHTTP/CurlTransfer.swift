@@ -71,6 +71,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var overflowed = false
     /// Where a 2xx body goes instead of memory (`HTTPRequestSpec.spool`).
     private let spool: URL?
+    private let spoolAppendsPartialContent: Bool
+    private var onResponseHead: (@Sendable (Int, [String: String]) -> Void)?
     private var spoolDescriptor: Int32 = -1
     private var spoolDecided = false
     private var spoolError: Int32 = 0
@@ -83,6 +85,8 @@ final class CurlTransfer: @unchecked Sendable {
         easy = try CurlEasy()
         maxResponseBytes = request.maxResponseBytes
         spool = request.spool
+        spoolAppendsPartialContent = request.spoolAppendsPartialContent
+        onResponseHead = request.onResponseHead
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         try configure(request)
@@ -181,8 +185,11 @@ final class CurlTransfer: @unchecked Sendable {
             // The status line is in by the first body byte: only audio goes
             // to disk; an error's body stays in memory for its message.
             spoolDecided = true
-            if (200..<300).contains(easy.info(CURLINFO_RESPONSE_CODE)) {
-                spoolDescriptor = open(spool.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            let status = easy.info(CURLINFO_RESPONSE_CODE)
+            if (200..<300).contains(status) {
+                // A 206 to a resumed download continues the file; any other 2xx starts it over.
+                let start = status == 206 && spoolAppendsPartialContent ? O_APPEND : O_TRUNC
+                spoolDescriptor = open(spool.path, O_WRONLY | O_CREAT | start | O_NOFOLLOW | O_CLOEXEC, 0o644)
                 if spoolDescriptor < 0 {
                     spoolError = errno
                     return 0
@@ -210,6 +217,13 @@ final class CurlTransfer: @unchecked Sendable {
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
             headers = [:]  // a new response (after 100 Continue): start over
+        } else if line.isEmpty {
+            // The end of a head: tell the caller once it is the final one (not a 1xx).
+            let status = easy.info(CURLINFO_RESPONSE_CODE)
+            if status >= 200, let onResponseHead {
+                self.onResponseHead = nil
+                onResponseHead(status, headers)
+            }
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
             headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)

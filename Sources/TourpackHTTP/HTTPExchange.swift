@@ -23,6 +23,16 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     /// When set, a 2xx body is written to this file as it arrives instead
     /// of being held in memory (a chunk's audio); other bodies stay in memory.
     var spool: URL?
+    /// A resumed download (`Range: bytes=N-`): a `206 Partial Content` body
+    /// is appended to what `spool` already holds, while any other 2xx (a
+    /// server that ignored the range, or an `If-Range` that no longer
+    /// matched) replaces it from byte 0, as it always does.
+    package var spoolAppendsPartialContent = false
+    /// Called once with the final status and headers (names lowercased) as
+    /// soon as they are in, before the body: a body cut short then still
+    /// leaves its caller the `ETag` or `Last-Modified` it needs to resume
+    /// with `If-Range`. Runs on the transport's thread; keep it short.
+    package var onResponseHead: (@Sendable (_ status: Int, _ headers: [String: String]) -> Void)?
     /// When set, libcurl signs the request with AWS Signature Version 4
     /// (`CURLOPT_AWS_SIGV4`); nil leaves the request exactly as before.
     package var signing: AWSSigning?

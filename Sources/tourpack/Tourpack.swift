@@ -17,8 +17,8 @@ struct Tourpack: AsyncParsableCommand {
             """,
         version: TourpackPipeline.version,
         subcommands: [
-            Build.self, Plan.self, Validate.self, Publish.self, Cache.self, Quota.self, StateCommand.self, Keys.self, ServeTTS.self,
-            ServeTiles.self,
+            Build.self, Plan.self, Validate.self, Publish.self, Install.self, Installed.self, Cache.self, Quota.self, StateCommand.self,
+            Keys.self, ServeTTS.self, ServeTiles.self,
         ]
     )
 

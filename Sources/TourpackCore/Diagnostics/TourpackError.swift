@@ -39,6 +39,13 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         case objectStorageFailed
         /// Something tourpack itself got wrong: a bug, never the user's input.
         case internalInvariant
+        /// Another install holds the Documents root (`tourpack install`).
+        case alreadyDownloading
+        /// The package is installed at the catalogue's version and `--no-reinstall` was given.
+        case alreadyDownloaded
+        /// Something the site served does not match what names it: a catalogue
+        /// whose signature fails, a manifest or file whose SHA-256 or size differs.
+        case integrityFailed
 
         /// The process exit code the contract assigns to this kind: the one place it is decided.
         public var exitCode: Int32 {
@@ -47,7 +54,8 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
             case .budgetExceeded: return ExitStatus.budget
             case .cancelled: return ExitStatus.cancelled
             case .networkUnavailable, .audioGenerationFailed, .storageFailed, .alreadyBuilding, .audioEncodingFailed,
-                .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant:
+                .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant, .alreadyDownloading, .alreadyDownloaded,
+                .integrityFailed:
                 return ExitStatus.failure
             }
         }
@@ -107,15 +115,18 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
 
     public var description: String {
         let c = context
+        // An install's failures name the package first (`item`); no other kind below sets it.
+        let package = c.item.map { "\($0): " } ?? ""
         switch kind {
         case .networkUnavailable:
-            return "network unavailable: \(c.url ?? "the endpoint"): \(message)"
+            let answer = c.status.map { "HTTP \($0): " } ?? ""
+            return "\(package)network unavailable: \(c.url ?? "the endpoint"): \(answer)\(message)"
         case .audioGenerationFailed:
             let status = c.status.map { "HTTP \($0): " } ?? ""
             return "\(c.item ?? "audio"): audio generation failed: \(status)\(message)"
         case .storageFailed:
             let errno = c.errno.map { ": \(errnoDescription($0)) (errno \($0))" } ?? (message.isEmpty ? "" : ": \(message)")
-            return "\(c.path ?? "?"): \(c.operation ?? "file operation") failed\(errno)"
+            return "\(package)\(c.path ?? "?"): \(c.operation ?? "file operation") failed\(errno)"
         case .alreadyBuilding:
             return "another build is running on this output root (lock \(c.path ?? "?")); retry later, or drop --no-wait to wait for it"
         case .invalidInput:
@@ -132,12 +143,21 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(c.path ?? "?"): state database: \(message)"
         case .mapDownloadFailed:
             let answer = c.status.map { "HTTP \($0): " } ?? ""
-            return "mapDownloadFailed: tile \(c.tile ?? "?") (\(c.url ?? "?")): \(answer)\(message)"
+            // A tile of a build, or an installed package's whole tile pack.
+            let what = c.tile.map { "tile \($0)" } ?? c.path ?? "tile ?"
+            return "\(package)mapDownloadFailed: \(what) (\(c.url ?? "?")): \(answer)\(message)"
         case .objectStorageFailed:
             let answer = c.status.map { "HTTP \($0): " } ?? ""
             return "object storage: \(c.operation ?? "?") \(c.url ?? "?") failed: \(answer)\(message)"
         case .internalInvariant:
             return "internal error (a bug in tourpack, please report it): \(message)"
+        case .alreadyDownloading:
+            return "alreadyDownloading: another install is running on \(c.path ?? "this Documents root"); retry when it has finished"
+        case .alreadyDownloaded:
+            return "\(package)alreadyDownloaded: \(message)"
+        case .integrityFailed:
+            let file = c.path.map { "\($0): " } ?? ""
+            return "\(package)integrity check failed: \(file)\(message)"
         }
     }
 
@@ -193,6 +213,21 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
     /// or user info), with the server's message scrubbed of both keys.
     public static func objectStorageFailed(operation: String, object: String, status: Int?, message: String) -> TourpackError {
         TourpackError(.objectStorageFailed, message, context: Context(operation: operation, url: object, status: status))
+    }
+
+    /// Another install holds `lockPath` (the Documents root).
+    public static func alreadyDownloading(lockPath: String) -> TourpackError {
+        TourpackError(.alreadyDownloading, "another install holds the lock", context: Context(path: lockPath))
+    }
+
+    /// `package` is installed at the version on offer and was not to be installed again.
+    public static func alreadyDownloaded(package: String, message: String) -> TourpackError {
+        TourpackError(.alreadyDownloaded, message, context: Context(item: package))
+    }
+
+    /// `file` (of `package`, when there is one) is not what names it.
+    public static func integrityFailed(package: String?, file: String?, message: String, url: String? = nil) -> TourpackError {
+        TourpackError(.integrityFailed, message, context: Context(item: package, path: file, url: url))
     }
 
     /// Something that cannot happen did: exit 1, and the message says it is ours.

@@ -30,6 +30,11 @@ public struct Layout: Sendable, Hashable {
     public static let audioCacheFolder = "AudioCache"
     public static let offlineToursFolder = "OfflineTours"
     public static let manifestFileName = "package.json"
+    /// `tourpack install`'s own folder in a Documents root: its staging
+    /// (downloads in progress, verified files waiting to be moved into
+    /// place) and what it remembers of the site (the catalogue and its
+    /// ETag). Hidden, so the app never lists it, and skipped by `validate`.
+    public static let installFolder = ".tourpack-install"
 
     /// The output root (the app's Documents folder), absolute and standardized.
     public let root: URL

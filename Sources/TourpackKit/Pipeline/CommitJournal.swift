@@ -41,6 +41,12 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     public struct Move: Sendable, Hashable, Codable {
         public var from: String
         public var to: String
+
+        /// For `install`, which commits packages the way a build does.
+        package init(from: String, to: String) {
+            self.from = from
+            self.to = to
+        }
     }
 
     public var tourId: String
@@ -63,6 +69,12 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         public var live: String
         public var next: String
         public var liveInode: UInt64?
+
+        package init(live: String, next: String, liveInode: UInt64?) {
+            self.live = live
+            self.next = next
+            self.liveInode = liveInode
+        }
     }
 
     public init(tourId: String, moves: [Move], removals: [String], deletions: [String] = [], swap: FolderSwap? = nil) {

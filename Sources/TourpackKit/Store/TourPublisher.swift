@@ -11,7 +11,7 @@ import TourpackState
 /// `refreshWithinDays` (0: only an expired one is refreshed). So a nightly
 /// build rewrites nothing that did not change, and `--refresh-expiring DAYS`
 /// gives the packages near their end a new `createdAt` and `expiresAt`.
-struct TourPublisher: Sendable {
+package struct TourPublisher: Sendable {
     let config: PipelineConfig
     let layout: Layout
     let staging: StagingArea
@@ -154,8 +154,9 @@ struct TourPublisher: Sendable {
     }
 
     /// In the name of a tour's next audio folder, `.<tourId>.next-<random>`;
-    /// a build's preflight removes any that a killed run left.
-    static let nextFolderMarker = ".next-"
+    /// a build's preflight removes any that a killed run left. `install`
+    /// makes its tour folders the same way, under the same name.
+    package static let nextFolderMarker = ".next-"
 
     /// True when the package at `url` already says exactly what a new one
     /// would (compared byte for byte under its own `createdAt`) and does not

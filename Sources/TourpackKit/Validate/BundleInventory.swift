@@ -13,6 +13,8 @@ import Darwin
 /// check, every file under `AudioCache` with its size, the tile packs in
 /// the package folders, and what does not belong (temps of an interrupted
 /// write, SQLite's side files beside a pack, entries outside the layout).
+/// `tourpack install`'s own folder (`Layout.installFolder`, a real folder
+/// at the top) is not the app's and is passed over.
 ///
 /// The walk never follows a symlink: a link under AudioCache or
 /// OfflineTours (or either folder as a link) is listed in `symlinks` and
@@ -59,7 +61,10 @@ struct BundleInventory: Sendable {
         let top = try Self.list(root)
         for name in top {
             let info = Self.info(root, name)
-            if AtomicFile.isTemporaryName(name) {
+            if name == Layout.installFolder, info.isFolder {
+                // `tourpack install`'s staging and memory of the site: not the app's, never shipped.
+                continue
+            } else if AtomicFile.isTemporaryName(name) {
                 temporaries.append(name)
             } else if name == Layout.audioCacheFolder || name == Layout.offlineToursFolder, info.isSymlink {
                 addLink(root, name, relative: name)

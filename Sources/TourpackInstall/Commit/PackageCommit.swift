@@ -1,0 +1,106 @@
+import Foundation
+import TourpackCore
+import TourpackKit
+
+/// Moves one package's verified downloads into the Documents layout, the
+/// way a build publishes a tour (`CommitJournal`), so the app never sees
+/// half a package:
+///
+/// ```
+///  downloads/<sha256> ─▶ AudioCache/.<tourId>.next-… (new files + links to every file that stays)
+///                     ─▶ staging/ (tile pack link, package.json temp)
+///  journal/<tourId>.json ─▶ swap AudioCache/<tourId> ⇄ next ─▶ tiles.mbtiles ─▶ package.json (last)
+///                        ─▶ superseded packages and files no package lists any more go
+/// ```
+///
+/// Until the journal is written nothing in the layout has changed: a
+/// failure there removes what was prepared and leaves the installed
+/// package byte for byte. From the journal on, the renames are a few system
+/// calls; an install killed among them is finished by the next one
+/// (`CommitJournal.replayAll`). Blocking: run it on a thread pool.
+struct PackageCommit: Sendable {
+    let folder: InstallFolder
+    let staging: StagingArea
+
+    var layout: Layout { Layout(root: folder.documents) }
+
+    func commit(_ plan: PackagePlan) throws {
+        guard let manifest = plan.manifest, let tourID = SafeID(validating: manifest.tourId),
+            let packageID = SafeID(validating: manifest.packageId)
+        else { throw TourpackError.internalInvariant("\(plan.name): a commit without a checked package.json") }
+        let root = layout.root
+        var temps: [URL] = []
+        var next: URL?
+        let journal: CommitJournal
+        do {
+            next = try prepareAudioFolder(plan, tourID: tourID)
+            var moves: [CommitJournal.Move] = []
+            let packFinal = layout.tilePack(packageID: packageID).url
+            if let pack = plan.placements.first(where: \.isTilePack) {
+                let temp = try staging.temporaryURL(deferringFolderOf: packFinal)
+                temps.append(temp)
+                try AtomicFile.link(folder.verified(pack.sha256), to: temp)
+                moves.append(CommitJournal.Move(from: temp.path, to: packFinal.path))
+            }
+            let manifestFinal = layout.manifest(packageID: packageID).url
+            let temp = try staging.temporaryURL(for: manifestFinal)
+            temps.append(temp)
+            try AtomicFile.fill(temp, with: plan.manifestBytes)
+            moves.append(CommitJournal.Move(from: temp.path, to: manifestFinal.path))
+            var deletions: [String] = []
+            if !plan.files.contains(where: \.isTilePack), OutputTree.kind(packFinal) == .file { deletions.append(packFinal.path) }
+            let live = layout.audioFolder(tourID: tourID).url
+            let swap = next.map { CommitJournal.FolderSwap(live: live.path, next: $0.path, liveInode: AtomicFile.inode(of: live)) }
+            let removals = plan.superseded.compactMap { SafeID(validating: $0.packageId) }.map {
+                layout.packageFolder(packageID: $0).url.path
+            }
+            journal = CommitJournal(tourId: tourID.value, moves: moves, removals: removals, deletions: deletions, swap: swap)
+        } catch {
+            staging.discard(temps)
+            if let next { try? AtomicFile.removeFolder(next, under: root) }
+            throw error
+        }
+        try journal.commit(state: folder.url)
+        for temp in temps { staging.committed(temp) }
+        // Obsolete files outside the swapped folder (none in today's layout) go last.
+        for path in plan.obsolete where !path.hasPrefix(layout.audioFolder(tourID: tourID).relativePath + "/") {
+            if let url = try? layout.resolve(relativePath: path) { _ = try? AtomicFile.remove(url, under: root) }
+        }
+    }
+
+    /// The tour's next audio folder beside the live one: the files this
+    /// package places (hard links to their verified downloads), and a hard
+    /// link to every other file of the live folder but the obsolete ones,
+    /// all synced. Nil when no audio file changes.
+    private func prepareAudioFolder(_ plan: PackagePlan, tourID: SafeID) throws -> URL? {
+        let audio = plan.placements.filter { !$0.isTilePack }
+        let tourFolder = layout.audioFolder(tourID: tourID)
+        let obsolete = Set(plan.obsolete.filter { $0.hasPrefix(tourFolder.relativePath + "/") }.map { ($0 as NSString).lastPathComponent })
+        guard !audio.isEmpty || !obsolete.isEmpty else { return nil }
+        let live = tourFolder.url
+        let next = live.deletingLastPathComponent()
+            .appendingPathComponent(
+                ".\(tourID.value)\(TourPublisher.nextFolderMarker)\(UInt32.random(in: .min ... .max))", isDirectory: true)
+        let root = layout.root
+        try AtomicFile.createFolder(next, under: root)
+        do {
+            let placed = Set(audio.map { ($0.path as NSString).lastPathComponent })
+            let kept = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).sorted().filter {
+                !placed.contains($0) && !obsolete.contains($0) && !AtomicFile.isTemporaryName($0)
+                    && Layout.parseAudioPath("\(tourFolder.relativePath)/\($0)") != nil
+            }
+            for name in kept {
+                try AtomicFile.hardLink(live.appendingPathComponent(name), to: next.appendingPathComponent(name), under: root)
+            }
+            for file in audio {
+                try AtomicFile.link(
+                    folder.verified(file.sha256), to: next.appendingPathComponent((file.path as NSString).lastPathComponent))
+            }
+            try AtomicFile.syncFolder(next)
+        } catch {
+            try? AtomicFile.removeFolder(next, under: root)
+            throw error
+        }
+        return next
+    }
+}

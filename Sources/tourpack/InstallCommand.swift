@@ -1,0 +1,170 @@
+import ArgumentParser
+import Foundation
+import TourpackCore
+import TourpackInstall
+import TourpackKit
+import TourpackPublish
+
+struct Install: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download published packages into a Documents root, as the app does.",
+        discussion: """
+            Reads SITE's catalog.json (an http(s):// base URL, or a folder that `publish` wrote) \
+            conditionally: its ETag is remembered in DOCUMENTS/.tourpack-install, so a catalogue \
+            that did not change costs one 304 and nothing else. With --public-key, the catalogue \
+            must be signed by that key (catalog.json.sig), and each package.json and file must have \
+            the SHA-256 that names it; anything else is refused and nothing is installed.
+
+            Files download into DOCUMENTS/.tourpack-install (which `validate` skips), resume with \
+            Range and If-Range, are retried with backoff on 429, 5xx, timeouts and cut connections \
+            (honouring Retry-After), and are verified by size and SHA-256. Then each package moves \
+            into AudioCache/<tourId> and OfflineTours/<packageId> with its package.json last, so the \
+            app never sees half a package; files the new version no longer lists are removed. An \
+            update downloads only the files whose SHA-256 changed. On any failure the installed \
+            packages stay as they were, byte for byte. One install per DOCUMENTS at a time \
+            (alreadyDownloading); SIGINT or SIGTERM cancels and removes the partial downloads.
+
+            Output: a progress bar on a terminal (audio 70%, maps 25%, bundling 5%), one line per \
+            job change otherwise, or NDJSON with --json: catalog, job (packageId, status \
+            queued|downloading|paused|completed|failed|cancelled, progress, currentStep, \
+            totalBytes, downloadedBytes, errorMessage), retrying, upToDate, warning, finished, error.
+
+            Errors, as the app names them: networkUnavailable, mapDownloadFailed (the tile pack), \
+            storageFailed (names the path), alreadyDownloaded (--no-reinstall), alreadyDownloading, \
+            integrityFailed. Exit codes: \(ExitStatus.ok) installed or up to date · \
+            \(ExitStatus.failure) a failure above · \(ExitStatus.badInput) bad usage, SITE, key or \
+            tour · \(ExitStatus.cancelled) cancelled.
+
+            --check changes nothing and reports, per tour, not downloaded (with each offered \
+            package's size), up to date, or update available (with what it would download). Its \
+            exit codes: \(ExitStatus.ok) every installed package is up to date · \
+            \(UpdateCheck.updateAvailableExit) an update is available · \
+            \(UpdateCheck.notDownloadedExit) none, but a tour named by --tour or --all is not \
+            downloaded · \(ExitStatus.failure) or \(ExitStatus.badInput) as above.
+            """
+    )
+
+    @Argument(help: "The site: an http(s):// base URL (the folder catalog.json is in), or a folder.", completion: .directory)
+    var site: String
+
+    @Option(name: .customLong("into"), help: "The Documents root to install into (created when missing).", completion: .directory)
+    var documents: String
+
+    @Option(name: .customLong("tour"), help: "A tour to install (its id); repeat for several.")
+    var tours: [String] = []
+
+    @Flag(help: "Install every tour of the catalogue.")
+    var all = false
+
+    @Option(help: "The format to take where a tour offers several (default: the installed one, else aac if offered, else the first).")
+    var format: AudioFormat?
+
+    @Option(
+        help: ArgumentHelp(
+            "Refuse a catalogue this Ed25519 public key did not sign: the base64 of its 32 raw bytes, or a file holding it.",
+            valueName: "KEY"))
+    var publicKey: String?
+
+    @Flag(help: "Print NDJSON events on stdout instead of a progress display.")
+    var json = false
+
+    @Flag(help: "Fail with alreadyDownloaded, rather than do nothing, when a chosen package is installed at the catalogue's version.")
+    var noReinstall = false
+
+    @Flag(help: "Report what is downloaded, up to date or has an update, and change nothing (see the exit codes).")
+    var check = false
+
+    func validate() throws {
+        if all, !tours.isEmpty { throw ValidationError("--tour and --all: give one") }
+        if !check, !all, tours.isEmpty { throw ValidationError("choose what to install: --tour ID (repeatable) or --all") }
+        if check, noReinstall { throw ValidationError("--no-reinstall has no meaning with --check") }
+    }
+
+    func run() async throws {
+        let choice = PackageChoice(tours: tours, all: all, format: format)
+        var installer = Installer(
+            documents: URL(fileURLWithPath: documents), source: try Self.source(site), publicKey: try Self.verifyingKey(publicKey))
+        if check {
+            let report = try await UpdateCheck(installer: installer).check(choice)
+            CheckReportText.print(report, json: json)
+            let code = report.exitCode(explicit: choice.isExplicit)
+            if code != ExitStatus.ok { throw ExitCode(code) }
+            return
+        }
+        let display = InstallDisplay(mode: BuildDisplay.mode(json: json))
+        installer.report = { display.show($0) }
+        do {
+            let outcome = try await SignalCancellation.run { [installer, noReinstall] in
+                try await installer.install(choice, noReinstall: noReinstall)
+            }
+            display.finish(outcome)
+        } catch {
+            display.showError(error, exitCode: (error as? TourpackError)?.exitCode ?? ExitStatus.failure)
+            throw error
+        }
+    }
+
+    /// An http(s) URL, a `file://` URL or a folder; anything else is bad usage.
+    static func source(_ site: String) throws -> any SiteSource {
+        let lowered = site.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return try HTTPSiteSource(base: site) }
+        var path = site
+        if lowered.hasPrefix("file://") {
+            guard let url = URL(string: site), url.isFileURL else { throw TourpackError.invalidInput("SITE \(site): not a file URL") }
+            path = url.path
+        } else if site.contains("://") {
+            throw TourpackError.invalidInput("SITE: only http://, https:// and folders are sites")
+        }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else {
+            throw TourpackError.invalidInput("SITE \(path): no such folder (a site is an http(s):// URL or the folder `publish` wrote)")
+        }
+        return FolderSiteSource(root: URL(fileURLWithPath: path, isDirectory: true))
+    }
+
+    /// `--public-key`: the base64 itself, or a file holding it (`build/demo-signing.pub`).
+    static func verifyingKey(_ value: String?) throws -> VerifyingKey? {
+        guard let value else { return nil }
+        var text = value
+        if FileManager.default.fileExists(atPath: value), let contents = FileManager.default.contents(atPath: value) {
+            text = String(decoding: contents, as: UTF8.self)
+        }
+        do { return try VerifyingKey(base64: text) } catch {
+            throw TourpackError.invalidInput("--public-key: \(error)")
+        }
+    }
+}
+
+/// `install --check`'s report: a line per tour, or one JSON document.
+enum CheckReportText {
+    static func print(_ report: UpdateCheck.Report, json: Bool) {
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            if let data = try? encoder.encode(report) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
+            return
+        }
+        let catalog = report.catalog
+        var lines = [
+            "catalogue generation \(catalog.generation) of \(catalog.site)\(catalog.notModified ? " (unchanged, 304)" : ""): \(report.tours.count) tour(s)"
+        ]
+        for tour in report.tours {
+            let name = "\(tour.tourName) (\(tour.tourId))"
+            switch tour.status {
+            case .notDownloaded:
+                let offers = tour.offers.map {
+                    "\($0.format.rawValue) \($0.bitrateKbps) kbps \($0.voice) \(PlanReport.bytes(Int($0.sizeBytes)))"
+                }
+                lines.append("not downloaded    \(name): \(offers.joined(separator: " · "))")
+            case .upToDate:
+                lines.append("up to date        \(name): \(tour.installed.map(\.format.rawValue).joined(separator: ", "))")
+            case .updateAvailable:
+                let updates = tour.installed.filter { $0.status == .updateAvailable }.map {
+                    "\($0.format.rawValue): \($0.updateFiles) file(s), \(PlanReport.bytes(Int($0.updateBytes)))"
+                }
+                lines.append("update available  \(name): \(updates.joined(separator: " · "))")
+            }
+        }
+        Swift.print(lines.joined(separator: "\n"))
+    }
+}

@@ -1,0 +1,212 @@
+import Crypto
+import Foundation
+import TourpackCore
+import TourpackKit
+import TourpackPublish
+
+/// A small published site made without a build: a synthetic Documents
+/// root (random bytes for "audio" and tile packs, package.json files made
+/// from the store's golden one, as `PublishBench.makeRoot` makes them),
+/// published with `Publisher` into a `FolderSite`, signed.
+final class SiteFixture: @unchecked Sendable {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let golden = packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/store/package.golden.json")
+
+    /// One package of the source root.
+    struct Package {
+        var packageId: String
+        var tourId: String
+        var format: AudioFormat
+        var json: [String: Any]
+    }
+
+    let work: URL
+    /// The root that is published.
+    let source: URL
+    /// The site folder.
+    let site: URL
+    let key: SigningKey
+    private(set) var packages: [Package] = []
+    private var generator = SystemRandomNumberGenerator()
+
+    init() throws {
+        work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-install-\(UUID().uuidString)")
+        source = work.appendingPathComponent("built")
+        site = work.appendingPathComponent("site")
+        key = SigningKey.generate()
+        try FileManager.default.createDirectory(at: source, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: work) }
+
+    /// A fresh Documents folder for a device (not created).
+    func documents(_ name: String = "Documents") -> URL { work.appendingPathComponent(name) }
+
+    /// Adds a tour with a package per format, each of `files` audio files of
+    /// `bytes` random bytes (give or take) and, with `pack`, a tile pack.
+    @discardableResult
+    func addTour(name: String, formats: [AudioFormat], files: Int, bytes: Int, pack: Int? = nil) throws -> [Package] {
+        let tourId = UUID().uuidString.lowercased()
+        let pois = (0..<files).map { _ in UUID().uuidString.lowercased() }
+        var added: [Package] = []
+        for format in formats {
+            var json = try Self.template()
+            let packageId = UUID().uuidString.lowercased()
+            json["packageId"] = packageId
+            json["tourId"] = tourId
+            json["tourName"] = name
+            var template = (json["audio"] as! [[String: Any]])[0]
+            template["format"] = format.rawValue
+            template["codec"] = format.codecName
+            template["bitrateKbps"] = format.bitrateKbps
+            var entries: [[String: Any]] = []
+            for (index, poi) in pois.enumerated() {
+                let path = "AudioCache/\(tourId)/\(poi)_Detailed.\(format.fileExtension)"
+                let body = random(bytes + index * 997)
+                try write(body, to: path)
+                template["path"] = path
+                template["poiId"] = poi
+                template["phase"] = "detailed"
+                template["sha256"] = Self.sha256(body)
+                template["sizeBytes"] = body.count
+                entries.append(template)
+            }
+            json["audio"] = entries
+            var map = json["mapTiles"] as! [String: Any]
+            if let pack {
+                let body = random(pack)
+                let path = "OfflineTours/\(packageId)/tiles.mbtiles"
+                try write(body, to: path)
+                map["file"] = path
+                map["format"] = "png"
+                map["storedTiles"] = 10
+                map["emptyTiles"] = 0
+                map["sizeBytes"] = body.count
+                map["sha256"] = Self.sha256(body)
+                map["attribution"] = "© test"
+            }
+            json["mapTiles"] = map
+            let package = Package(packageId: packageId, tourId: tourId, format: format, json: json)
+            try writeManifest(package)
+            packages.append(package)
+            added.append(package)
+        }
+        return added
+    }
+
+    /// Gives one audio file of `package` new random bytes (and its manifest a new digest and contentHash).
+    @discardableResult
+    func changeFile(of package: Package, index: Int = 0) throws -> String {
+        var json = package.json
+        var audio = json["audio"] as! [[String: Any]]
+        let body = random((audio[index]["sizeBytes"] as! Int) + 13)
+        let path = audio[index]["path"] as! String
+        try write(body, to: path)
+        audio[index]["sha256"] = Self.sha256(body)
+        audio[index]["sizeBytes"] = body.count
+        json["audio"] = audio
+        try replace(package, json: json)
+        return path
+    }
+
+    /// Drops the last audio file of `package` from its manifest.
+    func dropLastFile(of package: Package) throws -> String {
+        var json = package.json
+        var audio = json["audio"] as! [[String: Any]]
+        let dropped = audio.removeLast()["path"] as! String
+        json["audio"] = audio
+        try replace(package, json: json)
+        return dropped
+    }
+
+    /// A new build of the package: built a second later, so a publisher takes it over the old one.
+    private func replace(_ package: Package, json: [String: Any]) throws {
+        var json = json
+        let formatter = ISO8601DateFormatter()
+        for key in ["createdAt", "expiresAt"] {
+            json[key] = formatter.string(from: formatter.date(from: json[key] as! String)!.addingTimeInterval(1))
+        }
+        let updated = Package(packageId: package.packageId, tourId: package.tourId, format: package.format, json: json)
+        try writeManifest(updated)
+        packages = packages.map { $0.packageId == package.packageId ? updated : $0 }
+    }
+
+    /// Publishes the source root into the site folder, signed with `key`.
+    @discardableResult
+    func publish() async throws -> Publisher.Outcome {
+        let publisher = Publisher(site: FolderSite(root: site), signingKey: key, settings: PublishSettings(target: .folder(site)))
+        return try await publisher.publish(root: source)
+    }
+
+    func package(_ id: String) -> Package { packages.first { $0.packageId == id }! }
+
+    /// Every file a package.json of the source lists, and the package.json itself: root-relative path → bytes.
+    func files(of package: Package) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        let manifestPath = "OfflineTours/\(package.packageId)/package.json"
+        files[manifestPath] = try Data(contentsOf: source.appendingPathComponent(manifestPath))
+        for entry in package.json["audio"] as! [[String: Any]] {
+            let path = entry["path"] as! String
+            files[path] = try Data(contentsOf: source.appendingPathComponent(path))
+        }
+        if let path = (package.json["mapTiles"] as! [String: Any])["file"] as? String {
+            files[path] = try Data(contentsOf: source.appendingPathComponent(path))
+        }
+        return files
+    }
+
+    /// The bytes of the files (not package.json) of `package`.
+    func payloadBytes(of package: Package) throws -> Int {
+        try files(of: package).filter { !$0.key.hasSuffix("package.json") }.values.reduce(0) { $0 + $1.count }
+    }
+
+    // MARK: Files
+
+    private func writeManifest(_ package: Package) throws {
+        var json = package.json
+        let audio = json["audio"] as! [[String: Any]]
+        json["sizeBytes"] = audio.reduce(0) { $0 + ($1["sizeBytes"] as! Int) }
+        var manifest = try PackageManifest.decode(Array(try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])))
+        manifest.contentHash = manifest.computeContentHash()
+        try write(Data(manifest.encoded()), to: "OfflineTours/\(package.packageId)/package.json")
+    }
+
+    private func write(_ bytes: Data, to path: String) throws {
+        let url = source.appendingPathComponent(path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try bytes.write(to: url)
+    }
+
+    /// `count` random bytes, eight from each draw.
+    private func random(_ count: Int) -> Data {
+        var words = (0..<(count + 7) / 8).map { _ in generator.next() as UInt64 }
+        return Data(bytes: &words, count: count)
+    }
+
+    private static func template() throws -> [String: Any] {
+        var json = try JSONSerialization.jsonObject(with: Data(contentsOf: golden)) as! [String: Any]
+        let formatter = ISO8601DateFormatter()
+        let now = Date()
+        json["createdAt"] = formatter.string(from: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))
+        json["expiresAt"] = formatter.string(from: Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down) + 90 * 86_400))
+        return json
+    }
+
+    static func sha256(_ data: Data) -> String {
+        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Everything under `root` but the install folder: root-relative path → bytes.
+    static func snapshot(_ root: URL) -> [String: Data] {
+        var files: [String: Data] = [:]
+        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else { return [:] }
+        let prefix = root.standardizedFileURL.path + "/"
+        for case let url as URL in walker {
+            let path = String(url.standardizedFileURL.path.dropFirst(prefix.count))
+            if path.hasPrefix(Layout.installFolder) { continue }
+            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { files[path] = try? Data(contentsOf: url) }
+        }
+        return files
+    }
+}

@@ -1,0 +1,224 @@
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback HTTP/1.1 server for a published site folder, as a CDN would
+/// serve it: `ETag` (the SHA-256 of the file) and `Last-Modified`,
+/// `If-None-Match` answered 304, `Range: bytes=N-` (and `N-M`) answered 206
+/// unless `If-Range` names another version, and faults injected per
+/// request: a body cut short, a 5xx, a 429 with `Retry-After`, a range
+/// ignored. It counts the body bytes it sends and logs every request.
+///
+/// Plain sockets, a thread per connection, `Connection: close` on every
+/// answer; closed with `stop()`.
+final class SiteServer: @unchecked Sendable {
+    enum Fault: Sendable, Equatable {
+        /// Sends the head and this share of the body, then closes the connection.
+        case cut(fraction: Double)
+        case status(Int)
+        /// 429 with this `Retry-After`.
+        case tooMany(retryAfter: String)
+        /// Answers a range request with 200 and the whole body.
+        case ignoreRange
+        /// Sends half the body, waits this long, then the rest (an install to interrupt).
+        case stall(seconds: Double)
+    }
+
+    struct Request: Sendable {
+        var method: String
+        var path: String
+        /// Names lowercased.
+        var headers: [String: String]
+        var status: Int
+        var bodyBytes: Int
+        var fault: Fault?
+    }
+
+    let port: Int
+    let root: URL
+    private let listener: Int32
+    private let lock = NSLock()
+    private var log: [Request] = []
+    private var faultPicker: @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    init(root: URL) throws {
+        self.root = root
+        faultPicker = { _, _, _, _ in nil }
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw POSIXError(.EMFILE) }
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 64) == 0 else {
+            close(listener)
+            throw POSIXError(.EADDRINUSE)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in self.serve() }.start()
+    }
+
+    private var stopped = false
+
+    /// Stops accepting; a second call does nothing (the descriptor may be someone else's by then).
+    func stop() {
+        let first = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// Decides each request's fault from now on (nil: none).
+    func inject(_ picker: @escaping @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?) {
+        lock.withLock { faultPicker = picker }
+    }
+
+    var requests: [Request] { lock.withLock { log } }
+    var bodyBytesSent: Int { requests.reduce(0) { $0 + $1.bodyBytes } }
+
+    func resetLog() { lock.withLock { log.removeAll() } }
+
+    // MARK: Serving
+
+    private func serve() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            Thread { [self] in
+                handle(connection)
+                close(connection)
+            }.start()
+        }
+    }
+
+    private func handle(_ connection: Int32) {
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while data.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            guard count > 0 else { return }
+            data.append(contentsOf: buffer[..<count])
+        }
+        let head = String(decoding: data[..<data.firstRange(of: Array("\r\n\r\n".utf8))!.lowerBound], as: UTF8.self)
+        let lines = head.components(separatedBy: "\r\n")
+        let requestLine = lines[0].split(separator: " ")
+        guard requestLine.count >= 2 else { return }
+        let method = String(requestLine[0])
+        let path = String(String(requestLine[1]).split(separator: "?", maxSplits: 1)[0])
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let fault = lock.withLock { faultPicker(log.count, method, path, headers) }
+        let (status, extra, body, sendBytes) = answer(path: path, headers: headers, fault: fault)
+        var reply = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        for (name, value) in extra { reply += "\(name): \(value)\r\n" }
+        reply += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        let sent = method == "HEAD" ? 0 : min(body.count, sendBytes)
+        lock.withLock {
+            log.append(Request(method: method, path: path, headers: headers, status: status, bodyBytes: sent, fault: fault))
+        }
+        guard send(connection, Array(reply.utf8)) else { return }
+        if case .stall(let seconds) = fault, sent > 1 {
+            guard send(connection, Array(body[..<(sent / 2)])) else { return }
+            Thread.sleep(forTimeInterval: seconds)
+            _ = send(connection, Array(body[(sent / 2)..<sent]))
+        } else if sent > 0 {
+            _ = send(connection, Array(body[..<sent]))
+        }
+        if sent < body.count, method != "HEAD" { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes {
+                Glibc.send(connection, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// The status, extra headers, full body and how many body bytes to send.
+    private func answer(path: String, headers: [String: String], fault: Fault?) -> (Int, [(String, String)], [UInt8], Int) {
+        switch fault {
+        case .status(let code): return (code, [], Array("injected \(code)".utf8), .max)
+        case .tooMany(let retryAfter): return (429, [("Retry-After", retryAfter)], Array("slow down".utf8), .max)
+        default: break
+        }
+        let relative = path.hasPrefix("/") ? String(path.dropFirst()) : path
+        guard !relative.split(separator: "/").contains(".."),
+            let data = FileManager.default.contents(atPath: root.appendingPathComponent(relative).path)
+        else { return (404, [], Array("not found".utf8), .max) }
+        let bytes = Array(data)
+        let etag = "\"\(SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined())\""
+        let modified = Self.lastModified(root.appendingPathComponent(relative))
+        var extra: [(String, String)] = [("ETag", etag), ("Last-Modified", modified), ("Accept-Ranges", "bytes")]
+        if let match = headers["if-none-match"], match == etag { return (304, extra, [], 0) }
+        var status = 200
+        var body = bytes
+        if let range = headers["range"], fault != .ignoreRange, headers["if-range"].map({ $0 == etag || $0 == modified }) ?? true,
+            let (start, end) = Self.parse(range, size: bytes.count)
+        {
+            guard start < bytes.count else {
+                return (416, [("Content-Range", "bytes */\(bytes.count)")], [], 0)
+            }
+            status = 206
+            body = Array(bytes[start...end])
+            extra.append(("Content-Range", "bytes \(start)-\(end)/\(bytes.count)"))
+        }
+        if case .cut(let fraction) = fault { return (status, extra, body, Int(Double(body.count) * fraction)) }
+        return (status, extra, body, .max)
+    }
+
+    private static func parse(_ range: String, size: Int) -> (Int, Int)? {
+        guard range.hasPrefix("bytes=") else { return nil }
+        let parts = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let start = Int(parts[0]) else { return nil }
+        let end = parts[1].isEmpty ? size - 1 : min(size - 1, Int(parts[1]) ?? size - 1)
+        return (start, max(start, end))
+    }
+
+    private static func lastModified(_ url: URL) -> String {
+        let date =
+            (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date(timeIntervalSince1970: 0)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    private static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 206: "Partial Content"
+        case 304: "Not Modified"
+        case 404: "Not Found"
+        case 416: "Range Not Satisfiable"
+        case 429: "Too Many Requests"
+        default: "Status"
+        }
+    }
+}

@@ -88,4 +88,5 @@ if [ -f "$site/catalog.json" ]; then
 	echo
 	echo "Site: $(cd "$site" && pwd)"
 	echo "  catalogue: $site/catalog.json (signature: catalog.json.sig, public key: $(cat build/demo-signing.pub))"
+	echo "  install it as a device would: $bin install $site --into build/Device --all --public-key build/demo-signing.pub"
 fi

@@ -77,6 +77,7 @@ struct Publish: AsyncParsableCommand {
         let display = PublishDisplay(json: json)
         var publisher = Publisher(site: try Self.site(for: settings.target), signingKey: try Self.signingKey(settings), settings: settings)
         publisher.report = { display.show($0) }
+        publisher.now = CommandClock.now
 
         if let rollback {
             try await publisher.rollback(to: rollback, dryRun: dryRun)
@@ -98,9 +99,17 @@ struct Publish: AsyncParsableCommand {
         // A build of this root waits until the publish is done, and the publish for a build.
         let lock = try await BuildLock.acquire(stateFolder: config.state, root: config.output, wait: true)
         defer { lock.release() }
-        let report = try await BundleValidator(options: ValidationOptions(strict: false, limits: ValidationLimits(pipeline: config)))
-            .validate(root: config.output)
-        guard report.passed else {
+        let now = CommandClock.now()
+        let report = try await BundleValidator(
+            options: ValidationOptions(now: now, strict: false, limits: ValidationLimits(pipeline: config))
+        )
+        .validate(root: config.output)
+        // An expired package is left out of the catalogue (with a warning), not a reason to publish nothing.
+        let expired = Set(try LocalPackage.read(root: config.output).filter { $0.manifest.isExpired(at: now) }.map(\.manifest.packageId))
+        let blocking = report.findings.filter { finding in
+            finding.severity == .error && !(finding.check == .expiry && expired.contains(finding.package ?? ""))
+        }
+        guard blocking.isEmpty else {
             Console.error(report.text())
             Console.error("publish: \(config.output.path) has validate errors; nothing was uploaded")
             throw ExitCode(ExitStatus.failure)

@@ -117,6 +117,32 @@ import TourpackTesting
         }
     }
 
+    @Test("An expired package is left out of the catalogue with a warning, and the rest is published: expiry alone does not stop a publish")
+    func anExpiredPackageIsLeftOutAndTheRestPublished() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        // The lakes tour was built 100 days ago (its package lives 90), the alps tour now.
+        let old = PackageManifest.timestamp(Date().addingTimeInterval(-100 * 86_400))
+        let lakes = try Executable.run(
+            ["build", workspace.pipeline.path, "--endpoint", server.endpoint, "--tour", BuildWorkspace.lakesID], in: workspace.root,
+            environment: ["TOURPACK_NOW": old])
+        try #require(lakes.status == 0, "\(lakes.stderr)")
+        try Self.built(workspace, server, ["--tour", BuildWorkspace.alpsID])
+        let local = try workspace.localPackages()
+        let expired = try #require(local.first { $0.value.manifest["tourId"] as? String == BuildWorkspace.lakesID }?.key)
+        let fresh = try #require(local.first { $0.value.manifest["tourId"] as? String == BuildWorkspace.alpsID }?.key)
+        #expect(try Executable.run(["validate", workspace.output.path]).status == 1, "validate calls the expired package an error")
+
+        try workspace.setPublish(PublishSection.folder())
+        let key = try SigningPair.generate()
+        let result = try workspace.publish([], environment: key.environment)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stderr.contains("warning: \(expired) (Lake Test Loop) expired at"), "\(result.stderr)")
+        let audit = try SiteAudit.check(workspace.site, key: key)
+        audit.expectSound()
+        #expect(Set(audit.packages.keys) == [fresh], "only the unexpired package is in the catalogue")
+    }
+
     @Test("--rollback N puts generation N's bytes and signature back in force, and refuses a generation the site does not have")
     func rollbackRestoresAGenerationByteForByte() throws {
         let server = try LocalVoiceServer()

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+import TourpackCore
+import TourpackTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `kill -9` at random instants during an update, as a phone's OS kills an
+/// app: what the app can see in Documents (the package.json in force, and
+/// every file it lists) is always the old package or the new one, whole;
+/// and the next install finishes without fetching finished files again.
+@Suite(.serialized, .offThePool) struct KilledInstallTests {
+    @Test(
+        "kill -9 mid-update leaves the old package or the new one, never a mix, and the next install finishes without downloading finished files again"
+    )
+    func killedUpdatesLeaveOldOrNew() async throws {
+        let fixture = try SiteFixture()
+        let id = try fixture.addTour(name: "Alps", formats: [.aac], files: 6, bytes: 150_000)[0].packageId
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let documents = fixture.documents()
+        let manifestPath = "OfflineTours/\(id)/package.json"
+        let first = try InstallCommandTests.run(["install", server.base, "--into", documents.path, "--all"])
+        try #require(first.status == 0, "\(first.stderr)")
+
+        var seeds = SystemRandomNumberGenerator()
+        var killedMidway = 0
+        for round in 1...6 {
+            let old = try fixture.files(of: fixture.package(id))
+            var changed = 0
+            for index in 0..<3 { changed += try Self.size(of: fixture.changeFile(of: fixture.package(id), index: index), in: fixture) }
+            try await fixture.publish()
+            let new = try fixture.files(of: fixture.package(id))
+
+            // Blobs arrive slowly (half, a pause, the rest), so a kill lands mid-download as often as mid-commit.
+            server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .stall(seconds: 0.2) : nil }
+            server.resetLog()
+            let process = Process()
+            process.executableURL = Executable.tourpack
+            process.arguments = ["install", server.base, "--into", documents.path, "--all"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...1_500, using: &seeds)))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let seen = Self.appView(documents, manifestPath: manifestPath)
+            #expect(seen == old || seen == new, "round \(round): the app sees a mix: \(Self.describe(seen, old: old, new: new))")
+            if seen == old { killedMidway += 1 }
+
+            // The next install finishes, fetching only what had not arrived:
+            // not the verified downloads, nor the bytes of a partial one.
+            let arrived = Self.downloadedBytes(documents)
+            server.inject { _, _, _, _ in nil }
+            server.resetLog()
+            let next = try InstallCommandTests.run(["install", server.base, "--into", documents.path, "--all"])
+            #expect(next.status == 0, "round \(round): \(next.stderr)")
+            #expect(Self.appView(documents, manifestPath: manifestPath) == new, "round \(round): the new package, whole")
+            let fetched = Self.blobBytes(server)
+            #expect(
+                fetched <= max(0, changed - arrived) + changed / 10,
+                "round \(round): fetched \(fetched) bytes after the kill; \(arrived) of the \(changed) changed bytes had arrived")
+        }
+        #expect(killedMidway > 0, "no kill landed before the update was in place; the test proved nothing about a mix")
+    }
+
+    /// What the app reads: the package.json in force and every file it lists, by path.
+    static func appView(_ documents: URL, manifestPath: String) -> [String: Data] {
+        guard let manifest = FileManager.default.contents(atPath: documents.appendingPathComponent(manifestPath).path),
+            let json = try? JSONSerialization.jsonObject(with: manifest) as? [String: Any]
+        else { return [:] }
+        var view = [manifestPath: manifest]
+        var paths = ((json["audio"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String }
+        if let pack = (json["mapTiles"] as? [String: Any])?["file"] as? String { paths.append(pack) }
+        for path in paths { view[path] = FileManager.default.contents(atPath: documents.appendingPathComponent(path).path) ?? Data() }
+        return view
+    }
+
+    /// The bytes in the install's downloads folder: verified files and partial ones.
+    static func downloadedBytes(_ documents: URL) -> Int {
+        let folder = documents.appendingPathComponent("\(Layout.installFolder)/downloads")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.filter { !$0.hasSuffix(".validator") }.reduce(0) { total, name in
+            total + ((try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size] as? Int) ?? 0)
+        }
+    }
+
+    static func size(of path: String, in fixture: SiteFixture) throws -> Int {
+        try Data(contentsOf: fixture.source.appendingPathComponent(path)).count
+    }
+
+    static func blobBytes(_ server: SiteServer) -> Int {
+        server.requests.filter { $0.path.hasPrefix("/blobs/") }.reduce(0) { $0 + $1.bodyBytes }
+    }
+
+    static func describe(_ seen: [String: Data], old: [String: Data], new: [String: Data]) -> String {
+        seen.keys.sorted().map { path in
+            let state = seen[path] == old[path] ? (seen[path] == new[path] ? "same" : "old") : (seen[path] == new[path] ? "new" : "neither")
+            return "\(path): \(state)"
+        }.joined(separator: "; ")
+    }
+}

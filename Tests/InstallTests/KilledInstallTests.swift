@@ -67,6 +67,59 @@ import Glibc
         #expect(killedMidway > 0, "no kill landed before the update was in place; the test proved nothing about a mix")
     }
 
+    /// Whether this machine lets the tests mount a tmpfs (root in a container
+    /// that allows it, as CI and the development machine are). Elsewhere the
+    /// full-disk test does not run.
+    static let canMountTmpfs: Bool = {
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-tmpfs-probe-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: probe) }
+        guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil,
+            (try? Tool.run("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe.path]))?.status == 0
+        else { return false }
+        _ = try? Tool.run("umount", [probe.path])
+        return true
+    }()
+
+    @Test(
+        "A full disk (a small tmpfs) is storageFailed naming the path, and the installed package stays as it was",
+        .enabled(if: canMountTmpfs, "needs a tmpfs mount (root)"))
+    func aFullDiskIsStorageFailedAndKeepsTheOldPackage() async throws {
+        let fixture = try SiteFixture()
+        let id = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 60_000)[0].packageId
+        try await fixture.publish()
+        // A file system of 512 KiB for the device's Documents: root may mount one (CI and this machine run as root).
+        let disk = fixture.documents("disk")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+        let mounted = try Tool.run("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", disk.path])
+        try #require(mounted.status == 0, "cannot mount a tmpfs here (\(mounted.stderr)); this test needs root")
+        defer { _ = try? Tool.run("umount", [disk.path]) }
+        let documents = disk.appendingPathComponent("Documents")
+        let manifestPath = "OfflineTours/\(id)/package.json"
+        let first = try InstallCommandTests.run(["install", fixture.site.path, "--into", documents.path, "--all"])
+        try #require(first.status == 0, "\(first.stderr)")
+        let old = Self.appView(documents, manifestPath: manifestPath)
+        try #require(old.count == 3)
+
+        // The next version's first file is larger than the disk.
+        var json = fixture.package(id).json
+        var audio = json["audio"] as! [[String: Any]]
+        let path = audio[0]["path"] as! String
+        let body = Data((0..<700_000).map { _ in UInt8.random(in: .min ... .max) })
+        try body.write(to: fixture.source.appendingPathComponent(path))
+        audio[0]["sha256"] = SiteFixture.sha256(body)
+        audio[0]["sizeBytes"] = body.count
+        json["audio"] = audio
+        try fixture.replaceForTests(fixture.package(id), json: json)
+        try await fixture.publish()
+
+        let full = try InstallCommandTests.run(["install", fixture.site.path, "--into", documents.path, "--all", "--json"])
+        #expect(full.status == 1, "\(full.stdout)\n\(full.stderr)")
+        let failure = try #require(InstallCommandTests.lines(full.stdout).last { $0["event"] as? String == "error" }, "\(full.stdout)")
+        #expect(failure["error"] as? String == "storageFailed", "the app's name for it: \(failure)")
+        #expect((failure["errorMessage"] as? String)?.contains(documents.path) == true, "the error names the path: \(failure)")
+        #expect(Self.appView(documents, manifestPath: manifestPath) == old, "the installed package stays byte for byte")
+    }
+
     /// What the app reads: the package.json in force and every file it lists, by path.
     static func appView(_ documents: URL, manifestPath: String) -> [String: Data] {
         guard let manifest = FileManager.default.contents(atPath: documents.appendingPathComponent(manifestPath).path),

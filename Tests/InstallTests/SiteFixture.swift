@@ -120,6 +120,9 @@ final class SiteFixture: @unchecked Sendable {
         return dropped
     }
 
+    /// `replace(_:json:)` for a test that edits the manifest itself.
+    func replaceForTests(_ package: Package, json: [String: Any]) throws { try replace(package, json: json) }
+
     /// A new build of the package: built a second later, so a publisher takes it over the old one.
     private func replace(_ package: Package, json: [String: Any]) throws {
         var json = json

@@ -105,6 +105,41 @@ func runOnThreads(_ bodies: [@Sendable () -> Void]) async {
         }
     }
 
+    /// Writers filling one site at once (a publish's parallel uploads) make
+    /// the same parents at the same instant: none of them may take another's
+    /// new folder for a file in the way.
+    @Test func writersMakingTheSameFoldersAtOnceAllSucceed() async throws {
+        final class Errors: @unchecked Sendable {
+            let lock = NSLock()
+            var seen: [String] = []
+        }
+        let errors = Errors()
+        let scratch = try StoreScratch()
+        defer { scratch.remove() }
+        for round in 0..<300 {
+            // Every writer waits at the gate, so all of them look for the
+            // same missing folders at the same instant.
+            let writers = 6
+            let gate = DispatchGroup()
+            gate.enter()
+            let bodies: [@Sendable () -> Void] = (0..<writers).map { writer in
+                {
+                    gate.wait()
+                    let file = scratch.root.appendingPathComponent("r\(round)/site/blobs/sha256/a\(writer % 2)/blob-\(writer)")
+                    do { try AtomicFile.createFolder(file.deletingLastPathComponent()) } catch {
+                        errors.lock.lock(); errors.seen.append("\(error)"); errors.lock.unlock()
+                    }
+                }
+            }
+            let run = Task { await runOnThreads(bodies) }
+            try await Task.sleep(for: .milliseconds(2))
+            gate.leave()
+            await run.value
+        }
+        #expect(errors.seen.isEmpty, "\(errors.seen.count) writers refused, e.g. \(errors.seen.prefix(2))")
+        #expect(scratch.names(in: scratch.root.appendingPathComponent("r0/site/blobs/sha256")) == ["a0", "a1"])
+    }
+
     @Test func aMissingTempFailsTheCommitAndLeavesTheOldFile() throws {
         let scratch = try StoreScratch()
         defer { scratch.remove() }

@@ -358,7 +358,11 @@ public enum AtomicFile {
         var missing: [URL] = []
         var cursor = target
         while !isDirectory(cursor) {
-            if exists(cursor) { throw TourpackError.storageFailed(path: cursor.path, errno: ENOTDIR, operation: "mkdir") }
+            if exists(cursor) {
+                // Another writer may have made it since the look above.
+                if isDirectory(cursor) { break }
+                throw TourpackError.storageFailed(path: cursor.path, errno: ENOTDIR, operation: "mkdir")
+            }
             missing.append(cursor)
             let parent = cursor.deletingLastPathComponent()
             if parent.path == cursor.path { break }

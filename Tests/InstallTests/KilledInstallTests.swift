@@ -44,7 +44,11 @@ import Glibc
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...1_500, using: &seeds)))
+            // The first kill lands early, while the blobs stall, so at least
+            // one round proves an update cut short; the others anywhere,
+            // the commit included.
+            let instant = round == 1 ? Int.random(in: 0...300, using: &seeds) : Int.random(in: 0...1_500, using: &seeds)
+            try await Task.sleep(for: .milliseconds(instant))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             let seen = Self.appView(documents, manifestPath: manifestPath)

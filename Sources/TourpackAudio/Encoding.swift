@@ -79,16 +79,19 @@ public struct AudioLoudness: Sendable, Hashable, Codable {
     }
 }
 
-/// One file an encode session writes: its format, the rate it is encoded
-/// at, and the temporary URL it goes to.
+/// One file an encode session writes: its format, the sample and bit rates
+/// it is encoded at, and the temporary URL it goes to.
 public struct EncodeTarget: Sendable, Hashable {
     public var format: AudioFormat
     public var sampleRateHz: Int
+    /// The nominal rate the encoder aims at: the contract's, or a quality ladder's.
+    public var bitrateKbps: Int
     public var url: URL
 
-    public init(format: AudioFormat, sampleRateHz: Int, url: URL) {
+    public init(format: AudioFormat, sampleRateHz: Int, bitrateKbps: Int? = nil, url: URL) {
         self.format = format
         self.sampleRateHz = sampleRateHz
+        self.bitrateKbps = bitrateKbps ?? format.bitrateKbps
         self.url = url
     }
 }

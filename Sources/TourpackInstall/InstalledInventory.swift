@@ -21,6 +21,9 @@ package struct InstalledInventory: Sendable {
     package struct Package: Sendable, Hashable, Codable {
         package var packageId: String
         package var format: String
+        package var bitrateKbps: Int
+        /// The quality it was offered as (high where package.json names none).
+        package var quality: AudioQuality
         package var voice: String
         package var contentHash: String
         package var createdAt: Date
@@ -72,7 +75,8 @@ package struct InstalledInventory: Sendable {
             total += tourBytes
             let manifest = package.manifest
             let entry = Package(
-                packageId: manifest.packageId, format: manifest.audio.first?.format.rawValue ?? "?", voice: manifest.voice.name,
+                packageId: manifest.packageId, format: manifest.audio.first?.format.rawValue ?? "?",
+                bitrateKbps: manifest.audio.first?.bitrateKbps ?? 0, quality: manifest.quality ?? .high, voice: manifest.voice.name,
                 contentHash: manifest.contentHash, createdAt: manifest.createdAt, expiresAt: manifest.expiresAt,
                 expired: manifest.isExpired(at: now), bytes: bytes, files: package.files.count, damagedFiles: damaged.count)
             tours[manifest.tourId, default: Tour(tourId: manifest.tourId, tourName: manifest.tourName, bytes: 0, packages: [])]

@@ -27,6 +27,8 @@ package struct UpdateCheck: Sendable {
         package var packageId: String
         package var format: AudioFormat
         package var bitrateKbps: Int
+        /// The option the app shows it as (high, medium, low).
+        package var quality: AudioQuality
         package var voice: String
         package var sizeBytes: Int64
     }
@@ -87,7 +89,8 @@ package struct UpdateCheck: Sendable {
         for tour in catalog.tours where choice.all || wanted.isEmpty || wanted.contains(tour.tourId) {
             let offers = tour.packages.map {
                 Offer(
-                    packageId: $0.packageId, format: $0.format, bitrateKbps: $0.bitrateKbps, voice: $0.voice.name, sizeBytes: $0.sizeBytes)
+                    packageId: $0.packageId, format: $0.format, bitrateKbps: $0.bitrateKbps, quality: $0.quality, voice: $0.voice.name,
+                    sizeBytes: $0.sizeBytes)
             }
             var states: [Installed] = []
             for package in tour.packages {

@@ -173,7 +173,7 @@ package struct CatalogTour: Sendable, Hashable, Codable {
 /// One published package: what the app shows before downloading it, and
 /// where its package.json is.
 package struct CatalogPackage: Sendable, Hashable, Codable {
-    /// `OfflineTours/<packageId>` on the device; the same for every build of one tour, voice and format.
+    /// `OfflineTours/<packageId>` on the device; the same for every build of one tour, voice, format and bit rate.
     package var packageId: String
     /// The tour version this package was built from (the tour's own
     /// `tourVersion` names the newest of its packages).
@@ -182,8 +182,10 @@ package struct CatalogPackage: Sendable, Hashable, Codable {
     package var format: AudioFormat
     /// The codec as FFmpeg names it (`aac`, `mp3`, `opus`).
     package var codec: String
-    /// The format's nominal bit rate (the contract's table).
+    /// The nominal bit rate: the contract's for the format, or a quality ladder's rung.
     package var bitrateKbps: Int
+    /// The option the app offers it as: package.json's `quality`, `high` where it has none.
+    package var quality: AudioQuality
     /// package.json's `contentHash`: the app's "update available" signal.
     package var contentHash: String
     /// The package's package.json as published.
@@ -227,6 +229,7 @@ package struct CatalogPackage: Sendable, Hashable, Codable {
         self.format = manifest.audio.first?.format ?? .aac
         self.codec = manifest.audio.first?.codec ?? format.codecName
         self.bitrateKbps = manifest.audio.first?.bitrateKbps ?? format.bitrateKbps
+        self.quality = manifest.quality ?? .high
         self.contentHash = manifest.contentHash
         self.manifest = ManifestReference(path: manifestPath, sha256: manifestSHA256)
         self.sizeBytes = audioBytes + mapBytes

@@ -53,7 +53,13 @@ package struct Publisher: Sendable {
 
     /// Publishes every unexpired package under `root`.
     package func publish(root: URL, dryRun: Bool = false) async throws -> Outcome {
-        let local = try LocalPackage.read(root: root)
+        try await publish(roots: [root], dryRun: dryRun)
+    }
+
+    /// Publishes every unexpired package under `roots` in one catalogue:
+    /// a pipeline with a quality ladder builds one Documents root per quality.
+    package func publish(roots: [URL], dryRun: Bool = false) async throws -> Outcome {
+        let local = try roots.flatMap { try LocalPackage.read(root: $0) }
         let moment = now()
         var outcome = Outcome(generation: 0, published: false, packages: 0)
         let live = local.filter { package in

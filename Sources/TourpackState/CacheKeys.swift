@@ -29,20 +29,23 @@ public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConverti
 }
 
 /// The key of one AudioCache file's inputs: the chunk keys in order, the
-/// format, the encoder's fingerprint (settings and library versions) and the
-/// rate it encodes at, the pause between chunks, the loudness target (and
+/// format, the encoder's fingerprint (settings and library versions), the
+/// sample rate and bit rate it encodes at, the pause between chunks, the loudness target (and
 /// the leveler's revision), and the tags written into the file. When it is unchanged, the file a build made before is what it
 /// would make again.
 public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
     public let hex: String
 
     public init(
-        chunks: [SynthesisKey], format: AudioFormat, encoder: String, sampleRateHz: Int, pauseMilliseconds: Int, loudness: LoudnessTarget?,
-        metadata: AudioMetadata
+        chunks: [SynthesisKey], format: AudioFormat, encoder: String, sampleRateHz: Int, bitrateKbps: Int? = nil, pauseMilliseconds: Int,
+        loudness: LoudnessTarget?, metadata: AudioMetadata
     ) {
+        // A ladder's rate is named; the contract's rate is not, so the keys
+        // of files made before the ladder existed still match.
+        let rate = bitrateKbps.flatMap { $0 == format.bitrateKbps ? nil : " bitrate \($0)" } ?? ""
         let fields =
             [
-                "tourpack output v1", format.rawValue, "\(encoder) rate \(sampleRateHz)", String(pauseMilliseconds),
+                "tourpack output v1", format.rawValue, "\(encoder) rate \(sampleRateHz)\(rate)", String(pauseMilliseconds),
                 loudness?.fingerprint ?? "loudness off",
                 metadata.title, metadata.album, metadata.language,
             ] + chunks.map(\.hex)

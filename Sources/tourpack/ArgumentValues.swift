@@ -21,6 +21,13 @@ extension AudioFormat: ExpressibleByArgument {
     }
 }
 
+/// `--quality`: high, medium or low, in any case.
+extension AudioQuality: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(rawValue: argument.lowercased())
+    }
+}
+
 /// One `--format` value: one or more format names, comma-separated
 /// (`--format aac,opus`). The names are checked once parsing is done
 /// (`PipelineOptions.validate`), so that an empty one is refused with its

@@ -81,16 +81,29 @@ struct Build: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let config = try options.load()
+        let loaded = try options.load()
         let tours = try TourLoader().loadAll(
-            globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            globs: loaded.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
         let selected = try select(tours)
+        // One build per quality of the ladder, each into its own Documents
+        // root; the first speaks every chunk, the others find them in the
+        // synthesis cache and only encode.
+        var exitCode = ExitStatus.ok
+        for config in loaded.qualityRoots() {
+            let code = try await build(selected, skipped: tours.count - selected.count, config: config)
+            if exitCode == ExitStatus.ok { exitCode = code }
+        }
+        if exitCode != ExitStatus.ok { throw ExitCode(exitCode) }
+    }
+
+    /// Builds one Documents root; returns the build's exit code (a refusal or a fault throws).
+    private func build(_ selected: [Tour], skipped: Int, config: PipelineConfig) async throws -> Int32 {
         let planner = Planner(config: config)
         let plan = try planner.plan(selected, shard: try sharding.resolved())
 
         if dryRun {
             try printDryRun(try StateView.annotate(plan, config: config), config: config)
-            return
+            return ExitStatus.ok
         }
         if !json {
             // Written straight through, like the display's lines, so the order holds in a log.
@@ -110,7 +123,6 @@ struct Build: AsyncParsableCommand {
             builderOptions.now = CommandClock.now
             builderOptions.refreshExpiringDays = refreshExpiring ?? 0
             let builder = Builder(config: config, synthesizer: synthesizer, options: builderOptions)
-            let skipped = tours.count - selected.count
             summary = try await SignalCancellation.run {
                 try await builder.build(plan, skippedTours: skipped) { display.show($0) }
             }
@@ -119,7 +131,7 @@ struct Build: AsyncParsableCommand {
             display.showError(error, exitCode: code)
             throw error
         }
-        if summary.exitCode != ExitStatus.ok { throw ExitCode(summary.exitCode) }
+        return summary.exitCode
     }
 
     /// `--tour`: one tour by id; an unknown id is a usage error naming the known ones.
@@ -142,7 +154,7 @@ struct Build: AsyncParsableCommand {
                 for item in tourPlan.items {
                     writes.append(layout.audioFile(tourID: item.tourID, poiID: item.poiID, phase: item.phase, format: format).relativePath)
                 }
-                let packageID = PackageID.make(tourID: tourPlan.tour.id, voice: config.voice, format: format)
+                let packageID = config.packageID(tourID: tourPlan.tour.id, format: format)
                 if config.maps.source != nil { writes.append(layout.tilePack(packageID: packageID).relativePath) }
                 writes.append(layout.manifest(packageID: packageID).relativePath)
             }

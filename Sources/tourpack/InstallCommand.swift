@@ -60,6 +60,12 @@ struct Install: AsyncParsableCommand {
     var format: AudioFormat?
 
     @Option(
+        help:
+            "The quality to take where a tour offers several (high, medium, low; default: the installed one, else high, else the best offered)."
+    )
+    var quality: AudioQuality?
+
+    @Option(
         help: ArgumentHelp(
             "Refuse a catalogue this Ed25519 public key did not sign: the base64 of its 32 raw bytes, or a file holding it.",
             valueName: "KEY"))
@@ -81,7 +87,7 @@ struct Install: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let choice = PackageChoice(tours: tours, all: all, format: format)
+        let choice = PackageChoice(tours: tours, all: all, format: format, quality: quality)
         var installer = Installer(
             documents: URL(fileURLWithPath: documents), source: try Self.source(site), publicKey: try Self.verifyingKey(publicKey))
         if check {
@@ -153,7 +159,7 @@ enum CheckReportText {
             switch tour.status {
             case .notDownloaded:
                 let offers = tour.offers.map {
-                    "\($0.format.rawValue) \($0.bitrateKbps) kbps \($0.voice) \(PlanReport.bytes(Int($0.sizeBytes)))"
+                    "\($0.format.rawValue) \($0.bitrateKbps) kbps \($0.quality.rawValue) \($0.voice) \(PlanReport.bytes(Int($0.sizeBytes)))"
                 }
                 lines.append("not downloaded    \(name): \(offers.joined(separator: " · "))")
             case .upToDate:

@@ -59,7 +59,7 @@ struct Installed: AsyncParsableCommand {
             lines.append("  \(tour.tourName) (\(tour.tourId)): \(PlanReport.bytes(Int(tour.bytes)))")
             for package in tour.packages {
                 var line =
-                    "    \(package.packageId)  \(package.format)  \(package.voice)  \(PlanReport.bytes(Int(package.bytes)))  \(package.files) file(s)  "
+                    "    \(package.packageId)  \(package.format) \(package.bitrateKbps) kbps (\(package.quality.rawValue))  \(package.voice)  \(PlanReport.bytes(Int(package.bytes)))  \(package.files) file(s)  "
                     + "expires \(PackageManifest.timestamp(package.expiresAt))"
                 if package.expired { line += "  EXPIRED" }
                 if package.damagedFiles > 0 { line += "  \(package.damagedFiles) file(s) missing or damaged" }

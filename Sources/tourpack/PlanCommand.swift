@@ -38,6 +38,17 @@ struct Plan: AsyncParsableCommand {
             print(config.settledDescription())
             print()
             print(report.text())
+            // The ladder's other qualities: the same chunks (no request of
+            // their own), encoded again into roots of their own.
+            for rung in config.qualityRoots().dropFirst() {
+                let other = try Planner(config: rung).plan(tours, shard: try sharding.resolved())
+                let sizes = rung.formats.map {
+                    "\($0.rawValue) \(rung.bitrate(for: $0)) kbps est. \(PlanReport.bytes(other.estimatedBytes($0)))"
+                }
+                print(
+                    "quality \(rung.quality.rawValue) into \(rung.output.path): \(sizes.joined(separator: ", ")); the same chunks, no further request"
+                )
+            }
         }
     }
 }

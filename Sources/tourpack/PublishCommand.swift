@@ -9,7 +9,7 @@ struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Put the built packages where a CDN can serve them, with a signed catalogue the app reads.",
         discussion: """
-            Validates the output root, then uploads to the pipeline's publish.target (a folder, \
+            Validates the output root (with a quality ladder, each quality's root), then uploads to the pipeline's publish.target (a folder, \
             or an S3-compatible bucket): every audio file and tile pack once, as \
             blobs/sha256/<2 hex>/<sha256>; each package.json as packages/<packageId>/<contentHash>.json; \
             then the new catalogue as generations/<n>.json and, last, catalog.json. Each catalogue is \
@@ -96,25 +96,29 @@ struct Publish: AsyncParsableCommand {
             return
         }
 
-        // A build of this root waits until the publish is done, and the publish for a build.
-        let lock = try await BuildLock.acquire(stateFolder: config.state, root: config.output, wait: true)
+        // Every Documents root of the pipeline: one per quality of its ladder.
+        let roots = config.qualityRoots().map(\.output)
+        // A build of a root waits until the publish is done, and the publish for a build.
+        let lock = try await BuildLock.acquire(stateFolder: config.state, roots: roots, wait: true)
         defer { lock.release() }
         let now = CommandClock.now()
-        let report = try await BundleValidator(
-            options: ValidationOptions(now: now, strict: false, limits: ValidationLimits(pipeline: config))
-        )
-        .validate(root: config.output)
-        // An expired package is left out of the catalogue (with a warning), not a reason to publish nothing.
-        let expired = Set(try LocalPackage.read(root: config.output).filter { $0.manifest.isExpired(at: now) }.map(\.manifest.packageId))
-        let blocking = report.findings.filter { finding in
-            finding.severity == .error && !(finding.check == .expiry && expired.contains(finding.package ?? ""))
+        for root in roots {
+            let report = try await BundleValidator(
+                options: ValidationOptions(now: now, strict: false, limits: ValidationLimits(pipeline: config))
+            )
+            .validate(root: root)
+            // An expired package is left out of the catalogue (with a warning), not a reason to publish nothing.
+            let expired = Set(try LocalPackage.read(root: root).filter { $0.manifest.isExpired(at: now) }.map(\.manifest.packageId))
+            let blocking = report.findings.filter { finding in
+                finding.severity == .error && !(finding.check == .expiry && expired.contains(finding.package ?? ""))
+            }
+            guard blocking.isEmpty else {
+                Console.error(report.text())
+                Console.error("publish: \(root.path) has validate errors; nothing was uploaded")
+                throw ExitCode(ExitStatus.failure)
+            }
         }
-        guard blocking.isEmpty else {
-            Console.error(report.text())
-            Console.error("publish: \(config.output.path) has validate errors; nothing was uploaded")
-            throw ExitCode(ExitStatus.failure)
-        }
-        let outcome = try await publisher.publish(root: config.output, dryRun: dryRun)
+        let outcome = try await publisher.publish(roots: roots, dryRun: dryRun)
         if dryRun { for key in outcome.uploads { display.line("would upload \(key)") } }
         let signed = publisher.signingKey.map { "signed by key \($0.keyId)" } ?? "unsigned (no publish.signingKeyEnv)"
         let what =

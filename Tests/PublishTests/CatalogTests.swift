@@ -31,7 +31,7 @@ import TourpackPublish
         #expect(abs(entry.durationSeconds - manifest.audio.reduce(0) { $0 + $1.durationSeconds }) < 0.001)
         #expect(entry.poiCount == 2)
         #expect(entry.bounds == manifest.mapTiles.bounds)
-        #expect(entry.format == .opus && entry.codec == "opus" && entry.bitrateKbps == 96)
+        #expect(entry.format == .opus && entry.codec == "opus" && entry.bitrateKbps == 96 && entry.quality == .high)
         #expect(entry.voice == manifest.voice && entry.contentHash == manifest.contentHash)
         #expect(entry.createdAt == manifest.createdAt && entry.expiresAt == manifest.expiresAt)
         #expect(entry.manifest.path == "packages/\(manifest.packageId)/\(manifest.contentHash).json")
@@ -107,7 +107,8 @@ import TourpackPublish
             (".json\"", ".JSON\"", "does not match"),
             ("\"publishedAt\": \"2026-11-24T21:00:00Z\"", "\"publishedAt\": \"2026-11-24 21:00:00\"", "does not match"),
             ("\"poiCount\": 2,", "\"poiCount\": 2, \"extra\": 1,", "Additional properties are not allowed"),
-            ("\"bitrateKbps\": 128", "\"bitrateKbps\": 96", "128 was expected"),
+            ("\"bitrateKbps\": 128", "\"bitrateKbps\": 300", "300 is greater than the maximum of 288"),
+            ("\"quality\": \"high\"", "\"quality\": \"best\"", "'best' is not one of"),
             ("\"mapBytes\": 0", "\"mapBytes\": -1", "less than the minimum"),
             ("\"schemaVersion\": 1", "\"schemaVersion\": 2", "1 was expected"),
         ])

@@ -45,7 +45,7 @@ import TourpackTesting
         ("phase label instead of key", "\"phase\": \"guidedTour\"", "\"phase\": \"Guided Tour\""),
         ("uppercase UUID", "\"tourId\": \"0b7c2f0e", "\"tourId\": \"0B7C2F0E"),
         ("fractional seconds", "\"createdAt\": \"2025-01-15T10:20:30Z\"", "\"createdAt\": \"2025-01-15T10:20:30.000Z\""),
-        ("wrong bitrate for aac", "\"bitrateKbps\": 128", "\"bitrateKbps\": 96"),
+        ("a bit rate AAC cannot carry", "\"bitrateKbps\": 128", "\"bitrateKbps\": 300"),
         ("unknown format", "\"format\": \"aac\"", "\"format\": \"wav\""),
         ("path escaping the layout", "\"path\": \"AudioCache/", "\"path\": \"../AudioCache/"),
         ("missing field", "\"contentHash\": ", "\"contentHashX\": "),

@@ -20,7 +20,8 @@ struct EncoderRecipe {
     /// Whether title and album go on the container (ID3v2, iTunes atoms) or on the stream (OpusTags).
     var tagsOnStream: Bool
 
-    init(format: AudioFormat, aacCoder: AACCoder) {
+    init(format: AudioFormat, bitrateKbps: Int? = nil, aacCoder: AACCoder) {
+        let bitRate = (bitrateKbps ?? format.bitrateKbps) * 1000
         switch format {
         case .aac:
             // The `ipod` muxer is the mp4 muxer in its .m4a mode: iTunes-style
@@ -29,11 +30,11 @@ struct EncoderRecipe {
             muxerName = "ipod"
             sampleFormats = [AV_SAMPLE_FMT_FLTP]
             codecOptions = ["aac_coder": aacCoder.rawValue]
-            // The nominal rate, as the contract states it. The native encoder
+            // The nominal rate (the contract's, or a ladder rung's). The native encoder
             // spends fewer bits on simple audio and a little more on dense
             // speech; `validate` judges the average against this nominal
             // rate, which the muxer also records in the esds box.
-            requestedBitRate = format.bitrateKbps * 1000
+            requestedBitRate = bitRate
             muxerOptions = ["movflags": "+faststart"]
             tagsOnStream = false
         case .mp3:
@@ -44,7 +45,7 @@ struct EncoderRecipe {
             muxerName = "mp3"
             sampleFormats = [AV_SAMPLE_FMT_S16P, AV_SAMPLE_FMT_FLTP]
             codecOptions = [:]
-            requestedBitRate = format.bitrateKbps * 1000
+            requestedBitRate = bitRate
             muxerOptions = ["id3v2_version": "4", "write_xing": "1"]
             tagsOnStream = false
         case .opus:
@@ -65,7 +66,7 @@ struct EncoderRecipe {
             muxerName = "ogg"
             sampleFormats = [AV_SAMPLE_FMT_S16, AV_SAMPLE_FMT_FLT]
             codecOptions = ["vbr": "constrained"]
-            requestedBitRate = format.bitrateKbps * 1000
+            requestedBitRate = bitRate
             muxerOptions = ["fflags": "+bitexact"]
             tagsOnStream = true
         }

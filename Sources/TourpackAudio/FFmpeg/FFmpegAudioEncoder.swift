@@ -121,7 +121,7 @@ private final class FormatEncoder {
 
     init(target: EncodeTarget, inputRate: Int, metadata: AudioMetadata, aacCoder: AACCoder) throws {
         let format = target.format
-        let recipe = EncoderRecipe(format: format, aacCoder: aacCoder)
+        let recipe = EncoderRecipe(format: format, bitrateKbps: target.bitrateKbps, aacCoder: aacCoder)
         let container = try OutputContainer(muxer: recipe.muxerName, url: target.url)
         let encoder = try CodecContext(encoderNamed: recipe.encoderName)
         let supported = encoder.supportedSampleFormats

@@ -29,10 +29,10 @@ public final class BuildLock: @unchecked Sendable {
     public let lockURL: URL
     private let state = NSLock()
     private var descriptor: Int32?
-    private var rootDescriptor: Int32?
+    private var rootDescriptors: [Int32]
 
-    private init(lockURL: URL, descriptor: Int32, rootDescriptor: Int32? = nil) {
-        self.rootDescriptor = rootDescriptor
+    private init(lockURL: URL, descriptor: Int32, rootDescriptors: [Int32] = []) {
+        self.rootDescriptors = rootDescriptors
         self.lockURL = lockURL
         self.descriptor = descriptor
     }
@@ -57,27 +57,38 @@ public final class BuildLock: @unchecked Sendable {
     ///     so they publish side by side, while a whole-root build, `cache
     ///     prune` or `cache clear` (exclusive) still waits for all of them.
     public static func acquire(stateFolder: URL, root: URL? = nil, sharingRoot: Bool = false, wait: Bool) async throws -> BuildLock {
+        try await acquire(stateFolder: stateFolder, roots: root.map { [$0] } ?? [], sharingRoot: sharingRoot, wait: wait)
+    }
+
+    /// Takes the state's lock once and then each root's, in order: for
+    /// `publish`, which reads every Documents root of a quality ladder. (A
+    /// second `acquire` of the same state in one process would wait on itself.)
+    public static func acquire(stateFolder: URL, roots: [URL], sharingRoot: Bool = false, wait: Bool) async throws -> BuildLock {
         try AtomicFile.createFolder(stateFolder)
         let url = stateFolder.appendingPathComponent(fileName)
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open lock") }
         try await hold(fd, path: url.path, wait: wait)
-        var rootDescriptor: Int32?
-        if let root {
+        var rootDescriptors: [Int32] = []
+        for root in roots {
             do {
                 try AtomicFile.createFolder(root)
                 let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open output root") }
                 // `hold` closes `folder` when it throws.
                 try await hold(folder, path: root.path, mode: sharingRoot ? LOCK_SH : LOCK_EX, wait: wait)
-                rootDescriptor = folder
+                rootDescriptors.append(folder)
             } catch {
+                for folder in rootDescriptors {
+                    _ = flock(folder, LOCK_UN)
+                    _ = close(folder)
+                }
                 _ = close(fd)
                 throw error
             }
         }
         recordHolder(fd)
-        return BuildLock(lockURL: url, descriptor: fd, rootDescriptor: rootDescriptor)
+        return BuildLock(lockURL: url, descriptor: fd, rootDescriptors: rootDescriptors)
     }
 
     /// Takes `flock` on `fd` (`LOCK_EX` or `LOCK_SH`), polling; closes it and throws when it cannot.
@@ -110,11 +121,11 @@ public final class BuildLock: @unchecked Sendable {
         defer { state.unlock() }
         guard let fd = descriptor else { return }
         descriptor = nil
-        if let root = rootDescriptor {
-            rootDescriptor = nil
+        for root in rootDescriptors {
             _ = flock(root, LOCK_UN)
             _ = close(root)
         }
+        rootDescriptors = []
         _ = flock(fd, LOCK_UN)
         _ = close(fd)
     }

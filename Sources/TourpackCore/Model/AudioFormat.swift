@@ -60,3 +60,74 @@ public enum AudioFormat: String, Sendable, Hashable, CaseIterable, Codable, Comp
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }
+
+extension AudioFormat {
+    /// MPEG-1 Layer III's bit rates (ISO/IEC 11172-3), the only ones an MP3
+    /// at 32, 44.1 or 48 kHz can carry.
+    public static let mp3Bitrates = [32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
+
+    /// Opus's range (RFC 6716: 6 to 510 kbit/s).
+    public static let opusBitrates = 6...510
+
+    /// Why this format cannot be encoded at `kbps` at `sampleRateHz`, or nil
+    /// when it can:
+    /// - MP3: one of MPEG-1 Layer III's fourteen rates;
+    /// - AAC-LC: 8 kbps up to the decoder buffer's limit of 6,144 bits per
+    ///   1,024-sample frame of one channel, which is 6 × the sample rate
+    ///   (144 kbps at 24 kHz, 288 kbps at 48 kHz);
+    /// - Opus: 6 to 510 kbps.
+    public func bitrateProblem(_ kbps: Int, sampleRateHz: Int) -> String? {
+        switch self {
+        case .mp3:
+            guard Self.mp3Bitrates.contains(kbps) else {
+                return "mp3 cannot be \(kbps) kbps; MPEG-1 Layer III takes \(Self.mp3Bitrates.map(String.init).joined(separator: ", "))"
+            }
+        case .aac:
+            let most = 6 * sampleRateHz / 1000
+            guard (8...most).contains(kbps) else {
+                return
+                    "aac at \(sampleRateHz) Hz takes 8 to \(most) kbps (AAC-LC carries at most 6,144 bits per frame of one channel), not \(kbps)"
+            }
+        case .opus:
+            guard Self.opusBitrates.contains(kbps) else {
+                return "opus takes \(Self.opusBitrates.lowerBound) to \(Self.opusBitrates.upperBound) kbps, not \(kbps)"
+            }
+        }
+        return nil
+    }
+}
+
+/// The quality a package is offered under, as the app's download screen
+/// names its options. A format at the contract's rate is `high` unless the
+/// pipeline says otherwise.
+public enum AudioQuality: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
+    case high
+    case medium
+    case low
+
+    public static func < (lhs: AudioQuality, rhs: AudioQuality) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// One entry of the pipeline's `formats`: a format, the bit rate it is
+/// encoded at, and the quality its packages are offered under. `aac` alone
+/// is AAC at the contract's 128 kbps, `high`; `{format: opus,
+/// bitrateKbps: 32, quality: low}` is a rung of a quality ladder.
+public struct AudioVariant: Sendable, Hashable, CustomStringConvertible {
+    public var format: AudioFormat
+    public var bitrateKbps: Int
+    public var quality: AudioQuality
+
+    public init(_ format: AudioFormat, bitrateKbps: Int? = nil, quality: AudioQuality = .high) {
+        self.format = format
+        self.bitrateKbps = bitrateKbps ?? format.bitrateKbps
+        self.quality = quality
+    }
+
+    /// Whether this is the format at the contract's rate: its packages keep
+    /// the package ID they always had.
+    public var isContractRate: Bool { bitrateKbps == format.bitrateKbps }
+
+    public var description: String { "\(format.rawValue) \(bitrateKbps) kbps (\(quality.rawValue))" }
+}

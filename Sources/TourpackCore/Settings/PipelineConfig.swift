@@ -11,7 +11,18 @@ public struct PipelineConfig: Sendable, Hashable {
     public var tourGlobs: [String]
     public var voiceFile: URL?
     public var voice: VoicePreset
+    /// The formats this configuration builds, at `bitrate(for:)`, offered as
+    /// `quality`. A pipeline with a quality ladder has one configuration per
+    /// quality (`qualityRoots()`); this is the first.
     public var formats: [AudioFormat]
+    /// Every variant the pipeline's `formats` asks for, in its order: the
+    /// quality ladder. Without one, each format at the contract's rate, high.
+    public var ladder: [AudioVariant]
+    /// The quality this configuration's packages are offered under.
+    public var quality: AudioQuality
+    /// The pipeline's `output`: the root of the ladder's first quality, and
+    /// where the others' roots are named from (`qualityRoots()`).
+    public var ladderOutput: URL
     public var tts: TTSSettings
     /// The app's Documents root. Holds only what ships.
     public var output: URL
@@ -35,7 +46,7 @@ public struct PipelineConfig: Sendable, Hashable {
         sourceFile: URL, version: Int, tourGlobs: [String], voiceFile: URL?, voice: VoicePreset,
         formats: [AudioFormat], tts: TTSSettings, output: URL, state: URL, budgets: Budgets,
         maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings, lexicons: [Lexicon] = [],
-        shared: SharedStateSettings = .init(), publish: PublishSettings? = nil
+        shared: SharedStateSettings = .init(), publish: PublishSettings? = nil, ladder: [AudioVariant]? = nil
     ) {
         self.sourceFile = sourceFile
         self.version = version
@@ -43,6 +54,9 @@ public struct PipelineConfig: Sendable, Hashable {
         self.voiceFile = voiceFile
         self.voice = voice
         self.formats = formats
+        self.ladder = ladder ?? formats.map { AudioVariant($0) }
+        self.quality = .high
+        self.ladderOutput = output
         self.tts = tts
         self.output = output
         self.state = state
@@ -186,6 +200,9 @@ public struct AudioSettings: Sendable, Hashable {
     /// Rates the pipeline names per format (`audio.sampleRateHz`); the others
     /// take `AudioFormat.defaultSampleRate(endpointRate:)`.
     public var sampleRates: [AudioFormat: Int]
+    /// Bit rates other than the contract's, per format, for the quality
+    /// being built (a rung of the ladder); the others take `AudioFormat.bitrateKbps`.
+    public var bitrates: [AudioFormat: Int] = [:]
     /// What every file is normalized to (the pipeline's top-level
     /// `loudness`); nil with `loudness: off`.
     public var loudness: LoudnessTarget?
@@ -202,6 +219,43 @@ extension PipelineConfig {
     /// the format's default for the endpoint's rate.
     public func sampleRate(for format: AudioFormat) -> Int {
         audio.sampleRates[format] ?? format.defaultSampleRate(endpointRate: tts.sampleRateHz)
+    }
+
+    /// The bit rate `format`'s files are encoded at in this configuration.
+    public func bitrate(for format: AudioFormat) -> Int {
+        audio.bitrates[format] ?? format.bitrateKbps
+    }
+
+    /// `format` as this configuration encodes and offers it.
+    public func variant(_ format: AudioFormat) -> AudioVariant {
+        AudioVariant(format, bitrateKbps: bitrate(for: format), quality: quality)
+    }
+
+    /// One configuration per quality of the ladder, in the order the
+    /// pipeline first names each. The first builds into `output`, every other
+    /// into a Documents root of its own beside it, `<output>-<quality>`:
+    /// two rates of one format share the app's file names
+    /// (`<poiId>_<Phase>.<ext>`), so they cannot share a root, and each root
+    /// holds exactly what a device that chose that quality holds.
+    public func qualityRoots() -> [PipelineConfig] {
+        var qualities: [AudioQuality] = []
+        for variant in ladder where !qualities.contains(variant.quality) { qualities.append(variant.quality) }
+        return qualities.enumerated().map { index, quality in
+            var config = self
+            let rungs = ladder.filter { $0.quality == quality }
+            config.formats = rungs.map(\.format)
+            config.audio.bitrates = Dictionary(
+                uniqueKeysWithValues: rungs.filter { !$0.isContractRate }.map { ($0.format, $0.bitrateKbps) })
+            config.quality = quality
+            config.output = index == 0 ? ladderOutput : Self.outputRoot(ladderOutput, quality: quality)
+            return config
+        }
+    }
+
+    /// `<output>-<quality>`: where a quality other than the ladder's first is built.
+    public static func outputRoot(_ output: URL, quality: AudioQuality) -> URL {
+        let base = output.standardizedFileURL
+        return base.deletingLastPathComponent().appendingPathComponent("\(base.lastPathComponent)-\(quality.rawValue)")
     }
 
     /// The loudness files are made to; nil with `loudness: off`.

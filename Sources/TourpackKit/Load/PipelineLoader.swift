@@ -101,12 +101,16 @@ public enum PipelineLoader {
         }
 
         // formats
-        var formats: [AudioFormat] = [.aac]
-        if let names = reader.strings(map["formats"], at: "formats") {
-            formats = parseFormats(names, at: "formats", reader: &reader) ?? formats
+        var ladder: [LadderEntry] = [LadderEntry(variant: AudioVariant(.aac), index: 0, explicitRate: false)]
+        if let node = map["formats"] {
+            ladder = parseLadder(node, at: "formats", reader: &reader) ?? ladder
         }
         if let override = overrides.formats {
-            formats = override.reduce(into: []) { list, format in if !list.contains(format) { list.append(format) } }
+            ladder = override.reduce(into: []) { list, format in
+                if !list.contains(where: { $0.variant.format == format }) {
+                    list.append(LadderEntry(variant: AudioVariant(format), index: list.count, explicitRate: false))
+                }
+            }
         }
 
         // tts
@@ -194,6 +198,14 @@ public enum PipelineLoader {
         }
 
         if let node = map["loudness"] { audio.loudness = loudnessTarget(node, reader: &reader) }
+        // A rung's rate must be one its codec carries at the rate it is encoded at.
+        for entry in ladder where entry.explicitRate {
+            let format = entry.variant.format
+            let sampleRate = audio.sampleRates[format] ?? format.defaultSampleRate(endpointRate: tts.sampleRateHz)
+            if let problem = format.bitrateProblem(entry.variant.bitrateKbps, sampleRateHz: sampleRate) {
+                reader.error("formats[\(entry.index)].bitrateKbps", problem)
+            }
+        }
 
         let pipelineLexicons = LexiconLoader.paths(map["lexicons"], base: base, reader: &reader)
 
@@ -238,30 +250,77 @@ public enum PipelineLoader {
         if let name = maps.source?.apiKeyEnv { maps.source?.apiKey = Secret(environment[name]) }
         var shared = stateSection.shared
         if shared.postgres != nil { shared.postgresPassword = Secret(environment[shared.postgresPasswordEnv]) }
-        return PipelineConfig(
+        let variants = ladder.map(\.variant)
+        let config = PipelineConfig(
             sourceFile: file.standardizedFileURL, version: currentVersion, tourGlobs: tourGlobs, voiceFile: voiceFile?.standardizedFileURL,
-            voice: voice, formats: formats, tts: tts, output: output, state: state, budgets: budgets, maps: maps,
-            chunking: chunking, audio: audio, lexicons: lexicons, shared: shared, publish: publish
+            voice: voice, formats: variants.map(\.format), tts: tts, output: output, state: state, budgets: budgets, maps: maps,
+            chunking: chunking, audio: audio, lexicons: lexicons, shared: shared, publish: publish, ladder: variants
         )
+        // The first quality of the ladder; `qualityRoots()` gives the others.
+        return config.qualityRoots()[0]
     }
 
     // MARK: Sections
 
-    static func parseFormats(_ names: [String], at path: String, reader: inout YAMLReader) -> [AudioFormat]? {
-        var formats: [AudioFormat] = []
-        for (index, name) in names.enumerated() {
-            guard let format = AudioFormat(rawValue: name.lowercased()) else {
-                reader.error("\(path)[\(index)]", "'\(name)' is not one of aac, mp3, opus")
-                continue
-            }
-            if formats.contains(format) {
-                reader.error("\(path)[\(index)]", "'\(name)' is listed twice")
-                continue
-            }
-            formats.append(format)
+    /// One entry of `formats`, with where it was written.
+    struct LadderEntry {
+        var variant: AudioVariant
+        var index: Int
+        /// Whether the entry named its bit rate (which is then checked against the codec).
+        var explicitRate: Bool
+    }
+
+    /// `formats`: a format's name (at the contract's rate, high), or
+    /// `{format, bitrateKbps, quality}`. A format may appear once per
+    /// quality, and a rate once per format.
+    static func parseLadder(_ node: Node, at path: String, reader: inout YAMLReader) -> [LadderEntry]? {
+        let items: [Node]
+        switch node {
+        case .scalar: items = [node]
+        case .sequence(let sequence): items = Array(sequence)
+        default:
+            reader.error(path, "expected a list of formats, found \(YAMLReader.kind(node))")
+            return nil
         }
-        if names.isEmpty { reader.error(path, "list at least one format") }
-        return formats.isEmpty ? nil : formats
+        if items.isEmpty { reader.error(path, "list at least one format") }
+        var entries: [LadderEntry] = []
+        for (index, item) in items.enumerated() {
+            let at = "\(path)[\(index)]"
+            let entry: LadderEntry
+            if case .mapping = item {
+                guard let fields = reader.mapping(item, at: at, allowed: ["format", "bitrateKbps", "quality"]) else { continue }
+                if fields["format"] == nil { reader.error("\(at).format", "missing required field") }
+                guard let format = reader.choice(fields["format"], at: "\(at).format", as: AudioFormat.self) else { continue }
+                let rate = reader.integer(fields["bitrateKbps"], at: "\(at).bitrateKbps", range: 1...10_000)
+                if fields["bitrateKbps"] != nil, rate == nil { continue }
+                let quality =
+                    fields["quality"] == nil ? .high : reader.choice(fields["quality"], at: "\(at).quality", as: AudioQuality.self)
+                guard let quality else { continue }
+                entry = LadderEntry(
+                    variant: AudioVariant(format, bitrateKbps: rate, quality: quality), index: index, explicitRate: rate != nil)
+            } else {
+                guard let name = reader.string(item, at: at) else { continue }
+                guard let format = AudioFormat(rawValue: name.lowercased()) else {
+                    reader.error(at, "'\(name)' is not one of aac, mp3, opus")
+                    continue
+                }
+                entry = LadderEntry(variant: AudioVariant(format), index: index, explicitRate: false)
+            }
+            let variant = entry.variant
+            if let twin = entries.first(where: { $0.variant.format == variant.format && $0.variant.bitrateKbps == variant.bitrateKbps }) {
+                reader.error(at, "\(variant.format.rawValue) at \(variant.bitrateKbps) kbps is already \(path)[\(twin.index)]")
+                continue
+            }
+            if let twin = entries.first(where: { $0.variant.format == variant.format && $0.variant.quality == variant.quality }) {
+                reader.error(
+                    at,
+                    "\(variant.format.rawValue) is already offered as \(variant.quality.rawValue) by \(path)[\(twin.index)]; "
+                        + "give each rate of a format its own quality (high, medium, low)")
+                continue
+            }
+            entries.append(entry)
+        }
+        return entries.isEmpty ? nil : entries
     }
 
     static func readTTS(_ map: [String: Node], into tts: inout TTSSettings, reader: inout YAMLReader) {

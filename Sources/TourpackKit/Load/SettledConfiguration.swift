@@ -44,7 +44,8 @@ extension PipelineConfig {
                 "tours     \(tourGlobs.map { shown(URL(fileURLWithPath: $0)) }.joined(separator: ", "))",
                 "voice     \(voice.name) · \(voice.languageCode) · \(voice.provider) · tier \(voice.tier.rawValue) · rate \(voice.speakingRate) · pitch \(voice.pitch)"
                     + (voiceFile.map { " (\(shown($0)))" } ?? " (default)"),
-                "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \($0.bitrateKbps) kbps \(sampleRate(for: $0)) Hz mono)" }.joined(separator: ", "))",
+                "formats   \(formats.map { "\($0.rawValue) (.\($0.fileExtension) \(bitrate(for: $0)) kbps \(sampleRate(for: $0)) Hz mono)" }.joined(separator: ", "))"
+                    + qualityDescription(shown: shown),
                 "tts       \(tts.api.rawValue) \(tts.endpoint) · \(keyLine) · concurrency \(tts.concurrency) · \(tts.requestsPerMinute)/min · timeout \(tts.timeoutSeconds.compactText) s · \(tts.maxAttempts) attempts · \(tts.sampleRateHz) Hz",
                 "output    \(shown(output))",
                 "state     \(shown(state))",
@@ -58,6 +59,14 @@ extension PipelineConfig {
             ]
         lines = lines.map { "  " + $0 }
         return (["configuration:"] + lines).joined(separator: "\n")
+    }
+
+    /// With a quality ladder: which rung this is, and the others.
+    func qualityDescription(shown: (URL) -> String) -> String {
+        let qualities = qualityRoots()
+        guard qualities.count > 1 || quality != .high else { return "" }
+        let others = qualities.filter { $0.quality != quality }.map { "\($0.quality.rawValue) in \(shown($0.output))" }
+        return " · quality \(quality.rawValue)" + (others.isEmpty ? "" : " (ladder: also \(others.joined(separator: ", ")))")
     }
 
     /// The target, and where the limiter holds the peaks for these formats.

@@ -144,7 +144,7 @@ struct BuildRun {
                 continue
             }
             let packPaths = config.formats.map {
-                layout.tilePack(packageID: PackageID.make(tourID: tour.id, voice: config.voice, format: $0))
+                layout.tilePack(packageID: config.packageID(tourID: tour.id, format: $0))
             }
             mapsInFlight += 1
             group.addTask {

@@ -166,7 +166,11 @@ public struct Builder: Sendable {
         // A shard's build owns only its tours' folders in the root, which the
         // other workers of its fleet share with it: it holds the root's lock
         // shared, and sweeps and evicts only inside its scope.
-        let scope = plan.shard == nil ? nil : OutputScope(tours: plan.tours.map(\.tour.id), voice: config.voice, formats: config.formats)
+        let scope =
+            plan.shard == nil
+            ? nil
+            : OutputScope(
+                tours: plan.tours.map(\.tour.id), voice: config.voice, formats: config.formats, bitrates: config.audio.bitrates)
         let lock = try await lockOutputRoot(state: state, shared: scope != nil, events: events)
         defer { lock.release() }
         let preflight = try await self.preflight(plan, state: state, record: record, scope: scope, pool: pool)
@@ -243,7 +247,7 @@ public struct Builder: Sendable {
                 try state.backend.publishing(tour: tourId, into: layout.root.path, replay)
             }
             // Before any request and before any folder under the root: no symlink may carry a write out of it.
-            try OutputTree.check(layout, plan: plan, formats: config.formats, voice: config.voice)
+            try OutputTree.check(layout, plan: plan, formats: config.formats, bitrates: config.audio.bitrates, voice: config.voice)
             let removed = try staging.removeLeftovers(in: layout, scope: scope)
 
             // Before any request: what the caches already hold, and whether the

@@ -85,7 +85,10 @@ struct ItemMaker: Sendable {
             let missing = recipe.formats.filter { reused[$0] == nil }
             if !missing.isEmpty {
                 for format in missing { temps[format] = try staging.temporaryURL(for: wanted[format]!.final) }
-                let targets = missing.map { EncodeTarget(format: $0, sampleRateHz: recipe.sampleRates[$0]!, url: temps[$0]!) }
+                let targets = missing.map {
+                    EncodeTarget(
+                        format: $0, sampleRateHz: recipe.sampleRates[$0]!, bitrateKbps: recipe.config.bitrate(for: $0), url: temps[$0]!)
+                }
                 let made: (files: [AudioFormat: EncodedAudio], samples: Int)
                 do {
                     made = try await stream(item, label: label, into: targets, metadata: metadata)

@@ -34,6 +34,7 @@ public struct PlanItem: Sendable, Hashable {
     func outputKey(format: AudioFormat, tour: Tour, config: PipelineConfig, encoder: String) -> OutputKey {
         OutputKey(
             chunks: keys, format: format, encoder: encoder, sampleRateHz: config.sampleRate(for: format),
+            bitrateKbps: config.bitrate(for: format),
             pauseMilliseconds: config.audio.pauseMilliseconds, loudness: config.loudnessTarget, metadata: metadata(tour: tour))
     }
 }

@@ -82,7 +82,8 @@ public struct Planner: Sendable {
         let duration = speechSeconds.reduce(0, +)
         var bytes: [AudioFormat: Int] = [:]
         for format in config.formats {
-            bytes[format] = speechSeconds.reduce(0) { $0 + Self.estimatedFileBytes(seconds: $1, format: format) }
+            let kbps = config.bitrate(for: format)
+            bytes[format] = speechSeconds.reduce(0) { $0 + Self.estimatedFileBytes(seconds: $1, format: format, bitrateKbps: kbps) }
         }
         let characters = items.reduce(0) { $0 + $1.characters }
         // The map's coverage is worked out here, once: the build reads it from the plan.
@@ -123,7 +124,7 @@ public struct Planner: Sendable {
     }
 
     /// Constant bitrate times duration, plus a small allowance for headers and tags.
-    public static func estimatedFileBytes(seconds: Double, format: AudioFormat) -> Int {
-        Int((seconds * Double(format.bitrateKbps) * 1000 / 8).rounded(.up)) + 2048
+    public static func estimatedFileBytes(seconds: Double, format: AudioFormat, bitrateKbps: Int? = nil) -> Int {
+        Int((seconds * Double(bitrateKbps ?? format.bitrateKbps) * 1000 / 8).rounded(.up)) + 2048
     }
 }

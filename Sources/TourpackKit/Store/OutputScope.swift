@@ -18,10 +18,14 @@ public struct OutputScope: Sendable, Hashable {
     /// The `OfflineTours/<packageId>` folders of those tours in this voice and these formats.
     public let packageIDs: Set<String>
 
-    public init(tours: some Sequence<SafeID>, voice: VoicePreset, formats: [AudioFormat]) {
+    /// `bitrates`: the rates other than the contract's (a ladder's rung).
+    public init(tours: some Sequence<SafeID>, voice: VoicePreset, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:]) {
         let tours = Array(tours)
         tourIDs = Set(tours.map(\.value))
-        packageIDs = Set(tours.flatMap { tour in formats.map { PackageID.make(tourID: tour, voice: voice, format: $0).value } })
+        packageIDs = Set(
+            tours.flatMap { tour in
+                formats.map { PackageID.make(tourID: tour, voice: voice, format: $0, bitrateKbps: bitrates[$0]).value }
+            })
     }
 
     /// Whether `name`, a folder right under `top` (`AudioCache` or

@@ -6,7 +6,9 @@ extension OutputTree {
     /// write through: a symlinked or non-folder `AudioCache`, `OfflineTours`,
     /// tour or package folder, or a symlink at a file the build will replace.
     /// Every problem is listed in one error. Reads only; creates nothing.
-    public static func check(_ layout: Layout, plan: BuildPlan, formats: [AudioFormat], voice: VoicePreset) throws {
+    public static func check(
+        _ layout: Layout, plan: BuildPlan, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:], voice: VoicePreset
+    ) throws {
         var problems: [String] = []
         for top in [Layout.audioCacheFolder, Layout.offlineToursFolder] {
             let folder = layout.root.appendingPathComponent(top, isDirectory: true)
@@ -29,7 +31,7 @@ extension OutputTree {
                 formats.map { layout.audioFile(tourID: tourID, poiID: item.poiID, phase: item.phase, format: $0).url }
             }
             for format in formats {
-                let packageID = PackageID.make(tourID: tourID, voice: voice, format: format)
+                let packageID = PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrates[format])
                 folders[layout.packageFolder(packageID: packageID).url, default: []] +=
                     [layout.manifest(packageID: packageID).url, layout.tilePack(packageID: packageID).url]
             }

@@ -8,25 +8,28 @@ public import TourpackCore
 ///
 /// The name hashed is `PackageID.name(...)`: the compact canonical JSON
 /// array `["tourpack-package/1", tourId, provider, name, languageCode,
-/// speakingRate, pitch, format]`. JSON keeps the fields apart whatever they
-/// contain. The voice's pricing tier is left out: it changes the bill, not
-/// the audio.
+/// speakingRate, pitch, format]`, with the bit rate appended when it is not
+/// the format's contract rate (a rung of a quality ladder), so the packages
+/// built before ladders existed keep their IDs. JSON keeps the fields apart
+/// whatever they contain. The voice's pricing tier is left out: it changes
+/// the bill, not the audio.
 public enum PackageID {
     /// tourpack's namespace: uuid5(NAMESPACE_URL, "https://tourpack.invalid/package").
     /// Changing it would move every package, so it is fixed forever.
     public static let namespace = "9a98a9ef-eacf-5747-868b-849443fa4c40"
 
-    /// The lowercase v5 UUID of this tour, voice and format.
-    public static func make(tourID: SafeID, voice: VoicePreset, format: AudioFormat) -> SafeID {
-        uuid5(namespace: namespace, name: name(tourID: tourID, voice: voice, format: format))
+    /// The lowercase v5 UUID of this tour, voice, format and bit rate (nil: the contract's).
+    public static func make(tourID: SafeID, voice: VoicePreset, format: AudioFormat, bitrateKbps: Int? = nil) -> SafeID {
+        uuid5(namespace: namespace, name: name(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrateKbps))
     }
 
     /// The exact name string hashed, documented so it can be checked by hand.
-    public static func name(tourID: SafeID, voice: VoicePreset, format: AudioFormat) -> String {
-        let fields: [JSONValue] = [
+    public static func name(tourID: SafeID, voice: VoicePreset, format: AudioFormat, bitrateKbps: Int? = nil) -> String {
+        var fields: [JSONValue] = [
             .string("tourpack-package/1"), .string(tourID.value), .string(voice.provider), .string(voice.name),
             .string(voice.languageCode), .number(voice.speakingRate), .number(voice.pitch), .string(format.rawValue),
         ]
+        if let bitrateKbps, bitrateKbps != format.bitrateKbps { fields.append(.number(Double(bitrateKbps))) }
         return String(decoding: JSONValue.array(fields).canonicalBytes(pretty: false), as: UTF8.self)
     }
 
@@ -57,5 +60,12 @@ public enum PackageID {
 extension String {
     fileprivate func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+extension PipelineConfig {
+    /// The package of `tourID` in `format`, in this configuration's voice and bit rate.
+    public func packageID(tourID: SafeID, format: AudioFormat) -> SafeID {
+        PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrate(for: format))
     }
 }

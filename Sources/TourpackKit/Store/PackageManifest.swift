@@ -56,6 +56,9 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
     public var mapTiles: MapCoverage
     /// The loudness every file was normalized to; nil with `loudness: off`.
     public var loudness: Loudness?
+    /// The quality the package is offered as, when it is not `high`: a
+    /// lower rung of the pipeline's quality ladder.
+    public var quality: AudioQuality?
 
     /// The pipeline's loudness target, as package.json states it.
     public struct Loudness: Sendable, Hashable, Codable {
@@ -130,11 +133,16 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
     /// an unknown POI or phase, a duplicate, another format, or a narration of
     /// the tour with no audio. A package.json is the promise that every file
     /// is there, so an incomplete one is never built.
+    ///
+    /// `bitrateKbps` is the rate the files were encoded at (nil: the
+    /// format's contract rate) and `quality` what the package is offered as;
+    /// both come from the pipeline's `formats`.
     public init(
-        tour: Tour, voice: VoicePreset, format: AudioFormat, audio: [PackageAudio],
-        mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int, loudness: LoudnessTarget? = nil
+        tour: Tour, voice: VoicePreset, format: AudioFormat, bitrateKbps: Int? = nil, quality: AudioQuality = .high,
+        audio: [PackageAudio], mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int, loudness: LoudnessTarget? = nil
     ) throws {
-        let packageID = PackageID.make(tourID: tour.id, voice: voice, format: format)
+        let bitrate = bitrateKbps ?? format.bitrateKbps
+        let packageID = PackageID.make(tourID: tour.id, voice: voice, format: format, bitrateKbps: bitrate)
         let label = "package \(packageID) (tour \(tour.id), \(format.rawValue))"
         var byItem: [String: PackageAudio] = [:]
         for item in audio {
@@ -162,7 +170,7 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
                     AudioEntry(
                         poiId: poi.id.value, phase: phase,
                         path: Layout.audioRelativePath(tourID: tour.id, poiID: poi.id, phase: phase, format: format),
-                        format: format, codec: encoded.codec, bitrateKbps: format.bitrateKbps,
+                        format: format, codec: encoded.codec, bitrateKbps: bitrate,
                         sampleRateHz: encoded.sampleRateHz, channels: encoded.channels,
                         durationSeconds: (encoded.durationSeconds * 1000).rounded() / 1000,
                         sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters,
@@ -199,6 +207,7 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         self.mapTiles = mapTiles
         self.loudness = loudness.map { Loudness(targetLUFS: $0.integratedLUFS, truePeakDBTP: $0.truePeakDBTP) }
         self.contentHash = ""
+        self.quality = quality == .high ? nil : quality
         self.contentHash = computeContentHash()
     }
 

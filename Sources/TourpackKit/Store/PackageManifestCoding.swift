@@ -65,7 +65,8 @@ extension PackageManifest {
     /// the app plays or shows: tour ID, name, version and language; the voice;
     /// the route; the POIs; every audio entry except `characters` (path,
     /// phase, format and codec facts, duration, size and sha256, so it changes
-    /// when any file's bytes change); and the map tiles.
+    /// when any file's bytes change); the map tiles; and the quality, when
+    /// it is not `high`.
     ///
     /// Left out, because they change without anything changing for the
     /// listener: `createdAt`, `expiresAt`, `packageId`, `schemaVersion`,
@@ -73,11 +74,14 @@ extension PackageManifest {
     /// Arrays are in their fixed order (POIs as in the tour, audio by POI then
     /// phase), so the hash never depends on the order work finished in.
     public func computeContentHash() -> String {
-        let content: JSONValue = .object([
+        var members: [(key: String, value: JSONValue)] = [
             ("tourId", .string(tourId)), ("tourName", .string(tourName)), ("tourVersion", .number(Double(tourVersion))),
             ("language", .string(language)), ("voice", voiceValue), ("route", routeValue), ("pois", poisValue),
             ("audio", .array(audio.map { $0.jsonValue(includingCharacters: false) })), ("mapTiles", mapTilesValue),
-        ])
+        ]
+        // The quality the app shows, when a ladder names one.
+        if let quality { members.append(("quality", .string(quality.rawValue))) }
+        let content: JSONValue = .object(members)
         return SHA256.hash(data: content.canonicalBytes(pretty: false)).lowercaseHex
     }
 
@@ -93,6 +97,7 @@ extension PackageManifest {
             ("voice", voiceValue), ("route", routeValue), ("pois", poisValue),
             ("audio", .array(audio.map { $0.jsonValue(includingCharacters: true) })), ("mapTiles", mapTilesValue),
         ]
+        if let quality { members.append(("quality", .string(quality.rawValue))) }
         if let loudness {
             members.append(
                 ("loudness", .object([("targetLUFS", .number(loudness.targetLUFS)), ("truePeakDBTP", .number(loudness.truePeakDBTP))])))

@@ -40,7 +40,7 @@ package struct TourPublisher: Sendable {
         do {
             for format in config.formats {
                 let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
-                let packageID = PackageID.make(tourID: tour.id, voice: config.voice, format: format)
+                let packageID = config.packageID(tourID: tour.id, format: format)
                 var mapTiles = coverage
                 if assembly.pack == nil {
                     // No tile source now: a pack an earlier build left goes with the new package.json.
@@ -66,7 +66,8 @@ package struct TourPublisher: Sendable {
                     }
                 }
                 let manifest = try PackageManifest(
-                    tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: mapTiles,
+                    tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
+                    audio: audio, mapTiles: mapTiles,
                     createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
                 let final = layout.manifest(packageID: packageID)
                 packageIDs.insert(manifest.packageId)
@@ -167,7 +168,8 @@ package struct TourPublisher: Sendable {
         guard let bytes = try? Data(contentsOf: url), let existing = try? PackageManifest.decode(Array(bytes)) else { return false }
         guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return false }
         let same = try PackageManifest(
-            tour: tour, voice: config.voice, format: format, audio: audio, mapTiles: coverage,
+            tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
+            audio: audio, mapTiles: coverage,
             createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
         return same.encoded() == Array(bytes)
     }

@@ -128,24 +128,25 @@ struct PackageCheck {
         }
     }
 
-    /// The folder is named by the package ID, and the ID is the one its tour, voice and format give.
+    /// The folder is named by the package ID, and the ID is the one its tour, voice, format and bit rate give.
     private func checkIdentity(_ manifest: PackageManifest, _ record: inout OutcomeRecorder) {
         record.ran(.packageId)
         if name != manifest.packageId {
             record.error(.packageId, "folder is named \(name) but packageId is \(manifest.packageId)")
         }
         let formats = Set(manifest.audio.map(\.format))
+        let rates = Set(manifest.audio.map(\.bitrateKbps))
         guard let tourID = SafeID(validating: manifest.tourId), tourID.value == manifest.tourId,
-            formats.count == 1, let format = formats.first
+            formats.count == 1, let format = formats.first, rates.count == 1, let rate = rates.first
         else { return }
         let voice = VoicePreset(
             provider: manifest.voice.provider, languageCode: manifest.voice.languageCode, name: manifest.voice.name,
             tier: manifest.voice.tier, speakingRate: manifest.voice.speakingRate, pitch: manifest.voice.pitch)
-        let expected = PackageID.make(tourID: tourID, voice: voice, format: format)
+        let expected = PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: rate)
         if expected.value != manifest.packageId {
             record.error(
                 .packageId,
-                "packageId \(manifest.packageId) is not the one tour \(manifest.tourId), this voice and \(format.rawValue) give (\(expected))"
+                "packageId \(manifest.packageId) is not the one tour \(manifest.tourId), this voice and \(format.rawValue) at \(rate) kbps give (\(expected))"
             )
         }
     }
@@ -156,6 +157,10 @@ struct PackageCheck {
         let formats = Set(manifest.audio.map(\.format)).sorted()
         if formats.count > 1 {
             record.error(.audioList, "audio mixes formats \(formats.map(\.rawValue).joined(separator: ", ")); a package holds one format")
+        }
+        let rates = Set(manifest.audio.map(\.bitrateKbps)).sorted()
+        if rates.count > 1 {
+            record.error(.audioList, "audio mixes bit rates \(rates.map(String.init).joined(separator: ", ")) kbps; a package holds one")
         }
         var poiIndex: [String: Int] = [:]
         for (index, poi) in manifest.pois.enumerated() {

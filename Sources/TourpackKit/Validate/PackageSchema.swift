@@ -170,7 +170,9 @@ public enum PackageSchema {
                     ("truePeakDBTP", .number(minimum: -9, maximum: 0)),
                 ])
             ),
-        ], optional: ["loudness"])
+            // A lower rung of a quality ladder; `high` is never written.
+            ("quality", .oneOf(AudioQuality.allCases.filter { $0 != .high }.map { .string($0.rawValue) })),
+        ], optional: ["loudness", "quality"])
 
     // MARK: Rules
 
@@ -267,19 +269,25 @@ public enum PackageSchema {
         }
     }
 
-    /// The `allOf` of `audioEntry`: each format pins its codec, bit rate, sample
-    /// rate and extension, and the phase must be the one the file name spells.
+    /// The `allOf` of `audioEntry`: each format pins its codec, sample rate
+    /// and extension, and takes its contract bit rate or one its codec carries, and the phase must be the one the file name spells.
     static func checkAudioEntry(_ members: [(key: String, value: JSONValue)], at path: JSONPath, into problems: inout [String]) {
         func member(_ key: String) -> JSONValue? { members.first { $0.key == key }?.value }
         guard case .string(let formatName)? = member("format"), let format = AudioFormat(rawValue: formatName) else { return }
-        let pinned: [(String, JSONValue)] = [
-            ("codec", .string(format.codecName)), ("bitrateKbps", .number(Double(format.bitrateKbps))),
-        ]
+        let pinned: [(String, JSONValue)] = [("codec", .string(format.codecName))]
         for (key, expected) in pinned {
             if let value = member(key), value != expected {
                 problems.append(
                     "\(path.appending(key)): expected \(Rule.shown(expected)) for format \(format.rawValue), found \(Rule.shown(value))")
             }
+        }
+        // The contract's rate, or one a quality ladder may ask for: a rate
+        // the codec carries at the file's sample rate.
+        if case .number(let kbps)? = member("bitrateKbps"), case .number(let rate)? = member("sampleRateHz"),
+            Int(kbps) != format.bitrateKbps, format.sampleRates.contains(Int(rate)),
+            let problem = format.bitrateProblem(Int(kbps), sampleRateHz: Int(rate))
+        {
+            problems.append("\(path.appending("bitrateKbps")): \(problem)")
         }
         if case .number(let rate)? = member("sampleRateHz"), !format.sampleRates.contains(Int(rate)) {
             problems.append(

@@ -200,6 +200,8 @@ let package = Package(
                 // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
                 "TourpackServer", "TourpackTesting",
+                // The install bench: a published site installed over HTTP from TourpackTesting's site server.
+                "TourpackInstall",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -200,6 +200,8 @@ let package = Package(
                 // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
                 "TourpackServer", "TourpackTesting",
+                // The install bench: a published site installed over HTTP from TourpackTesting's site server.
+                "TourpackInstall",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -208,10 +210,16 @@ let package = Package(
         // MARK: Tests
         // The one test-support target, for the tests and the benches: a throwaway
         // PostgreSQL (Debian's initdb and pg_ctl), one per process, an
-        // S3-compatible moto server (PyPI moto[server]), a capture server, the
+        // S3-compatible moto server (PyPI moto[server]), a capture server, a
+        // published site's server (Range, If-Range, ETag, injected faults), the
         // built `tourpack` and the tools the tests check output with, run to their
         // end, and `.offThePool`, which keeps blocking tests off the cooperative pool.
-        .target(name: "TourpackTesting", path: "Tests/TourpackTesting"),
+        .target(
+            name: "TourpackTesting",
+            // The site server's ETags are the SHA-256 of each file.
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/TourpackTesting"
+        ),
         .testTarget(
             name: "TourpackKitTests",
             // Yams: the deploy/ manifests are checked by parsing them.
@@ -247,7 +255,7 @@ let package = Package(
         ),
         .testTarget(
             name: "InstallTests",
-            // A loopback site server of its own (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`.
+            // TourpackTesting's loopback site server (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackTesting",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -105,9 +105,10 @@ enum PublishBench {
     }
 
     /// A Documents root of `packages` packages of `files` files of random
-    /// bytes each, with package.json files made from the store's golden one.
+    /// bytes each, with package.json files made from the store's golden one,
+    /// and with `tilePack` bytes, a tile pack of random bytes per package too.
     /// Returns the bytes of all the files.
-    static func makeRoot(at root: URL, packages: Int, files: Int, bytes: Int) throws -> Int64 {
+    static func makeRoot(at root: URL, packages: Int, files: Int, bytes: Int, tilePack: Int = 0) throws -> Int64 {
         let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Tests/TourpackKitTests/Resources/store/package.golden.json")
         guard var template = try JSONSerialization.jsonObject(with: Data(contentsOf: golden)) as? [String: Any],
@@ -123,13 +124,16 @@ enum PublishBench {
         for _ in 0..<packages {
             let packageId = UUID().uuidString.lowercased(), tourId = UUID().uuidString.lowercased()
             var entries: [[String: Any]] = []
-            for file in 0..<files {
-                let body = (0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-                let path = "AudioCache/\(tourId)/\(file)_Approaching.m4a"
+            for _ in 0..<files {
+                let body = random(bytes, using: &generator)
+                // A POI of its own, so the path is one an install accepts: AudioCache/<tourId>/<poiId>_<Phase>.<ext>.
+                let poiId = UUID().uuidString.lowercased()
+                let path = "AudioCache/\(tourId)/\(poiId)_Approaching.m4a"
                 let url = root.appendingPathComponent(path)
                 try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try Data(body).write(to: url)
+                try body.write(to: url)
                 audio["path"] = path
+                audio["poiId"] = poiId
                 audio["sha256"] = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
                 audio["sizeBytes"] = bytes
                 entries.append(audio)
@@ -143,10 +147,31 @@ enum PublishBench {
             manifest["contentHash"] = SHA256.hash(data: Data(packageId.utf8)).map { String(format: "%02x", $0) }.joined()
             let folder = root.appendingPathComponent("OfflineTours/\(packageId)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            if tilePack > 0 {
+                let body = random(tilePack, using: &generator)
+                let path = "OfflineTours/\(packageId)/tiles.mbtiles"
+                try body.write(to: root.appendingPathComponent(path))
+                var tiles = map
+                tiles["file"] = path
+                tiles["format"] = "png"
+                tiles["storedTiles"] = 10
+                tiles["emptyTiles"] = 0
+                tiles["sizeBytes"] = tilePack
+                tiles["sha256"] = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+                tiles["attribution"] = "© bench"
+                manifest["mapTiles"] = tiles
+                total += Int64(tilePack)
+            }
             try JSONSerialization.data(withJSONObject: manifest, options: [.sortedKeys]).write(
                 to: folder.appendingPathComponent("package.json"))
         }
         return total
+    }
+
+    /// `count` random bytes, eight from each draw.
+    static func random(_ count: Int, using generator: inout SystemRandomNumberGenerator) -> Data {
+        var words = (0..<(count + 7) / 8).map { _ in generator.next() as UInt64 }
+        return Data(bytes: &words, count: count)
     }
 }
 

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+package import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -11,11 +11,12 @@ import Glibc
 /// unless `If-Range` names another version, and faults injected per
 /// request: a body cut short, a 5xx, a 429 with `Retry-After`, a range
 /// ignored. It counts the body bytes it sends and logs every request.
+/// InstallTests install from it, and so does `tourpack-bench install`.
 ///
 /// Plain sockets, a thread per connection, `Connection: close` on every
 /// answer; closed with `stop()`.
-final class SiteServer: @unchecked Sendable {
-    enum Fault: Sendable, Equatable {
+package final class SiteServer: @unchecked Sendable {
+    package enum Fault: Sendable, Equatable {
         /// Sends the head and this share of the body, then closes the connection.
         case cut(fraction: Double)
         case status(Int)
@@ -27,26 +28,26 @@ final class SiteServer: @unchecked Sendable {
         case stall(seconds: Double)
     }
 
-    struct Request: Sendable {
-        var method: String
-        var path: String
+    package struct Request: Sendable {
+        package var method: String
+        package var path: String
         /// Names lowercased.
-        var headers: [String: String]
-        var status: Int
-        var bodyBytes: Int
-        var fault: Fault?
+        package var headers: [String: String]
+        package var status: Int
+        package var bodyBytes: Int
+        package var fault: Fault?
     }
 
-    let port: Int
-    let root: URL
+    package let port: Int
+    package let root: URL
     private let listener: Int32
     private let lock = NSLock()
     private var log: [Request] = []
     private var faultPicker: @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    package var base: String { "http://127.0.0.1:\(port)" }
 
-    init(root: URL) throws {
+    package init(root: URL) throws {
         self.root = root
         faultPicker = { _, _, _, _ in nil }
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -76,7 +77,7 @@ final class SiteServer: @unchecked Sendable {
     private var stopped = false
 
     /// Stops accepting; a second call does nothing (the descriptor may be someone else's by then).
-    func stop() {
+    package func stop() {
         let first = lock.withLock {
             defer { stopped = true }
             return !stopped
@@ -87,14 +88,16 @@ final class SiteServer: @unchecked Sendable {
     }
 
     /// Decides each request's fault from now on (nil: none).
-    func inject(_ picker: @escaping @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?) {
+    package func inject(
+        _ picker: @escaping @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?
+    ) {
         lock.withLock { faultPicker = picker }
     }
 
-    var requests: [Request] { lock.withLock { log } }
-    var bodyBytesSent: Int { requests.reduce(0) { $0 + $1.bodyBytes } }
+    package var requests: [Request] { lock.withLock { log } }
+    package var bodyBytesSent: Int { requests.reduce(0) { $0 + $1.bodyBytes } }
 
-    func resetLog() { lock.withLock { log.removeAll() } }
+    package func resetLog() { lock.withLock { log.removeAll() } }
 
     // MARK: Serving
 

@@ -20,15 +20,22 @@ struct Cache: AsyncParsableCommand {
         @Flag(help: "Print the statistics as JSON.") var json = false
 
         func run() async throws {
-            let config = try options.load()
-            let now = CommandClock.now()
-            let inventory = try CacheInventory.scan(Layout(root: config.output), now: now)
-            var stats = CacheStatistics(inventory: inventory, config: config, now: now)
-            try stats.add(try StateView.existing(config))
-            if json {
-                print(try CacheText.json(stats))
-                return
+            // One report per Documents root: a quality ladder has one per quality.
+            let roots = try options.load().qualityRoots()
+            var all: [CacheStatistics] = []
+            for config in roots {
+                let now = CommandClock.now()
+                let inventory = try CacheInventory.scan(Layout(root: config.output), now: now)
+                var stats = CacheStatistics(inventory: inventory, config: config, now: now)
+                try stats.add(try StateView.existing(config))
+                all.append(stats)
+                if !json { show(stats, config: config) }
             }
+            // JSON: the root's object, or an array of them for a ladder's roots.
+            if json { print(all.count == 1 ? try CacheText.json(all[0]) : try CacheText.json(all)) }
+        }
+
+        private func show(_ stats: CacheStatistics, config: PipelineConfig) {
             func size(_ bytes: Int64) -> String { PlanReport.bytes(Int(bytes)) }
             var lines = [
                 "cache of \(stats.output)",
@@ -74,7 +81,10 @@ struct Cache: AsyncParsableCommand {
         @Flag(help: "Print the plan and what was freed as JSON.") var json = false
 
         func run() async throws {
-            let config = try options.load()
+            for config in try options.load().qualityRoots() { try await prune(config) }
+        }
+
+        private func prune(_ config: PipelineConfig) async throws {
             let layout = Layout(root: config.output)
             let lock =
                 dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
@@ -108,7 +118,10 @@ struct Cache: AsyncParsableCommand {
         @Flag(help: "Confirm: without it, nothing is removed.") var yes = false
 
         func run() async throws {
-            let config = try options.load()
+            for config in try options.load().qualityRoots() { try await clear(config) }
+        }
+
+        private func clear(_ config: PipelineConfig) async throws {
             guard yes else {
                 throw TourpackError.invalidInput(
                     "cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis and tile caches and the build records in \(config.state.path); run it again with --yes"

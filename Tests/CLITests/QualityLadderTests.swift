@@ -95,6 +95,12 @@ import TourpackTesting
         #expect(try roots.map { try RootCheck.snapshot($0) } == before)
         #expect(try server.stats()["synthesizeRequests"] as? Int == chunks)
 
+        // cache stats (and prune and clear) look after every root.
+        let cacheStats = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root)
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(cacheStats.stdout.utf8)) as? [[String: Any]])
+        #expect(
+            reports.map { ($0["output"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } } == roots.map(\.lastPathComponent))
+
         // One signed catalogue offers every variant, with its quality and size.
         try workspace.setPublish(PublishSection.folder())
         let key = try SigningPair.generate()

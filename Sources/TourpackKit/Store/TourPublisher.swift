@@ -65,11 +65,12 @@ package struct TourPublisher: Sendable {
                         packPaths.append(target.relativePath)
                     }
                 }
+                let final = layout.manifest(packageID: packageID)
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
                     audio: audio, mapTiles: mapTiles,
-                    createdAt: now, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
-                let final = layout.manifest(packageID: packageID)
+                    createdAt: Self.creationTime(now, replacing: final.url), maxAgeDays: config.budgets.packageMaxAgeDays,
+                    loudness: config.audio.loudness)
                 packageIDs.insert(manifest.packageId)
                 if try isUnchanged(final.url, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
                     unchangedPaths.append(final.relativePath)
@@ -158,6 +159,19 @@ package struct TourPublisher: Sendable {
     /// a build's preflight removes any that a killed run left. `install`
     /// makes its tour folders the same way, under the same name.
     package static let nextFolderMarker = ".next-"
+
+    /// `now`, or a second after the `createdAt` of the package.json at `url`
+    /// when that is not earlier: package.json keeps whole seconds, and a
+    /// rebuild within the second of the last one must still be the newer
+    /// build, or a publisher merging catalogues (which keeps the later
+    /// `createdAt` of two builds of one package) could keep the old one.
+    static func creationTime(_ now: Date, replacing url: URL) -> Date {
+        let second = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        guard let bytes = try? Data(contentsOf: url), let existing = try? PackageManifest.decode(Array(bytes)),
+            existing.createdAt >= second
+        else { return second }
+        return existing.createdAt.addingTimeInterval(1)
+    }
 
     /// True when the package at `url` already says exactly what a new one
     /// would (compared byte for byte under its own `createdAt`) and does not

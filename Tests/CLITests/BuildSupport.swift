@@ -210,6 +210,10 @@ final class RunningBuild {
                 if events[seen]["event"] as? String == name { return events[seen] }
                 seen += 1
             }
+            // Read only what is there by the deadline: a build that prints
+            // nothing (waiting on a lock) must not hold the test past it.
+            var ready = pollfd(fd: out.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(max(0, deadline.timeIntervalSinceNow) * 1000)) > 0 else { return nil }
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { return nil }
             buffer += chunk

@@ -29,8 +29,8 @@ public struct ReviewCatalog: Sendable {
         /// Why a pack package.json names could not be read, for the tour page.
         public var tileProblem: String?
 
-        /// Every audio entry's duration added up.
-        public var durationSeconds: Double { manifest.audio.reduce(0) { $0 + $1.durationSeconds } }
+        /// Every audio entry's duration added up, to the millisecond as package.json states each.
+        public var durationSeconds: Double { (manifest.audio.reduce(0) { $0 + $1.durationSeconds } * 1000).rounded() / 1000 }
 
         /// The findings about one POI's audio files.
         public func findings(poiID: String) -> [ValidationFinding] {

@@ -44,7 +44,15 @@ import FoundationNetworking
         let kept = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-review-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: workspace.output, to: kept.appendingPathComponent("Documents"))
+        // The tours and the pipeline too, for `--pipeline` (the pipeline's paths are relative to it).
+        try FileManager.default.copyItem(at: workspace.root.appendingPathComponent("tours"), to: kept.appendingPathComponent("tours"))
+        try FileManager.default.copyItem(at: workspace.pipeline, to: kept.appendingPathComponent("pipeline.yaml"))
         return kept.appendingPathComponent("Documents")
+    }
+
+    /// The pipeline the root was built from, beside the built root.
+    static func pipeline() throws -> URL {
+        try built.get().deletingLastPathComponent().appendingPathComponent("pipeline.yaml")
     }
 
     /// A fresh copy of the built root, in a folder of its own.
@@ -95,7 +103,8 @@ import FoundationNetworking
             let expected = try #require(try pack.tile(tile))
             bytes += expected.count
             let answered = Array(try Data(contentsOf: URL(string: url)!))
-            #expect(answered == expected, "\(url)")
+            let same = answered == expected
+            #expect(same, "\(url): \(answered.count) bytes answered, the pack's tile has \(expected.count)")
         }
         if served == tileRequests.count { #expect(stats["tileBytes"] as? Int == bytes) }
         #expect((stats["partial"] as? Int ?? 0) > 0, "the players asked for ranges")
@@ -158,6 +167,42 @@ import FoundationNetworking
         #expect(beyond.status == 416)
     }
 
+    @Test func narrationTextsWithThePipelineAndARouteWithoutItsTilePack() throws {
+        let root = try Self.root()
+        let manifests = try Self.manifests(root)
+        // One pack gone: its tour says so, draws the route on a plain background, and validate's finding shows.
+        let (bare, bareManifest) = try #require(manifests.first)
+        try FileManager.default.removeItem(at: root.appendingPathComponent("OfflineTours/\(bare)/tiles.mbtiles"))
+        let pipeline = try Self.pipeline()
+        let server = try ReviewProcess(root: root, arguments: ["--pipeline", pipeline.path])
+        defer { server.stop() }
+        let seen = try BrowserReport.crawl(server.url, screenshot: nil)
+
+        let tour = try #require(seen.tours[bare])
+        #expect(tour.ready && tour.noTiles == 1 && tour.tiles.isEmpty, "\(tour)")
+        #expect(tour.routes == 1 && tour.markers == bareManifest.pois.count && tour.triggers == bareManifest.pois.count)
+        let row = try #require(seen.packages.first { $0.package == bare })
+        #expect(row.text("validate") != "passed")
+        #expect(seen.requests.allSatisfy { !$0.contains("/tiles/\(bare)/") })
+        #expect(seen.console.filter { $0.level == "SEVERE" }.isEmpty, "\(seen.console)")
+
+        // Every phase shows the tour's own text for it.
+        let tours = try TourLoader().loadAll(globs: [pipeline.deletingLastPathComponent().appendingPathComponent("tours/*.json").path])
+        var shown = 0
+        for (folder, manifest) in manifests {
+            let tourFile = try #require(tours.first { $0.id.value == manifest.tourId })
+            for poi in tourFile.pois {
+                let page = try #require(seen.pois.first { $0.key.hasSuffix("/tours/\(folder)/\(poi.id.value).html") }?.value)
+                for phase in page.phases {
+                    let text = try #require(poi.narrations.first { $0.key.rawValue == phase.phase }?.value.text)
+                    #expect(phase.narration == text && !phase.narrationMissing)
+                    shown += 1
+                }
+            }
+        }
+        #expect(shown == manifests.values.reduce(0) { $0 + $1.audio.count })
+    }
+
     // MARK: The export
 
     @Test func theExportOpensFromDiskWithTheSamePages() throws {
@@ -178,7 +223,8 @@ import FoundationNetworking
             let pack = try MBTilesReader(root.appendingPathComponent("OfflineTours/\(folder)/tiles.mbtiles"))
             let file = Array(try Data(contentsOf: URL(string: url)!))
             let packed = try pack.tile(tile)
-            #expect(file == packed, "\(url)")
+            let same = file == packed
+            #expect(same, "\(url): \(file.count) bytes, the pack's tile has \(packed?.count ?? 0)")
         }
         // Inside the root it would be stray files of the bundle.
         let inside = try Executable.run(["review", root.path, "--export", root.appendingPathComponent("site").path])
@@ -240,6 +286,7 @@ import FoundationNetworking
                     formats.insert(entry.format.rawValue)
                     #expect(phase.expected == entry.durationSeconds, sourceLocation: sourceLocation)
                     #expect(phase.facts["characters"] == "\(entry.characters)", sourceLocation: sourceLocation)
+                    #expect(phase.narrationMissing, "no --pipeline: the text is not in the root", sourceLocation: sourceLocation)
                     if findings[entry.path] != nil {
                         #expect(phase.highlighted && !phase.findings.isEmpty, "\(entry.path)", sourceLocation: sourceLocation)
                         #expect(phase.findings.allSatisfy { $0.path == entry.path }, sourceLocation: sourceLocation)
@@ -356,6 +403,8 @@ struct BrowserReport: Decodable {
     struct Phase: Decodable {
         var phase: String
         var highlighted: Bool
+        var narration: String
+        var narrationMissing: Bool
         var expected: Double
         var duration: Double?
         var error: Int?

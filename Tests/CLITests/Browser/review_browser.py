@@ -111,6 +111,8 @@ try:
                     return {
                       phase: section.dataset.phase,
                       highlighted: section.classList.contains('has-findings'),
+                      narration: section.querySelector('.narration').textContent,
+                      narrationMissing: section.querySelector('.narration').classList.contains('missing'),
                       src: audio.src,
                       expected: parseFloat(audio.dataset.duration),
                       duration: isFinite(audio.duration) ? audio.duration : null,

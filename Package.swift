@@ -286,6 +286,8 @@ let package = Package(
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
                 "TourpackTesting",
+                // `review`'s request parsing (paths, ranges) and escaping, tested without a browser.
+                "TourpackReview",
             ],
             // The Selenium script that walks `tourpack review`'s pages in headless Chromium, run from the source tree.
             exclude: ["Browser"]

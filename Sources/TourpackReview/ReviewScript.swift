@@ -68,6 +68,7 @@ enum ReviewStyle {
         th, td { text-align: left; padding: .3em .5em; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
         th { background: #f3f5f7; font-weight: 600; }
         td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
+        td.created, td.expires, td.bitrate, td.size, td.duration { white-space: nowrap; }
         .passed { color: #1e7b34; }
         .failed { color: #b3261e; font-weight: 600; }
         #map { height: 520px; border: 1px solid #ccd; background: #eef1e8; }

@@ -78,6 +78,9 @@ struct Review: AsyncParsableCommand {
                     + "(\(PlanReport.bytes(summary.bytes))) to \(folder.appendingPathComponent("index.html").path)")
             return
         }
+        if !(host.hasPrefix("127.") || host == "::1" || host == "localhost") {
+            Console.error("review: --host \(host) is not loopback: anyone who can reach it can read these pages and hear the audio")
+        }
         let server = try ReviewServer(site: site, configuration: ReviewServerConfiguration(host: host, port: port))
         let shownHost = host.contains(":") ? "[\(host)]" : host
         try await server.runUntilSignalled { port in

@@ -298,6 +298,9 @@ import FoundationNetworking
                     #expect(phase.error == nil, "\(entry.path) did not decode in Chromium", sourceLocation: sourceLocation)
                     let decoded = try #require(phase.duration, "\(entry.path) has no duration", sourceLocation: sourceLocation)
                     #expect(
+                        phase.ended, "\(entry.path) did not play to its end in Chromium: \(phase.playError ?? "no error")",
+                        sourceLocation: sourceLocation)
+                    #expect(
                         abs(decoded - entry.durationSeconds) <= 0.1,
                         "\(entry.path): Chromium \(decoded) s, package.json \(entry.durationSeconds) s",
                         sourceLocation: sourceLocation)
@@ -408,6 +411,8 @@ struct BrowserReport: Decodable {
         var expected: Double
         var duration: Double?
         var error: Int?
+        var ended: Bool
+        var playError: String?
         var facts: [String: String]
         var findings: [Finding]
     }

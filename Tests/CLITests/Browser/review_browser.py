@@ -103,6 +103,18 @@ try:
             driver.execute_script("document.querySelectorAll('audio').forEach(a => { a.preload = 'auto'; a.load(); })")
             wait_for("""return Array.from(document.querySelectorAll('audio'))
                         .every(a => a.error || (a.readyState >= 1 && isFinite(a.duration)))""", timeout=30)
+            # Then play each one's last 0.3 s to its end: the decoder must reach the last frame.
+            driver.execute_script("""
+                document.querySelectorAll('audio').forEach(a => {
+                  a.dataset.ended = 'false';
+                  if (a.error || !isFinite(a.duration)) { return; }
+                  a.muted = true;
+                  a.addEventListener('ended', () => { a.dataset.ended = 'true'; });
+                  a.currentTime = Math.max(0, a.duration - 0.3);
+                  a.play().catch(e => { a.dataset.playError = String(e); });
+                });""")
+            wait_for("""return Array.from(document.querySelectorAll('audio'))
+                        .every(a => a.error || a.dataset.ended === 'true' || a.dataset.playError)""", timeout=15)
             page = driver.execute_script("""
                 return {
                   title: document.querySelector('h1').textContent,
@@ -117,6 +129,8 @@ try:
                       expected: parseFloat(audio.dataset.duration),
                       duration: isFinite(audio.duration) ? audio.duration : null,
                       error: audio.error ? audio.error.code : null,
+                      ended: audio.dataset.ended === 'true',
+                      playError: audio.dataset.playError || null,
                       facts: Object.fromEntries(Array.from(section.querySelectorAll('dl.facts dd'))
                                .map(dd => [dd.className, dd.textContent])),
                       findings: Array.from(section.querySelectorAll('li.finding'))

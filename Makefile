@@ -11,9 +11,13 @@ BIN_DEBUG := .build/debug/tourpack
 
 # postgresql: the tests start a throwaway server of their own (initdb and
 # pg_ctl from /usr/lib/postgresql/<version>/bin) for the PostgreSQL state.
+# libjs-leaflet: the map library `tourpack review` serves (no page loads
+# anything from the internet); chromium and chromium-driver: the headless
+# browser its tests drive through Selenium.
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
-	espeak-ng libebur128-dev libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql
+	espeak-ng libebur128-dev libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql \
+	libjs-leaflet chromium chromium-driver
 
 # A target that imports a module it does not list as a dependency fails the
 # build: the layers in Package.swift are enforced, not only documented.
@@ -51,11 +55,12 @@ setup:
 # an independent tile math for the map selections (mercantile, shapely), and
 # the TTS services' own client libraries, which drive serve-tts, and moto's
 # S3 server, the object store the shared synthesis cache is tested against
-# (moto.server imports only with the [server] extra). Each entry is
+# (moto.server imports only with the [server] extra), and Selenium, which
+# drives headless Chromium through `tourpack review`'s pages. Each entry is
 # import-name:pip-name, since the two differ for Google's library; a module
 # that imports is not installed again.
 PY_MODULES := jsonschema:jsonschema junitparser:junitparser mercantile:mercantile shapely:shapely \
-	google.cloud.texttospeech:google-cloud-texttospeech openai:openai moto.server:moto[server]
+	google.cloud.texttospeech:google-cloud-texttospeech openai:openai moto.server:moto[server] selenium:selenium
 setup-test: setup
 	@for entry in $(PY_MODULES); do \
 		module=$${entry%%:*}; package=$${entry##*:}; \

@@ -12,6 +12,7 @@
 //   TourpackPublish the signed catalogue and the sites it goes to (Core, HTTP, Maps, Kit)
 //   TourpackInstall the device's side: download, verify, install (Core, HTTP, Maps, Kit, Publish)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
+//   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Maps, Kit)
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
 // Swift cannot reach on its own, a `C<Name>Shims` target.
@@ -185,10 +186,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `tourpack review`: a Documents root as the traveller meets it, in a
+        // browser: the packages, each tour on the map of its own tile pack,
+        // each POI's audio and validate's findings; served read-only on
+        // loopback or written out as a static site.
+        .target(
+            name: "TourpackReview",
+            dependencies: [
+                // Maps: the tile packs (`MBTilesReader`); Kit: package.json and `BundleValidator`.
+                "TourpackCore", "TourpackMaps", "TourpackKit",
+                // Loudness and true peak of each file (`AudioLoudness`), as package.json records them.
+                "TourpackAudio",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // Files and tiles are read on its thread pool, off the cooperative pool.
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "tourpack",
             dependencies: [
                 "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackServer",
+                "TourpackReview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -266,7 +286,11 @@ let package = Package(
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
                 "TourpackTesting",
-            ]
+                // `review`'s request parsing (paths, ranges) and escaping, tested without a browser.
+                "TourpackReview",
+            ],
+            // The Selenium script that walks `tourpack review`'s pages in headless Chromium, run from the source tree.
+            exclude: ["Browser"]
         ),
     ]
 )

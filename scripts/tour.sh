@@ -67,6 +67,7 @@ if [ -d "$documents/OfflineTours" ]; then
 	packs=$(find "$documents/OfflineTours" -name tiles.mbtiles | wc -l)
 	echo "  $packages packages, $files audio files, $packs tile packs, $size"
 	[ -n "$example" ] && echo "  listen to one: $example"
+	echo "  see and hear them in a browser: $bin review $documents --pipeline $pipeline"
 	pack=$(find "$documents/OfflineTours" -name tiles.mbtiles | sort | head -n 1)
 	[ -n "$pack" ] && echo "  list a map's tiles: sqlite3 '$pack' 'SELECT zoom_level, tile_column, tile_row, length(tile_data) FROM tiles LIMIT 5'"
 fi

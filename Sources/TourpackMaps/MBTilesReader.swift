@@ -44,6 +44,17 @@ public final class MBTilesReader: Sendable {
         }
     }
 
+    /// Every tile the file holds, in XYZ, sorted: what a map may ask the
+    /// pack for (`tourpack review` draws nothing else).
+    package func tileIDs() throws -> [TileID] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT zoom_level, tile_column, tile_row FROM tiles").compactMap { row -> TileID? in
+                guard let z = row[0] as Int?, let x = row[1] as Int?, let row = row[2] as Int?, (0...30).contains(z) else { return nil }
+                return TileID(z: z, x: x, y: (1 << z) - 1 - row)
+            }.sorted()
+        }
+    }
+
     /// Runs `body` on the file; SQLite's errors become `MBTilesError`s naming it.
     package func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {

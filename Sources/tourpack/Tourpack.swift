@@ -18,7 +18,7 @@ struct Tourpack: AsyncParsableCommand {
         version: TourpackPipeline.version,
         subcommands: [
             Build.self, Plan.self, Validate.self, Publish.self, Install.self, Installed.self, Cache.self, Quota.self, StateCommand.self,
-            Keys.self, ServeTTS.self, ServeTiles.self,
+            Keys.self, ServeTTS.self, ServeTiles.self, Review.self,
         ]
     )
 

@@ -1,0 +1,187 @@
+public import Foundation
+import HTTPTypes
+import Hummingbird
+public import Logging
+public import NIOPosix
+public import TourpackCore
+import TourpackMaps
+import UnixSignals
+
+/// How `tourpack review` listens.
+public struct ReviewServerConfiguration: Sendable {
+    /// Loopback unless `--host` says otherwise: the pages show a team's
+    /// unpublished work, and the server is meant for the person at this machine.
+    public var host = "127.0.0.1"
+    /// 0 picks a free port; `onReady` learns which.
+    public var port = 8790
+    /// One line per request (method, path, status, bytes) on stderr.
+    public var logger = Logger(label: "tourpack.review", factory: { StreamLogHandler.standardError(label: $0) })
+
+    public init(host: String = "127.0.0.1", port: Int = 8790) {
+        self.host = host
+        self.port = port
+    }
+}
+
+/// Counters the tests read at `GET /debug/stats`: what the browser asked for.
+public struct ReviewCounts: Sendable, Codable, Equatable {
+    public var requests = 0
+    public var pages = 0
+    /// Tile requests answered from a pack, and the bytes sent for them.
+    public var tiles = 0
+    public var tileBytes = 0
+    public var audio = 0
+    /// Audio requests with a `Range` header answered 206.
+    public var partial = 0
+    /// Paths refused as unsafe (`..`, encoded dots, a link out of the root).
+    public var refused = 0
+    public var notFound = 0
+}
+
+/// `tourpack review ROOT`: the review site over Hummingbird, read-only.
+///
+/// Every request path is split and percent-decoded by `ReviewSite.segments`
+/// (refusing `.`/`..` in any spelling), then looked up in `ReviewSite`,
+/// which answers only its own paths: pages, assets, a pack's tiles, and the
+/// audio files package.json lists, each resolved under the root again per
+/// request (`Layout.resolve`), so a symlink out of the root is refused even
+/// when package.json names it. Audio is served with `Range`, so players can seek.
+public struct ReviewServer: Sendable {
+    public let configuration: ReviewServerConfiguration
+    public let site: ReviewSite
+    public let counts = LockedCounts(ReviewCounts())
+    private let packs: [String: MBTilesReader]
+    private let pool: NIOThreadPool
+
+    public init(site: ReviewSite, configuration: ReviewServerConfiguration = ReviewServerConfiguration(), pool: NIOThreadPool = .singleton)
+        throws
+    {
+        self.site = site
+        self.configuration = configuration
+        self.pool = pool
+        var packs: [String: MBTilesReader] = [:]
+        for package in site.catalog.packages {
+            if let url = package.tilePack { packs[package.folder] = try MBTilesReader(url) }
+        }
+        self.packs = packs
+    }
+
+    /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and returns.
+    public func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onReady: onReady).runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+
+    /// Serves until the calling task is cancelled.
+    public func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await application(onReady: onReady).run()
+    }
+
+    private func application(onReady: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+        let port = configuration.port
+        return Application(
+            responder: CallbackResponder<BasicRequestContext> { request, context in try await respond(request, logger: context.logger) },
+            configuration: .init(address: .hostname(configuration.host, port: port), serverName: "tourpack-review"),
+            onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
+            logger: configuration.logger)
+    }
+
+    func respond(_ request: Request, logger: Logger) async throws -> Response {
+        counts.update { $0.requests += 1 }
+        let response = try await answer(request)
+        logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+            ])
+        return response
+    }
+
+    private func answer(_ request: Request) async throws -> Response {
+        guard request.method == .get || request.method == .head else {
+            return Self.text(.methodNotAllowed, "review is read-only: GET and HEAD only", headers: [.allow: "GET, HEAD"])
+        }
+        guard let segments = ReviewSite.segments(ofPath: request.uri.path) else {
+            counts.update { $0.refused += 1 }
+            return Self.text(.badRequest, "refused: the path must not hold '.', '..' or empty segments, in any encoding")
+        }
+        if segments == ["debug", "stats"] {
+            let data = try JSONEncoder().encode(counts.snapshot)
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        guard let resource = site.resource(at: segments) else {
+            counts.update { $0.notFound += 1 }
+            return Self.text(.notFound, "not found")
+        }
+        let head = request.method == .head
+        switch resource {
+        case .page(let html):
+            counts.update { $0.pages += 1 }
+            return Self.bytes(Array(html.utf8), type: "text/html; charset=utf-8", head: head)
+        case .asset(let bytes, let type):
+            return Self.bytes(bytes, type: type, head: head)
+        case .tile(let folder, let tile, let type):
+            guard let pack = packs[folder], let bytes = try await pool.runIfActive({ try pack.tile(tile) }) else {
+                counts.update { $0.notFound += 1 }
+                return Self.text(.notFound, "no such tile in the pack")
+            }
+            counts.update {
+                $0.tiles += 1
+                $0.tileBytes += bytes.count
+            }
+            return Self.bytes(bytes, type: type, head: head)
+        case .audio(let relativePath, let type):
+            return try await audio(relativePath, type: type, range: request.headers[.range], head: head)
+        }
+    }
+
+    /// An audio file, whole or the one range asked for (RFC 9110 §14).
+    private func audio(_ relativePath: String, type: String, range: String?, head: Bool) async throws -> Response {
+        let url: URL
+        do {
+            url = try Layout(root: site.catalog.root).resolve(relativePath: relativePath)
+        } catch {
+            counts.update { $0.refused += 1 }
+            return Self.text(.forbidden, "refused: \(relativePath) resolves outside the root")
+        }
+        guard let size = ReviewFiles.regularFileSize(url) else {
+            counts.update { $0.notFound += 1 }
+            return Self.text(.notFound, "\(relativePath): no such file")
+        }
+        counts.update { $0.audio += 1 }
+        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes"]
+        var status = HTTPResponse.Status.ok
+        var span = 0..<size
+        if let range {
+            guard let asked = ByteRange.parse(range, size: size) else {
+                headers[.contentRange] = "bytes */\(size)"
+                return Self.text(.rangeNotSatisfiable, "range not satisfiable", headers: headers)
+            }
+            span = asked
+            status = .partialContent
+            headers[.contentRange] = "bytes \(span.lowerBound)-\(span.upperBound - 1)/\(size)"
+            counts.update { $0.partial += 1 }
+        }
+        if head {
+            headers[.contentLength] = String(span.count)
+            return Response(status: status, headers: headers)
+        }
+        let asked = span
+        let bytes = try await pool.runIfActive { try ReviewFiles.read(url, span: asked) }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func bytes(_ bytes: [UInt8], type: String, head: Bool) -> Response {
+        var headers: HTTPFields = [.contentType: type, .cacheControl: "no-cache"]
+        if head {
+            headers[.contentLength] = String(bytes.count)
+            return Response(status: .ok, headers: headers)
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        headers[.contentType] = "text/plain; charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: message + "\n")))
+    }
+}

@@ -11,14 +11,17 @@ struct Tourpack: AsyncParsableCommand {
         discussion: """
             tourpack reads tour JSON, chunks each narration, synthesizes it over a \
             TTS HTTP endpoint, encodes AAC, MP3 or Opus, and writes the app's \
-            Documents layout, within cache, expiry and monthly-character budgets.
+            Documents layout, within cache, expiry and monthly-character budgets. \
+            It publishes the packages with a signed catalogue where a CDN can \
+            serve them (publish), installs them as the app does (install), and \
+            shows them in a browser (review).
 
             \(ExitStatus.legend)
             """,
         version: TourpackPipeline.version,
         subcommands: [
-            Build.self, Plan.self, Validate.self, Publish.self, Install.self, Installed.self, Cache.self, Quota.self, StateCommand.self,
-            Keys.self, ServeTTS.self, ServeTiles.self, Review.self,
+            Build.self, Plan.self, Validate.self, Review.self, Publish.self, Install.self, Installed.self, Cache.self, Quota.self,
+            StateCommand.self, Keys.self, ServeTTS.self, ServeTiles.self,
         ]
     )
 

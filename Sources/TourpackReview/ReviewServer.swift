@@ -165,9 +165,33 @@ public struct ReviewServer: Sendable {
             headers[.contentLength] = String(span.count)
             return Response(status: status, headers: headers)
         }
-        let asked = span
-        let bytes = try await pool.runIfActive { try ReviewFiles.read(url, span: asked) }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        // Streamed a piece at a time, each read on the pool: a 30-minute
+        // narration asked for whole costs one piece of memory, not the file.
+        let (asked, pool) = (span, pool)
+        let body = ResponseBody(contentLength: asked.count) { writer in
+            var offset = asked.lowerBound
+            while offset < asked.upperBound {
+                let piece = offset..<min(asked.upperBound, offset + Self.pieceBytes)
+                let bytes = try await pool.runIfActive { try ReviewFiles.read(url, span: piece) }
+                guard bytes.count == piece.count else {
+                    throw ReviewFileChanged(path: relativePath)
+                }
+                try await writer.write(ByteBuffer(bytes: bytes))
+                offset = piece.upperBound
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// How much of an audio file is read and sent at a time.
+    static let pieceBytes = 256 * 1024
+
+    /// The file shrank while it was being sent (a build replaced it): the
+    /// response is cut short rather than padded.
+    struct ReviewFileChanged: Error, CustomStringConvertible {
+        var path: String
+        var description: String { "\(path) changed while it was being sent" }
     }
 
     static func bytes(_ bytes: [UInt8], type: String, head: Bool) -> Response {

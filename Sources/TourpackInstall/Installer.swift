@@ -95,7 +95,7 @@ package struct Installer: Sendable {
     private func recover() async throws -> StagingArea {
         let folder = self.folder
         return try await NIOThreadPool.singleton.runIfActive {
-            _ = try CommitJournal.replayAll(state: folder.url)
+            _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
             let staging = try StagingArea(state: folder.url, output: folder.documents)
             _ = try staging.removeLeftovers(in: Layout(root: folder.documents))
             return staging

@@ -16,7 +16,12 @@ public enum TileMath {
         let x = (longitude + 180) / 360 * n
         let y = (1 - asinh(tan(lat)) / .pi) / 2 * n
         let last = (1 << zoom) - 1
-        return (min(max(Int(x.rounded(.down)), 0), last), min(max(Int(y.rounded(.down)), 0), last))
+        // Clamped as a Double before the conversion: a longitude of 1e17 (a
+        // package.json's hostile bufferMiles grows a box that far) would trap `Int(_:)`.
+        func index(_ value: Double) -> Int {
+            value.isNaN ? 0 : Int(min(max(value.rounded(.down), 0), Double(last)))
+        }
+        return (index(x), index(y))
     }
 
     /// The smallest box holding every coordinate, grown by `bufferMiles` on each side.

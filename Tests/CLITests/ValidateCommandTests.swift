@@ -145,6 +145,39 @@ import TourpackTesting
         #expect(result.stdout.contains("the pipeline's budgets.packageMaxAgeDays is 30 [expiry]"), "\(result.stdout)")
     }
 
+    /// Numbers past Int's range in package.json are findings at their JSON
+    /// path, not a trap (issue 27, defect 5: SIGILL converting a Double to an Int).
+    @Test func extremeNumbersAreFindingsNotACrash() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let aac = try #require(bundle.manifests[.aac])
+        let opus = try #require(bundle.manifests[.opus])
+        func edit(_ packageID: String, _ change: (inout [String: Any]) throws -> Void) throws {
+            let url = bundle.root.appendingPathComponent("OfflineTours/\(packageID)/\(Layout.manifestFileName)")
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+            try change(&object)
+            try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]).write(to: url)
+        }
+        try edit(aac.packageId) { object in
+            var audio = try #require(object["audio"] as? [[String: Any]])
+            audio[0]["sampleRateHz"] = 1e300
+            object["audio"] = audio
+        }
+        try edit(opus.packageId) { object in
+            var tiles = try #require(object["mapTiles"] as? [String: Any])
+            tiles["bufferMiles"] = -1e19
+            object["mapTiles"] = tiles
+        }
+
+        let result = try Executable.run(["validate", bundle.root.path, "--format", "json"])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let findings = try #require(object["findings"] as? [[String: Any]])
+        let messages = findings.map { "\($0["package"] as? String ?? "") \($0["message"] as? String ?? "")" }
+        #expect(messages.contains { $0.hasPrefix(aac.packageId) && $0.contains("audio[0].sampleRateHz") }, "\(messages)")
+        #expect(messages.contains { $0.hasPrefix(opus.packageId) && $0.contains("mapTiles.bufferMiles") }, "\(messages)")
+    }
+
     @Test func usageErrorsExitTwo() throws {
         #expect(try Executable.run(["validate"]).status == 2)
         #expect(try Executable.run(["validate", "/nonexistent/tourpack-root"]).status == 2)

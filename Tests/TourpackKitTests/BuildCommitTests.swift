@@ -40,7 +40,7 @@ import Testing
         // The replay runs as the tour's publish would (under its lock, on a
         // shared root): the files move inside that call, not before or after.
         var locked: [(tourId: String, before: String, after: String)] = []
-        let replayed = try CommitJournal.replayAll(state: scratch.state) { tourId, replay in
+        let replayed = try CommitJournal.replayAll(state: scratch.state, root: scratch.output) { tourId, replay in
             let before = try String(contentsOf: finals[1], encoding: .utf8)
             try replay()
             locked.append((tourId, before, try String(contentsOf: finals[1], encoding: .utf8)))
@@ -52,8 +52,64 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: oldPackage.path), "the superseded package was not removed")
         #expect(try FileManager.default.contentsOfDirectory(atPath: CommitJournal.folder(state: scratch.state).path).isEmpty)
-        #expect(try CommitJournal.replayAll(state: scratch.state) == 0, "a replayed journal must be gone")
+        #expect(try CommitJournal.replayAll(state: scratch.state, root: scratch.output) == 0, "a replayed journal must be gone")
         #expect(try staging.removeLeftovers(in: Layout(root: scratch.output)) == 0)
+    }
+
+    /// A journal is replayed as written, so one that names a path outside the
+    /// root's AudioCache and OfflineTours (or the staging its moves come
+    /// from) is refused whole, before anything moves (issue 27, defect 1).
+    @Test(
+        "a journal naming a path outside the root is refused and touches nothing",
+        arguments: ["removal", "move source", "move target", "deletion", "dot-dot", "swap"])
+    func aJournalOutsideTheRootIsRefused(naming: String) throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        // A sibling of the output root, holding what a package folder would.
+        let sibling = scratch.root.appendingPathComponent("Sibling", isDirectory: true)
+        let outside = sibling.appendingPathComponent("package.json")
+        try AtomicFile.write(Array("keep me".utf8), to: outside)
+        // A good move goes first: refusing after it would already have moved something.
+        let staging = try StagingArea(state: scratch.state, output: scratch.output)
+        let manifest = scratch.output.appendingPathComponent("OfflineTours/p/package.json")
+        try AtomicFile.write(Array("old".utf8), to: manifest)
+        let temp = try staging.temporaryURL(for: manifest)
+        try AtomicFile.fill(temp, with: Array("new".utf8))
+        var moves = [CommitJournal.Move(from: temp.path, to: manifest.path)]
+        var removals: [String] = []
+        var deletions: [String] = []
+        var swap: CommitJournal.FolderSwap?
+        switch naming {
+        case "removal": removals = [sibling.path]
+        case "move source": moves.append(CommitJournal.Move(from: outside.path, to: manifest.path))
+        case "move target":
+            let second = try staging.temporaryURL(for: manifest)
+            try AtomicFile.fill(second, with: Array("overwritten".utf8))
+            moves.append(CommitJournal.Move(from: second.path, to: outside.path))
+        case "deletion": deletions = [outside.path]
+        case "dot-dot": deletions = [scratch.output.path + "/OfflineTours/p/../../../Sibling/package.json"]
+        default: swap = CommitJournal.FolderSwap(live: sibling.path, next: scratch.output.path + "/AudioCache/.t.next-1", liveInode: nil)
+        }
+        let journal = CommitJournal(tourId: "t", moves: moves, removals: removals, deletions: deletions, swap: swap)
+        let journalFile = CommitJournal.folder(state: scratch.state).appendingPathComponent("t.json")
+        try AtomicFile.write(try JSONEncoder().encode(journal), to: journalFile)
+
+        var replayed = false
+        do {
+            _ = try CommitJournal.replayAll(state: scratch.state, root: scratch.output) { _, replay in
+                replayed = true
+                try replay()
+            }
+            Issue.record("a journal naming \(naming) outside the root was replayed")
+        } catch let error as TourpackError {
+            #expect(error.kind == .invalidInput && error.exitCode == 2)
+            #expect(error.description.contains(journalFile.path), "\(error)")
+        }
+        #expect(!replayed)
+        #expect(try String(contentsOf: outside, encoding: .utf8) == "keep me")
+        #expect(try String(contentsOf: manifest, encoding: .utf8) == "old")
+        #expect(try String(contentsOf: temp, encoding: .utf8) == "new")
+        #expect(FileManager.default.fileExists(atPath: journalFile.path), "the refused journal is left for a person to look at")
     }
 
     /// The tour's new audio folder is made whole beside the old one and
@@ -90,7 +146,7 @@ import Testing
             )
         }
 
-        #expect(try CommitJournal.replayAll(state: scratch.state) == 1)
+        #expect(try CommitJournal.replayAll(state: scratch.state, root: scratch.output) == 1)
         #expect(try String(contentsOf: live.appendingPathComponent("a.m4a"), encoding: .utf8) == "new a")
         if killed != "first package" {
             #expect(try String(contentsOf: live.appendingPathComponent("b.m4a"), encoding: .utf8) == "kept b")
@@ -98,7 +154,7 @@ import Testing
         }
         #expect(try String(contentsOf: manifest, encoding: .utf8) == "{\"new\": true}")
         #expect(!FileManager.default.fileExists(atPath: next.path), "the old folder, left at the .next name, is removed")
-        #expect(try CommitJournal.replayAll(state: scratch.state) == 0)
+        #expect(try CommitJournal.replayAll(state: scratch.state, root: scratch.output) == 0)
 
         // A next folder with no journal is a killed run's leftover.
         let stray = scratch.output.appendingPathComponent("AudioCache/.t.next-2", isDirectory: true)

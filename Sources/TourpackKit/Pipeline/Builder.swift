@@ -243,7 +243,7 @@ public struct Builder: Sendable {
             let layout = Layout(root: resolved.output)
             let staging = try StagingArea(state: rootFolder, output: layout.root)
             // A killed publish is finished as a publish runs: under the tour's lock.
-            let recovered = try CommitJournal.replayAll(state: rootFolder) { tourId, replay in
+            let recovered = try CommitJournal.replayAll(state: rootFolder, root: layout.root) { tourId, replay in
                 try state.backend.publishing(tour: tourId, into: layout.root.path, replay)
             }
             // Before any request and before any folder under the root: no symlink may carry a write out of it.

@@ -110,11 +110,15 @@ public struct CommitJournal: Sendable, Hashable, Codable {
 
     /// Finishes every commit a killed run left half done; returns how many.
     /// Call it only while holding the `BuildLock`, before removing leftovers.
+    /// A journal is a file anyone with the state folder can edit: one that
+    /// names a path outside `root`'s `AudioCache` and `OfflineTours` (or,
+    /// for a move's temp, `state`'s staging) is refused before anything moves.
+    /// - Parameter root: the output root the journals were written for.
     /// - Parameter publishing: runs one tour's replay as that tour's publish
     ///   runs (`StateBackend.publishing`: under its advisory lock when
     ///   workers on other machines share the root).
     public static func replayAll(
-        state: URL, publishing: (_ tourId: String, _ replay: () throws -> Void) throws -> Void = { try $1() }
+        state: URL, root: URL, publishing: (_ tourId: String, _ replay: () throws -> Void) throws -> Void = { try $1() }
     ) throws -> Int {
         let folder = folder(state: state)
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
@@ -127,6 +131,12 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             } catch {
                 // Journals are written atomically, so this one is not ours to act on.
                 throw TourpackError.invalidInput("\(url.path): unreadable commit journal (\(error)); move it away and run again")
+            }
+            let confinement = JournalConfinement(root: root, staging: StateLayout.stagingFolder(in: state))
+            if let outside = confinement.firstOutside(journal) {
+                throw TourpackError.invalidInput(
+                    "\(url.path): the commit journal names \(outside), outside the output root's AudioCache and OfflineTours; nothing was replayed. Move it away and run again"
+                )
             }
             try publishing(journal.tourId) { try journal.apply() }
             try remove(url)

@@ -227,6 +227,8 @@ struct PackageCheck {
         let tiles = manifest.mapTiles
         // Zooms outside 0...22 are the schema's to report; recomputing them could take forever.
         guard (0...22).contains(tiles.minZoom), (0...22).contains(tiles.maxZoom) else { return }
+        // So is a bufferMiles below 0 (-1e19 grows a box inside out); nothing to recompute from it.
+        guard tiles.bufferMiles.isFinite, tiles.bufferMiles >= 0 else { return }
         guard tiles.minZoom <= tiles.maxZoom else {
             record.error(.mapTiles, "minZoom \(tiles.minZoom) is above maxZoom \(tiles.maxZoom)")
             return

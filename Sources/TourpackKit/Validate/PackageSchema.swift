@@ -281,15 +281,21 @@ public enum PackageSchema {
                     "\(path.appending(key)): expected \(Rule.shown(expected)) for format \(format.rawValue), found \(Rule.shown(value))")
             }
         }
+        // The numbers are untrusted: `Int(exactly:)`, never `Int(_:)`, which
+        // traps on 1e300. A whole number past Int's range is a finding here.
+        if case .number(let kbps)? = member("bitrateKbps"), kbps.rounded() == kbps, Int(exactly: kbps) == nil {
+            problems.append("\(path.appending("bitrateKbps")): \(Rule.shown(.number(kbps))) is out of range")
+        }
         // The contract's rate, or one a quality ladder may ask for: a rate
         // the codec carries at the file's sample rate.
-        if case .number(let kbps)? = member("bitrateKbps"), case .number(let rate)? = member("sampleRateHz"),
-            Int(kbps) != format.bitrateKbps, format.sampleRates.contains(Int(rate)),
-            let problem = format.bitrateProblem(Int(kbps), sampleRateHz: Int(rate))
+        if case .number(let kbpsValue)? = member("bitrateKbps"), let kbps = Int(exactly: kbpsValue),
+            case .number(let rateValue)? = member("sampleRateHz"), let rate = Int(exactly: rateValue),
+            kbps != format.bitrateKbps, format.sampleRates.contains(rate),
+            let problem = format.bitrateProblem(kbps, sampleRateHz: rate)
         {
             problems.append("\(path.appending("bitrateKbps")): \(problem)")
         }
-        if case .number(let rate)? = member("sampleRateHz"), !format.sampleRates.contains(Int(rate)) {
+        if case .number(let rate)? = member("sampleRateHz"), !format.sampleRates.map(Double.init).contains(rate) {
             problems.append(
                 "\(path.appending("sampleRateHz")): \(format.rawValue) cannot be at \(Rule.shown(.number(rate))) Hz; expected one of \(format.sampleRates.map(String.init).joined(separator: ", "))"
             )

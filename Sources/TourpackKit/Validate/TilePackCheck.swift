@@ -255,7 +255,7 @@ struct TilePackCheck: Sendable {
     private func corridorTiles() -> Set<TileID>? {
         let tiles = mapTiles
         guard tiles.selection == .corridor, (0...22).contains(tiles.minZoom), (0...22).contains(tiles.maxZoom),
-            tiles.minZoom <= tiles.maxZoom
+            tiles.minZoom <= tiles.maxZoom, tiles.bufferMiles.isFinite, tiles.bufferMiles >= 0
         else { return nil }
         let settings = MapSettings(minZoom: tiles.minZoom, maxZoom: tiles.maxZoom, bufferMiles: tiles.bufferMiles, selection: .corridor)
         guard let box = TileMath.coverage(of: route + pois, settings: settings), box.tileCount <= Self.maxRecomputedTiles else {

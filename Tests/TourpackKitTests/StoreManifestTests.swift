@@ -244,16 +244,12 @@ enum StoreManifestFixture {
 /// build: publishers keep the later `createdAt` of two builds of a package.
 @Suite struct PackageCreationTimeTests {
     @Test func aRebuildWithinTheSecondIsASecondLaterAndOtherwiseNow() throws {
-        let scratch = try StoreScratch()
-        defer { scratch.remove() }
-        let url = scratch.root.appendingPathComponent("package.json")
         let now = Date(timeIntervalSince1970: 1_790_000_000.75)
-        #expect(TourPublisher.creationTime(now, replacing: url) == Date(timeIntervalSince1970: 1_790_000_000))
-        let manifest = try StoreManifestFixture.manifest(createdAt: Date(timeIntervalSince1970: 1_790_000_000))
-        try Data(manifest.encoded()).write(to: url)
-        #expect(TourPublisher.creationTime(now, replacing: url) == Date(timeIntervalSince1970: 1_790_000_001))
+        #expect(TourPublisher.creationTime(now, after: nil) == Date(timeIntervalSince1970: 1_790_000_000))
+        let previous = try StoreManifestFixture.manifest(createdAt: Date(timeIntervalSince1970: 1_790_000_000))
+        #expect(TourPublisher.creationTime(now, after: previous) == Date(timeIntervalSince1970: 1_790_000_001))
         // A clock behind the last build (or pinned to it) still moves forward.
-        #expect(TourPublisher.creationTime(now.addingTimeInterval(-60), replacing: url) == Date(timeIntervalSince1970: 1_790_000_001))
-        #expect(TourPublisher.creationTime(now.addingTimeInterval(5), replacing: url) == Date(timeIntervalSince1970: 1_790_000_005))
+        #expect(TourPublisher.creationTime(now.addingTimeInterval(-60), after: previous) == Date(timeIntervalSince1970: 1_790_000_001))
+        #expect(TourPublisher.creationTime(now.addingTimeInterval(5), after: previous) == Date(timeIntervalSince1970: 1_790_000_005))
     }
 }

@@ -226,11 +226,6 @@ extension PipelineConfig {
         audio.bitrates[format] ?? format.bitrateKbps
     }
 
-    /// `format` as this configuration encodes and offers it.
-    public func variant(_ format: AudioFormat) -> AudioVariant {
-        AudioVariant(format, bitrateKbps: bitrate(for: format), quality: quality)
-    }
-
     /// One configuration per quality of the ladder, in the order the
     /// pipeline first names each. The first builds into `output`, every other
     /// into a Documents root of its own beside it, `<output>-<quality>`:
@@ -253,7 +248,7 @@ extension PipelineConfig {
     }
 
     /// `<output>-<quality>`: where a quality other than the ladder's first is built.
-    public static func outputRoot(_ output: URL, quality: AudioQuality) -> URL {
+    private static func outputRoot(_ output: URL, quality: AudioQuality) -> URL {
         let base = output.standardizedFileURL
         return base.deletingLastPathComponent().appendingPathComponent("\(base.lastPathComponent)-\(quality.rawValue)")
     }

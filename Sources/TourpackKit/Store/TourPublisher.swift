@@ -66,13 +66,14 @@ package struct TourPublisher: Sendable {
                     }
                 }
                 let final = layout.manifest(packageID: packageID)
+                let previous = Self.readManifest(final.url)
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
                     audio: audio, mapTiles: mapTiles,
-                    createdAt: Self.creationTime(now, replacing: final.url), maxAgeDays: config.budgets.packageMaxAgeDays,
+                    createdAt: Self.creationTime(now, after: previous?.manifest), maxAgeDays: config.budgets.packageMaxAgeDays,
                     loudness: config.audio.loudness)
                 packageIDs.insert(manifest.packageId)
-                if try isUnchanged(final.url, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
+                if try isUnchanged(previous, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
                     unchangedPaths.append(final.relativePath)
                     continue
                 }
@@ -160,31 +161,37 @@ package struct TourPublisher: Sendable {
     /// makes its tour folders the same way, under the same name.
     package static let nextFolderMarker = ".next-"
 
-    /// `now`, or a second after the `createdAt` of the package.json at `url`
+    /// The package.json at `url` and its bytes; nil when there is none, or
+    /// none that reads.
+    static func readManifest(_ url: URL) -> (bytes: [UInt8], manifest: PackageManifest)? {
+        guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { return nil }
+        return (Array(data), manifest)
+    }
+
+    /// `now`, or a second after the `createdAt` of the package it replaces
     /// when that is not earlier: package.json keeps whole seconds, and a
     /// rebuild within the second of the last one must still be the newer
     /// build, or a publisher merging catalogues (which keeps the later
     /// `createdAt` of two builds of one package) could keep the old one.
-    static func creationTime(_ now: Date, replacing url: URL) -> Date {
+    static func creationTime(_ now: Date, after previous: PackageManifest?) -> Date {
         let second = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-        guard let bytes = try? Data(contentsOf: url), let existing = try? PackageManifest.decode(Array(bytes)),
-            existing.createdAt >= second
-        else { return second }
-        return existing.createdAt.addingTimeInterval(1)
+        guard let previous, previous.createdAt >= second else { return second }
+        return previous.createdAt.addingTimeInterval(1)
     }
 
-    /// True when the package at `url` already says exactly what a new one
-    /// would (compared byte for byte under its own `createdAt`) and does not
-    /// expire within `refreshWithinDays`.
+    /// True when the `previous` package.json already says exactly what a
+    /// new one would (compared byte for byte under its own `createdAt`) and
+    /// does not expire within `refreshWithinDays`.
     private func isUnchanged(
-        _ url: URL, tour: Tour, format: AudioFormat, audio: [PackageAudio], coverage: MapCoverage, now: Date
+        _ previous: (bytes: [UInt8], manifest: PackageManifest)?, tour: Tour, format: AudioFormat, audio: [PackageAudio],
+        coverage: MapCoverage, now: Date
     ) throws -> Bool {
-        guard let bytes = try? Data(contentsOf: url), let existing = try? PackageManifest.decode(Array(bytes)) else { return false }
+        guard let (bytes, existing) = previous else { return false }
         guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return false }
         let same = try PackageManifest(
             tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
             audio: audio, mapTiles: coverage,
             createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
-        return same.encoded() == Array(bytes)
+        return same.encoded() == bytes
     }
 }

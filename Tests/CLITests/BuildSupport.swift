@@ -44,6 +44,19 @@ enum ServerProcess {
     ///   - stderr: where its access log goes; discarded when nil.
     static func start(_ process: Process, arguments: [String], environment: [String: String] = [:], stderr: FileHandle? = nil) throws -> Int
     {
+        let line = try firstLine(process, arguments: arguments, environment: environment, stderr: stderr, timeout: 20)
+        guard let port = Int(line) else {
+            if process.isRunning { process.terminate() }
+            throw SetupFailure("tourpack \(arguments.joined(separator: " ")) printed no port")
+        }
+        return port
+    }
+
+    /// Starts `tourpack` with `arguments` and returns the first line it
+    /// prints (empty when it prints none within `timeout` seconds).
+    static func firstLine(
+        _ process: Process, arguments: [String], environment: [String: String] = [:], stderr: FileHandle? = nil, timeout: TimeInterval
+    ) throws -> String {
         OffThePool.checkNotOnThePool("ServerProcess.start(\(arguments.first ?? ""))")
         process.executableURL = Executable.tourpack
         process.arguments = arguments
@@ -53,17 +66,13 @@ enum ServerProcess {
         process.standardError = stderr ?? FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         var line = Data()
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(timeout)
         while !line.contains(0x0A), Date() < deadline {
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             line += chunk
         }
-        guard let text = String(data: line, encoding: .utf8)?.split(separator: "\n").first, let port = Int(text) else {
-            if process.isRunning { process.terminate() }
-            throw SetupFailure("tourpack \(arguments.joined(separator: " ")) printed no port")
-        }
-        return port
+        return String(decoding: line, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
     }
 }
 

@@ -335,25 +335,12 @@ final class ReviewProcess {
     let url: String
 
     init(root: URL, arguments: [String] = []) throws {
-        OffThePool.checkNotOnThePool("ReviewProcess")
-        process.executableURL = Executable.tourpack
-        process.arguments = ["review", root.path, "--port", "0"] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        var line = Data()
-        let deadline = Date().addingTimeInterval(120)
-        while !line.contains(0x0A), Date() < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        guard let first = String(data: line, encoding: .utf8)?.split(separator: "\n").first, first.hasPrefix("http://") else {
+        let first = try ServerProcess.firstLine(process, arguments: ["review", root.path, "--port", "0"] + arguments, timeout: 120)
+        guard first.hasPrefix("http://") else {
             if process.isRunning { process.terminate() }
             throw SetupFailure("tourpack review printed no URL")
         }
-        url = String(first)
+        url = first
     }
 
     /// The server's `/debug/stats` counters.

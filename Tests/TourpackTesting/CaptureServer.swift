@@ -19,27 +19,7 @@ package final class CaptureServer: @unchecked Sendable {
 
     package init(answer: @escaping @Sendable (String) -> (status: Int, body: String) = { _ in (200, "") }) throws {
         self.answer = answer
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw POSIXError(.EMFILE) }
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(listener, 8) == 0 else {
-            close(listener)
-            throw POSIXError(.EADDRINUSE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        self.listener = listener
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try LoopbackListener.open(backlog: 8)
         let thread = Thread { [self] in self.serve() }
         thread.start()
     }

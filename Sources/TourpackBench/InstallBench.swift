@@ -32,19 +32,9 @@ enum InstallBench {
     static let faultGoal = 1.1
 
     static func run(_ arguments: [String]) async throws {
-        var packages = 100, files = 4, kb = 256, checkPackages = 1000
-        var index = 0
-        while index < arguments.count {
-            let value = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
-            switch arguments[index] {
-            case "--packages": packages = max(1, value ?? packages)
-            case "--files": files = max(1, value ?? files)
-            case "--kb": kb = max(1, value ?? kb)
-            case "--check-packages": checkPackages = max(10, value ?? checkPackages)
-            default: throw BenchError("unknown option \(arguments[index])")
-            }
-            index += 2
-        }
+        let options = try IntegerOptions(
+            arguments, ["--packages": (100, 1), "--files": (4, 1), "--kb": (256, 1), "--check-packages": (1000, 10)])
+        let (packages, files, kb, checkPackages) = (options["--packages"], options["--files"], options["--kb"], options["--check-packages"])
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-install-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
         print("install: a folder site on a loopback site server, \(ProcessInfo.processInfo.activeProcessorCount) cores")

@@ -22,19 +22,9 @@ import TourpackTesting
 
 enum PublishBench {
     static func run(_ arguments: [String]) async throws {
-        var packages = 100, files = 4, kb = 256, republish = 1000
-        var index = 0
-        while index < arguments.count {
-            let value = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
-            switch arguments[index] {
-            case "--packages": packages = max(1, value ?? packages)
-            case "--files": files = max(1, value ?? files)
-            case "--kb": kb = max(1, value ?? kb)
-            case "--republish": republish = max(1, value ?? republish)
-            default: throw BenchError("unknown option \(arguments[index])")
-            }
-            index += 2
-        }
+        let options = try IntegerOptions(
+            arguments, ["--packages": (100, 1), "--files": (4, 1), "--kb": (256, 1), "--republish": (1000, 1)])
+        let (packages, files, kb, republish) = (options["--packages"], options["--files"], options["--kb"], options["--republish"])
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-publish-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
         let moto = try await MotoTestServer.start()

@@ -58,6 +58,8 @@ let package = Package(
         ),
         .target(name: "CCurlShims", dependencies: ["CCurl"], linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "CSystemShims"),
+        // SQLite from a descriptor (a read-only VFS) and a time limit on a connection's statements.
+        .target(name: "CSQLiteShims", linkerSettings: [.linkedLibrary("sqlite3")]),
         .systemLibrary(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
@@ -119,7 +121,7 @@ let package = Package(
         .target(
             name: "TourpackMaps",
             dependencies: [
-                "TourpackCore", "TourpackHTTP",
+                "TourpackCore", "TourpackHTTP", "CSQLiteShims",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

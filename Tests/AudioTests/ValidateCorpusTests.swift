@@ -37,7 +37,7 @@ struct ValidateCorpusTests {
         case mismatchedDuration, staleContentHash, wrongSizeBytes, wrongMapTiles, folderNotPackageId, opusPreSkipZero
         case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats, hostileNumbers
         case truncatedTilePack, storedTilesOffByOne, foreignTile, tileOutsideRange, strayTilePack, missingTilePack
-        case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp
+        case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp, tilesAsView
         case misstatedLoudness, offTargetLoudness, missingLoudness
         case symlinkedAudioCache, symlinkedTourFolder, symlinkedOfflineTours, symlinkedPackageFolder, symlinkInsideRoot
 
@@ -123,6 +123,48 @@ struct ValidateCorpusTests {
         let report = try await bundle.validate()
         #expect(report.passed)
         #expect(bundle.fileList() == before)
+    }
+
+    /// Issue 27, defect 6: other tools write minzoom as an INTEGER; no
+    /// storage class may crash validate.
+    @Test("a pack whose metadata values are INTEGER, REAL or BLOB is read, and passes")
+    func metadataOfAnyStorageClassPasses() async throws {
+        var bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        for format in AudioFormat.allCases {
+            // A `value` column without a type keeps each storage class as given (a TEXT one would turn numbers back into text).
+            try bundle.runSQL(
+                format,
+                "CREATE TABLE typed (name TEXT, value); "
+                    + "INSERT INTO typed SELECT name, CASE name WHEN 'minzoom' THEN CAST(value AS INTEGER) "
+                    + "WHEN 'maxzoom' THEN CAST(value AS REAL) WHEN 'attribution' THEN CAST(value AS BLOB) ELSE value END FROM metadata; "
+                    + "DROP TABLE metadata; ALTER TABLE typed RENAME TO metadata")
+            #expect(
+                try bundle.sqlite(
+                    format, "SELECT typeof(value) FROM metadata WHERE name IN ('minzoom', 'maxzoom', 'attribution') ORDER BY name")
+                    == ["blob", "real", "integer"])
+        }
+        let report = try await bundle.validate()
+        #expect(report.passed, "\(report.findings.map(\.description).joined(separator: "\n"))")
+        #expect(report.findings.isEmpty, "\(report.findings.map(\.description).joined(separator: "\n"))")
+    }
+
+    /// Issue 27, defect 14: SQLite stops at 512 bytes of path and FFmpeg at
+    /// 1,024; validate opens packs and audio by descriptor.
+    @Test("a good root whose path is about 1,100 characters passes")
+    func aVeryLongRootPasses() async throws {
+        let bundle = try ValidateFixture.copy()
+        defer { bundle.remove() }
+        var folder = bundle.folder
+        for index in 0..<5 { folder.appendPathComponent(String(repeating: "\(index)", count: 200)) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let root = folder.appendingPathComponent("Documents")
+        try FileManager.default.moveItem(at: bundle.root, to: root)
+        #expect(root.path.utf8.count > 1_050)
+        let report = try await BundleValidator(options: ValidationOptions(now: ValidateFixture.now, strict: true, threads: 2)).validate(
+            root: root)
+        #expect(report.findings.isEmpty, "\(report.findings.map(\.description).joined(separator: "\n"))")
+        #expect(report.passed && report.audioFileCount == 9)
     }
 
     @Test("with --pipeline, a package made with another tile selection is a warning")
@@ -480,6 +522,11 @@ extension ValidateCorpusTests.Defect {
             let elsewhere = bundle.packPath(.mp3)
             try bundle.rewrite(.aac) { $0.mapTiles.file = elsewhere }
             return Expectation(path: elsewhere, check: .tilePack, words: ["refused", bundle.packPath(.aac)], package: package(.aac))
+        case .tilesAsView:
+            // Issue 27, defect 8: a view can hide an endless or enormous query; only tables are read.
+            try bundle.runSQL(.mp3, "ALTER TABLE tiles RENAME TO stored; CREATE VIEW tiles AS SELECT * FROM stored")
+            return Expectation(
+                path: bundle.packPath(.mp3), check: .tilePack, words: ["`tiles` is a view, not a table"], package: package(.mp3))
         case .leftoverTilePackTemp:
             let path = "OfflineTours/\(package(.opus))/.tiles.mbtiles.tmp-00000000deadbeef"
             try fm.copyItem(at: bundle.url(bundle.packPath(.opus)), to: bundle.url(path))

@@ -231,6 +231,39 @@ struct ValidateBundle {
         try rewrite(format) { $0.mapTiles = coverage }
     }
 
+    /// The rows a query on a package's pack gives, read-only, with the sqlite3 shell.
+    func sqlite(_ format: AudioFormat, _ query: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", "-readonly", url(packPath(format)).path, query]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// Runs SQL on a package's pack with the sqlite3 shell, then records the
+    /// pack's new size and sha256, so only what the SQL changed remains.
+    mutating func runSQL(_ format: AudioFormat, _ sql: String) throws {
+        let pack = url(packPath(format))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", pack.path, sql]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(
+                .fileWriteUnknown, userInfo: [NSFilePathErrorKey: pack.path, NSLocalizedDescriptionKey: "sqlite3 failed: \(sql)"])
+        }
+        let (size, sha256) = try FileDigest.sha256(of: pack)
+        try rewrite(format) { manifest in
+            manifest.mapTiles.sizeBytes = size
+            manifest.mapTiles.sha256 = sha256
+        }
+    }
+
     /// Every file and folder under the root, hidden ones included, sorted.
     func fileList() -> [String] {
         let enumerator = FileManager.default.enumerator(atPath: root.path)

@@ -433,3 +433,84 @@ import Glibc
         #expect(validate.status == 0, "\(validate.stdout)")
     }
 }
+
+/// The defects of issue 27 in the maps phase: what the tile cache and a
+/// local extract hand the build is checked, a bad extract is a
+/// configuration error at load, and a route too large is refused before
+/// anything is built.
+@Suite(.serialized, .offThePool) struct MapHostileInputTests {
+    /// A PNG as far as the magic check goes: the signature and a payload naming the tile.
+    static func png(_ tile: TileID) -> [UInt8] {
+        [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array("\(tile)".utf8)
+    }
+
+    /// An extract holding every tile of the north tour, written with MBTilesWriter.
+    static func writeExtract(_ url: URL, workspace: BuildWorkspace) throws {
+        let tour = try MapBuildTests.loadTour(workspace.root.appendingPathComponent("tours/north.json"))
+        let settings = MapSettings(minZoom: 11, maxZoom: 13, bufferMiles: 1)
+        let tiles = tour.mapTiles(settings)
+        let bounds = try #require(tour.mapCoverage(settings)).bounds
+        let metadata = MBTilesMetadata(
+            name: "Extract", format: .png, bounds: bounds, minZoom: 11, maxZoom: 13, attribution: "Extract tiles")
+        let writer = try MBTilesWriter(creating: url, metadata: metadata)
+        for tile in tiles { try writer.add(tile, data: png(tile)) }
+        try writer.finish()
+    }
+
+    /// Runs SQL on a file with the sqlite3 shell, writing.
+    static func sqliteWrite(_ url: URL, _ sql: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", url.path, sql]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw SetupFailure("sqlite3 failed on \(url.path): \(sql)") }
+    }
+
+    @Test(arguments: ["directory", "no tiles table", "tiles view"])
+    func aBadExtractIsAConfigurationErrorNamingItOnce(kind: String) throws {
+        let workspace = try MapBuildTests.workspace(source: "mbtiles: extract.mbtiles\nattribution: Extract tiles")
+        let extract = workspace.root.appendingPathComponent("extract.mbtiles")
+        let expected: String
+        switch kind {
+        case "directory":
+            try FileManager.default.createDirectory(at: extract, withIntermediateDirectories: true)
+            expected = "is a directory, not an MBTiles file"
+        case "no tiles table":
+            try Self.writeExtract(extract, workspace: workspace)
+            try Self.sqliteWrite(extract, "DROP TABLE tiles")
+            expected = "no `tiles` table"
+        default:
+            try Self.writeExtract(extract, workspace: workspace)
+            try Self.sqliteWrite(extract, "ALTER TABLE tiles RENAME TO t; CREATE VIEW tiles AS SELECT * FROM t")
+            expected = "`tiles` is a view, not a table"
+        }
+        for command in ["plan", "build"] {
+            let result = try Executable.run([command, workspace.pipeline.path], in: workspace.root)
+            #expect(result.status == 2, "\(command): \(result.stdout)\n\(result.stderr)")
+            #expect(result.stderr.contains("maps.source.mbtiles") && result.stderr.contains(expected), "\(result.stderr)")
+            #expect(result.stderr.components(separatedBy: extract.path).count == 2, "the path is named once: \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: workspace.output.path))
+    }
+
+    @Test func aWALExtractBuildsAndNothingAppearsBesideIt() throws {
+        let voice = try LocalVoiceServer()
+        let workspace = try MapBuildTests.workspace(source: "mbtiles: extracts/extract.mbtiles\nattribution: Extract tiles")
+        let folder = workspace.root.appendingPathComponent("extracts")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let extract = folder.appendingPathComponent("extract.mbtiles")
+        try Self.writeExtract(extract, workspace: workspace)
+        try Self.sqliteWrite(extract, "PRAGMA journal_mode = WAL")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["extract.mbtiles"])
+        let header = try FileHandle(forReadingFrom: extract).readData(ofLength: 20)
+        #expect(header[18] == 2 && header[19] == 2, "the extract is not in WAL mode")
+        let result = try workspace.build(voice)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["extract.mbtiles"])
+        let north = try #require(try MapBuildTests.manifests(workspace)[MapBuildTests.northID]?.mapTiles)
+        #expect(north.storedTiles == north.tileCount)
+    }
+
+}

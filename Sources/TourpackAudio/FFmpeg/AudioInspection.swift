@@ -2,6 +2,14 @@ import CFFmpeg
 import CFFmpegShims
 public import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What an audio file holds, as FFmpeg's own demuxer and decoder see it.
 ///
 /// A plain value so `validate` can compare it with package.json, collect it,
@@ -241,8 +249,32 @@ final class InputContainer {
     private var context: UnsafeMutablePointer<AVFormatContext>?
 
     init(url: URL) throws(FFmpegError) {
-        try FFmpegError.check(avformat_open_input(&context, url.path, nil, nil), "avformat_open_input(\(url.lastPathComponent))")
+        // A regular file is opened by descriptor and given to FFmpeg as
+        // /proc/self/fd/<n>: FFmpeg refuses a URL of 1,024 bytes or more
+        // ("URL type isn't supported"), and a root's path may be that long.
+        // Anything else goes by its path, as FFmpeg reports it.
+        let descriptor = Self.openRegularFile(url.path)
+        defer { if descriptor >= 0 { close(descriptor) } }
+        let name = descriptor >= 0 ? "file:/proc/self/fd/\(descriptor)" : url.path
+        try FFmpegError.check(avformat_open_input(&context, name, nil, nil), "avformat_open_input(\(url.lastPathComponent))")
         try FFmpegError.check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
+    }
+
+    /// A read-only descriptor of `path` when it is a regular file (and
+    /// /proc/self/fd reaches it); -1 otherwise.
+    private static func openRegularFile(_ path: String) -> Int32 {
+        #if os(Linux)
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return -1 }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            return -1
+        }
+        return descriptor
+        #else
+        return -1
+        #endif
     }
 
     deinit { avformat_close_input(&context) }

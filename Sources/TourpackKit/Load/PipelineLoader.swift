@@ -427,11 +427,13 @@ public enum PipelineLoader {
                 return nil
             }
             location = .mbtiles(file)
-            if format == nil {
-                do { format = try MBTilesExtract.format(of: file) } catch {
-                    reader.error("\(path).mbtiles", "\(file.path): \(error)")
-                    return nil
-                }
+            // Opened and its tables checked now, so that a bad extract is a configuration error naming it (the error names the path once).
+            do {
+                try MBTilesExtract.check(file)
+                if format == nil { format = try MBTilesExtract.format(of: file) }
+            } catch {
+                reader.error("\(path).mbtiles", "\(error)")
+                return nil
             }
         case (nil, nil):
             reader.error(path, "name the tiles' url (an XYZ template) or a local mbtiles extract")

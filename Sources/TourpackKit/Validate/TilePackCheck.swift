@@ -125,35 +125,18 @@ struct TilePackCheck: Sendable {
         return true
     }
 
-    /// `tiles` and `metadata`, each a table or a view (MBTiles allows a view
-    /// over deduplicated tables), with the columns MBTiles names.
+    /// `tiles` and `metadata`, each a plain table with the columns MBTiles
+    /// names (`MBTilesReader.schemaProblems`): a view could hide an endless query.
     private func checkSchema(_ db: Database, _ record: inout OutcomeRecorder) throws -> Bool {
-        let required = [("metadata", ["name", "value"]), ("tiles", ["zoom_level", "tile_column", "tile_row", "tile_data"])]
-        var intact = true
-        for (name, columns) in required {
-            let kind = try String.fetchOne(
-                db, sql: "SELECT type FROM sqlite_master WHERE lower(name) = ? AND type IN ('table', 'view')", arguments: [name])
-            guard kind != nil else {
-                record.error(.tilePack, "no `\(name)` table or view; MBTiles needs one")
-                intact = false
-                continue
-            }
-            let present = Set(try Row.fetchAll(db, sql: "PRAGMA table_info(\(name))").compactMap { ($0["name"] as String?)?.lowercased() })
-            let missing = columns.filter { !present.contains($0) }
-            if !missing.isEmpty {
-                record.error(.tilePack, "`\(name)` lacks the column\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", "))")
-                intact = false
-            }
-        }
-        return intact
+        let problems = try MBTilesReader.schemaProblems(db)
+        for problem in problems { record.error(.tilePack, problem) }
+        return problems.isEmpty
     }
 
     /// The keys the contract requires, and the ones package.json repeats agree with it.
     private func checkMetadata(_ db: Database, format: TileFormat, _ record: inout OutcomeRecorder) throws {
-        var metadata: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM metadata") {
-            if let name = row["name"] as String?, let value = row["value"] as String? { metadata[name] = value }
-        }
+        // Any storage class: other tools write minzoom as an INTEGER.
+        let metadata = try MBTilesReader.metadata(db)
         let required = ["name", "format", "bounds", "center", "minzoom", "maxzoom", "attribution"]
         let missing = required.filter { metadata[$0] == nil }
         if !missing.isEmpty {

@@ -141,10 +141,25 @@ public struct TileCache: Sendable {
         }
     }
 
-    /// The bytes of a kept tile; nil when its file is gone or no longer matches.
+    /// The bytes of a kept tile; nil when its file is gone or no longer
+    /// matches: the file is named by the SHA-256 of its bytes, and that is
+    /// checked on every read, as a content-addressed store does (a file
+    /// replaced, swapped or garbled is a miss, never another tile's bytes).
     public func read(_ sha256: String) -> [UInt8]? {
         guard let data = FileManager.default.contents(atPath: blobURL(sha256).path) else { return nil }
+        guard SHA256.hash(data: data).lowercaseHex == sha256 else { return nil }
         return Array(data)
+    }
+
+    /// Whether the file for `sha256` is there, holds exactly those bytes and
+    /// starts as a `format` tile does. A file that does not is removed, so
+    /// that the tile is fetched again (a miss), and false is returned.
+    public func verify(_ sha256: String, format: TileFormat) -> Bool {
+        let url = blobURL(sha256)
+        guard let data = FileManager.default.contents(atPath: url.path) else { return false }
+        if SHA256.hash(data: data).lowercaseHex == sha256, format.matches(data) { return true }
+        try? FileManager.default.removeItem(at: url)
+        return false
     }
 
     /// Tiles indexed and the bytes of their distinct files.

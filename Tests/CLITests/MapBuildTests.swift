@@ -468,6 +468,32 @@ import Glibc
         guard process.terminationStatus == 0 else { throw SetupFailure("sqlite3 failed on \(url.path): \(sql)") }
     }
 
+    @Test(arguments: ["html", "empty", "text", "jpg"])
+    func extractTilesAreCheckedAsFetchedTilesAre(damage: String) throws {
+        let voice = try LocalVoiceServer()
+        let workspace = try MapBuildTests.workspace(source: "mbtiles: extract.mbtiles\nattribution: Extract tiles")
+        let extract = workspace.root.appendingPathComponent("extract.mbtiles")
+        try Self.writeExtract(extract, workspace: workspace)
+        let first = "(SELECT min(rowid) FROM tiles)"
+        switch damage {
+        case "html":
+            try Self.sqliteWrite(extract, "UPDATE tiles SET tile_data = CAST('<!DOCTYPE html><html>' AS BLOB) WHERE rowid = \(first)")
+        case "empty": try Self.sqliteWrite(extract, "UPDATE tiles SET tile_data = X'' WHERE rowid = \(first)")
+        case "text": try Self.sqliteWrite(extract, "UPDATE tiles SET tile_data = 'not a tile' WHERE rowid = \(first)")
+        default: try Self.sqliteWrite(extract, "UPDATE metadata SET value = 'jpg' WHERE name = 'format'")
+        }
+        let result = try workspace.build(voice)
+        #expect(result.status != 0, "a bad extract tile built: \(result.stdout)")
+        let words =
+            damage == "text" ? "is text, not a blob" : damage == "jpg" ? "is not jpg by its first bytes" : "is not png by its first bytes"
+        let output = result.stdout + result.stderr
+        #expect(output.contains("its map failed: maps.source.mbtiles: \(extract.path): tile "), "\(output)")
+        #expect(output.contains(words), "\(output)")
+        // No package whose pack would hold the bad tile was published.
+        let published = RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix(Layout.manifestFileName) }
+        #expect(published.isEmpty, "\(published)")
+    }
+
     @Test(arguments: ["directory", "no tiles table", "tiles view"])
     func aBadExtractIsAConfigurationErrorNamingItOnce(kind: String) throws {
         let workspace = try MapBuildTests.workspace(source: "mbtiles: extract.mbtiles\nattribution: Extract tiles")
@@ -511,6 +537,44 @@ import Glibc
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["extract.mbtiles"])
         let north = try #require(try MapBuildTests.manifests(workspace)[MapBuildTests.northID]?.mapTiles)
         #expect(north.storedTiles == north.tileCount)
+    }
+
+    @Test func cachedTileFilesAreCheckedAgainstTheirNamesAndRefetched() throws {
+        let voice = try LocalVoiceServer()
+        let tiles = try LocalTileServer(flags: ["--max-age", "3600"])
+        let workspace = try MapBuildTests.workspace(source: MapBuildTests.source(tiles))
+        #expect(try workspace.build(voice).status == 0)
+        // Two cached PNGs swapped and a third replaced with HTML; every entry is still fresh.
+        let folder = workspace.state.appendingPathComponent("tiles")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: folder.path).filter { $0.split(separator: "/").last?.count == 64 }
+            .sorted().map { folder.appendingPathComponent($0) }
+        #expect(files.count >= 3)
+        let (a, b) = (try Data(contentsOf: files[0]), try Data(contentsOf: files[1]))
+        try b.write(to: files[0])
+        try a.write(to: files[1])
+        try Data("<!DOCTYPE html><html>rate limited</html>".utf8).write(to: files[2])
+        try tiles.reset()
+        // A second root from the same state: its packs are made from the cache.
+        let other = workspace.root.appendingPathComponent("Documents-2")
+        let result = try Executable.run(
+            ["build", workspace.pipeline.path, "--endpoint", voice.endpoint, "--output", other.path], in: workspace.root)
+        #expect(result.status == 0, "\(result.stderr)")
+        // The three bad files were misses: asked for again, and nothing else was.
+        let asked = try MapBuildTests.perTile(tiles)
+        #expect(asked.count == 3, "\(asked)")
+        var checked = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: other.appendingPathComponent(Layout.offlineToursFolder).path) {
+            let manifest = try PackageManifest.read(
+                from: other.appendingPathComponent(Layout.offlineToursFolder).appendingPathComponent(name).appendingPathComponent(
+                    Layout.manifestFileName))
+            for (id, bytes) in try MapBuildTests.packTiles(other.appendingPathComponent(try #require(manifest.mapTiles.file))) {
+                #expect(bytes == (try MapBuildTests.serverTile(tiles, id)), "tile \(id)")
+                checked += 1
+            }
+        }
+        #expect(checked > 0)
+        let validate = try Executable.run(["validate", other.path], in: workspace.root)
+        #expect(validate.status == 0, "\(validate.stdout)")
     }
 
 }

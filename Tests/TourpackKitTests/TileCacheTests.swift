@@ -77,6 +77,39 @@ import Testing
         #expect(files.count == 3)
     }
 
+    /// Issue 27, defect 4: the files are named by their SHA-256 and that is
+    /// checked as they are read; a replaced or swapped file is a miss, removed.
+    @Test func aFileThatIsNotWhatItsNameSaysIsAMiss() throws {
+        let scratch = StateScratch()
+        defer { scratch.remove() }
+        let clock = ManualClock()
+        let cache = try Self.cache(scratch, clock: clock)
+        let far = clock.now().timeIntervalSince1970 + 86_400
+        let a = try #require(
+            try cache.store(
+                source: Self.source, tile: TileID(z: 13, x: 1, y: 1), data: Self.png(1), etag: nil, lastModified: nil, freshUntil: far
+            ).sha256)
+        let b = try #require(
+            try cache.store(
+                source: Self.source, tile: TileID(z: 13, x: 1, y: 2), data: Self.png(2), etag: nil, lastModified: nil, freshUntil: far
+            ).sha256)
+        let c = try #require(
+            try cache.store(
+                source: Self.source, tile: TileID(z: 13, x: 1, y: 3), data: Self.png(3), etag: nil, lastModified: nil, freshUntil: far
+            ).sha256)
+        #expect(cache.read(a) == Self.png(1) && cache.verify(a, format: .png))
+        // Two PNGs swapped: each is a real PNG, but not the bytes its name says.
+        try Data(Self.png(2)).write(to: cache.blobURL(a))
+        try Data(Self.png(1)).write(to: cache.blobURL(b))
+        #expect(cache.read(a) == nil && cache.read(b) == nil)
+        #expect(!cache.verify(a, format: .png) && !cache.verify(b, format: .png))
+        #expect(!FileManager.default.fileExists(atPath: cache.blobURL(a).path), "a file that fails is removed, a miss")
+        // An HTML page in place of a tile.
+        try Data("<!DOCTYPE html><html>rate limited</html>".utf8).write(to: cache.blobURL(c))
+        #expect(cache.read(c) == nil && !cache.verify(c, format: .png))
+        #expect(!FileManager.default.fileExists(atPath: cache.blobURL(c).path))
+    }
+
     @Test func oneStripeLockAtATimeEvenInOneProcess() throws {
         let scratch = StateScratch()
         defer { scratch.remove() }

@@ -181,12 +181,20 @@ struct TilePackMaker: Sendable {
             }
         }
         // A tile's file may have been evicted by another job since it was
-        // indexed: fetch those again before the pack needs them.
+        // indexed, or replaced, swapped or garbled on disk: each file is
+        // checked against its name (the SHA-256 of its bytes) and the
+        // format's first bytes, and a file that fails is removed, a miss.
+        // Those tiles are fetched again before the pack needs them.
         let settled = contents
+        let format = source.format
         let missing = try await pool.runIfActive {
-            tiles.filter { tile in
+            var checked: [String: Bool] = [:]
+            return tiles.filter { tile in
                 guard case .some(.some(let sha)) = settled[tile] else { return false }
-                return !FileManager.default.fileExists(atPath: cache.blobURL(sha).path)
+                if let good = checked[sha] { return !good }
+                let good = cache.verify(sha, format: format)
+                checked[sha] = good
+                return !good
             }
         }
         for tile in missing { contents[tile] = .some(try await settle(tile, stale: nil, fetcher: fetcher)) }
@@ -242,7 +250,7 @@ struct TilePackMaker: Sendable {
     private func write(_ tiles: [TileID], contents: [TileID: String?], metadata: MBTilesMetadata, into temp: URL) async throws
         -> StagedTilePack
     {
-        let (cache, extract) = (self.cache, self.extract)
+        let (cache, extract, format) = (self.cache, self.extract, source.format)
         return try await pool.runIfActive {
             let writer = try MBTilesWriter(creating: temp, metadata: metadata)
             var stored = 0
@@ -250,11 +258,21 @@ struct TilePackMaker: Sendable {
             for tile in tiles {
                 let bytes: [UInt8]?
                 if let extract {
-                    bytes = try extract.tile(tile)
+                    // An extract's tiles are checked as fetched ones are: bytes of the format it names.
+                    do { bytes = try extract.tile(tile) } catch {
+                        throw TourpackError.invalidInput("maps.source.mbtiles: \(error)")
+                    }
+                    if let bytes, !format.matches(bytes) {
+                        throw TourpackError.invalidInput(
+                            "maps.source.mbtiles: \(extract.url.path): tile \(tile) is not \(format.rawValue) by its first bytes (\(Self.firstBytes(bytes)))"
+                        )
+                    }
                 } else if case .some(.some(let sha)) = contents[tile] {
-                    guard let data = cache.read(sha) else {
+                    // Checked against its digest again as it is read (`TileCache.read`).
+                    guard let data = cache.read(sha), format.matches(data) else {
                         throw TourpackError.storageFailed(
-                            path: cache.blobURL(sha).path, operation: "read cached tile \(tile)", reason: "missing or unreadable")
+                            path: cache.blobURL(sha).path, operation: "read cached tile \(tile)",
+                            reason: "missing, unreadable or not the bytes its name (their SHA-256) says")
                     }
                     bytes = data
                 } else {
@@ -304,6 +322,11 @@ struct TilePackMaker: Sendable {
     /// The metadata rows as they go into the pack, one `name=value` a line.
     static func describe(_ metadata: MBTilesMetadata) -> String {
         metadata.rows.map { "\($0.name)=\($0.value)" }.joined(separator: "\n")
+    }
+
+    /// A tile's first bytes in hex, for a message; "empty" for none.
+    static func firstBytes(_ bytes: [UInt8]) -> String {
+        bytes.isEmpty ? "empty" : "starts " + bytes.prefix(4).map { String(format: "%02X", $0) }.joined(separator: " ")
     }
 
     static func size(of url: URL) -> Int64 {

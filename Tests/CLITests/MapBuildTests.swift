@@ -577,4 +577,36 @@ import Glibc
         #expect(validate.status == 0, "\(validate.stdout)")
     }
 
+    @Test func aRouteTooLargeIsRefusedBeforeItsTilesAreListed() throws {
+        let voice = try LocalVoiceServer()
+        let tiles = try LocalTileServer()
+        let workspace = try MapBuildTests.workspace(source: MapBuildTests.source(tiles))
+        // Around the globe at zooms 11–15: a box of about a billion tiles (listing them would need
+        // tens of gigabytes), in short segments so the corridor the plan counts stays cheap.
+        let waypoints = (0...120).map { step -> String in
+            let t = Double(step) / 120
+            return "{\"latitude\": \(-60 + 120 * t), \"longitude\": \(-170 + 340 * t)}"
+        }
+        let tour = """
+            {"id": "\(MapBuildTests.northID)", "name": "Around", "language": "en-US", "version": 1,
+             "route": {"waypoints": [\(waypoints.joined(separator: ", "))],
+                       "segments": [{"from": 0, "to": 120, "distanceMeters": 20000000, "durationSeconds": 600000}]},
+             "pois": [{"id": "9c5e4f6b-1d74-4e8a-8f88-4a5b6c7d8ea1", "name": "Start", "location": {"latitude": -60, "longitude": -170},
+                       "triggerRadiusMeters": 300, "narrations": {"approaching": "A long way to go."}}]}
+            """
+        try tour.write(to: workspace.root.appendingPathComponent("tours/north.json"), atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(at: workspace.root.appendingPathComponent("tours/south.json"))
+        let yaml = try String(contentsOf: workspace.pipeline, encoding: .utf8).replacingOccurrences(of: "maxZoom: 13", with: "maxZoom: 15")
+        try yaml.write(to: workspace.pipeline, atomically: true, encoding: .utf8)
+        let plan = try Executable.run(["plan", workspace.pipeline.path], in: workspace.root)
+        #expect(plan.stdout.contains("maps.maxTiles"), "\(plan.stdout)\n\(plan.stderr)")
+        // With a state folder (where the refusal used to come after looking every tile up): exit 3, nothing fetched.
+        try FileManager.default.createDirectory(at: workspace.state, withIntermediateDirectories: true)
+        for _ in 0..<2 {
+            let refused = try workspace.build(voice)
+            #expect(refused.status == 3, "\(refused.stdout)\n\(refused.stderr)")
+            #expect(refused.stderr.contains("maps.maxTiles"), "\(refused.stderr)")
+        }
+        #expect(try MapBuildTests.stat(tiles, "requests") == 0)
+    }
 }

@@ -108,6 +108,10 @@ public struct BuildState: Sendable {
             for tourIndex in plan.tours.indices {
                 let tour = plan.tours[tourIndex].tour
                 for (index, selectionPlan) in plan.tours[tourIndex].tileSelections.enumerated() {
+                    // A selection over maps.maxTiles is refused, never fetched: its tiles are
+                    // counted (the plan did that without listing them), not listed and looked up,
+                    // which for a continent's box would take minutes and gigabytes before the refusal.
+                    guard selectionPlan.tiles <= config.maps.maxTiles else { continue }
                     var settings = config.maps
                     settings.selection = selectionPlan.selection
                     let known = try tiles.entries(source: source.cacheName, tiles: tour.mapTiles(settings))

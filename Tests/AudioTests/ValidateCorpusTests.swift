@@ -37,7 +37,7 @@ struct ValidateCorpusTests {
         case mismatchedDuration, staleContentHash, wrongSizeBytes, wrongMapTiles, folderNotPackageId, opusPreSkipZero
         case opusWithoutEndOfStream, mp3WithoutInfoHeader, overCacheBudget, mixedFormats, hostileNumbers
         case truncatedTilePack, storedTilesOffByOne, foreignTile, tileOutsideRange, strayTilePack, missingTilePack
-        case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp, tilesAsView
+        case tilePackSideFile, tilePackElsewhere, leftoverTilePackTemp, tilesAsView, thousandsOfRanges
         case misstatedLoudness, offTargetLoudness, missingLoudness
         case symlinkedAudioCache, symlinkedTourFolder, symlinkedOfflineTours, symlinkedPackageFolder, symlinkInsideRoot
 
@@ -527,6 +527,14 @@ extension ValidateCorpusTests.Defect {
             try bundle.runSQL(.mp3, "ALTER TABLE tiles RENAME TO stored; CREATE VIEW tiles AS SELECT * FROM stored")
             return Expectation(
                 path: bundle.packPath(.mp3), check: .tilePack, words: ["`tiles` is a view, not a table"], package: package(.mp3))
+        case .thousandsOfRanges:
+            // Issue 27, defect 15: thousands of ranges are one finding, found in one pass.
+            try bundle.rewrite(.aac) { manifest in
+                manifest.mapTiles.ranges += Array(repeating: manifest.mapTiles.ranges[0], count: 3_000)
+            }
+            return Expectation(
+                path: bundle.manifestPath(.aac), check: .mapTiles, words: ["3005 ranges listed: zoom 12 ", "listed more than once"],
+                package: package(.aac))
         case .leftoverTilePackTemp:
             let path = "OfflineTours/\(package(.opus))/.tiles.mbtiles.tmp-00000000deadbeef"
             try fm.copyItem(at: bundle.url(bundle.packPath(.opus)), to: bundle.url(path))

@@ -264,13 +264,25 @@ struct PackageCheck {
                 .mapTiles,
                 "bounds \(Self.box(b)) are not the route and POIs grown by \(tiles.bufferMiles.compactText) miles: \(Self.box(e))")
         }
-        for range in expected.ranges where !tiles.ranges.contains(range) {
-            let found = tiles.ranges.first { $0.zoom == range.zoom }
+        // One pass over the file's ranges, however many it lists: per zoom, the first range and how many.
+        var listed: [Int: (first: TileRange, count: Int)] = [:]
+        for range in tiles.ranges {
+            listed[range.zoom, default: (range, 0)].count += 1
+        }
+        let listedRanges = Set(tiles.ranges)
+        for range in expected.ranges where !listedRanges.contains(range) {
+            let found = listed[range.zoom]?.first
             record.error(.mapTiles, "zoom \(range.zoom): tiles \(found.map(Self.range) ?? "missing"), expected \(Self.range(range))")
         }
-        for range in tiles.ranges
-        where !(tiles.minZoom...tiles.maxZoom).contains(range.zoom) || tiles.ranges.filter({ $0.zoom == range.zoom }).count > 1 {
-            record.error(.mapTiles, "zoom \(range.zoom): a range outside minZoom...maxZoom or listed twice")
+        // Each zoom outside minZoom...maxZoom or listed twice, once, with a bounded list.
+        let stray = listed.filter { !(tiles.minZoom...tiles.maxZoom).contains($0.key) || $0.value.count > 1 }.keys.sorted()
+        if !stray.isEmpty {
+            let shown = stray.prefix(TilePackCheck.shownTiles).map(String.init).joined(separator: ", ")
+            let more = stray.count > TilePackCheck.shownTiles ? " and \(stray.count - TilePackCheck.shownTiles) more" : ""
+            record.error(
+                .mapTiles,
+                "\(tiles.ranges.count) ranges listed: zoom\(stray.count == 1 ? "" : "s") \(shown)\(more) outside minZoom...maxZoom or listed more than once"
+            )
         }
         if tiles.tileCount != expected.tileCount {
             record.error(

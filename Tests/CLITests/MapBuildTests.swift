@@ -521,6 +521,34 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: workspace.output.path))
     }
 
+    @Test func aFIFOExtractIsRefusedAtLoadInsteadOfBlocking() throws {
+        let workspace = try MapBuildTests.workspace(source: "mbtiles: extract.mbtiles\nattribution: Extract tiles")
+        let extract = workspace.root.appendingPathComponent("extract.mbtiles")
+        #expect(mkfifo(extract.path, 0o600) == 0)
+        for command in ["plan", "build"] {
+            let process = Process()
+            process.executableURL = Executable.tourpack
+            process.arguments = [command, workspace.pipeline.path]
+            process.currentDirectoryURL = workspace.root
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            let ended = DispatchSemaphore(value: 0)
+            process.terminationHandler = { _ in ended.signal() }
+            try process.run()
+            // A bounded wait: a reader blocked on the FIFO is killed and the test fails clearly.
+            guard ended.wait(timeout: .now() + 60) == .success else {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                Issue.record("\(command) with a FIFO as its extract did not end within 60 s")
+                continue
+            }
+            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationStatus == 2, "\(command): \(stderr)")
+            #expect(stderr.contains("\(extract.path): is a FIFO, not an MBTiles file"), "\(stderr)")
+        }
+    }
+
     @Test func aWALExtractBuildsAndNothingAppearsBesideIt() throws {
         let voice = try LocalVoiceServer()
         let workspace = try MapBuildTests.workspace(source: "mbtiles: extracts/extract.mbtiles\nattribution: Extract tiles")

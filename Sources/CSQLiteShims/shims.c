@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "CSQLiteShims.h"
@@ -60,9 +61,9 @@ static int file_sync(sqlite3_file *file, int flags) {
 
 static int file_size(sqlite3_file *file, sqlite3_int64 *size) {
     DescriptorFile *f = (DescriptorFile *)file;
-    off_t end = lseek(f->fd, 0, SEEK_END);
-    if (end < 0) return SQLITE_IOERR_FSTAT;
-    *size = (sqlite3_int64)end;
+    struct stat status;
+    if (fstat(f->fd, &status) != 0) return SQLITE_IOERR_FSTAT;
+    *size = (sqlite3_int64)status.st_size;
     return SQLITE_OK;
 }
 

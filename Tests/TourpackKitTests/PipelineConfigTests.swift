@@ -102,8 +102,8 @@ struct ConfigFixture {
             "voices/v.yaml", "provider: google\nlanguageCode: en-US\nname: x\ntier: platinum\nspeakingRate: 5\npitch: 21\nvolume: 3\n")
         #expect(
             fixture.errors(Self.minimal) == [
-                "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons",
-                "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, local",
+                "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons, engine, modelId, voiceSettings",
+                "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, neural, long-form, generative, full-credit, half-credit, local",
                 "voices/v.yaml: speakingRate: 5 is out of range 0.25...4",
                 "voices/v.yaml: pitch: 21 is out of range -20...20",
             ])

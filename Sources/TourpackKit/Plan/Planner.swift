@@ -17,7 +17,7 @@ public struct Planner: Sendable {
     }
 
     public var chunker: Chunker {
-        Chunker(limit: config.tts.api.requestLimit.reduced(by: config.chunking.headroom))
+        Chunker(limit: config.requestLimit.reduced(by: config.chunking.headroom))
     }
 
     /// The pipeline's and the voice's lexicons, for this endpoint. They
@@ -44,7 +44,7 @@ public struct Planner: Sendable {
             var repeats = 0
             var billable = 0
             for chunk in plans[index].items.flatMap(\.chunks) {
-                if seen.insert(chunk).inserted { billable += chunk.characters } else { repeats += 1 }
+                if seen.insert(chunk).inserted { billable += config.billing.units(for: chunk) } else { repeats += 1 }
             }
             plans[index].cacheHits = repeats
             plans[index].billableCharacters = billable

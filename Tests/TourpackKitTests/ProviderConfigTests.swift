@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+
+@testable import TourpackCore
+@testable import TourpackKit
+
+/// `tts.api: polly | azure | elevenlabs`: what each dialect needs, what it
+/// refuses (with the path of the field at fault), the chunk limit it gets,
+/// and how a lexicon is written for it.
+@Suite struct ProviderConfigTests {
+    static func pipeline(_ tts: String, voice: String = "../voices/p.yaml", extra: String = "") -> String {
+        "version: 1\ntours: [\"../tours/*.json\"]\nvoice: \(voice)\ntts:\n\(tts)\n\(extra)"
+    }
+
+    @Test func pollyReadsRegionAndTheKeyPairAndSignsWithThem() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        try fixture.write(
+            "voices/p.yaml", "version: 1\nprovider: polly\nlanguageCode: en-GB\nname: Amy\ntier: generative\nengine: generative\n")
+        let config = try fixture.load(
+            Self.pipeline("  api: polly\n  endpoint: https://polly.eu-west-1.amazonaws.com\n  accessKeyEnv: AK\n  secretKeyEnv: SK"),
+            environment: ["AK": "AKIDEXAMPLE", "SK": "wJalrXUtnFEMI"])
+        #expect(config.tts.api == .polly)
+        #expect(config.tts.region == "eu-west-1", "taken from the endpoint's host")
+        #expect(config.tts.accessKey?.value == "AKIDEXAMPLE" && config.tts.secretKey?.value == "wJalrXUtnFEMI")
+        #expect(config.voice.pollyEngine == "generative")
+        #expect(config.requestLimit == .billedCharacters(3000))
+        #expect(config.billing.unit == "characters")
+        let settled = config.settledDescription(environment: [:])
+        #expect(settled.contains("$AK (set)") && settled.contains("$SK (set)"))
+        #expect(!settled.contains("AKIDEXAMPLE") && !settled.contains("wJalrXUtnFEMI"))
+        // The defaults are state.objects': AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+        let defaults = try fixture.load(Self.pipeline("  api: polly\n  endpoint: http://127.0.0.1:8787\n  region: us-east-1"))
+        #expect(defaults.tts.accessKeyEnv == "AWS_ACCESS_KEY_ID" && defaults.tts.secretKeyEnv == "AWS_SECRET_ACCESS_KEY")
+    }
+
+    @Test func eachDialectRefusesWhatItCannotUseWithThePath() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        try fixture.write("voices/p.yaml", "version: 1\nprovider: polly\nlanguageCode: en-US\nname: Joanna\ntier: neural\n")
+        let polly = fixture.errors(Self.pipeline("  api: polly\n  endpoint: http://127.0.0.1:8787\n  apiKeyEnv: KEY"))
+        #expect(polly.contains { $0.contains("tts.apiKeyEnv") && $0.contains("accessKeyEnv") }, "\(polly)")
+        #expect(polly.contains { $0.contains("tts.region") }, "\(polly)")
+        let azure = fixture.errors(Self.pipeline("  api: azure\n  region: westeurope\n  apiKeyEnv: KEY", voice: "../voices/v.yaml"))
+        #expect(azure.contains { $0.contains("tts.region") && $0.contains("only api polly") }, "\(azure)")
+        // A Google tier under Azure, named in the voice file.
+        #expect(azure.contains { $0.contains("voices/v.yaml") && $0.contains("tier") && $0.contains("neural2 is not a tier of azure") })
+    }
+
+    @Test func voicePresetFieldsAreCheckedWithTheirPaths() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        try fixture.write(
+            "voices/p.yaml",
+            "version: 1\nprovider: elevenlabs\nlanguageCode: en-US\nname: JBFqnCBsd6RMkjVDRZzb\ntier: full-credit\n"
+                + "modelId: eleven_turbo_v9\nengine: neural\nvoiceSettings: {stability: 1.5, loudness: 2, useSpeakerBoost: maybe}\n")
+        let errors = fixture.errors(Self.pipeline("  api: elevenlabs\n  apiKeyEnv: XI"))
+        for expected in ["modelId", "voiceSettings.stability", "voiceSettings.loudness", "voiceSettings.useSpeakerBoost"] {
+            #expect(errors.contains { $0.contains("voices/p.yaml") && $0.contains(expected) }, "\(expected): \(errors)")
+        }
+        try fixture.write(
+            "voices/p.yaml",
+            "version: 1\nprovider: elevenlabs\nlanguageCode: en-US\nname: JBFqnCBsd6RMkjVDRZzb\ntier: full-credit\n"
+                + "modelId: eleven_flash_v2_5\nengine: neural\n")
+        let mismatched = fixture.errors(Self.pipeline("  api: elevenlabs\n  apiKeyEnv: XI"))
+        #expect(mismatched.contains { $0.contains("engine") && $0.contains("only Polly") }, "\(mismatched)")
+        #expect(mismatched.contains { $0.contains("tier") && $0.contains("half-credit") }, "\(mismatched)")
+    }
+
+    @Test func elevenLabsLimitAndUnitComeFromTheModel() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        try fixture.write(
+            "voices/p.yaml",
+            "version: 1\nprovider: elevenlabs\nlanguageCode: en-US\nname: JBFqnCBsd6RMkjVDRZzb\ntier: full-credit\nmodelId: eleven_v3\n"
+                + "voiceSettings: {stability: 0.4, similarityBoost: 0.8, style: 0, useSpeakerBoost: true}\n")
+        let config = try fixture.load(
+            Self.pipeline(
+                "  api: elevenlabs\n  apiKeyEnv: XI",
+                extra: "budgets:\n  monthlyCharacters: {full-credit: 100000, standard: 5}\n  pricePerMillion: {full-credit: 180}\n"))
+        #expect(config.requestLimit == .characters(5000))
+        #expect(config.billing.unit == "credits")
+        #expect(config.voice.voiceSettings == VoiceSettings(stability: 0.4, similarityBoost: 0.8, style: 0, useSpeakerBoost: true))
+        #expect(config.budgets.monthlyQuota(for: .fullCredit) == 100_000)
+        #expect(config.budgets.monthlyQuota(for: .standard) == 5, "the old keys keep working")
+        #expect(config.budgets.pricePerMillion[.fullCredit] == 180)
+    }
+
+    @Test func lexiconsAreWrittenForEachDialect() {
+        let polly = VoicePreset(provider: "polly", languageCode: "en-US", name: "Joanna", tier: .neural)
+        #expect(PronunciationDialect(api: .polly, voice: polly) == .ssml)
+        #expect(PronunciationDialect(api: .azure, voice: polly) == .ssml)
+        #expect(PronunciationDialect(api: .elevenlabs, voice: polly) == .alias)
+        #expect(PronunciationDialect(api: .polly, voice: VoiceLoader.defaultVoice) == .alias, "the local voice reads no phonemes")
+    }
+
+    @Test func chunkLimitsAreCountedAsTheProviderCounts() throws {
+        // Polly counts billed characters: the tags of an SSML narration are free.
+        let tags = String(repeating: #"<break time="1ms"/>"#, count: 40)
+        let text = "<speak>" + String(repeating: "Word. ", count: 10) + tags + "</speak>"
+        let chunks = try Chunker(limit: .billedCharacters(100)).chunks(for: Narration(text: text))
+        #expect(chunks.count == 1, "60 billed characters fit in 100 although the SSML is \(text.count) long")
+        let counted = try Chunker(limit: .characters(100)).chunks(for: Narration(text: text))
+        #expect(counted.count > 1)
+    }
+}

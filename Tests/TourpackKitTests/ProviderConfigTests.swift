@@ -3,6 +3,7 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+import TourpackState
 
 /// `tts.api: polly | azure | elevenlabs`: what each dialect needs, what it
 /// refuses (with the path of the field at fault), the chunk limit it gets,
@@ -102,5 +103,43 @@ import Testing
         #expect(chunks.count == 1, "60 billed characters fit in 100 although the SSML is \(text.count) long")
         let counted = try Chunker(limit: .characters(100)).chunks(for: Narration(text: text))
         #expect(counted.count > 1)
+    }
+
+    /// A lexicon applied under each new dialect: SSML `<sub>` for Polly and
+    /// Azure, the alias as words for ElevenLabs; editing one lexeme changes
+    /// the keys of exactly the chunks that hold its grapheme, so only those
+    /// are requested again.
+    @Test(arguments: [TTSAPI.polly, .azure, .elevenlabs])
+    func anEditedLexemeReRequestsOnlyItsChunks(api: TTSAPI) throws {
+        let before = try LexiconTests.lexicon(
+            """
+            <lexeme><grapheme>Zermatt</grapheme><alias>Tser-matt</alias></lexeme>
+            <lexeme><grapheme>Grindelwald</grapheme><alias>Grin-del-vald</alias></lexeme>
+            """)
+        var after = before
+        after.lexemes[1].alias = "Grin-dl-valt"
+        let narration = Narration(
+            text: """
+                Grindelwald sits under the north face of the Eiger, with trains every half hour. \
+                The railway climbs for the better part of an hour, past meadows and barns. \
+                Zermatt has had no petrol cars for decades; electric taxis meet every train. \
+                Zermatt and Grindelwald both began as farming villages.
+                """)
+        let voice = VoicePreset(provider: api.rawValue, languageCode: "en-US", name: "en-US", tier: api.tiers[0])
+        let dialect = PronunciationDialect(api: api, voice: voice)
+        let limit: ChunkLimit = api == .polly ? .billedCharacters(90) : .characters(api == .azure ? 150 : 90)
+        let chunker = Chunker(limit: limit)
+        func keyed(_ lexicon: Lexicon) throws -> [(text: String, key: SynthesisKey)] {
+            let chunks = try LexiconRewriter(lexicons: [lexicon], dialect: dialect).chunks(for: narration, using: chunker)
+            return chunks.map { ($0.text, SynthesisKey(chunk: $0, voice: voice, sampleRateHz: 24_000)) }
+        }
+        let old = try keyed(before), new = try keyed(after)
+        try #require(old.count == 4 && new.count == 4, "\(old.map(\.text))")
+        #expect(old.indices.filter { old[$0].key != new[$0].key } == [0, 3], "only the chunks holding Grindelwald")
+        if api == .elevenlabs {
+            #expect(old[0].text.hasPrefix("Grin-del-vald sits") && !old[0].text.contains("<"))
+        } else {
+            #expect(old[0].text.contains(#"<sub alias="Grin-del-vald">Grindelwald</sub>"#), "\(old[0].text)")
+        }
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
+import TourpackState
 
 @testable import TourpackCore
 @testable import TourpackKit
-import TourpackState
 
 /// `tts.api: polly | azure | elevenlabs`: what each dialect needs, what it
 /// refuses (with the path of the field at fault), the chunk limit it gets,

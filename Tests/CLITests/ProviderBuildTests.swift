@@ -117,4 +117,51 @@ import TourpackTesting
         let statuses = try server.stats()["responsesByStatus"] as? [String: Int] ?? [:]
         #expect(statuses["200"] == nil && (statuses["401"] ?? 0) + (statuses["403"] ?? 0) > 0, "\(statuses)")
     }
+
+    /// `plan` names the provider account and its unit, and prices the build
+    /// from `budgets.pricePerMillion`; a quota in credits refuses in credits.
+    @Test func planShowsTheProviderAccountUnitAndCost() throws {
+        let workspace = try BuildWorkspace()
+        let (voice, tts) = Self.setup("elevenlabs")
+        try voice.write(to: workspace.root.appendingPathComponent("voice.yaml"), atomically: true, encoding: .utf8)
+        func write(quota: Int) throws {
+            try """
+            version: 1
+            tours: ["tours/*.json"]
+            voice: voice.yaml
+            tts:
+              api: elevenlabs
+              endpoint: https://api.elevenlabs.io
+            \(tts)
+            output: Documents
+            state: state
+            budgets:
+              monthlyCharacters: {half-credit: \(quota)}
+              pricePerMillion: {half-credit: 150}
+            """.write(to: workspace.pipeline, atomically: true, encoding: .utf8)
+        }
+        try write(quota: 1_000_000)
+        let environment = ["TP_TEST_KEY": Self.key]
+        let plan = try Executable.run(["plan", workspace.pipeline.path, "--json"], in: workspace.root, environment: environment)
+        #expect(plan.status == 0, "\(plan.stdout)\n\(plan.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])
+        let quota = try #require(object["quota"] as? [String: Any])
+        let credits = try #require(quota["thisBuild"] as? Int)
+        let characters = try #require((object["totals"] as? [String: Any])?["characters"] as? Int)
+        #expect(
+            quota["provider"] as? String == "elevenlabs" && quota["unit"] as? String == "credits"
+                && quota["tier"] as? String == "half-credit")
+        #expect((quota["account"] as? String)?.hasPrefix("https://api.elevenlabs.io#") == true)
+        #expect(credits > 0 && credits <= (characters + 1) / 2 + 20, "Flash bills half a credit a character: \(credits) for \(characters)")
+        let cost = try #require(quota["estimatedCost"] as? Double)
+        #expect(abs(cost - Double(credits) * 150 / 1_000_000) < 0.01)
+        let text = try Executable.run(["plan", workspace.pipeline.path], in: workspace.root, environment: environment)
+        #expect(text.stdout.contains("credits a month") && text.stdout.contains("elevenlabs account"), "\(text.stdout)")
+        #expect(!(text.stdout + plan.stdout).contains(Self.key))
+
+        try write(quota: 10)
+        let refused = try Executable.run(["build", workspace.pipeline.path], in: workspace.root, environment: environment)
+        #expect(refused.status == 3, "\(refused.stdout)\n\(refused.stderr)")
+        #expect((refused.stdout + refused.stderr).contains("monthly quota is 10 credits"), "\(refused.stdout)\n\(refused.stderr)")
+    }
 }

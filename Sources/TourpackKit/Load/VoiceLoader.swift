@@ -118,6 +118,10 @@ public enum VoiceLoader {
             diagnostics.error(
                 displayName, "tier", "Polly bills per engine: the tier of engine \(engine) is \(engine), not \(voice.tier.rawValue)")
         }
+        if api == .elevenlabs, !(0.7...1.2).contains(voice.speakingRate) {
+            diagnostics.error(
+                displayName, "speakingRate", "ElevenLabs speaks at 0.7...1.2 (its speed); \(voice.speakingRate) is out of range")
+        }
         if api == .elevenlabs, voice.tier != .local {
             let expected = ElevenLabsModel.tier(of: voice.elevenLabsModel)
             if voice.tier != expected {

@@ -49,11 +49,13 @@ public struct Planner: Sendable {
             plans[index].cacheHits = repeats
             plans[index].billableCharacters = billable
         }
-        return BuildPlan(
+        var plan = BuildPlan(
             tours: plans, voice: config.voice, formats: config.formats,
             monthlyQuota: config.budgets.monthlyQuota(for: config.voice.tier), quotaUsedBefore: quotaUsedBefore,
             shard: selection?.slice
         )
+        plan.billingUnit = config.billing.unit
+        return plan
     }
 
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {

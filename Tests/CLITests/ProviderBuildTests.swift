@@ -63,6 +63,7 @@ import TourpackTesting
 
         let build = try Executable.run(["build", workspace.pipeline.path], in: workspace.root, environment: environment)
         #expect(build.status == 0, "\(build.stdout)\n\(build.stderr)")
+        #expect(build.stdout.contains(api == "elevenlabs" ? "credits billed" : "characters billed"), "\(build.stdout)")
         let validate = try Executable.run(["validate", workspace.output.path], in: workspace.root)
         #expect(validate.status == 0, "\(validate.stdout)\n\(validate.stderr)")
 

@@ -331,6 +331,7 @@ public struct Builder: Sendable {
         summary.retries = after.retries - before.retries
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
+        summary.billingUnit = config.billing.unit
         summary.cacheWriteFailures = counts.storeFailures
         if CommitJournal.fellBackToRenames {
             summary.warnings.append(

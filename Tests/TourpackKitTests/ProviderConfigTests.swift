@@ -142,4 +142,24 @@ import TourpackState
             #expect(old[0].text.contains(#"<sub alias="Grin-del-vald">Grindelwald</sub>"#), "\(old[0].text)")
         }
     }
+
+    /// A phoneme-only lexeme is speakable by Polly and Azure (SSML
+    /// `<phoneme>`), and a config error naming the lexicon and lexeme under
+    /// ElevenLabs, which gets aliases.
+    @Test func aLexemeElevenLabsCannotSayIsAConfigError() throws {
+        let lexicon = try LexiconTests.lexicon(
+            "<lexeme><grapheme>Zermatt</grapheme><phoneme>ˈtsɛrmat</phoneme></lexeme>", file: "lexicons/alps.pls")
+        for api in [TTSAPI.polly, .azure, .elevenlabs] {
+            var diagnostics = DiagnosticCollector()
+            let voice = VoicePreset(provider: api.rawValue, languageCode: "en-US", name: "v", tier: api.tiers[0])
+            LexiconLoader.checkSpeakable([lexicon], api: api, voice: voice, into: &diagnostics)
+            let errors = diagnostics.diagnostics.map(\.description)
+            if api == .elevenlabs {
+                #expect(errors.count == 1 && errors[0].contains("lexicons/alps.pls") && errors[0].contains("Zermatt"), "\(errors)")
+                #expect(errors.first?.contains("ElevenLabs") == true)
+            } else {
+                #expect(errors.isEmpty, "\(api): \(errors)")
+            }
+        }
+    }
 }

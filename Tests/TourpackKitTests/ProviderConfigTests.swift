@@ -162,4 +162,28 @@ import TourpackState
             }
         }
     }
+
+    /// A chunk spoken by another Polly engine or ElevenLabs model is another
+    /// chunk; a voice without those fields keeps the key it always had.
+    @Test func engineAndModelReachTheSynthesisKey() {
+        let chunk = Chunk(text: "The pass opens in June.", isSSML: false)
+        func key(_ voice: VoicePreset) -> SynthesisKey { SynthesisKey(chunk: chunk, voice: voice, sampleRateHz: 24_000) }
+        let neural = VoicePreset(provider: "polly", languageCode: "en-US", name: "Joanna", tier: .neural, engine: "neural")
+        var generative = neural
+        generative.engine = "generative"
+        generative.tier = .generative
+        #expect(key(neural) != key(generative))
+        let v2 = VoicePreset(
+            provider: "elevenlabs", languageCode: "en-US", name: "id", tier: .fullCredit, modelId: "eleven_multilingual_v2")
+        var v3 = v2
+        v3.modelId = "eleven_v3"
+        var steadier = v2
+        steadier.voiceSettings = VoiceSettings(stability: 0.9)
+        #expect(Set([key(v2), key(v3), key(steadier)]).count == 3)
+        // Google's keys are unchanged by the new fields (pinned by the golden chunk keys elsewhere).
+        let google = VoicePreset(provider: "google", languageCode: "en-US", name: "en-US-Neural2-F", tier: .neural2)
+        var withTier = google
+        withTier.tier = .wavenet
+        #expect(key(google) == key(withTier))
+    }
 }

@@ -60,7 +60,8 @@ setup:
 # import-name:pip-name, since the two differ for Google's library; a module
 # that imports is not installed again.
 PY_MODULES := jsonschema:jsonschema junitparser:junitparser mercantile:mercantile shapely:shapely \
-	google.cloud.texttospeech:google-cloud-texttospeech openai:openai moto.server:moto[server] selenium:selenium
+	google.cloud.texttospeech:google-cloud-texttospeech openai:openai boto3:boto3 elevenlabs:elevenlabs \
+	moto.server:moto[server] selenium:selenium
 setup-test: setup
 	@for entry in $(PY_MODULES); do \
 		module=$${entry%%:*}; package=$${entry##*:}; \

@@ -14,7 +14,9 @@ public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
     public var totalRequests = 0
     /// Requests to `text:synthesize` and `audio/speech`.
     public var synthesizeRequests = 0
-    /// Characters in synthesize requests answered 200 (injected truncation and garbage included).
+    /// Billed units in synthesize requests answered 200 (injected truncation
+    /// and garbage included), in each provider's unit: characters, Polly's
+    /// billed characters (no SSML tags), ElevenLabs' credits.
     public var characters = 0
     /// Synthesize requests being handled right now.
     public var inFlight = 0
@@ -34,6 +36,8 @@ public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
     /// texts were remembered: neither distinct nor repeated, since the
     /// server no longer remembers every text. 0 in any test-sized run.
     public var untrackedTexts = 0
+    /// ElevenLabs requests that carried `previous_text` or `next_text`.
+    public var requestsWithNeighbourText = 0
 
     public init() {}
 

@@ -22,7 +22,7 @@ struct SynthesisRoutes: Sendable {
     static let openAIInputLimitCharacters = 4096
     static let maxBodyBytes = 1 << 20
 
-    enum Dialect { case google, openai }
+    enum Dialect { case google, openai, polly, azure, elevenlabs }
 
     // MARK: Google v1
 
@@ -207,7 +207,7 @@ struct SynthesisRoutes: Sendable {
     /// answer until `latencyMilliseconds` after arrival. Speaking happens
     /// inside that time, as it does at a real endpoint whose response time
     /// includes synthesis.
-    private func paced(_ work: () async throws -> Response) async throws -> Response {
+    func paced(_ work: () async throws -> Response) async throws -> Response {
         stats.synthesizeBegan()
         defer { stats.synthesizeEnded() }
         let due = ContinuousClock.now.advanced(by: .milliseconds(dice.plan.latencyMilliseconds))
@@ -217,32 +217,31 @@ struct SynthesisRoutes: Sendable {
     }
 
     /// The held request: waits, then a 503 that speaks and bills nothing.
-    private func hold(openAI: Bool) async -> Response {
+    func hold(_ dialect: Dialect) async -> Response {
         stats.update { $0.faultsInjected["held", default: 0] += 1 }
         try? await Task.sleep(for: .milliseconds(dice.plan.stallMilliseconds))
-        return openAI ? ErrorBody.openAI(503, "held and dropped (injected)") : ErrorBody.google(503, "Held and dropped (injected).")
+        return ErrorBody.serverError(dialect, 503, "held and dropped (injected)")
     }
+
+    private func hold(openAI: Bool) async -> Response { await hold(openAI ? .openai : .google) }
 
     /// Draws a fault, speaks unless the fault is an error status, encodes,
     /// and shapes the answer in the dialect's way: Google's JSON with the
-    /// file in base64, or OpenAI's bare file.
-    private func answer(_ dialect: Dialect, _ encoding: ResponseEncoding, text: String, speak: () async throws -> PCMAudio) async throws
-        -> Response
-    {
-        let characters = text.unicodeScalars.count
+    /// file in base64, or the bare file (OpenAI, Polly, Azure, ElevenLabs).
+    /// `billed` is what the provider bills for the request, in its unit.
+    func answer(
+        _ dialect: Dialect, _ encoding: ResponseEncoding, text: String, billed: Int? = nil, headers extra: HTTPFields = [:],
+        speak: () async throws -> PCMAudio
+    ) async throws -> Response {
+        let characters = billed ?? text.unicodeScalars.count
         let fault = dice.draw()
         if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
-        let openAI = dialect == .openai
         switch fault {
         case .failure:
             let status = [500, 503, 504][Int(dice.next() % 3)]
-            return ErrorBody.tagged(
-                openAI ? ErrorBody.openAI(status, "injected failure") : ErrorBody.google(status, "Injected failure."), fault)
+            return ErrorBody.tagged(ErrorBody.serverError(dialect, status, "injected failure"), fault)
         case .rateLimited:
-            var response =
-                openAI
-                ? ErrorBody.openAI(429, "Rate limit reached (injected).")
-                : ErrorBody.google(429, "Quota exceeded (injected).")
+            var response = ErrorBody.throttled(dialect)
             response.headers[.retryAfter] = String(dice.plan.retryAfterSeconds)
             return ErrorBody.tagged(response, fault)
         case .stalled:
@@ -252,13 +251,14 @@ struct SynthesisRoutes: Sendable {
         }
         let pcm: PCMAudio
         do { pcm = dice.plan.leveled(try await speak(), for: text) } catch {
-            return openAI ? ErrorBody.openAI(500, "synthesis failed: \(error)") : ErrorBody.google(500, "Synthesis failed: \(error)")
+            return ErrorBody.serverError(dialect, 500, "synthesis failed: \(error)")
         }
         var audio: [UInt8]
         do { audio = try await encoding.encode(pcm) } catch {
-            return openAI ? ErrorBody.openAI(500, "encoding failed: \(error)") : ErrorBody.google(500, "Encoding failed: \(error)")
+            return ErrorBody.serverError(dialect, 500, "encoding failed: \(error)")
         }
         var body: [UInt8]
+        var contentType = dialect == .google ? "application/json; charset=utf-8" : encoding.contentType
         // One truncation in three happens at the HTTP level: a full
         // Content-Length, half the body, then the connection drops.
         let cutConnection = fault == .truncated && dice.next() % 3 == 0
@@ -270,6 +270,10 @@ struct SynthesisRoutes: Sendable {
                 dice.next() % 2 == 0
                 ? Array(#"{"audioContent":"%%% not base64 %%%"}"#.utf8)
                 : Array("{\"audioContent\":\"\(Data(dice.noise(audio.count / 2)).base64EncodedString())\"}".utf8)
+        case (.garbage, .polly), (.garbage, .azure), (.garbage, .elevenlabs):
+            // Raw PCM has no structure to garble: a proxy's error page under a 200 is what goes wrong.
+            body = Array("<html><body><h1>502 Bad Gateway</h1></body></html>".utf8)
+            contentType = "text/html; charset=utf-8"
         case (.garbage, _):
             body = dice.noise(max(64, audio.count / 2))
         case (.truncated, .google):
@@ -280,14 +284,17 @@ struct SynthesisRoutes: Sendable {
                 let full = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
                 body = Array(full.prefix(full.count * 3 / 5))
             }
+        case (.truncated, .polly), (.truncated, .azure), (.truncated, .elevenlabs):
+            // Cut inside a sample: the one cut a headerless body shows.
+            body = Array(audio.prefix(max(49, audio.count / 2) | 1))
         case (.truncated, _):
             body = Array(audio.prefix(max(48, audio.count / 2)))
         default:
             body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
         }
         stats.update { $0.characters += characters }
-        let contentType = dialect == .google ? "application/json; charset=utf-8" : encoding.contentType
         var response = Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        for field in extra { response.headers.append(field) }
         if cutConnection {
             let half = ByteBuffer(bytes: body.prefix(body.count / 2))
             response.body = ResponseBody(contentLength: body.count) { writer in
@@ -332,6 +339,61 @@ enum ErrorBody {
         ]
         return json(
             .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+    }
+
+    /// A 5xx in the dialect's own shape.
+    static func serverError(_ dialect: SynthesisRoutes.Dialect, _ status: Int, _ message: String) -> Response {
+        switch dialect {
+        case .google: return google(status, message.prefix(1).uppercased() + message.dropFirst() + ".")
+        case .openai: return openAI(status, message)
+        case .polly: return polly(status, status == 503 ? "ServiceUnavailableException" : "ServiceFailureException", message)
+        case .azure: return azure(status, message)
+        case .elevenlabs: return elevenLabs(status, status == 503 ? "service_unavailable" : "internal_error", message)
+        }
+    }
+
+    /// Each provider's throttling answer: Polly's is a 400 `ThrottlingException`.
+    static func throttled(_ dialect: SynthesisRoutes.Dialect) -> Response {
+        switch dialect {
+        case .google: return google(429, "Quota exceeded (injected).")
+        case .openai: return openAI(429, "Rate limit reached (injected).")
+        case .polly: return polly(400, "ThrottlingException", "Rate exceeded")
+        case .azure: return azure(429, "Too many requests. (injected)")
+        case .elevenlabs:
+            return elevenLabs(
+                429, "too_many_concurrent_requests",
+                "Too many concurrent requests. Your current subscription is associated with a maximum of 2 concurrent requests.")
+        }
+    }
+
+    /// Polly's REST-JSON error: the kind in `x-amzn-ErrorType`, the message in the body.
+    static func polly(_ status: Int, _ kind: String, _ message: String) -> Response {
+        var response = json(
+            .init(code: status),
+            (try? JSONSerialization.data(withJSONObject: ["message": message], options: [.sortedKeys])).map(Array.init) ?? [])
+        response.headers[HTTPField.Name("x-amzn-ErrorType")!] = "\(kind):http://internal.amazon.com/coral/com.amazonaws.polly.v1/"
+        response.headers[HTTPField.Name("x-amzn-RequestId")!] = UUID().uuidString.lowercased()
+        return response
+    }
+
+    /// Azure Speech's error: `{"error":{"code","message"}}`.
+    static func azure(_ status: Int, _ message: String) -> Response {
+        let object: [String: Any] = ["error": ["code": String(status), "message": message]]
+        return json(
+            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+    }
+
+    /// ElevenLabs' error: `{"detail":{"status","message"}}`.
+    static func elevenLabs(_ status: Int, _ code: String, _ message: String) -> Response {
+        let object: [String: Any] = ["detail": ["status": code, "message": message]]
+        return json(
+            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
+    }
+
+    /// FastAPI's validation error, as ElevenLabs sends for a malformed body (422).
+    static func elevenLabsValidation(_ location: [String], _ message: String) -> Response {
+        let object: [String: Any] = ["detail": [["loc": location, "msg": message, "type": "value_error"]]]
+        return json(.init(code: 422), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
     }
 
     static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {

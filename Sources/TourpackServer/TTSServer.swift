@@ -16,7 +16,9 @@ public struct TTSServerConfiguration: Sendable {
     /// Google's limit on `input.text`/`input.ssml`; tests lower it to exercise splitting cheaply.
     public var googleInputLimitBytes = 5000
     /// When set, requests must carry this key the way each API expects it
-    /// (`x-goog-api-key`, `Authorization: Bearer`); a key in the query string is not accepted.
+    /// (`x-goog-api-key`, `Authorization: Bearer`, `Ocp-Apim-Subscription-Key`,
+    /// `xi-api-key`, or Polly's access key ID in the SigV4 credential); a key
+    /// in the query string is not accepted.
     public var requiredAPIKey: String?
     /// The access log: one line per request (method, path, status, time,
     /// size, fault); never a body, a header, or a query string.
@@ -44,9 +46,12 @@ public enum TTSServerInfo {
 /// (tests, benchmarks), or `run(onReady:)` under your own cancellation;
 /// the CLI uses `runUntilSignalled`, which shuts down cleanly on SIGINT/SIGTERM.
 ///
-/// Routes: `POST /v1/text:synthesize`, `GET /v1/voices`,
-/// `POST /v1/audio/speech`, `GET /debug/stats`, `POST /debug/stats/reset`,
-/// `GET /health`.
+/// Routes: `POST /v1/text:synthesize`, `GET /v1/voices` (Google's, or
+/// Polly's or ElevenLabs' by the caller's credentials), `POST /v1/audio/speech`,
+/// `POST /v1/speech` (Polly), `POST /cognitiveservices/v1` and
+/// `GET /cognitiveservices/voices/list` (Azure),
+/// `POST /v1/text-to-speech/{voice_id}[/stream]` (ElevenLabs),
+/// `GET /debug/stats`, `POST /debug/stats/reset`, `GET /health`.
 public struct TTSServer: Sendable {
     public let configuration: TTSServerConfiguration
     /// Live counters, the same ones `GET /debug/stats` shows.
@@ -84,8 +89,17 @@ public struct TTSServer: Sendable {
         let router = Router()
         router.add(middleware: AccessLog(stats: stats))
         router.post("v1/text:synthesize") { request, _ in try await routes.googleSynthesize(request) }
-        router.get("v1/voices") { request, _ in try await routes.listVoices(request) }
+        router.get("v1/voices") { request, _ in try await routes.anyVoices(request) }
         router.post("v1/audio/speech") { request, _ in try await routes.openAISpeech(request) }
+        router.post("v1/speech") { request, _ in try await routes.pollySpeech(request) }
+        router.post("cognitiveservices/v1") { request, _ in try await routes.azureSpeech(request) }
+        router.get("cognitiveservices/voices/list") { request, _ in try await routes.azureVoices(request) }
+        router.post("v1/text-to-speech/:voice") { request, context in
+            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "")
+        }
+        router.post("v1/text-to-speech/:voice/stream") { request, context in
+            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "")
+        }
         router.get("debug/stats") { _, _ in
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

@@ -6,7 +6,7 @@ public import TourpackCore
 /// The content address of one synthesized chunk: a SHA-256 of the text sent
 /// (and whether it is SSML) and everything about the voice that changes the
 /// sound: provider, name, languageCode, speakingRate, pitch and the LINEAR16
-/// sample rate. Not the tier or the endpoint: the same voice speaks the same
+/// sample rate, and Polly's engine, ElevenLabs' model and voice settings. Not the tier or the endpoint: the same voice speaks the same
 /// words alike wherever it is reached, and the tier is only its price.
 public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// 64 lowercase hex digits.
@@ -15,10 +15,19 @@ public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConverti
     public init(chunk: Chunk, voice: VoicePreset, sampleRateHz: Int) {
         // One field per line, each field's length first, so no two inputs
         // can run together into the same bytes.
-        let fields = [
+        var fields = [
             "tourpack synthesis v1", voice.provider, voice.name, voice.languageCode, voice.speakingRate.compactText,
             voice.pitch.compactText, String(sampleRateHz), chunk.isSSML ? "ssml" : "text", chunk.text,
         ]
+        // What else changes the sound, for the providers that have it: Polly's
+        // engine, ElevenLabs' model and voice settings. Absent for the other
+        // voices, whose keys stay what they were.
+        if voice.provider == "polly" || voice.engine != nil { fields.append("engine=\(voice.pollyEngine)") }
+        if let model = voice.modelId { fields.append("model=\(model)") }
+        if let settings = voice.voiceSettings {
+            let parts = [settings.stability, settings.similarityBoost, settings.style].map { $0?.compactText ?? "-" }
+            fields.append("settings=\(parts.joined(separator: ","))," + (settings.useSpeakerBoost.map { "\($0)" } ?? "-"))
+        }
         hex = CacheDigest.of(fields)
     }
 

@@ -23,8 +23,9 @@ public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
 
     /// The account of a pipeline's endpoint, with the key from the variable it names.
     /// The account of the endpoint and the key the pipeline's loader read.
+    /// Polly's account is its access key ID's.
     public init(settings: TTSSettings) {
-        self.init(endpoint: settings.endpoint, apiKey: settings.apiKey?.value)
+        self.init(endpoint: settings.endpoint, apiKey: settings.api == .polly ? settings.accessKey?.value : settings.apiKey?.value)
     }
 
     public var description: String { id }

@@ -136,7 +136,7 @@ final class BuildDisplay: @unchecked Sendable {
         lines.append(
             "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
                 + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "
-                + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) characters billed, "
+                + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) \(summary.billingUnit) billed, "
                 + "\(summary.cacheHits) chunks from cache\(shared), \(summary.encodes) encodes · "
                 + "\(String(format: "%.2f", summary.wallSeconds)) s")
         if summary.tileRequests > 0 || summary.tilePacks > 0 {

@@ -22,6 +22,9 @@ struct Quota: AsyncParsableCommand {
     struct Report: Encodable {
         var version = 1
         var account: String
+        /// The pipeline's dialect and the unit its tiers are counted in (characters, or ElevenLabs' credits).
+        var provider: String
+        var unit: String
         var month: String
         var releasedStaleReservations: Int
         var tiers: [Tier]
@@ -57,7 +60,8 @@ struct Quota: AsyncParsableCommand {
                 TierUsage(tier: config.voice.tier, used: 0, reserved: 0, limit: config.budgets.monthlyQuota(for: config.voice.tier)))
         }
         let report = Report(
-            account: account.id, month: month, releasedStaleReservations: released,
+            account: account.id, provider: config.tts.api.rawValue, unit: config.billing.unit, month: month,
+            releasedStaleReservations: released,
             tiers: usage.map { .init(tier: $0.tier.rawValue, used: $0.used, reserved: $0.reserved, limit: $0.limit, left: $0.left) })
         if json {
             let encoder = JSONEncoder()
@@ -73,7 +77,9 @@ struct Quota: AsyncParsableCommand {
                 tier.limit.map(PlanReport.grouped) ?? "unlimited", tier.left.map(PlanReport.grouped) ?? "–",
             ])
         }
-        print("quota of \(report.account), \(report.month) (UTC); * is this pipeline's voice tier")
+        print(
+            "quota of the \(report.provider) account \(report.account), \(report.month) (UTC), in \(report.unit); "
+                + "* is this pipeline's voice tier")
         print(PlanReport.table(rows, footerFromRow: rows.count).joined(separator: "\n"))
         if released > 0 { print("released \(released) stale reservation(s) left by a build that died before sending them") }
         if settled > 0 { print("settled \(settled) reservation(s) a build that died had sent: the endpoint may have billed them") }

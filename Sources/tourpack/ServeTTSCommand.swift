@@ -17,7 +17,10 @@ struct ServeTTS: AsyncParsableCommand {
     @Option(help: "Address to bind.") var host = TTSServerInfo.defaultHost
     @Option(help: "Port to bind; 0 picks a free one.") var port = TTSServerInfo.defaultPort
 
-    @Option(help: "Require the API key held in this environment variable (x-goog-api-key or Authorization: Bearer).")
+    @Option(
+        help:
+            "Require the API key held in this environment variable (x-goog-api-key, Authorization: Bearer, Ocp-Apim-Subscription-Key, xi-api-key, or the SigV4 access key ID for Polly)."
+    )
     var apiKeyEnv: String?
 
     @Option(name: .customLong("latency-ms"), help: "Fault: every synthesize answer takes at least this many milliseconds.")

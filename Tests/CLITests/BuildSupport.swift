@@ -17,8 +17,9 @@ final class LocalVoiceServer {
     var endpoint: String { "http://127.0.0.1:\(port)" }
 
     /// - Parameter faults: extra serve-tts flags, e.g. `["--latency-ms", "400"]`.
-    init(faults: [String] = []) throws {
-        port = try ServerProcess.start(process, arguments: ["serve-tts", "--port", "0"] + faults)
+    /// - Parameter environment: added to the server's, e.g. the variable `--api-key-env` names.
+    init(faults: [String] = [], environment: [String: String] = [:]) throws {
+        port = try ServerProcess.start(process, arguments: ["serve-tts", "--port", "0"] + faults, environment: environment)
     }
 
     /// The server's `/debug/stats` counters.

@@ -74,6 +74,7 @@ enum ChunkInvariants {
         switch limit {
         case .utf8BytesAfterEscaping: return isSSML ? text.utf8.count : SSML.escape(text).utf8.count
         case .characters: return text.unicodeScalars.count
+        case .billedCharacters: return BillingRule.textCharacters(Chunk(text: text, isSSML: isSSML))
         }
     }
 

@@ -102,8 +102,8 @@ struct ConfigFixture {
             "voices/v.yaml", "provider: google\nlanguageCode: en-US\nname: x\ntier: platinum\nspeakingRate: 5\npitch: 21\nvolume: 3\n")
         #expect(
             fixture.errors(Self.minimal) == [
-                "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons",
-                "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, local",
+                "voices/v.yaml: volume: unknown key; expected one of version, provider, languageCode, name, tier, speakingRate, pitch, lexicons, engine, modelId, voiceSettings",
+                "voices/v.yaml: tier: 'platinum' is not one of standard, wavenet, neural2, studio, chirp3-hd, neural, long-form, generative, full-credit, half-credit, local",
                 "voices/v.yaml: speakingRate: 5 is out of range 0.25...4",
                 "voices/v.yaml: pitch: 21 is out of range -20...20",
             ])
@@ -218,7 +218,7 @@ struct ConfigFixture {
 
     @Test func repositoryPipelinesAndVoicesLoad() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        for name in ["demo", "google"] {
+        for name in ["demo", "google", "polly", "azure", "elevenlabs"] {
             let config = try PipelineLoader.load(root.appendingPathComponent("pipelines/\(name).yaml"), workingDirectory: root)
             #expect(config.tourGlobs == [root.standardizedFileURL.path + "/tours/*.json"])
         }
@@ -226,8 +226,12 @@ struct ConfigFixture {
         #expect(google.voice.name == "en-US-Neural2-F")
         #expect(google.tts.apiKeyEnv == "GOOGLE_TTS_API_KEY")
         let voices = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("voices").path).sorted()
-        #expect(voices == ["en-US-female.yaml", "en-US-male.yaml", "en-US-neutral.yaml", "en-US-standard.yaml", "local-en-us.yaml"])
+        #expect(
+            voices == [
+                "azure-ava.yaml", "elevenlabs-george.yaml", "en-US-female.yaml", "en-US-male.yaml", "en-US-neutral.yaml",
+                "en-US-standard.yaml", "local-en-us.yaml", "polly-joanna.yaml",
+            ])
         let tiers = try voices.map { try VoiceLoader.load(root.appendingPathComponent("voices/\($0)"), displayName: $0).tier }
-        #expect(Set(tiers) == [.neural2, .wavenet, .standard, .local])
+        #expect(Set(tiers) == [.neural2, .wavenet, .standard, .local, .neural, .fullCredit])
     }
 }

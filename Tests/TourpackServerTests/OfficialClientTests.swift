@@ -224,12 +224,13 @@ import TourpackTesting
     /// The Python import names of the client libraries and the PyPI packages that provide them.
     static let libraries = [
         "google_client.py": ("google.cloud.texttospeech", "google-cloud-texttospeech"), "openai_client.py": ("openai", "openai"),
+        "polly_client.py": ("boto3", "boto3"), "elevenlabs_client.py": ("elevenlabs", "elevenlabs"),
     ]
 
     /// Runs `python3 Clients/<script> <port> <outdir>` without blocking a
     /// cooperative thread (the server under test needs them) and throws,
     /// with the script's output, unless it exits 0.
-    static func runClient(_ script: String, port: Int, outdir: URL) async throws {
+    static func runClient(_ script: String, port: Int, outdir: URL, arguments: [String] = []) async throws {
         let clients = try #require(Bundle.module.url(forResource: "Clients", withExtension: nil), "the Clients resource folder")
         if let (module, package) = libraries[script] {
             let check = try await Tool.runOffThePool("python3", ["-c", "import \(module)"])
@@ -241,7 +242,8 @@ import TourpackTesting
                         """)
             }
         }
-        let result = try await Tool.runOffThePool("python3", [clients.appendingPathComponent(script).path, String(port), outdir.path])
+        let result = try await Tool.runOffThePool(
+            "python3", [clients.appendingPathComponent(script).path, String(port), outdir.path] + arguments)
         guard result.status == 0 else {
             throw ToolFailure(message: "\(script) exited \(result.status):\n\(result.stderr)\(result.stdout)")
         }

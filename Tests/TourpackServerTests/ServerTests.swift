@@ -190,16 +190,28 @@ import TourpackServer
             for api in TTSAPI.allCases {
                 var options = HTTPSpeechSynthesizer.Options()
                 options.logger = clientLog.logger("client")
-                let right = try HTTPSpeechSynthesizer(
-                    settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey, options: options)
+                // Polly signs with a key pair: the access key ID is what serve-tts checks.
+                func settings(_ key: String) -> TTSSettings {
+                    var settings = fastSettings(port: port, api: api, maxAttempts: 20)
+                    if api == .polly {
+                        settings.region = "eu-central-1"
+                        settings.accessKey = Secret(key)
+                        settings.secretKey = Secret(key + "-secret")
+                    }
+                    return settings
+                }
+                let right = try HTTPSpeechSynthesizer(settings: settings(sentinelKey), apiKey: sentinelKey, options: options)
                 let wrong = try HTTPSpeechSynthesizer(
-                    settings: fastSettings(port: port, api: api, maxAttempts: 20), apiKey: sentinelKey + "-wrong", options: options)
+                    settings: settings(sentinelKey + "-wrong"), apiKey: sentinelKey + "-wrong", options: options)
+                // Polly, Azure and ElevenLabs name the voice in the request.
+                var voice = englishVoice
+                if [.polly, .azure, .elevenlabs].contains(api) { voice.name = "en-US" }
                 // The right key works: it did reach the server, in the header that API reads.
-                let pcm = try await right.synthesize(speechRequest("Secret handshake."))
+                let pcm = try await right.synthesize(speechRequest("Secret handshake.", voice: voice))
                 #expect(pcm.durationSeconds > 0.3)
                 // The wrong key is refused for good, and the error does not repeat it.
                 do {
-                    _ = try await wrong.synthesize(speechRequest("Let me in."))
+                    _ = try await wrong.synthesize(speechRequest("Let me in.", voice: voice))
                     Issue.record("a wrong key was accepted")
                 } catch {
                     texts.append("\(error)")
@@ -207,7 +219,7 @@ import TourpackServer
                     #expect(wrong.stats.retries == 0 || wrong.stats.requests > 1)
                 }
                 // A final error with the right key (pitch out of range) carries no key either.
-                var shrill = englishVoice
+                var shrill = voice
                 shrill.pitch = 40
                 do { _ = try await right.synthesize(speechRequest("x", voice: shrill)) } catch { texts.append("\(error)") }
                 var dumped = ""

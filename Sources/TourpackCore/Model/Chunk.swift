@@ -1,20 +1,23 @@
 /// How the endpoint measures a request: Google counts UTF-8 bytes of the
-/// (SSML-escaped) input, OpenAI counts characters.
+/// (SSML-escaped) input, OpenAI, Azure and ElevenLabs count characters,
+/// Polly counts billed characters (SSML tags left out).
 public enum ChunkLimit: Sendable, Hashable {
     case utf8BytesAfterEscaping(Int)
     case characters(Int)
+    case billedCharacters(Int)
 
     /// The limit with `headroom` units kept free, never below 1.
     public func reduced(by headroom: Int) -> ChunkLimit {
         switch self {
         case .utf8BytesAfterEscaping(let n): return .utf8BytesAfterEscaping(Swift.max(1, n - headroom))
         case .characters(let n): return .characters(Swift.max(1, n - headroom))
+        case .billedCharacters(let n): return .billedCharacters(Swift.max(1, n - headroom))
         }
     }
 
     public var value: Int {
         switch self {
-        case .utf8BytesAfterEscaping(let n), .characters(let n): return n
+        case .utf8BytesAfterEscaping(let n), .characters(let n), .billedCharacters(let n): return n
         }
     }
 }

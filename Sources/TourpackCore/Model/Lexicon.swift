@@ -81,14 +81,22 @@ public enum PronunciationDialect: String, Sendable, Hashable {
     case alias
 
     /// The dialect for an endpoint's API and the voice it speaks with: SSML
-    /// only for Google's API with a voice that is not the local one.
+    /// for the APIs that read it (Google, Polly, Azure) with a voice that is
+    /// not the local one; the alias for OpenAI and ElevenLabs.
     public init(api: TTSAPI, voice: VoicePreset) {
         let isLocal = voice.provider == "local" || voice.tier == .local
-        self = api == .google && !isLocal ? .ssml : .alias
+        switch api {
+        case .google, .polly, .azure: self = isLocal ? .alias : .ssml
+        case .openai, .elevenlabs: self = .alias
+        }
     }
 
     /// Who cannot take phonemes, for messages.
     public static func speaker(api: TTSAPI, voice: VoicePreset) -> String {
-        api == .openai ? "the OpenAI-style endpoint" : "the local voice (\(voice.name))"
+        switch api {
+        case .openai: return "the OpenAI-style endpoint"
+        case .elevenlabs: return "ElevenLabs (model \(voice.elevenLabsModel), which reads no phoneme tags)"
+        default: return "the local voice (\(voice.name))"
+        }
     }
 }

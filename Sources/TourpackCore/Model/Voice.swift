@@ -1,34 +1,119 @@
-/// Pricing tiers; each has its own monthly character quota. `local` (the
-/// embedded espeak-ng voice) costs nothing and is unlimited.
+/// Pricing tiers; each has its own monthly quota in the unit its provider
+/// bills (`BillingRule`). `local` (the embedded espeak-ng voice) costs
+/// nothing and is unlimited.
+///
+/// Google's tiers are its voice families. Polly's are its engines
+/// (`standard`, `neural`, `long-form`, `generative`); Azure's is its voice
+/// type (`neural`); ElevenLabs' is the model's credit class (`full-credit`:
+/// one credit a character, `half-credit`: Flash and Turbo, half a credit).
+/// A tier's ledger is kept per provider account, so Google's `standard`
+/// and Polly's `standard` never share a count.
 public enum PricingTier: String, Sendable, Hashable, CaseIterable, Codable {
     case standard
     case wavenet
     case neural2
     case studio
     case chirp3HD = "chirp3-hd"
+    case neural
+    case longForm = "long-form"
+    case generative
+    case fullCredit = "full-credit"
+    case halfCredit = "half-credit"
     case local
+}
+
+/// ElevenLabs' `voice_settings`, as a voice preset gives them; nil fields
+/// are left to the voice's stored settings.
+public struct VoiceSettings: Sendable, Hashable, Codable {
+    /// 0...1.
+    public var stability: Double?
+    /// 0...1.
+    public var similarityBoost: Double?
+    /// 0...1.
+    public var style: Double?
+    public var useSpeakerBoost: Bool?
+
+    public init(stability: Double? = nil, similarityBoost: Double? = nil, style: Double? = nil, useSpeakerBoost: Bool? = nil) {
+        self.stability = stability
+        self.similarityBoost = similarityBoost
+        self.style = style
+        self.useSpeakerBoost = useSpeakerBoost
+    }
 }
 
 /// A voice preset (`voices/*.yaml`), resolved and range-checked.
 public struct VoicePreset: Sendable, Hashable, Codable {
-    /// Who provides the voice: `google`, `openai` or `local`.
+    /// Who provides the voice: `google`, `openai`, `polly`, `azure`, `elevenlabs` or `local`.
     public var provider: String
     public var languageCode: String
+    /// The provider's voice: Google's or Azure's voice name, Polly's `VoiceId`, ElevenLabs' voice ID.
     public var name: String
     public var tier: PricingTier
     /// 0.25 to 4.0; 1.0 is normal speed.
     public var speakingRate: Double
     /// -20 to +20 semitones.
     public var pitch: Double
+    /// Polly's `Engine` (standard, neural, long-form, generative); nil: the tier's.
+    public var engine: String?
+    /// ElevenLabs' `model_id`; nil: `eleven_multilingual_v2`.
+    public var modelId: String?
+    /// ElevenLabs' `voice_settings`.
+    public var voiceSettings: VoiceSettings?
 
-    public init(provider: String, languageCode: String, name: String, tier: PricingTier, speakingRate: Double = 1.0, pitch: Double = 0) {
+    public init(
+        provider: String, languageCode: String, name: String, tier: PricingTier, speakingRate: Double = 1.0, pitch: Double = 0,
+        engine: String? = nil, modelId: String? = nil, voiceSettings: VoiceSettings? = nil
+    ) {
         self.provider = provider
         self.languageCode = languageCode
         self.name = name
         self.tier = tier
         self.speakingRate = speakingRate
         self.pitch = pitch
+        self.engine = engine
+        self.modelId = modelId
+        self.voiceSettings = voiceSettings
     }
+
+    /// The Polly engine this voice speaks with: `engine`, else the tier when it names one.
+    public var pollyEngine: String {
+        if let engine { return engine }
+        switch tier {
+        case .neural, .longForm, .generative: return tier.rawValue
+        default: return "standard"
+        }
+    }
+
+    /// The ElevenLabs model this voice speaks with.
+    public var elevenLabsModel: String { modelId ?? ElevenLabsModel.defaultID }
+}
+
+/// What tourpack knows of ElevenLabs' models: each one's character limit
+/// per request and its credit class.
+public enum ElevenLabsModel {
+    public static let defaultID = "eleven_multilingual_v2"
+
+    /// Characters one request may carry, per model (ElevenLabs' models page).
+    public static let characterLimits: [String: Int] = [
+        "eleven_v3": 5000,
+        "eleven_multilingual_v2": 10_000,
+        "eleven_flash_v2_5": 40_000,
+        "eleven_turbo_v2_5": 40_000,
+        "eleven_flash_v2": 30_000,
+        "eleven_turbo_v2": 30_000,
+        "eleven_multilingual_v1": 10_000,
+        "eleven_monolingual_v1": 10_000,
+    ]
+
+    /// Flash and Turbo cost half a credit a character; the others one.
+    public static func tier(of model: String) -> PricingTier {
+        model.contains("flash") || model.contains("turbo") ? .halfCredit : .fullCredit
+    }
+}
+
+/// The Polly engines, the values of `Engine`.
+public enum PollyEngine {
+    public static let all = ["standard", "neural", "long-form", "generative"]
 }
 
 /// The HTTP dialect of the TTS endpoint.
@@ -37,12 +122,41 @@ public enum TTSAPI: String, Sendable, Hashable, CaseIterable, Codable {
     case google
     /// OpenAI-compatible: `POST {endpoint}/v1/audio/speech`, key as `Authorization: Bearer`.
     case openai
+    /// Amazon Polly `SynthesizeSpeech`: `POST {endpoint}/v1/speech`, signed with SigV4 (service `polly`).
+    case polly
+    /// Azure Speech: `POST {endpoint}/cognitiveservices/v1`, SSML body, key in `Ocp-Apim-Subscription-Key`.
+    case azure
+    /// ElevenLabs: `POST {endpoint}/v1/text-to-speech/{voice_id}`, key in `xi-api-key`.
+    case elevenlabs
 
-    /// The most one request may carry, as the chunker measures it.
-    public var requestLimit: ChunkLimit {
+    /// The most one request may carry with the default model, as the chunker measures it.
+    public var requestLimit: ChunkLimit { requestLimit(for: nil) }
+
+    /// The most one request may carry, counted as the provider counts:
+    /// Google 5,000 UTF-8 bytes; OpenAI 4,096 characters; Polly 3,000
+    /// billed characters (SSML tags not counted); Azure 5,000 characters
+    /// (far inside its 10-minute audio cap and 64 KB body); ElevenLabs the
+    /// model's character limit.
+    public func requestLimit(for voice: VoicePreset?) -> ChunkLimit {
         switch self {
         case .google: return .utf8BytesAfterEscaping(5000)
         case .openai: return .characters(4096)
+        case .polly: return .billedCharacters(3000)
+        case .azure: return .characters(5000)
+        case .elevenlabs:
+            let model = voice?.elevenLabsModel ?? ElevenLabsModel.defaultID
+            return .characters(ElevenLabsModel.characterLimits[model] ?? 5000)
+        }
+    }
+
+    /// The tiers this provider bills in, for config checks and messages.
+    public var tiers: [PricingTier] {
+        switch self {
+        case .google: return [.standard, .wavenet, .neural2, .studio, .chirp3HD, .local]
+        case .openai: return [.standard, .wavenet, .neural2, .studio, .chirp3HD, .local]
+        case .polly: return [.standard, .neural, .longForm, .generative, .local]
+        case .azure: return [.neural, .local]
+        case .elevenlabs: return [.fullCredit, .halfCredit, .local]
         }
     }
 }

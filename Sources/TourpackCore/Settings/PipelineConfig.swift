@@ -69,6 +69,12 @@ public struct PipelineConfig: Sendable, Hashable {
         self.publish = publish
     }
 
+    /// How the provider bills this pipeline's requests.
+    public var billing: BillingRule { BillingRule(api: tts.api, voice: voice) }
+
+    /// The chunker's limit for this endpoint and voice (ElevenLabs: the model's).
+    public var requestLimit: ChunkLimit { tts.api.requestLimit(for: voice) }
+
     /// How lexemes are written for this endpoint and voice.
     public var pronunciationDialect: PronunciationDialect { PronunciationDialect(api: tts.api, voice: voice) }
 }
@@ -98,6 +104,14 @@ public struct TTSSettings: Sendable, Hashable {
     public var sampleRateHz: Int
     /// OpenAI dialect only: the `model` field.
     public var model: String?
+    /// Polly only: the AWS region the SigV4 signature is scoped to (`eu-central-1`).
+    public var region: String?
+    /// Polly only: the variables holding the access key ID and the secret key.
+    public var accessKeyEnv: String?
+    public var secretKeyEnv: String?
+    /// The pair those variables held at load time; nil when unset.
+    public var accessKey: Secret?
+    public var secretKey: Secret?
 
     public init(
         api: TTSAPI = .google, endpoint: String = "http://127.0.0.1:8787", apiKeyEnv: String? = nil,
@@ -117,6 +131,21 @@ public struct TTSSettings: Sendable, Hashable {
         self.sampleRateHz = sampleRateHz
         self.model = model
     }
+
+    /// The rate asked of the endpoint: the pipeline's, or the nearest the
+    /// dialect offers as uncompressed PCM (Polly: 8000 or 16000; Azure and
+    /// ElevenLabs: their raw PCM rates). The chunk recorder resamples to
+    /// `sampleRateHz`.
+    public var requestedSampleRateHz: Int {
+        let offered: [Int]
+        switch api {
+        case .google, .openai: return sampleRateHz
+        case .polly: offered = [8000, 16_000]
+        case .azure: offered = [8000, 16_000, 22_050, 24_000, 44_100, 48_000]
+        case .elevenlabs: offered = [8000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
+        }
+        return offered.first { $0 >= sampleRateHz } ?? offered.last!
+    }
 }
 
 public struct Budgets: Sendable, Hashable {
@@ -126,8 +155,12 @@ public struct Budgets: Sendable, Hashable {
     public var tileCacheMaxMB: Int
     public var audioMaxAgeDays: Int
     public var packageMaxAgeDays: Int
-    /// Monthly characters per tier; a tier not listed here (and `local`) is unlimited.
+    /// Monthly units per tier, in the provider's unit (`BillingRule.unit`:
+    /// characters, or ElevenLabs' credits); a tier not listed here (and `local`) is unlimited.
     public var monthlyCharacters: [PricingTier: Int]
+    /// Money per million billed units, per tier (`budgets.pricePerMillion`),
+    /// for `plan`'s cost estimate; empty: no estimate.
+    public var pricePerMillion: [PricingTier: Double] = [:]
 
     public static let defaultMonthlyCharacters: [PricingTier: Int] = [
         .standard: 4_000_000, .wavenet: 1_000_000, .neural2: 1_000_000,

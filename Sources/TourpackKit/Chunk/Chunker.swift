@@ -197,6 +197,7 @@ extension ChunkLimit {
         switch self {
         case .utf8BytesAfterEscaping: return "bytes"
         case .characters: return "characters"
+        case .billedCharacters: return "billed characters"
         }
     }
 }

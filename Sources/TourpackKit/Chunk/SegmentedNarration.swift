@@ -130,6 +130,8 @@ struct SegmentedNarration {
         switch limit {
         case .utf8BytesAfterEscaping: return markup.utf8.count
         case .characters: return markup.unicodeScalars.count
+        // Polly bills the text, not the tags: an element costs nothing, an escaped character one.
+        case .billedCharacters: return markup.hasPrefix("<") ? 0 : (markup.hasPrefix("&") ? 1 : markup.unicodeScalars.count)
         }
     }
 

@@ -51,10 +51,11 @@ public enum PipelineLoader {
     ]
     static let ttsKeys = [
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
-        "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model",
+        "maxAttempts", "initialBackoffMs", "maxBackoffMs", "sampleRateHertz", "model", "region", "accessKeyEnv", "secretKeyEnv",
     ]
     static let budgetKeys = [
         "cacheMaxMB", "synthesisCacheMaxMB", "tileCacheMaxMB", "audioMaxAgeDays", "packageMaxAgeDays", "monthlyCharacters",
+        "pricePerMillion",
     ]
     static let mapKeys = ["minZoom", "maxZoom", "bufferMiles", "tileKB", "selection", "maxTiles", "source"]
     static let tileSourceKeys = [
@@ -243,10 +244,15 @@ public enum PipelineLoader {
         // both give the same grapheme, the voice's lexeme wins.
         let lexicons = LexiconLoader.loadAll(voiceLexicons + pipelineLexicons, cwd: cwd, into: &diagnostics)
         LexiconLoader.checkSpeakable(lexicons, api: tts.api, voice: voice, into: &diagnostics)
+        if voiceFile != nil, let shown = voiceFile.map({ TourLoader.relativePath(of: $0, to: cwd) }) {
+            VoiceLoader.checkProvider(voice, api: tts.api, displayName: shown, into: &diagnostics)
+        }
 
         try diagnostics.throwIfErrors()
         // The keys, read once: nothing after this reads the environment for them.
         tts.apiKey = tts.apiKeyEnv.flatMap { Secret(environment[$0]) }
+        tts.accessKey = tts.accessKeyEnv.flatMap { Secret(environment[$0]) }
+        tts.secretKey = tts.secretKeyEnv.flatMap { Secret(environment[$0]) }
         if let name = maps.source?.apiKeyEnv { maps.source?.apiKey = Secret(environment[name]) }
         var shared = stateSection.shared
         if shared.postgres != nil { shared.postgresPassword = Secret(environment[shared.postgresPasswordEnv]) }
@@ -344,6 +350,41 @@ public enum PipelineLoader {
         }
         tts.sampleRateHz = reader.integer(map["sampleRateHertz"], at: "tts.sampleRateHertz", range: 8000...48_000) ?? tts.sampleRateHz
         tts.model = reader.string(map["model"], at: "tts.model") ?? tts.model
+        if let region = reader.string(map["region"], at: "tts.region") {
+            if region.count <= 64, region.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }) {
+                tts.region = region
+            } else {
+                reader.error("tts.region", "a signing region is lowercase letters, digits and '-', like eu-central-1")
+            }
+        }
+        for (key, keyPath) in [("accessKeyEnv", \TTSSettings.accessKeyEnv), ("secretKeyEnv", \TTSSettings.secretKeyEnv)] {
+            guard let name = reader.string(map[key], at: "tts.\(key)") else { continue }
+            if isEnvironmentName(name) { tts[keyPath: keyPath] = name } else { reader.error("tts.\(key)", notAnEnvironmentName) }
+        }
+        checkDialect(map, tts: &tts, reader: &reader)
+    }
+
+    /// What each dialect needs and refuses: Polly signs with a key pair in
+    /// a region and takes no `apiKeyEnv`; the others take no key pair.
+    static func checkDialect(_ map: [String: Node], tts: inout TTSSettings, reader: inout YAMLReader) {
+        if tts.api == .polly {
+            if map["apiKeyEnv"] != nil {
+                reader.error("tts.apiKeyEnv", "Polly signs its requests with a key pair: name accessKeyEnv and secretKeyEnv instead")
+            }
+            if tts.region == nil {
+                if let host = URLComponents(string: tts.endpoint)?.host, host.hasPrefix("polly."), host.hasSuffix(".amazonaws.com") {
+                    tts.region = String(host.dropFirst("polly.".count).dropLast(".amazonaws.com".count))
+                } else {
+                    reader.error("tts.region", "missing required field for api polly (the signing region, like eu-central-1)")
+                }
+            }
+            tts.accessKeyEnv = tts.accessKeyEnv ?? ObjectStoreSettings.defaultAccessKeyEnv
+            tts.secretKeyEnv = tts.secretKeyEnv ?? ObjectStoreSettings.defaultSecretKeyEnv
+        } else {
+            for key in ["region", "accessKeyEnv", "secretKeyEnv"] where map[key] != nil {
+                reader.error("tts.\(key)", "only api polly takes \(key); \(tts.api.rawValue) reads its key from apiKeyEnv")
+            }
+        }
     }
 
     static func applyTTSOverrides(_ overrides: PipelineOverrides, to tts: inout TTSSettings, diagnostics: inout DiagnosticCollector) {
@@ -387,6 +428,17 @@ public enum PipelineLoader {
                     let limit = reader.integer(value, at: "budgets.monthlyCharacters.\(name)", range: 0...1_000_000_000_000)
                 else { continue }
                 budgets.monthlyCharacters[tier] = limit
+            }
+        }
+        if let node = map["pricePerMillion"],
+            let prices = reader.mapping(
+                node, at: "budgets.pricePerMillion", allowed: PricingTier.allCases.filter { $0 != .local }.map(\.rawValue))
+        {
+            for (name, value) in prices {
+                guard let tier = PricingTier(rawValue: name),
+                    let price = reader.number(value, at: "budgets.pricePerMillion.\(name)", range: 0...1_000_000)
+                else { continue }
+                budgets.pricePerMillion[tier] = price
             }
         }
     }

@@ -13,7 +13,11 @@ extension PipelineConfig {
         let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
         func shown(_ url: URL) -> String { TourLoader.relativePath(of: url, to: cwd) }
         let keyLine: String
-        if let name = tts.apiKeyEnv {
+        if tts.api == .polly, let access = tts.accessKeyEnv, let secret = tts.secretKeyEnv {
+            keyLine =
+                "signed (SigV4, polly, \(tts.region ?? "no region")) with $\(access) (\(tts.accessKey == nil ? "not set" : "set")) "
+                + "and $\(secret) (\(tts.secretKey == nil ? "not set" : "set"))"
+        } else if let name = tts.apiKeyEnv {
             keyLine = "key from $\(name) (\(tts.apiKey == nil ? "not set" : "set"))"
         } else {
             keyLine = "no key"
@@ -35,9 +39,10 @@ extension PipelineConfig {
                 tiles = "tiles from the extract \(shown(file)) (\(source.format.rawValue))"
             }
         }
-        let quotas = PricingTier.allCases.compactMap { tier in
-            budgets.monthlyQuota(for: tier).map { "\(tier.rawValue) \(PlanReport.grouped($0))" }
-        }
+        let quotas =
+            PricingTier.allCases.compactMap { tier in
+                budgets.monthlyQuota(for: tier).map { "\(tier.rawValue) \(PlanReport.grouped($0))" }
+            } + ["in \(billing.unit)"]
         var lines =
             [
                 "pipeline  \(shown(sourceFile)) (version \(version))",
@@ -53,7 +58,7 @@ extension PipelineConfig {
                 "budgets   cache \(budgets.cacheMaxMB) MB · synthesis cache \(budgets.synthesisCacheMaxMB) MB · tile cache \(budgets.tileCacheMaxMB) MB · audio \(budgets.audioMaxAgeDays) d · packages \(budgets.packageMaxAgeDays) d · monthly \(quotas.joined(separator: ", "))",
                 "maps      zoom \(maps.minZoom)–\(maps.maxZoom) · buffer \(maps.bufferMiles.compactText) mi · \(maps.selection.rawValue) · at most \(PlanReport.grouped(maps.maxTiles)) tiles a package · \(maps.tileKB) KB/tile",
                 "          \(tiles)",
-                "chunking  limit \(tts.api.requestLimit.value) \(tts.api == .google ? "UTF-8 bytes" : "characters") − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
+                "chunking  limit \(requestLimit.value) \(requestLimit.unitName) − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
                 "lexicons  \(lexiconsDescription)",
                 "loudness  \(loudnessDescription)",
             ]

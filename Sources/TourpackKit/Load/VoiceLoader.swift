@@ -1,11 +1,15 @@
 public import Foundation
 public import TourpackCore
+import Yams
 
 /// Loads a voice preset (`voices/*.yaml`): provider, languageCode, name,
 /// tier, speakingRate (0.25–4.0) and pitch (-20…+20), and optionally the
 /// pronunciation `lexicons` this voice needs (paths relative to the preset).
 public enum VoiceLoader {
-    static let keys = ["version", "provider", "languageCode", "name", "tier", "speakingRate", "pitch", "lexicons"]
+    static let keys = [
+        "version", "provider", "languageCode", "name", "tier", "speakingRate", "pitch", "lexicons", "engine", "modelId", "voiceSettings",
+    ]
+    static let voiceSettingsKeys = ["stability", "similarityBoost", "style", "useSpeakerBoost"]
     public static let speakingRateRange: ClosedRange<Double> = 0.25...4.0
     public static let pitchRange: ClosedRange<Double> = -20...20
 
@@ -53,10 +57,79 @@ public enum VoiceLoader {
         let rate = map["speakingRate"].map { reader.number($0, at: "speakingRate", range: speakingRateRange) } ?? 1.0
         let pitch = map["pitch"].map { reader.number($0, at: "pitch", range: pitchRange) } ?? 0.0
         lexicons = LexiconLoader.paths(map["lexicons"], base: url.deletingLastPathComponent(), reader: &reader)
+        var engine: String?
+        if let value = reader.string(map["engine"], at: "engine") {
+            if PollyEngine.all.contains(value) {
+                engine = value
+            } else {
+                reader.error("engine", "'\(value)' is not one of \(PollyEngine.all.joined(separator: ", "))")
+            }
+        }
+        var modelId: String?
+        if let value = reader.string(map["modelId"], at: "modelId") {
+            if ElevenLabsModel.characterLimits[value] != nil {
+                modelId = value
+            } else {
+                reader.error(
+                    "modelId",
+                    "'\(value)' is not an ElevenLabs model tourpack knows the limit of: "
+                        + ElevenLabsModel.characterLimits.keys.sorted().joined(separator: ", "))
+            }
+        }
+        var settings: VoiceSettings?
+        if let node = map["voiceSettings"], let fields = reader.mapping(node, at: "voiceSettings", allowed: voiceSettingsKeys) {
+            var read = VoiceSettings()
+            read.stability = reader.number(fields["stability"], at: "voiceSettings.stability", range: 0...1)
+            read.similarityBoost = reader.number(fields["similarityBoost"], at: "voiceSettings.similarityBoost", range: 0...1)
+            read.style = reader.number(fields["style"], at: "voiceSettings.style", range: 0...1)
+            if let node = fields["useSpeakerBoost"] {
+                if case .scalar = node, let flag = node.bool {
+                    read.useSpeakerBoost = flag
+                } else {
+                    reader.error("voiceSettings.useSpeakerBoost", "expected true or false, found \(YAMLReader.kind(node))")
+                }
+            }
+            settings = read
+        }
         guard !reader.diagnostics.hasErrors, let provider, let languageCode, let name, let tier, let rate, let pitch else { return nil }
         // `pitch: -0` is 0, as `--pitch -0` is.
         return VoicePreset(
-            provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch == 0 ? 0 : pitch)
+            provider: provider, languageCode: languageCode, name: name, tier: tier, speakingRate: rate, pitch: pitch == 0 ? 0 : pitch,
+            engine: engine, modelId: modelId, voiceSettings: settings)
+    }
+
+    /// A preset's fields against the dialect the pipeline speaks: its tier
+    /// must be one the provider bills in, and the provider-specific fields
+    /// must belong to that provider. Errors name the voice file and field.
+    static func checkProvider(_ voice: VoicePreset, api: TTSAPI, displayName: String, into diagnostics: inout DiagnosticCollector) {
+        if !api.tiers.contains(voice.tier) {
+            diagnostics.error(
+                displayName, "tier",
+                "\(voice.tier.rawValue) is not a tier of \(api.rawValue); it bills in \(api.tiers.map(\.rawValue).joined(separator: ", "))")
+        }
+        if voice.engine != nil, api != .polly {
+            diagnostics.error(displayName, "engine", "only Polly voices take an engine; this pipeline speaks \(api.rawValue)")
+        }
+        for (field, present) in [("modelId", voice.modelId != nil), ("voiceSettings", voice.voiceSettings != nil)]
+        where present && api != .elevenlabs {
+            diagnostics.error(displayName, field, "only ElevenLabs voices take \(field); this pipeline speaks \(api.rawValue)")
+        }
+        if api == .polly, let engine = voice.engine, voice.tier != .local, voice.tier.rawValue != engine {
+            diagnostics.error(
+                displayName, "tier", "Polly bills per engine: the tier of engine \(engine) is \(engine), not \(voice.tier.rawValue)")
+        }
+        if api == .elevenlabs, !(0.7...1.2).contains(voice.speakingRate) {
+            diagnostics.error(
+                displayName, "speakingRate", "ElevenLabs speaks at 0.7...1.2 (its speed); \(voice.speakingRate) is out of range")
+        }
+        if api == .elevenlabs, voice.tier != .local {
+            let expected = ElevenLabsModel.tier(of: voice.elevenLabsModel)
+            if voice.tier != expected {
+                diagnostics.error(
+                    displayName, "tier",
+                    "model \(voice.elevenLabsModel) is billed in the \(expected.rawValue) class, not \(voice.tier.rawValue)")
+            }
+        }
     }
 }
 

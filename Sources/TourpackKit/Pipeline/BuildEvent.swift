@@ -140,6 +140,8 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var characters = 0
     /// Characters sent to the endpoint and paid for (settled in the ledger).
     public var charactersBilled = 0
+    /// The unit `charactersBilled` counts in: "characters", or ElevenLabs' "credits".
+    public var billingUnit = "characters"
     /// Chunks taken from the synthesis cache.
     public var cacheHits = 0
     /// Files encoded.

@@ -178,7 +178,7 @@ public struct Builder: Sendable {
 
         let statsBefore = synthesizer.stats
         let synthesis = CachingSynthesizer(
-            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, tier: config.voice.tier, pool: pool, objects: objects,
+            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, billing: config.billing, pool: pool, objects: objects,
             claims: state.claims)
         var summary = try await makeItemsAndMaps(
             plan, preflight: preflight, state: state, record: record, synthesis: synthesis, pool: pool, events: events)
@@ -331,6 +331,7 @@ public struct Builder: Sendable {
         summary.retries = after.retries - before.retries
         summary.cacheHits = counts.hits
         summary.charactersBilled = counts.billedCharacters
+        summary.billingUnit = config.billing.unit
         summary.cacheWriteFailures = counts.storeFailures
         if CommitJournal.fellBackToRenames {
             summary.warnings.append(

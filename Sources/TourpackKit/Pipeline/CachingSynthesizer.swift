@@ -33,7 +33,7 @@ struct CachingSynthesizer: Sendable {
     private let inFlight = InFlightChunks()
 
     init(
-        inner: any SpeechSynthesizer, cache: SynthesisCache, ledger: QuotaLedger, tier: PricingTier, pool: NIOThreadPool,
+        inner: any SpeechSynthesizer, cache: SynthesisCache, ledger: QuotaLedger, billing: BillingRule, pool: NIOThreadPool,
         objects: ObjectStore? = nil, claims: ChunkClaims? = nil
     ) {
         let counters = CacheCounters(CacheCounts())
@@ -44,7 +44,7 @@ struct CachingSynthesizer: Sendable {
         self.counters = counters
         self.lookup = lookup
         claimWait = claims.map { ClaimWait(claims: $0, lookup: lookup, pool: pool, counters: counters) }
-        payment = PaidSynthesis(inner: inner, cache: cache, ledger: ledger, tier: tier, pool: pool, counters: counters)
+        payment = PaidSynthesis(inner: inner, cache: cache, ledger: ledger, billing: billing, pool: pool, counters: counters)
     }
 
     var stats: SynthesisStats { inner.stats }

@@ -148,7 +148,11 @@ struct ItemMaker: Sendable {
         let failure: (any Error)? = await withTaskGroup(of: ChunkOutcome.self, returning: (any Error)?.self) { group in
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
-                    let request = SynthesisRequest(chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label)
+                    let neighbours = item.chunks
+                    let request = SynthesisRequest(
+                        chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
+                        previousText: index > 0 ? ElevenLabsDialect.plain(neighbours[index - 1]) : nil,
+                        nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil)
                     do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
                     {
                         return ChunkOutcome(index: index, result: .failure(error))

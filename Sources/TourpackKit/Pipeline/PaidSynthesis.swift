@@ -29,7 +29,8 @@ struct PaidSynthesis: Sendable {
     let inner: any SpeechSynthesizer
     let cache: SynthesisCache
     let ledger: QuotaLedger
-    let tier: PricingTier
+    /// The provider's unit and tier: what a chunk reserves and settles.
+    let billing: BillingRule
     let pool: NIOThreadPool
     let counters: CacheCounters
 
@@ -42,7 +43,7 @@ struct PaidSynthesis: Sendable {
 
     /// Reserve, request, keep and settle (or release).
     func speak(_ request: SynthesisRequest, key: SynthesisKey) async throws -> Paid {
-        let (cache, ledger, tier, characters) = (cache, ledger, tier, request.chunk.characters)
+        let (cache, ledger, tier, characters) = (cache, ledger, billing.tier, billing.units(for: request.chunk))
         let temp = try await pool.runIfActive { try cache.temporaryURL(for: key) }
         let reservation = try await pool.runIfActive { try ledger.reserve(characters, tier: tier) }
         let pool = pool

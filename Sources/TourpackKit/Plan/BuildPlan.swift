@@ -78,6 +78,8 @@ public struct BuildPlan: Sendable, Hashable {
     public var formats: [AudioFormat]
     /// The tier's monthly quota, or nil when unlimited (`local`).
     public var monthlyQuota: Int?
+    /// What the quota and the billable figures count: "characters", or ElevenLabs' "credits".
+    public var billingUnit = "characters"
     /// Characters already used this month in this tier (from the ledger; 0 without one).
     public var quotaUsedBefore: Int
     /// The shard these tours are, with `--shards`; nil when the plan covers the whole pipeline.
@@ -122,7 +124,7 @@ public struct BuildPlan: Sendable, Hashable {
     /// numbers; nil when it fits. The build exits 3 with this message.
     public func budgetRefusal(cacheMaxBytes: Int64) -> String? {
         if let quota = monthlyQuota, let left = quotaLeftAfter, left < 0 {
-            return "the \(voice.tier.rawValue) tier's monthly quota is \(quota.groupedText) characters; "
+            return "the \(voice.tier.rawValue) tier's monthly quota is \(quota.groupedText) \(billingUnit); "
                 + "\(quotaUsedBefore.groupedText) are used or reserved this month and this build needs \(billableCharacters.groupedText) more "
                 + "(\(cacheHits) chunks come from the cache), \((-left).groupedText) over. Nothing was sent."
         }

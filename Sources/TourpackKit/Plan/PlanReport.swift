@@ -1,6 +1,7 @@
 import Foundation
 public import TourpackCore
 public import TourpackMaps
+import TourpackState
 
 /// Renders a `BuildPlan` for a person (a table) or for a job (stable JSON).
 public struct PlanReport: Sendable {
@@ -105,13 +106,22 @@ public struct PlanReport: Sendable {
 
     func quotaLine() -> String {
         let tier = plan.voice.tier.rawValue
+        let unit = config.billing.unit
+        let account = " · \(config.tts.api.rawValue) account \(QuotaAccount(settings: config.tts).id)"
+        let cost = estimatedCost.map { String(format: " · estimated cost %.2f", $0) } ?? ""
         guard let quota = plan.monthlyQuota, let left = plan.quotaLeftAfter else {
-            return "quota: tier \(tier) has no monthly limit; this build sends \(Self.grouped(plan.billableCharacters)) characters"
+            return
+                "quota: tier \(tier) has no monthly limit; this build sends \(Self.grouped(plan.billableCharacters)) \(unit)\(account)\(cost)"
         }
         let verdict =
             left < 0 ? "OVER by \(Self.grouped(-left)): the build would be refused" : "\(Self.grouped(left)) left after this build"
-        return "quota: tier \(tier), \(Self.grouped(quota)) characters a month; used \(Self.grouped(plan.quotaUsedBefore)), "
-            + "this build \(Self.grouped(plan.billableCharacters)); \(verdict)"
+        return "quota: tier \(tier), \(Self.grouped(quota)) \(unit) a month; used \(Self.grouped(plan.quotaUsedBefore)), "
+            + "this build \(Self.grouped(plan.billableCharacters)); \(verdict)\(account)\(cost)"
+    }
+
+    /// This build's billed units at the tier's `budgets.pricePerMillion`; nil without a price.
+    var estimatedCost: Double? {
+        config.budgets.pricePerMillion[plan.voice.tier].map { Double(plan.billableCharacters) * $0 / 1_000_000 }
     }
 
     // MARK: JSON
@@ -140,6 +150,8 @@ public struct PlanReport: Sendable {
                 tileCount: plan.tileCount, mapEstimatedBytes: plan.mapBytes
             ),
             quota: PlanDocument.Quota(
+                provider: config.tts.api.rawValue, account: QuotaAccount(settings: config.tts).id, unit: config.billing.unit,
+                estimatedCost: estimatedCost.map { ($0 * 100).rounded() / 100 },
                 tier: plan.voice.tier.rawValue, monthlyLimit: plan.monthlyQuota, usedBefore: plan.quotaUsedBefore,
                 thisBuild: plan.billableCharacters, leftAfter: plan.quotaLeftAfter,
                 fits: plan.quotaLeftAfter.map { $0 >= 0 } ?? true
@@ -179,6 +191,9 @@ public struct PlanReport: Sendable {
             var tileCount, mapEstimatedBytes: Int
         }
         struct Quota: Encodable {
+            /// The dialect and the account (endpoint and key fingerprint) the ledger counts under.
+            var provider, account, unit: String
+            var estimatedCost: Double?
             var tier: String
             var monthlyLimit: Int?
             var usedBefore, thisBuild: Int
@@ -188,6 +203,10 @@ public struct PlanReport: Sendable {
             func encode(to encoder: any Encoder) throws {
                 // Nulls are written out, so "unlimited" is explicit for a job reading the JSON.
                 var c = encoder.container(keyedBy: CodingKeys.self)
+                try c.encode(provider, forKey: .provider)
+                try c.encode(account, forKey: .account)
+                try c.encode(unit, forKey: .unit)
+                try c.encode(estimatedCost, forKey: .estimatedCost)
                 try c.encode(tier, forKey: .tier)
                 try c.encode(monthlyLimit, forKey: .monthlyLimit)
                 try c.encode(usedBefore, forKey: .usedBefore)
@@ -195,7 +214,9 @@ public struct PlanReport: Sendable {
                 try c.encode(leftAfter, forKey: .leftAfter)
                 try c.encode(fits, forKey: .fits)
             }
-            enum CodingKeys: String, CodingKey { case tier, monthlyLimit, usedBefore, thisBuild, leftAfter, fits }
+            enum CodingKeys: String, CodingKey {
+                case provider, account, unit, estimatedCost, tier, monthlyLimit, usedBefore, thisBuild, leftAfter, fits
+            }
         }
         var version: Int
         var pipeline: String

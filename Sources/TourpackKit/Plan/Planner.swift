@@ -17,7 +17,7 @@ public struct Planner: Sendable {
     }
 
     public var chunker: Chunker {
-        Chunker(limit: config.tts.api.requestLimit.reduced(by: config.chunking.headroom))
+        Chunker(limit: config.requestLimit.reduced(by: config.chunking.headroom))
     }
 
     /// The pipeline's and the voice's lexicons, for this endpoint. They
@@ -44,16 +44,18 @@ public struct Planner: Sendable {
             var repeats = 0
             var billable = 0
             for chunk in plans[index].items.flatMap(\.chunks) {
-                if seen.insert(chunk).inserted { billable += chunk.characters } else { repeats += 1 }
+                if seen.insert(chunk).inserted { billable += config.billing.units(for: chunk) } else { repeats += 1 }
             }
             plans[index].cacheHits = repeats
             plans[index].billableCharacters = billable
         }
-        return BuildPlan(
+        var plan = BuildPlan(
             tours: plans, voice: config.voice, formats: config.formats,
             monthlyQuota: config.budgets.monthlyQuota(for: config.voice.tier), quotaUsedBefore: quotaUsedBefore,
             shard: selection?.slice
         )
+        plan.billingUnit = config.billing.unit
+        return plan
     }
 
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {

@@ -7,7 +7,8 @@ public import TourpackHTTP
 
 /// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
 ///
-/// Speaks Google v1 or the OpenAI-compatible API (`TTSSettings.api`). It
+/// Speaks Google v1, the OpenAI-compatible API, Amazon Polly, Azure Speech
+/// or ElevenLabs (`TTSSettings.api`, one `TTSDialect` each). It
 /// retries what the contract calls retryable (429, 500, 503, 504, connection
 /// errors, timeouts, truncated or undecodable bodies) with full-jitter
 /// backoff and `Retry-After`, keeps `concurrency` requests in flight at most
@@ -50,7 +51,20 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
     ///   - apiKey: read by the caller from the variable `settings.apiKeyEnv` names; nil sends no key.
     ///   - splitter: the chunker's re-split, used on "longer than the limit".
     public init(settings: TTSSettings, apiKey: String?, splitter: Splitter? = nil, options: Options = Options()) throws {
-        let dialect: any TTSDialect = settings.api == .google ? GoogleDialect() : OpenAIDialect()
+        let dialect = Self.dialect(for: settings)
+        var signing: AWSSigning?
+        if settings.api == .polly {
+            for (field, variable, value) in [
+                ("accessKeyEnv", settings.accessKeyEnv, settings.accessKey), ("secretKeyEnv", settings.secretKeyEnv, settings.secretKey),
+            ] where value == nil {
+                throw TourpackError.invalidInput(
+                    "tts.\(field): the environment variable \(variable ?? "(unnamed)") is not set; Polly's requests are signed with it")
+            }
+            guard let region = settings.region, let access = settings.accessKey, let secret = settings.secretKey else {
+                throw TourpackError.invalidInput("tts.region: api polly needs the signing region")
+            }
+            signing = AWSSigning(region: region, service: "polly", accessKey: access.value, secretKey: secret.value)
+        }
         let transport: HTTPTransport
         do {
             transport = try HTTPTransport(maxConnections: settings.concurrency)
@@ -59,8 +73,19 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         }
         core = SynthesisClient(
             settings: settings, key: APIKey(apiKey), dialect: dialect, transport: transport, options: options,
-            retry: options.retry ?? RetryPolicy(settings: settings))
+            retry: options.retry ?? RetryPolicy(settings: settings), signing: signing)
         self.splitter = splitter
+    }
+
+    /// The wire format of each API; every one goes through the same client.
+    static func dialect(for settings: TTSSettings) -> any TTSDialect {
+        switch settings.api {
+        case .google: return GoogleDialect()
+        case .openai: return OpenAIDialect()
+        case .polly: return PollyDialect()
+        case .azure: return AzureDialect(rate: settings.requestedSampleRateHz)
+        case .elevenlabs: return ElevenLabsDialect()
+        }
     }
 
     /// Takes the key the pipeline's loader read (`settings.apiKey`). A
@@ -132,7 +157,7 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
     public var description: String {
         let settings = core.settings
         return "HTTPSpeechSynthesizer(api: \(settings.api.rawValue), endpoint: \(HTTPRequestSpec.redactedURL(settings.endpoint)), "
-            + "key: \(core.key == nil ? "none" : "<redacted>"), concurrency: \(settings.concurrency), "
+            + "key: \(core.key == nil && core.signing == nil ? "none" : "<redacted>"), concurrency: \(settings.concurrency), "
             + "requestsPerMinute: \(settings.requestsPerMinute))"
     }
 

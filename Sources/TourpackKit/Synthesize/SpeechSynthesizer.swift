@@ -10,12 +10,21 @@ public struct SynthesisRequest: Sendable, Hashable {
     public var sampleRateHz: Int
     /// Names the item (tour, POI, phase) for error messages.
     public var itemLabel: String
+    /// The plain text of the phase's chunk before and after this one, for
+    /// dialects that carry it for prosody across seams (ElevenLabs). Not
+    /// part of the chunk's cache key: the words spoken are the chunk's.
+    public var previousText: String?
+    public var nextText: String?
 
-    public init(chunk: Chunk, voice: VoicePreset, sampleRateHz: Int, itemLabel: String) {
+    public init(
+        chunk: Chunk, voice: VoicePreset, sampleRateHz: Int, itemLabel: String, previousText: String? = nil, nextText: String? = nil
+    ) {
         self.chunk = chunk
         self.voice = voice
         self.sampleRateHz = sampleRateHz
         self.itemLabel = itemLabel
+        self.previousText = previousText
+        self.nextText = nextText
     }
 }
 

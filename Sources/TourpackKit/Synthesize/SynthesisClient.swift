@@ -19,14 +19,18 @@ final class SynthesisClient: Sendable {
     let pool: NIOThreadPool
     private let inFlight: ConcurrencyLimit
     private let rateLimiter: RequestRateLimiter<ContinuousClock>?
-    private let url: String
+    /// The endpoint's base URL, without a trailing slash; the dialect adds the path.
+    private let base: String
+    /// Polly's SigV4 signer (libcurl signs with it); nil for the key-header dialects.
+    let signing: AWSSigning?
 
     init(
         settings: TTSSettings, key: APIKey?, dialect: any TTSDialect, transport: HTTPTransport,
-        options: HTTPSpeechSynthesizer.Options, retry: RetryPolicy
+        options: HTTPSpeechSynthesizer.Options, retry: RetryPolicy, signing: AWSSigning? = nil
     ) {
         self.settings = settings
         self.key = key
+        self.signing = signing
         self.dialect = dialect
         self.transport = transport
         self.options = options
@@ -42,7 +46,20 @@ final class SynthesisClient: Sendable {
         }
         var base = settings.endpoint
         while base.hasSuffix("/") { base.removeLast() }
-        url = base + dialect.path
+        self.base = base
+    }
+
+    /// The variables that hold this dialect's credentials, for an auth error's message.
+    private var credentialVariables: String {
+        if settings.api == .polly {
+            return [settings.accessKeyEnv, settings.secretKeyEnv].compactMap { $0 }.joined(separator: " and ")
+        }
+        return settings.apiKeyEnv ?? "(no apiKeyEnv set)"
+    }
+
+    /// What one request costs in the provider's unit.
+    private func billed(_ request: SynthesisRequest) -> Int {
+        BillingRule(api: settings.api, voice: request.voice).units(for: request.chunk)
     }
 
     deinit { pool.shutdownGracefully { _ in } }
@@ -101,7 +118,7 @@ final class SynthesisClient: Sendable {
 
             switch outcome {
             case .audio(let shape):
-                counters.update { $0.charactersSynthesized += request.chunk.characters }
+                counters.update { $0.charactersSynthesized += billed(request) }
                 return shape
             case .tooLong(let status, let message):
                 throw InputTooLong(status: status, message: message)
@@ -125,7 +142,7 @@ final class SynthesisClient: Sendable {
                         ])
                     if let transport, status == nil {
                         throw TourpackError.networkUnavailable(
-                            endpoint: HTTPRequestSpec.redactedURL(url), reason: "\(transport.reason); \(why)")
+                            endpoint: HTTPRequestSpec.redactedURL(base + dialect.path(for: request)), reason: "\(transport.reason); \(why)")
                     }
                     throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: status, message: "\(reason); \(why)")
                 }
@@ -146,12 +163,13 @@ final class SynthesisClient: Sendable {
         let spool = destination.appendingPathExtension("answer")
         defer { try? FileManager.default.removeItem(at: spool) }
         let spec = HTTPRequestSpec(
-            url: url, headers: dialect.headers(apiKey: key), body: body, totalTimeoutSeconds: timeout,
+            url: base + dialect.path(for: request), headers: dialect.headers(apiKey: key), body: body, totalTimeoutSeconds: timeout,
             connectTimeoutSeconds: options.connectTimeoutSeconds, stallTimeoutSeconds: min(options.stallTimeoutSeconds, timeout),
-            maxResponseBytes: options.maxResponseBytes, spool: spool)
+            maxResponseBytes: options.maxResponseBytes, spool: spool, signing: signing)
+        let units = billed(request)
         counters.update {
             $0.requests += 1
-            $0.charactersSent += request.chunk.characters
+            $0.charactersSent += units
         }
         let started = ContinuousClock.now
         let result = await transport.perform(spec)
@@ -169,7 +187,7 @@ final class SynthesisClient: Sendable {
             // Every 2xx answer is billed once, whatever became of its body:
             // cut short, over the cap, unwritable, or abandoned by a cancel.
             if let status = failure.answeredStatus, (200..<300).contains(status) {
-                BilledCharacters.current?.add(request.chunk.characters)
+                BilledCharacters.current?.add(units)
             }
             switch failure {
             case .cancelledAfterAnswer:
@@ -205,8 +223,14 @@ final class SynthesisClient: Sendable {
         switch response.status {
         case 200..<300:
             // Answered: the provider bills it whether or not the body is whole.
-            BilledCharacters.current?.add(request.chunk.characters)
-            let decoded = await decode(response, spool: spool, into: destination, rate: request.sampleRateHz)
+            BilledCharacters.current?.add(units)
+            guard dialect.accepts(contentType: response.headers["content-type"]) else {
+                let type = scrub(response.headers["content-type"] ?? "")
+                return .retryable(
+                    status: response.status, reason: "undecodable response: a \(type) body where audio was expected", retryAfter: nil,
+                    transport: nil)
+            }
+            let decoded = await decode(response, request: request, spool: spool, into: destination)
             switch decoded {
             case .success(let shape):
                 return .audio(shape)
@@ -218,27 +242,34 @@ final class SynthesisClient: Sendable {
             case .failure(let error):
                 return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
             }
-        case 429, 500, 502, 503, 504:
-            let message = scrub(TTSErrorBody.message(from: response.body))
-            let retryAfter = RetryPolicy.retryAfterSeconds(response.headers["retry-after"])
-            return .retryable(status: response.status, reason: message, retryAfter: retryAfter, transport: nil)
         default:
-            let message = scrub(TTSErrorBody.message(from: response.body))
-            if TTSErrorBody.isInputTooLong(status: response.status, message: message) {
-                return .tooLong(status: response.status, message: message)
+            switch dialect.classify(status: response.status, headers: response.headers, body: response.body) {
+            case .retry(let message):
+                let retryAfter = RetryPolicy.retryAfterSeconds(response.headers["retry-after"])
+                return .retryable(status: response.status, reason: scrub(message), retryAfter: retryAfter, transport: nil)
+            case .tooLong(let message):
+                return .tooLong(status: response.status, message: scrub(message))
+            case .auth(let message):
+                return .final(
+                    .audioGenerationFailed(
+                        item: request.itemLabel, status: response.status,
+                        message: "\(scrub(message)); the endpoint refused the credentials in \(credentialVariables)"))
+            case .final(let message):
+                return .final(.audioGenerationFailed(item: request.itemLabel, status: response.status, message: scrub(message)))
             }
-            return .final(.audioGenerationFailed(item: request.itemLabel, status: response.status, message: message))
         }
     }
 
     /// Decodes a 2xx answer (spooled, or in memory when it was empty or
     /// short) into the FLAC file at `destination`, on the client's thread pool.
-    private func decode(_ response: HTTPResponse, spool: URL, into destination: URL, rate: Int) async -> Result<ChunkShape, any Error> {
-        let (dialect, measuresLoudness) = (dialect, options.measuresLoudness)
+    private func decode(_ response: HTTPResponse, request: SynthesisRequest, spool: URL, into destination: URL) async -> Result<
+        ChunkShape, any Error
+    > {
+        let (dialect, measuresLoudness, settings, rate) = (dialect, options.measuresLoudness, settings, request.sampleRateHz)
         do {
             return try await pool.runIfActive {
                 let recorder = ChunkRecorder(destination: destination, rate: rate, measuresLoudness: measuresLoudness)
-                var decoder = dialect.answerDecoder()
+                var decoder = dialect.answerDecoder(for: request, settings: settings)
                 do {
                     if response.spooled { return .success(try recorder.decode(spool: spool, with: &decoder)) }
                     try response.body.withUnsafeBytes { bytes in
@@ -256,7 +287,10 @@ final class SynthesisClient: Sendable {
         }
     }
 
-    private func scrub(_ text: String) -> String { key?.scrub(text) ?? text }
+    private func scrub(_ text: String) -> String {
+        let scrubbed = key?.scrub(text) ?? text
+        return signing?.scrub(scrubbed) ?? scrubbed
+    }
 
     private static func format(_ seconds: Double) -> String { String(format: "%g", seconds) }
 }

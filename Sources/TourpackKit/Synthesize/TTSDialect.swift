@@ -3,16 +3,55 @@ import TourpackCore
 import TourpackHTTP
 
 /// How one TTS API spells a request and its answers. `HTTPSpeechSynthesizer`
-/// does the transport, retries and limits; a dialect only knows the wire format.
+/// does the transport, retries, limits and billing; a dialect only knows
+/// the wire format: the URL, the headers, the body, how to read a 2xx body
+/// and how to read an error.
+///
+/// A dialect whose provider also returns timings (Polly's speech marks,
+/// ElevenLabs' `with-timestamps`) will return them from its `AnswerDecoder`
+/// beside the samples; the samples' path does not change.
 protocol TTSDialect: Sendable {
-    /// Appended to the endpoint's base URL.
-    var path: String { get }
+    /// Appended to the endpoint's base URL: the path, and any query (never a secret).
+    func path(for request: SynthesisRequest) -> String
     /// Content type plus the key, in the one header this API reads it from.
+    /// Polly's key pair never passes here: libcurl signs with it.
     func headers(apiKey: APIKey?) -> [(name: String, value: String)]
     func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8]
     /// Decodes a 2xx body as it is read; a throw of `UndecodableBody` is
     /// retryable (truncated or garbled).
-    func answerDecoder() -> any AnswerDecoder
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder
+    /// Whether a 2xx answer's content type is audio this dialect asked for;
+    /// a proxy's error page under a 200 is not.
+    func accepts(contentType: String?) -> Bool
+    /// What an error answer means for the retry policy, with the server's message.
+    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer
+}
+
+/// An error answer, as the retry policy sees it.
+enum ErrorAnswer: Equatable {
+    /// Throttled or a passing server fault: try again (after `Retry-After`).
+    case retry(String)
+    /// The input is over the provider's limit: split the chunk and try once more.
+    case tooLong(String)
+    /// The key or signature was refused: fail at once, naming the variable.
+    case auth(String)
+    /// Anything else: fail this item with the server's message.
+    case final(String)
+}
+
+extension TTSDialect {
+    func accepts(contentType: String?) -> Bool { true }
+
+    /// Google's and OpenAI's way: 429 and 5xx retry, a 400 "longer than the limit" splits.
+    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer {
+        let message = TTSErrorBody.message(from: body)
+        switch status {
+        case 429, 500, 502, 503, 504: return .retry(message)
+        case 401, 403: return .auth(message)
+        default:
+            return TTSErrorBody.isInputTooLong(status: status, message: message) ? .tooLong(message) : .final(message)
+        }
+    }
 }
 
 /// A 2xx body that holds no usable audio: worth another try.
@@ -23,7 +62,7 @@ struct UndecodableBody: Error, Sendable {
 /// Google Cloud Text-to-Speech v1: `POST /v1/text:synthesize`, LINEAR16
 /// (a WAV file) base64-encoded in `audioContent`.
 struct GoogleDialect: TTSDialect {
-    var path: String { "/v1/text:synthesize" }
+    func path(for request: SynthesisRequest) -> String { "/v1/text:synthesize" }
 
     func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
         var headers = [(name: "Content-Type", value: "application/json; charset=utf-8")]
@@ -54,12 +93,12 @@ struct GoogleDialect: TTSDialect {
         return Array(try JSONEncoder().encode(body))
     }
 
-    func answerDecoder() -> any AnswerDecoder { GoogleAnswerDecoder() }
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder { GoogleAnswerDecoder() }
 }
 
 /// OpenAI-compatible `POST /v1/audio/speech`, asking for a WAV body.
 struct OpenAIDialect: TTSDialect {
-    var path: String { "/v1/audio/speech" }
+    func path(for request: SynthesisRequest) -> String { "/v1/audio/speech" }
     static let defaultModel = "tts-1"
 
     func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
@@ -88,7 +127,7 @@ struct OpenAIDialect: TTSDialect {
         return Array(try JSONEncoder().encode(body))
     }
 
-    func answerDecoder() -> any AnswerDecoder { WAVStreamDecoder() }
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder { WAVStreamDecoder() }
 
     /// This API takes no SSML: keep the words, drop the markup.
     static func plainText(fromSSML ssml: String) -> String {
@@ -109,13 +148,31 @@ struct OpenAIDialect: TTSDialect {
     }
 }
 
-/// Reads the server's message out of an error body, in either API's shape:
-/// Google `{"error":{"code","message","status"}}`, OpenAI `{"error":{"message","type"}}`.
+/// Reads the server's message out of an error body, in any dialect's shape:
+/// Google `{"error":{"code","message","status"}}`, OpenAI `{"error":{"message","type"}}`,
+/// Azure `{"error":{"code","message"}}`, Polly `{"message"}` (its kind is in
+/// a header), ElevenLabs `{"detail":{"status","message"}}` or FastAPI's
+/// `{"detail":[{"loc","msg"}]}`.
 enum TTSErrorBody {
     static func message(from body: [UInt8]) -> String {
         if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
             if let error = object["error"] as? [String: Any], let message = error["message"] as? String {
-                let kind = (error["status"] as? String) ?? (error["type"] as? String)
+                let kind = (error["status"] as? String) ?? (error["type"] as? String) ?? (error["code"] as? String)
+                return kind.map { "\(message) (\($0))" } ?? message
+            }
+            if let detail = object["detail"] as? [String: Any], let message = detail["message"] as? String {
+                return (detail["status"] as? String).map { "\(message) (\($0))" } ?? message
+            }
+            if let details = object["detail"] as? [[String: Any]] {
+                let parts = details.compactMap { item -> String? in
+                    guard let message = item["msg"] as? String else { return nil }
+                    let location = (item["loc"] as? [Any])?.map { "\($0)" }.joined(separator: ".")
+                    return location.map { "\($0): \(message)" } ?? message
+                }
+                if !parts.isEmpty { return parts.joined(separator: "; ") }
+            }
+            if let message = (object["message"] as? String) ?? (object["Message"] as? String) {
+                let kind = (object["__type"] as? String).map { $0.split(separator: "#").last.map(String.init) ?? $0 }
                 return kind.map { "\(message) (\($0))" } ?? message
             }
             if let message = (object["error"] as? String) ?? (object["message"] as? String) { return message }
@@ -130,5 +187,6 @@ enum TTSErrorBody {
         guard status == 400 || status == 413 else { return false }
         let lowered = message.lowercased()
         return lowered.contains("longer than the limit") || lowered.contains("too long") || lowered.contains("maximum length")
+            || lowered.contains("max_character_limit_exceeded")
     }
 }

@@ -1,0 +1,261 @@
+import Foundation
+import TourpackCore
+import TourpackHTTP
+
+/// Amazon Polly `SynthesizeSpeech`: `POST /v1/speech` with a JSON body,
+/// signed with SigV4 for service `polly` (by libcurl, from the key pair;
+/// see `SynthesisClient`), answering raw 16-bit mono PCM (`audio/pcm`)
+/// at 8 or 16 kHz.
+///
+/// Reference: https://docs.aws.amazon.com/polly/latest/dg/API_SynthesizeSpeech.html
+struct PollyDialect: TTSDialect {
+    func path(for request: SynthesisRequest) -> String { "/v1/speech" }
+
+    func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
+        [(name: "Content-Type", value: "application/json")]
+    }
+
+    struct Body: Encodable {
+        var engine: String
+        var languageCode: String
+        var outputFormat = "pcm"
+        var sampleRate: String
+        var text: String
+        var textType: String
+        var voiceId: String
+
+        /// Polly's members are UpperCamelCase.
+        enum CodingKeys: String, CodingKey {
+            case engine = "Engine", languageCode = "LanguageCode", outputFormat = "OutputFormat", sampleRate = "SampleRate"
+            case text = "Text", textType = "TextType", voiceId = "VoiceId"
+        }
+    }
+
+    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
+        let voice = request.voice
+        var text = request.chunk.text
+        var isSSML = request.chunk.isSSML
+        // Polly takes its rate as SSML prosody; the tags are not billed.
+        if voice.speakingRate != 1 {
+            let inner = isSSML ? BillingRule.innerSSML(text) : SSML.escape(text)
+            text = "<speak><prosody rate=\"\(Int((voice.speakingRate * 100).rounded()))%\">\(inner)</prosody></speak>"
+            isSSML = true
+        }
+        let body = Body(
+            engine: voice.pollyEngine, languageCode: voice.languageCode, sampleRate: String(settings.requestedSampleRateHz),
+            text: text, textType: isSSML ? "ssml" : "text", voiceId: voice.name)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(body))
+    }
+
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
+        RawPCMDecoder(rate: settings.requestedSampleRateHz)
+    }
+
+    func accepts(contentType: String?) -> Bool { RawPCMDecoder.isAudio(contentType) }
+
+    /// Polly names the error in `x-amzn-ErrorType` (and `__type`); throttling is a 400.
+    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer {
+        let message = TTSErrorBody.message(from: body)
+        let kind = Self.errorType(headers: headers, body: body)
+        let shown = kind.map { message.contains($0) ? message : "\(message) (\($0))" } ?? message
+        switch kind {
+        case "ThrottlingException", "ServiceFailureException", "ServiceUnavailableException", "RequestTimeout":
+            return .retry(shown)
+        case "TextLengthExceededException":
+            return .tooLong(shown)
+        case "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignature", "MissingAuthenticationToken",
+            "AccessDeniedException", "ExpiredTokenException", "SignatureDoesNotMatch", "InvalidClientTokenId":
+            return .auth(shown)
+        default:
+            switch status {
+            case 429, 500, 502, 503, 504: return .retry(shown)
+            case 401, 403: return .auth(shown)
+            default: return .final(shown)
+            }
+        }
+    }
+
+    /// `ThrottlingException` from `ThrottlingException:http://…` or `com.amazonaws.polly#ThrottlingException`.
+    static func errorType(headers: [String: String], body: [UInt8]) -> String? {
+        var raw = headers["x-amzn-errortype"]
+        if raw == nil, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
+            raw = (object["__type"] as? String) ?? (object["code"] as? String)
+        }
+        guard var kind = raw else { return nil }
+        if let colon = kind.firstIndex(of: ":") { kind = String(kind[..<colon]) }
+        if let hash = kind.lastIndex(of: "#") { kind = String(kind[kind.index(after: hash)...]) }
+        return kind
+    }
+}
+
+/// Azure Speech REST: `POST /cognitiveservices/v1` with an SSML body
+/// naming the voice, the key in `Ocp-Apim-Subscription-Key`, raw 16-bit
+/// mono PCM asked for in `X-Microsoft-OutputFormat`.
+///
+/// Reference: https://learn.microsoft.com/azure/ai-services/speech-service/rest-text-to-speech
+struct AzureDialect: TTSDialect {
+    /// The raw PCM rate asked for in `X-Microsoft-OutputFormat`.
+    let rate: Int
+
+    func path(for request: SynthesisRequest) -> String { "/cognitiveservices/v1" }
+
+    func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
+        var headers = [
+            (name: "Content-Type", value: "application/ssml+xml"),
+            (name: "X-Microsoft-OutputFormat", value: Self.outputFormat(rate: rate)),
+            (name: "User-Agent", value: "tourpack"),
+        ]
+        if let apiKey { headers.append((name: "Ocp-Apim-Subscription-Key", value: apiKey.value)) }
+        return headers
+    }
+
+    /// `X-Microsoft-OutputFormat` for a raw PCM rate.
+    static func outputFormat(rate: Int) -> String {
+        switch rate {
+        case 8000: return "raw-8khz-16bit-mono-pcm"
+        case 16_000: return "raw-16khz-16bit-mono-pcm"
+        case 22_050: return "raw-22050hz-16bit-mono-pcm"
+        case 44_100: return "raw-44100hz-16bit-mono-pcm"
+        case 48_000: return "raw-48khz-16bit-mono-pcm"
+        default: return "raw-24khz-16bit-mono-pcm"
+        }
+    }
+
+    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
+        Array(AzureSSML.document(request.chunk, voice: request.voice).utf8)
+    }
+
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder { RawPCMDecoder(rate: rate) }
+
+    func accepts(contentType: String?) -> Bool { RawPCMDecoder.isAudio(contentType) }
+}
+
+/// ElevenLabs `POST /v1/text-to-speech/{voice_id}?output_format=pcm_<rate>`,
+/// key in `xi-api-key`, `model_id` and `voice_settings` from the preset,
+/// and the neighbouring chunks' text in `previous_text` and `next_text` so
+/// the prosody flows across chunk seams. Answers raw 16-bit mono PCM.
+///
+/// Reference: https://elevenlabs.io/docs/api-reference/text-to-speech/convert
+struct ElevenLabsDialect: TTSDialect {
+    func path(for request: SynthesisRequest) -> String {
+        let id = request.voice.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? request.voice.name
+        return "/v1/text-to-speech/\(id)?output_format=pcm_\(Self.rate(request))"
+    }
+
+    /// The rate the query names; the request carries it so `path` needs no settings.
+    private static func rate(_ request: SynthesisRequest) -> Int {
+        TTSSettings(api: .elevenlabs, sampleRateHz: request.sampleRateHz).requestedSampleRateHz
+    }
+
+    func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
+        var headers = [(name: "Content-Type", value: "application/json")]
+        if let apiKey { headers.append((name: "xi-api-key", value: apiKey.value)) }
+        return headers
+    }
+
+    struct Body: Encodable {
+        struct Settings: Encodable {
+            var stability: Double?
+            var similarityBoost: Double?
+            var style: Double?
+            var useSpeakerBoost: Bool?
+            var speed: Double?
+
+            enum CodingKeys: String, CodingKey {
+                case stability, style, speed
+                case similarityBoost = "similarity_boost"
+                case useSpeakerBoost = "use_speaker_boost"
+            }
+        }
+        var text: String
+        var modelId: String
+        var voiceSettings: Settings?
+        var previousText: String?
+        var nextText: String?
+
+        enum CodingKeys: String, CodingKey {
+            case text
+            case modelId = "model_id"
+            case voiceSettings = "voice_settings"
+            case previousText = "previous_text"
+            case nextText = "next_text"
+        }
+    }
+
+    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
+        let voice = request.voice
+        let given = voice.voiceSettings
+        var voiceSettings: Body.Settings?
+        if given != nil || voice.speakingRate != 1 {
+            voiceSettings = .init(
+                stability: given?.stability, similarityBoost: given?.similarityBoost, style: given?.style,
+                useSpeakerBoost: given?.useSpeakerBoost, speed: voice.speakingRate == 1 ? nil : voice.speakingRate)
+        }
+        let body = Body(
+            text: Self.plain(request.chunk), modelId: voice.elevenLabsModel, voiceSettings: voiceSettings,
+            previousText: request.previousText, nextText: request.nextText)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(body))
+    }
+
+    static func plain(_ chunk: Chunk) -> String {
+        chunk.isSSML ? OpenAIDialect.plainText(fromSSML: chunk.text) : chunk.text
+    }
+
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
+        RawPCMDecoder(rate: Self.rate(request))
+    }
+
+    func accepts(contentType: String?) -> Bool { RawPCMDecoder.isAudio(contentType) }
+
+    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer {
+        let message = TTSErrorBody.message(from: body)
+        if message.contains("(quota_exceeded)") { return .final(message) }
+        switch status {
+        case 429, 500, 502, 503, 504: return .retry(message)
+        case 401, 403: return .auth(message)
+        default:
+            return TTSErrorBody.isInputTooLong(status: status, message: message) ? .tooLong(message) : .final(message)
+        }
+    }
+}
+
+/// Headerless 16-bit little-endian mono PCM at a rate the request chose.
+/// A body that ends inside a sample was cut short.
+struct RawPCMDecoder: AnswerDecoder {
+    let rate: Int
+    private var odd: UInt8?
+    private var block: [Int16] = []
+
+    init(rate: Int) { self.rate = rate }
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+        guard !bytes.isEmpty else { return }
+        block.removeAll(keepingCapacity: true)
+        var index = 0
+        if let first = odd {
+            block.append(Int16(bitPattern: UInt16(first) | UInt16(bytes[0]) << 8))
+            odd = nil
+            index = 1
+        }
+        while index + 1 < bytes.count {
+            block.append(Int16(bitPattern: UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8))
+            index += 2
+        }
+        if index < bytes.count { odd = bytes[index] }
+        try block.withUnsafeBufferPointer { try emit($0, rate) }
+    }
+
+    mutating func finish() throws {
+        if odd != nil { throw UndecodableBody(reason: "the PCM body ends inside a sample: it was cut short") }
+    }
+
+    /// Audio, or no content type at all; not a text, JSON or HTML page.
+    static func isAudio(_ contentType: String?) -> Bool {
+        guard let type = contentType?.lowercased() else { return true }
+        return type.hasPrefix("audio/") || type.hasPrefix("application/octet-stream")
+    }
+}

@@ -133,6 +133,22 @@ import TourpackTesting
         #expect(message.contains("bomb.yaml: line 4: YAML aliases (*l0) are not allowed"), "\(message)")
     }
 
+    /// Found by the `pls-lexicon` fuzz target (issue 27): a lexicon declaring
+    /// another encoding than UTF-8 crashed libxml2 (exit 139).
+    @Test func aLexiconInAnotherEncodingIsRefusedNotACrash() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "<?xml version=\"1.0\" encoding=\"EBCDIC-US\"?>\n<lexicon/>\n".write(
+            to: dir.appendingPathComponent("odd.pls"), atomically: true, encoding: .utf8)
+        let tours = Executable.packageRoot.appendingPathComponent("tours").path
+        try "version: 1\ntours: [\"\(tours)/*.json\"]\nlexicons: [odd.pls]\n".write(
+            to: dir.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let result = try Executable.run(["plan", "p.yaml"], in: dir)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("odd.pls: line 1: the XML declaration says encoding=\"EBCDIC-US\""), "\(result.stderr)")
+    }
+
     @Test func usageErrorsExitTwo() throws {
         #expect(try Executable.run(["plan"]).status == 2)
         #expect(try Executable.run(["plan", "pipelines/demo.yaml", "--format", "wav"]).status == 2)

@@ -178,6 +178,11 @@ import Testing
             ]
         ),
         (
+            "a processing instruction",
+            "<?x?>\n" + header + "</lexicon>\n",
+            ["bad.pls: line 1: processing instructions (<?x …?>) are not allowed in a lexicon; it needs none"]
+        ),
+        (
             "UTF-7, out of place",
             "\n<?xml version='1.0' encoding = 'UTF-7'?>\n" + header + "</lexicon>\n",
             ["bad.pls: line 2: the XML declaration says encoding=\"UTF-7\"; a lexicon is UTF-8: write encoding=\"UTF-8\" or leave it out"]

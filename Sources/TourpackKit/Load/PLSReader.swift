@@ -32,6 +32,13 @@ struct PLSReader {
             diagnostics.error(file, "line \(line)", "<!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither")
             return nil
         }
+        // FoundationXML hands a processing instruction without data to
+        // strlen as NULL (`<?x?>`: SIGSEGV); a lexicon needs none.
+        if let (line, target) = Self.processingInstruction(in: text) {
+            diagnostics.error(
+                file, "line \(line)", "processing instructions (<?\(target) …?>) are not allowed in a lexicon; it needs none")
+            return nil
+        }
         // The text is UTF-8 already and goes to libxml2 as such; another
         // encoding declared made libxml2's push parser crash (EBCDIC-US, or
         // UTF-7 with a mistake later in the file: SIGSEGV in xmlParseChunk).
@@ -60,6 +67,20 @@ struct PLSReader {
             return nil
         }
         return lexicon
+    }
+
+    /// The target and 1-based line of the first `<?…?>` that is not the XML declaration.
+    static func processingInstruction(in text: String) -> (line: Int, target: String)? {
+        var rest = text[...]
+        while let start = rest.range(of: "<?") {
+            let target = rest[start.upperBound...].prefix { !$0.isWhitespace && $0 != "?" && $0 != ">" }
+            if target != "xml" {
+                let line = text[..<start.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+                return (line, String(target.prefix(40)))
+            }
+            rest = rest[start.upperBound...]
+        }
+        return nil
     }
 
     /// The `encoding` of the first `<?xml … ?>` declaration, wherever it

@@ -142,6 +142,7 @@ import TourpackTesting
             "odd.pls: line 1: the XML declaration says encoding=\"EBCDIC-US\""
         ),
         ("<?x?>\n<lexicon/>\n", "odd.pls: line 1: processing instructions (<?x …?>) are not allowed in a lexicon"),
+        ("\u{0}\u{0}\u{0}<?xml version=\"1.0\"?>\n<lexicon/>\n", "odd.pls: line 1: a NUL character"),
     ])
     func aLexiconLibxml2CrashedOnIsRefused(lexicon: String, message: String) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")

@@ -178,6 +178,11 @@ import Testing
             ]
         ),
         (
+            "NUL characters, read as UCS-4",
+            "\u{0}\u{0}\u{0}<?xml version=\"1.0\"?>\n" + header + "</lexicon>\n",
+            ["bad.pls: line 1: a NUL character; a lexicon is UTF-8 text, and XML allows none"]
+        ),
+        (
             "a processing instruction",
             "<?x?>\n" + header + "</lexicon>\n",
             ["bad.pls: line 1: processing instructions (<?x …?>) are not allowed in a lexicon; it needs none"]

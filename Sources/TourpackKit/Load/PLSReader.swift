@@ -32,6 +32,14 @@ struct PLSReader {
             diagnostics.error(file, "line \(line)", "<!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither")
             return nil
         }
+        // libxml2 guesses the encoding from the first bytes: NULs there
+        // read as UCS-4 or UTF-16 and crashed it (SIGSEGV in xmlParseChunk).
+        // XML allows no U+0000 anywhere.
+        if let nul = text.firstIndex(of: "\u{0}") {
+            let line = text[..<nul].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+            diagnostics.error(file, "line \(line)", "a NUL character; a lexicon is UTF-8 text, and XML allows none")
+            return nil
+        }
         // FoundationXML hands a processing instruction without data to
         // strlen as NULL (`<?x?>`: SIGSEGV); a lexicon needs none.
         if let (line, target) = Self.processingInstruction(in: text) {

@@ -129,6 +129,8 @@ bench: setup-bench build-release
 # FUZZ_SECONDS, keeps new inputs in build/fuzz/corpus/<target>/ and any crash
 # in build/fuzz/crashes/, prints execs/s, execs, corpus and crashes per
 # target, and exits 1 on a crash. FUZZ_TARGETS narrows the list.
+# FUZZ_SCRATCH=.build (as CI does, after make test) reuses the built
+# dependencies and compiles only this package's targets again.
 FUZZ_SECONDS ?= 60
 FUZZ_SCRATCH ?= .build/fuzz
 FUZZ_TARGETS ?= tour-json pipeline-yaml voice-yaml pls-lexicon lexicon-rewriter ssml-chunker \

@@ -36,6 +36,7 @@ func runFuzzerDriver(
 /// so it is this, handing the command line to libFuzzer's driver.
 @_cdecl("TourpackFuzz_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    _ = chosen  // An unknown target exits 2 here, before libFuzzer starts.
     var count = argc
     var arguments = argv
     return runFuzzerDriver(&count, &arguments) { data, size in fuzzOneInput(data, size) }

@@ -25,7 +25,7 @@ BUILD_FLAGS := --explicit-target-dependency-import-check error
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test setup-bench build build-release test tour bench docs clean help lint format
+.PHONY: all setup setup-test setup-bench build build-release test tour bench docs clean help lint format fuzz
 
 all: build
 
@@ -33,6 +33,7 @@ help:
 	@echo "make tour   set up, build, start the local voice, build the demo packages into build/Documents"
 	@echo "make test   set up and run every test"
 	@echo "make bench  speed and memory figures"
+	@echo "make fuzz   build the libFuzzer targets (ASan) and run each for FUZZ_SECONDS (60); new inputs in build/fuzz"
 	@echo "make docs   build the documentation (the DocC catalog) into build/docs"
 	@echo "make lint   swift format lint --strict, as CI runs it (make format fixes the tree)"
 	@echo "make clean  remove build products and the demo output"
@@ -120,6 +121,24 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench stream
 	.build/release/tourpack-bench peer
 	.build/release/tourpack-bench peer --loudness
+
+# libFuzzer with AddressSanitizer on every parser of untrusted input (the
+# Fuzzing article). TOURPACK_FUZZ=1 adds the one fuzz executable to the
+# package, instrumenting this package's own Swift code only, in a scratch
+# path of its own so the ordinary build is untouched; TOURPACK_FUZZ_TARGET
+# picks the parser each run feeds. scripts/fuzz.sh runs every target for
+# FUZZ_SECONDS, keeps new inputs in build/fuzz/corpus/<target>/ and any crash
+# in build/fuzz/crashes/, prints execs/s, execs, corpus and crashes per
+# target, and exits 1 on a crash. FUZZ_TARGETS narrows the list.
+# FUZZ_SCRATCH=.build (as CI does, after make test) reuses the built
+# dependencies and compiles only this package's targets again.
+FUZZ_SECONDS ?= 60
+FUZZ_SCRATCH ?= .build/fuzz
+FUZZ_TARGETS ?= tour-json pipeline-yaml voice-yaml pls-lexicon lexicon-rewriter ssml-chunker \
+	answer-google answer-wav mp4-boxes ogg-opus mp3-frame package-json mbtiles tile-magic
+fuzz: setup
+	TOURPACK_FUZZ=1 $(SWIFT) build --product tourpack-fuzz --scratch-path $(FUZZ_SCRATCH) $(BUILD_FLAGS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_SCRATCH)/debug/tourpack-fuzz $(FUZZ_TARGETS)
 
 # The DocC catalog (Sources/TourpackKit/TourpackKit.docc: the contract, the
 # flow of a build, every article) and TourpackKit's API, as a static site in

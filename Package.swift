@@ -297,6 +297,25 @@ let package = Package(
     ]
 )
 
+// `make fuzz` only (`TOURPACK_FUZZ=1`): one libFuzzer executable whose
+// `TOURPACK_FUZZ_TARGET` picks the parser (see TourpackKit's `FuzzHarness`),
+// with libFuzzer's coverage and AddressSanitizer in this package's own Swift
+// code. Dependencies build as usual; ordinary builds never see the target.
+if Context.environment["TOURPACK_FUZZ"] == "1" {
+    let sanitizers = ["-sanitize=fuzzer,address"]
+    for target in package.targets where target.type == .regular || target.type == .executable {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(sanitizers)]
+    }
+    package.products.append(.executable(name: "tourpack-fuzz", targets: ["TourpackFuzz"]))
+    package.targets.append(
+        .executableTarget(
+            name: "TourpackFuzz",
+            dependencies: ["TourpackKit"],
+            swiftSettings: [.unsafeFlags(sanitizers + ["-parse-as-library"])],
+            linkerSettings: [.unsafeFlags(sanitizers)]
+        ))
+}
+
 // Strict Swift 6 everywhere, as Hummingbird does: existentials spelled out,
 // imports internal unless a public API needs them, members only from what is imported.
 for target in package.targets where target.type != .system {

@@ -152,6 +152,47 @@ import Glibc
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
     }
 
+    /// Issue 27, defect 12: an Opus file made again from the synthesis
+    /// cache is the same bytes, its Ogg serial number coming from its tags
+    /// rather than chance, so neither its sha256 nor the package's
+    /// contentHash changes for nothing.
+    @Test func opusFilesMadeAgainFromTheCacheAreTheSameBytes() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace(formats: ["opus"])
+        let first = try workspace.build(server)
+        #expect(first.status == 0, "\(first.stderr)")
+        let requests = try Self.requests(server)
+        let files = RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix(".opus") }
+        try #require(!files.isEmpty)
+        let originals = try files.map { try Data(contentsOf: workspace.output.appendingPathComponent($0)) }
+        let hashes = try Self.contentHashes(workspace)
+        for (path, bytes) in zip(files, originals) {
+            var tampered = bytes
+            tampered[tampered.count / 2] ^= 0x20
+            try tampered.write(to: workspace.output.appendingPathComponent(path))
+        }
+
+        let rebuilt = try workspace.build(server, ["--json"])
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        #expect(try Self.requests(server) == requests, "made again from the synthesis cache")
+        for (path, original) in zip(files, originals) {
+            let now = try Data(contentsOf: workspace.output.appendingPathComponent(path))
+            #expect(now == original, "\(path) changed")
+        }
+        #expect(try Self.contentHashes(workspace) == hashes)
+    }
+
+    /// Each package.json's contentHash, by its path.
+    static func contentHashes(_ workspace: BuildWorkspace) throws -> [String: String] {
+        var hashes: [String: String] = [:]
+        for path in RootCheck.allFiles(under: workspace.output) where path.hasSuffix("package.json") {
+            let data = try Data(contentsOf: workspace.output.appendingPathComponent(path))
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            hashes[path] = object?["contentHash"] as? String
+        }
+        return hashes
+    }
+
     @Test func aPlanOverTheQuotaIsRefusedBeforeAnyRequest() throws {
         let server = try LocalVoiceServer()
         let probe = try BuildWorkspace()

@@ -94,6 +94,69 @@ import TourpackTesting
         #expect(result.stdout.isEmpty)
     }
 
+    /// Issue 27, defect 7: a mapping key that is an alias to eight nested
+    /// lists of ten (10⁸ leaves) kept `plan` busy for minutes, Yams hashing
+    /// the key for its duplicate check. The wait is bounded: a run still
+    /// going after 30 s is killed and the test fails.
+    @Test func aYAMLAliasBombIsRefusedAtOnceWithExitTwo() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var yaml = "version: 1\ntours: [\"tours/*.json\"]\nl0: &l0 [x,x,x,x,x,x,x,x,x,x]\n"
+        for level in 1...7 {
+            yaml += "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ",") + "]\n"
+        }
+        yaml += "? *l7\n: boom\n"
+        #expect(yaml.utf8.count < 500)
+        try yaml.write(to: dir.appendingPathComponent("bomb.yaml"), atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = Executable.tourpack
+        process.arguments = ["plan", "bomb.yaml"]
+        process.currentDirectoryURL = dir
+        let stderrURL = dir.appendingPathComponent("stderr.txt")
+        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        let stderr = try FileHandle(forWritingTo: stderrURL)
+        defer { try? stderr.close() }
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            Issue.record("plan was still reading the 10⁸-leaf alias after 30 s")
+            return
+        }
+        let message = try String(contentsOf: stderrURL, encoding: .utf8)
+        #expect(process.terminationStatus == 2, "\(message)")
+        #expect(message.contains("bomb.yaml: line 4: YAML aliases (*l0) are not allowed"), "\(message)")
+    }
+
+    /// Found by the `pls-lexicon` fuzz target (issue 27): a lexicon declaring
+    /// another encoding than UTF-8, or holding a processing instruction
+    /// without data, crashed libxml2 or FoundationXML (SIGSEGV).
+    @Test(arguments: [
+        (
+            "<?xml version=\"1.0\" encoding=\"EBCDIC-US\"?>\n<lexicon/>\n",
+            "odd.pls: line 1: the XML declaration says encoding=\"EBCDIC-US\""
+        ),
+        ("<?x?>\n<lexicon/>\n", "odd.pls: line 1: processing instructions (<?x …?>) are not allowed in a lexicon"),
+        ("\u{0}\u{0}\u{0}<?xml version=\"1.0\"?>\n<lexicon/>\n", "odd.pls: line 1: a NUL character"),
+    ])
+    func aLexiconLibxml2CrashedOnIsRefused(lexicon: String, message: String) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try lexicon.write(to: dir.appendingPathComponent("odd.pls"), atomically: true, encoding: .utf8)
+        let tours = Executable.packageRoot.appendingPathComponent("tours").path
+        try "version: 1\ntours: [\"\(tours)/*.json\"]\nlexicons: [odd.pls]\n".write(
+            to: dir.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
+        let result = try Executable.run(["plan", "p.yaml"], in: dir)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
     @Test func usageErrorsExitTwo() throws {
         #expect(try Executable.run(["plan"]).status == 2)
         #expect(try Executable.run(["plan", "pipelines/demo.yaml", "--format", "wav"]).status == 2)

@@ -70,6 +70,19 @@ import Testing
         #expect(try Self.decode(open, with: WAVStreamDecoder(), pieces: pieces) == Self.pcm)
     }
 
+    /// Found by the `answer-wav` fuzz target (issue 27): a WAV declaring
+    /// 3,137,494,464 Hz trapped converting the rate for the resampler, and
+    /// one at 1 Hz would be resampled into 24,000 samples per sample.
+    @Test("a WAV at a sample rate no endpoint speaks is undecodable", arguments: [1, 7_999, 384_001, 3_137_494_464, 0xFFFF_FFFF])
+    func absurdRates(rate: Int) throws {
+        var wav = WAV.encode(Self.pcm)
+        for index in 0..<4 { wav[24 + index] = UInt8(truncatingIfNeeded: rate >> (8 * index)) }
+        #expect(throws: UndecodableBody.self) { try Self.decode(wav, with: WAVStreamDecoder(), pieces: [4_096]) }
+        #expect(throws: UndecodableBody.self) {
+            try Self.decode(Self.googleBody(wav), with: GoogleAnswerDecoder(), pieces: [4_096])
+        }
+    }
+
     @Test("a body cut short anywhere, or garbled, is undecodable, never shorter audio")
     func damage() throws {
         let body = Self.googleBody(WAV.encode(Self.pcm))

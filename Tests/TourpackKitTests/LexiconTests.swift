@@ -169,6 +169,29 @@ import Testing
             ["bad.pls: line 2: <!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither"]
         ),
         ("an empty file", "\n", ["bad.pls: line 1: the file is empty"]),
+        // Found by the `pls-lexicon` fuzz target (issue 27): libxml2 crashed on these.
+        (
+            "an encoding other than UTF-8",
+            "<?xml version=\"1.0\" encoding=\"EBCDIC-US\"?>\n<lexicon/>\n",
+            [
+                "bad.pls: line 1: the XML declaration says encoding=\"EBCDIC-US\"; a lexicon is UTF-8: write encoding=\"UTF-8\" or leave it out"
+            ]
+        ),
+        (
+            "NUL characters, read as UCS-4",
+            "\u{0}\u{0}\u{0}<?xml version=\"1.0\"?>\n" + header + "</lexicon>\n",
+            ["bad.pls: line 1: a NUL character; a lexicon is UTF-8 text, and XML allows none"]
+        ),
+        (
+            "a processing instruction",
+            "<?x?>\n" + header + "</lexicon>\n",
+            ["bad.pls: line 1: processing instructions (<?x …?>) are not allowed in a lexicon; it needs none"]
+        ),
+        (
+            "UTF-7, out of place",
+            "\n<?xml version='1.0' encoding = 'UTF-7'?>\n" + header + "</lexicon>\n",
+            ["bad.pls: line 2: the XML declaration says encoding=\"UTF-7\"; a lexicon is UTF-8: write encoding=\"UTF-8\" or leave it out"]
+        ),
         (
             "an element never closed",
             header + "\n  <lexeme>\n",

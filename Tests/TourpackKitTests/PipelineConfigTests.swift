@@ -216,6 +216,26 @@ struct ConfigFixture {
         #expect(errors.first?.hasPrefix("pipelines/p.yaml: invalid YAML:") == true)
     }
 
+    /// Issue 27, defect 7: aliases are refused before Yams expands one (as a
+    /// key, hashing it), in pipelines and voices alike; `*` elsewhere is text.
+    @Test func yamlAliasesAreRefusedWithTheirLine() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let errors = fixture.errors(Self.minimal + "output: &out ../out\n? *out\n: 1\n")
+        #expect(
+            errors == ["pipelines/p.yaml: line 5: YAML aliases (*out) are not allowed in tourpack's configuration; write the value out"])
+        try fixture.write("voices/alias.yaml", "version: 1\nprovider: &p google\nlanguageCode: en-US\nname: *p\ntier: neural2\n")
+        #expect(throws: DiagnosticsError.self) {
+            try VoiceLoader.load(fixture.root.appendingPathComponent("voices/alias.yaml"), displayName: "v")
+        }
+        // Not aliases: `*` inside a word, before a space, or closing an emphasis.
+        for text in ["a*b", "* 2", "'*quoted'", "*emphasis*"] {
+            #expect(YAMLAliases.first(in: "name: \(text)\n") == nil, "\(text)")
+        }
+        #expect(YAMLAliases.first(in: "[*a, b]")?.name == "a")
+        #expect(YAMLAliases.first(in: "{k: v}\n# see *this\n")?.line == 2)
+    }
+
     @Test func repositoryPipelinesAndVoicesLoad() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         for name in ["demo", "google", "polly", "azure", "elevenlabs"] {

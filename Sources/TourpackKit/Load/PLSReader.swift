@@ -32,6 +32,30 @@ struct PLSReader {
             diagnostics.error(file, "line \(line)", "<!DOCTYPE> and <!ENTITY> are not allowed in a lexicon; it needs neither")
             return nil
         }
+        // libxml2 guesses the encoding from the first bytes: NULs there
+        // read as UCS-4 or UTF-16 and crashed it (SIGSEGV in xmlParseChunk).
+        // XML allows no U+0000 anywhere.
+        if let nul = text.firstIndex(of: "\u{0}") {
+            let line = text[..<nul].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+            diagnostics.error(file, "line \(line)", "a NUL character; a lexicon is UTF-8 text, and XML allows none")
+            return nil
+        }
+        // FoundationXML hands a processing instruction without data to
+        // strlen as NULL (`<?x?>`: SIGSEGV); a lexicon needs none.
+        if let (line, target) = Self.processingInstruction(in: text) {
+            diagnostics.error(
+                file, "line \(line)", "processing instructions (<?\(target) …?>) are not allowed in a lexicon; it needs none")
+            return nil
+        }
+        // The text is UTF-8 already and goes to libxml2 as such; another
+        // encoding declared made libxml2's push parser crash (EBCDIC-US, or
+        // UTF-7 with a mistake later in the file: SIGSEGV in xmlParseChunk).
+        if let (line, encoding) = Self.declaredEncoding(in: text), !["utf-8", "utf8"].contains(encoding.lowercased()) {
+            diagnostics.error(
+                file, "line \(line)",
+                "the XML declaration says encoding=\"\(encoding)\"; a lexicon is UTF-8: write encoding=\"UTF-8\" or leave it out")
+            return nil
+        }
         let parser = XMLParser(data: Data(text.utf8))
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
@@ -51,6 +75,35 @@ struct PLSReader {
             return nil
         }
         return lexicon
+    }
+
+    /// The target and 1-based line of the first `<?…?>` that is not the XML declaration.
+    static func processingInstruction(in text: String) -> (line: Int, target: String)? {
+        var rest = text[...]
+        while let start = rest.range(of: "<?") {
+            let target = rest[start.upperBound...].prefix { !$0.isWhitespace && $0 != "?" && $0 != ">" }
+            if target != "xml" {
+                let line = text[..<start.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+                return (line, String(target.prefix(40)))
+            }
+            rest = rest[start.upperBound...]
+        }
+        return nil
+    }
+
+    /// The `encoding` of the first `<?xml … ?>` declaration, wherever it
+    /// stands (libxml2 reads one out of place too), with its 1-based line.
+    static func declaredEncoding(in text: String) -> (line: Int, encoding: String)? {
+        guard let start = text.range(of: "<?xml", options: .caseInsensitive) else { return nil }
+        let declaration = text[start.upperBound...].prefix { $0 != ">" }
+        guard let key = declaration.range(of: "encoding") else { return nil }
+        var rest = declaration[key.upperBound...].drop { $0.isWhitespace }
+        guard rest.first == "=" else { return nil }
+        rest = rest.dropFirst().drop { $0.isWhitespace }
+        guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
+        let value = rest.dropFirst().prefix { $0 != quote }
+        let line = text[..<start.lowerBound].reduce(1) { $1 == "\n" ? $0 + 1 : $0 }
+        return (line, String(value))
     }
 
     /// The 1-based line of the first `<!DOCTYPE` or `<!ENTITY`, or nil.

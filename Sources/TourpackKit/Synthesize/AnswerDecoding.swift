@@ -29,6 +29,9 @@ struct WAVStreamDecoder: AnswerDecoder {
         case done
     }
 
+    /// The sample rates an answer may come at: telephony's 8 kHz to 384 kHz.
+    static let rates = 8_000...384_000
+
     private var stage = Stage.header
     private var pending: [UInt8] = []
     private var sawRIFF = false
@@ -94,7 +97,12 @@ struct WAVStreamDecoder: AnswerDecoder {
                 }
                 guard bits == 16 else { throw UndecodableBody(reason: "unsupported WAV: \(bits)-bit samples, expected 16") }
                 guard channels == 1 || channels == 2 else { throw UndecodableBody(reason: "unsupported WAV: \(channels) channels") }
-                guard rate > 0 else { throw UndecodableBody(reason: "unsupported WAV: sample rate 0") }
+                // A rate past Int32 trapped in the resampler, and one far off
+                // the rate asked for would be resampled into a flood of samples.
+                guard Self.rates.contains(rate) else {
+                    throw UndecodableBody(
+                        reason: "unsupported WAV: sample rate \(rate) Hz (expected \(Self.rates.lowerBound)–\(Self.rates.upperBound))")
+                }
                 format = (channels, rate)
                 guard skipChunk(size: size) else { return nil }
             case "data":

@@ -1,0 +1,354 @@
+import Foundation
+import TourpackCore
+import TourpackMaps
+
+/// The bodies of the libFuzzer targets (`Sources/TourpackFuzz`, built only
+/// by `make fuzz`): each hands its bytes to the real parser, as tourpack
+/// reads that input from a file, an endpoint or a bundle, and traps when a
+/// property that must hold for any input does not (libFuzzer then keeps the
+/// input as a crash).
+///
+/// They live here, beside the parsers, because most of those are internal
+/// to TourpackKit; the ordinary build compiles them but never calls them.
+package enum FuzzHarness {
+    /// A target's name, as `make fuzz` and `TOURPACK_FUZZ_TARGET` spell it, and its body.
+    package static let targets: [(name: String, run: @Sendable ([UInt8]) -> Void)] = [
+        ("tour-json", tourJSON),
+        ("pipeline-yaml", pipelineYAML),
+        ("voice-yaml", voiceYAML),
+        ("pls-lexicon", plsLexicon),
+        ("lexicon-rewriter", lexiconRewriter),
+        ("ssml-chunker", ssmlChunker),
+        ("answer-google", answerGoogle),
+        ("answer-wav", answerWAV),
+        ("mp4-boxes", mp4Boxes),
+        ("ogg-opus", oggOpus),
+        ("mp3-frame", mp3Frame),
+        ("package-json", packageJSON),
+        ("mbtiles", mbtiles),
+        ("tile-magic", tileMagic),
+    ]
+
+    /// Stops the run: libFuzzer records the input that broke `property`.
+    static func violated(_ target: String, _ property: String) -> Never {
+        fatalError("fuzz target \(target): \(property)")
+    }
+
+    /// One scratch folder per process, made once; each input overwrites its files.
+    static let scratch: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-fuzz-\(getpid())", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    static func file(_ relativePath: String, _ bytes: [UInt8]) -> URL {
+        let url = scratch.appendingPathComponent(relativePath)
+        try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes)) else {
+            violated("scratch", "cannot write \(url.path)")
+        }
+        return url
+    }
+
+    /// Every message names a file, as every error of tourpack's must.
+    static func checkNamed(_ target: String, _ diagnostics: [Diagnostic]) {
+        if let unnamed = diagnostics.first(where: { $0.file.isEmpty || $0.message.isEmpty }) {
+            violated(target, "a diagnostic without a file or a message: \(unnamed)")
+        }
+    }
+
+    // MARK: Configuration and tours
+
+    /// A tour file through the strict JSON reader and the validator: a tour
+    /// comes back exactly when no error was reported, and every message names the file.
+    static func tourJSON(_ bytes: [UInt8]) {
+        var diagnostics = DiagnosticCollector()
+        let tour = TourLoader().parse(bytes, displayName: "tours/fuzz.json", into: &diagnostics)
+        if (tour == nil) != diagnostics.hasErrors { violated("tour-json", "a tour came back with errors, or neither came back") }
+        if diagnostics.diagnostics.contains(where: { $0.file != "tours/fuzz.json" }) {
+            violated("tour-json", "a message names another file")
+        }
+    }
+
+    static func pipelineYAML(_ bytes: [UInt8]) {
+        let url = file("pipelines/fuzz.yaml", bytes)
+        do {
+            _ = try PipelineLoader.load(url, workingDirectory: scratch, environment: [:])
+        } catch {
+            checkNamed("pipeline-yaml", error.diagnostics)
+            if error.errors.isEmpty { violated("pipeline-yaml", "refused without an error") }
+        }
+    }
+
+    static func voiceYAML(_ bytes: [UInt8]) {
+        let url = file("voices/fuzz.yaml", bytes)
+        do {
+            _ = try VoiceLoader.load(url, displayName: "voices/fuzz.yaml")
+        } catch {
+            checkNamed("voice-yaml", error.diagnostics)
+            if error.errors.isEmpty { violated("voice-yaml", "refused without an error") }
+        }
+    }
+
+    static func plsLexicon(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        do {
+            let lexicon = try LexiconLoader.parse(text, file: "lexicons/fuzz.pls")
+            if lexicon.lexemes.contains(where: { $0.graphemes.isEmpty || $0.graphemes.contains(where: \.isEmpty) }) {
+                violated("pls-lexicon", "a lexeme without a grapheme")
+            }
+        } catch {
+            checkNamed("pls-lexicon", error.diagnostics)
+        }
+    }
+
+    // MARK: Narration
+
+    /// The lexicon the rewriter runs with when the input brings none that reads.
+    static let fallbackLexicon: Lexicon? = try? LexiconLoader.parse(
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en-US">
+          <lexeme><grapheme>Grossglockner</grapheme><phoneme>ˈɡroːsˌɡlɔknɐ</phoneme><alias>Gross glockner</alias></lexeme>
+          <lexeme><grapheme>Höhe</grapheme><alias>Hoeh-eh</alias></lexeme>
+          <lexeme><grapheme>St. Moritz</grapheme><alias>Saint Moritz</alias></lexeme>
+          <lexeme><grapheme>&amp;</grapheme><alias>and</alias></lexeme>
+        </lexicon>
+        """, file: "fallback.pls")
+
+    /// A limit from the input's first two bytes: characters or escaped UTF-8 bytes, 8 to 1,031.
+    static func limit(_ bytes: [UInt8]) -> (ChunkLimit, rest: ArraySlice<UInt8>) {
+        guard bytes.count >= 2 else { return (.characters(64), bytes[...]) }
+        let value = 8 + (Int(bytes[1]) << 2 | Int(bytes[0] >> 6))
+        return (bytes[0] & 1 == 0 ? .characters(value) : .utf8BytesAfterEscaping(value), bytes.dropFirst(2))
+    }
+
+    /// Text before the first NUL is a PLS lexicon, the rest a narration: the
+    /// rewritten narration is still well-formed SSML when it is SSML, and its
+    /// chunks fit the limit.
+    static func lexiconRewriter(_ bytes: [UInt8]) {
+        let (limit, rest) = limit(bytes)
+        var lexicons = fallbackLexicon.map { [$0] } ?? []
+        var narrationBytes = rest
+        if let nul = rest.firstIndex(of: 0) {
+            if let text = String(validating: rest[..<nul], as: UTF8.self), let lexicon = try? LexiconLoader.parse(text, file: "fuzz.pls") {
+                lexicons = [lexicon]
+            }
+            narrationBytes = rest[(nul + 1)...]
+        }
+        let narration = Narration(text: String(decoding: narrationBytes, as: UTF8.self))
+        let wasValid = !narration.isSSML || SSML.validate(narration.text).isEmpty
+        for dialect in [PronunciationDialect.ssml, .alias] {
+            let rewriter = LexiconRewriter(lexicons: lexicons, dialect: dialect)
+            let rewritten = rewriter.rewrite(narration).narration
+            if rewritten.isSSML, wasValid, let problem = SSML.validate(rewritten.text).first {
+                violated("lexicon-rewriter", "\(dialect) rewrote to malformed SSML (\(problem)): \(rewritten.text.debugDescription)")
+            }
+            guard let chunks = try? rewriter.chunks(for: narration, using: Chunker(limit: limit)) else { continue }
+            checkChunks("lexicon-rewriter", chunks, limit: limit)
+        }
+    }
+
+    /// The SSML scanner and the chunker on any text: chunks fit the limit,
+    /// SSML chunks are well-formed, and plain chunks joined with single
+    /// spaces (nothing between CJK sentences) give back the input, its
+    /// whitespace collapsed.
+    static func ssmlChunker(_ bytes: [UInt8]) {
+        let (limit, rest) = limit(bytes)
+        let text = String(decoding: rest, as: UTF8.self)
+        let narration = Narration(text: text)
+        let problems = SSML.validate(text)
+        _ = SSML.hasNothingToSpeak(text)
+        let chunks: [Chunk]
+        do {
+            chunks = try Chunker(limit: limit).chunks(for: narration)
+        } catch {
+            if error.message.isEmpty { violated("ssml-chunker", "a refusal without a message") }
+            return
+        }
+        if narration.isSSML, !problems.isEmpty { violated("ssml-chunker", "malformed SSML was chunked: \(problems)") }
+        checkChunks("ssml-chunker", chunks, limit: limit)
+        if !narration.isSSML { checkReassembles(chunks.map(\.text), text) }
+        for chunk in chunks {
+            guard let halves = Chunker(limit: limit).split(chunk) else { continue }
+            if halves.count != 2 || halves.contains(where: { $0.text.isEmpty }) { violated("ssml-chunker", "split gave \(halves)") }
+        }
+    }
+
+    static func checkChunks(_ target: String, _ chunks: [Chunk], limit: ChunkLimit) {
+        for chunk in chunks {
+            if size(chunk, limit) > limit.value { violated(target, "a chunk over \(limit): \(chunk.text.debugDescription)") }
+            if chunk.isSSML, let problem = SSML.validate(chunk.text).first {
+                violated(target, "a malformed SSML chunk (\(problem)): \(chunk.text.debugDescription)")
+            }
+        }
+    }
+
+    static func size(_ chunk: Chunk, _ limit: ChunkLimit) -> Int {
+        switch limit {
+        case .utf8BytesAfterEscaping: return chunk.isSSML ? chunk.text.utf8.count : SSML.escape(chunk.text).utf8.count
+        case .characters: return chunk.text.unicodeScalars.count
+        }
+    }
+
+    static func isSpace(_ character: Character) -> Bool {
+        character.unicodeScalars.allSatisfy {
+            $0.properties.isWhitespace && !["\u{A0}", "\u{2007}", "\u{202F}", "\u{2060}", "\u{FEFF}"].contains($0)
+        }
+    }
+
+    /// Compared scalar by scalar: a line break before a combining mark is a
+    /// grapheme of its own, but once made a space it joins the mark, so the
+    /// same scalars can be a different count of `Character`s in a chunk.
+    static func checkReassembles(_ pieces: [String], _ original: String) {
+        var normalized: [Character] = []
+        for character in original {
+            if isSpace(character) {
+                if let last = normalized.last, last != " " { normalized.append(" ") }
+            } else {
+                normalized.append(character)
+            }
+        }
+        while normalized.last == " " { normalized.removeLast() }
+        let whole = normalized.flatMap(\.unicodeScalars)
+        var position = 0
+        for piece in pieces {
+            guard let first = piece.first, let last = piece.last, !isSpace(first), !isSpace(last) else {
+                violated("ssml-chunker", "an empty or untrimmed chunk: \(piece.debugDescription)")
+            }
+            let scalars = Array(piece.unicodeScalars)
+            let end = position + scalars.count
+            guard end <= whole.count, scalars.elementsEqual(whole[position..<end]) else {
+                let expected = String(String.UnicodeScalarView(whole[position..<min(whole.count, end)]))
+                violated(
+                    "ssml-chunker",
+                    "a chunk does not continue the input at scalar \(position): \(piece.debugDescription), where the input has \(expected.debugDescription)"
+                )
+            }
+            position = end
+            if position < whole.count, whole[position] == " " { position += 1 }
+        }
+        if position != whole.count { violated("ssml-chunker", "the chunks stop at scalar \(position) of \(whole.count)") }
+    }
+
+    // MARK: Answers
+
+    static func answerGoogle(_ bytes: [UInt8]) { answer("answer-google", bytes, make: GoogleAnswerDecoder.init) }
+    static func answerWAV(_ bytes: [UInt8]) { answer("answer-wav", bytes, make: WAVStreamDecoder.init) }
+
+    /// A 2xx body, spooled as the synthesizer spools it and decoded into a
+    /// FLAC file through `ChunkRecorder`. The same body fed whole and fed in
+    /// pieces of every size gives the same samples, or the same refusal, and
+    /// the only refusal is `UndecodableBody`.
+    static func answer<Decoder: AnswerDecoder>(_ target: String, _ bytes: [UInt8], make: () -> Decoder) {
+        let whole = decodeInMemory(bytes, pieces: [bytes.count], make: make)
+        var pieces: [Int] = []
+        var seed = bytes.reduce(UInt64(0xCBF2_9CE4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+        var left = bytes.count
+        while left > 0 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let size = min(left, 1 + Int(seed >> 59))
+            pieces.append(size)
+            left -= size
+        }
+        let split = decodeInMemory(bytes, pieces: pieces, make: make)
+        // Samples decoded before a refusal may be held back with the rest of
+        // their block, so only complete decodes are compared sample for sample.
+        let bothDecoded = whole.error == nil && split.error == nil
+        if (whole.error == nil) != (split.error == nil) || bothDecoded && (whole.samples != split.samples || whole.rates != split.rates) {
+            violated(target, "fed whole and in pieces \(pieces.prefix(8))…, the body decodes differently")
+        }
+        if let error = whole.error, !(error is UndecodableBody) { violated(target, "refused with \(type(of: error)): \(error)") }
+
+        let spool = file("\(target).spool", bytes)
+        let recorder = ChunkRecorder(destination: scratch.appendingPathComponent("\(target).flac"), rate: 24_000)
+        var decoder = make()
+        do {
+            _ = try recorder.decode(spool: spool, with: &decoder)
+        } catch {
+            recorder.discard()
+        }
+    }
+
+    static func decodeInMemory<Decoder: AnswerDecoder>(
+        _ bytes: [UInt8], pieces: [Int], make: () -> Decoder
+    ) -> (samples: [Int16], rates: [Int], error: (any Error)?) {
+        var decoder = make()
+        var samples: [Int16] = []
+        var rates: [Int] = []
+        do {
+            var start = 0
+            for size in pieces {
+                try bytes[start..<start + size].withUnsafeBytes { block in
+                    try decoder.feed(block) { decoded, rate in
+                        samples.append(contentsOf: decoded)
+                        if rates.last != rate { rates.append(rate) }
+                    }
+                }
+                start += size
+            }
+            try decoder.finish()
+            return (samples, rates, nil)
+        } catch {
+            return (samples, rates, error)
+        }
+    }
+
+    // MARK: validate's readers
+
+    static func mp4Boxes(_ bytes: [UInt8]) {
+        guard let boxes = try? MP4Boxes(contentsOf: file("fuzz.m4a", bytes)) else { return }
+        var end: Int64 = 0
+        for box in boxes.boxes {
+            if box.offset != end || box.size < 8 { violated("mp4-boxes", "box \(box) does not follow the last at \(end)") }
+            end = box.offset + box.size
+        }
+        if boxes.damage == nil, end != Int64(bytes.count) {
+            violated("mp4-boxes", "undamaged, yet the boxes end at \(end) of \(bytes.count)")
+        }
+        _ = boxes.faststartProblems()
+    }
+
+    static func oggOpus(_ bytes: [UInt8]) {
+        let pages = OggOpusPages(bytes: bytes)
+        _ = pages.playableSeconds
+        if pages.pageCount < 0 { violated("ogg-opus", "a negative page count") }
+    }
+
+    static func mp3Frame(_ bytes: [UInt8]) {
+        guard let frame = try? MP3FirstFrame(bytes: bytes) else { return }
+        if frame.offset < 0 || frame.offset >= bytes.count { violated("mp3-frame", "a frame at \(frame.offset) of \(bytes.count)") }
+        _ = frame.problems()
+    }
+
+    /// The bytes as `OfflineTours/fuzz/package.json` of a root, through every check that needs no audio.
+    static func packageJSON(_ bytes: [UInt8]) {
+        let root = scratch.appendingPathComponent("root", isDirectory: true)
+        _ = file("root/\(Layout.offlineToursFolder)/fuzz/\(Layout.manifestFileName)", bytes)
+        let check = PackageCheck(
+            layout: Layout(root: root), name: "fuzz", options: ValidationOptions(now: Date(timeIntervalSince1970: 1_790_000_000)))
+        let result = check.run()
+        if result.outcomes.isEmpty { violated("package-json", "no outcome at all") }
+    }
+
+    /// The bytes as an MBTiles file: metadata, every tile's address, one tile, and the extract's format.
+    static func mbtiles(_ bytes: [UInt8]) {
+        let url = file("fuzz.mbtiles", bytes)
+        defer {
+            for suffix in ["-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        }
+        guard let reader = try? MBTilesReader(url) else { return }
+        _ = try? reader.metadata()
+        if let ids = try? reader.tileIDs(), let first = ids.first { _ = try? reader.tile(first) }
+        _ = try? reader.tile(TileID(z: 0, x: 0, y: 0))
+        _ = try? MBTilesExtract.format(of: url)
+    }
+
+    /// A tile body against each format's magic number: the signatures are
+    /// disjoint, so no body passes as two formats.
+    static func tileMagic(_ bytes: [UInt8]) {
+        let matching = TileFormat.allCases.filter { $0.matches(bytes) }
+        if matching.count > 1 { violated("tile-magic", "one body passes as \(matching)") }
+        if bytes.first == UInt8(ascii: "<"), !matching.isEmpty { violated("tile-magic", "markup passes as \(matching)") }
+    }
+}

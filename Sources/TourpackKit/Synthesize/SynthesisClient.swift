@@ -174,6 +174,11 @@ final class SynthesisClient: Sendable {
             switch failure {
             case .cancelledAfterAnswer:
                 return .final(.cancelled)
+            case .spoolFailed(let path, let reason, _) where reason == errnoDescription(ENOSPC) || reason == errnoDescription(EDQUOT):
+                // A full disk is storageFailed naming the file, as every write that finds no room is.
+                return .final(
+                    .storageFailed(
+                        path: path, errno: reason == errnoDescription(ENOSPC) ? ENOSPC : EDQUOT, operation: "keep the endpoint's answer"))
             case .spoolFailed(let path, let reason, _):
                 return .final(.stateFailed(path: path, message: "cannot keep the endpoint's answer: \(reason)"))
             case .responseTooLarge(_, let status?) where (200..<300).contains(status):

@@ -224,11 +224,11 @@ final class SynthesisClient: Sendable {
                 return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
             }
         case 429, 500, 502, 503, 504:
-            let message = scrub(TTSErrorBody.message(from: response.body))
+            let message = scrub(TTSErrorBody.message(from: response.body, scrub: scrub))
             let retryAfter = RetryPolicy.retryAfterSeconds(response.headers["retry-after"])
             return .retryable(status: response.status, reason: message, retryAfter: retryAfter, transport: nil)
         default:
-            let message = scrub(TTSErrorBody.message(from: response.body))
+            let message = scrub(TTSErrorBody.message(from: response.body, scrub: scrub))
             if TTSErrorBody.isInputTooLong(status: response.status, message: message) {
                 return .tooLong(status: response.status, message: message)
             }

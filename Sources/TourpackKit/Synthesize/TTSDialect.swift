@@ -112,7 +112,9 @@ struct OpenAIDialect: TTSDialect {
 /// Reads the server's message out of an error body, in either API's shape:
 /// Google `{"error":{"code","message","status"}}`, OpenAI `{"error":{"message","type"}}`.
 enum TTSErrorBody {
-    static func message(from body: [UInt8]) -> String {
+    /// - Parameter scrub: takes the key out of a body that is not JSON
+    ///   before it is cut short, so a cut never leaves part of a key.
+    static func message(from body: [UInt8], scrub: (String) -> String = { $0 }) -> String {
         if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
             if let error = object["error"] as? [String: Any], let message = error["message"] as? String {
                 let kind = (error["status"] as? String) ?? (error["type"] as? String)
@@ -120,7 +122,7 @@ enum TTSErrorBody {
             }
             if let message = (object["error"] as? String) ?? (object["message"] as? String) { return message }
         }
-        let text = String(decoding: body.prefix(300), as: UTF8.self)
+        let text = String(scrub(String(decoding: body.prefix(4096), as: UTF8.self)).prefix(300))
             .filter { !$0.isNewline && ($0.isLetter || $0.isNumber || $0.isPunctuation || $0.isSymbol || $0 == " ") }
         return text.isEmpty ? "(no message)" : text
     }

@@ -300,6 +300,12 @@ public struct StateDatabase: Sendable {
                     CREATE INDEX synthesisClaimByOwner ON synthesisClaim (owner);
                     """)
         }
+        migrator.registerMigration(MigrationName.chunkDigests) { db in
+            // The SHA-256 of each chunk's FLAC file, checked whenever it is
+            // read (`FLACFile.Expectation`). NULL: an entry from before,
+            // recorded from its file the first time it is looked up.
+            try db.execute(sql: "ALTER TABLE synthesisChunk ADD COLUMN fileSHA256 TEXT")
+        }
         return migrator
     }
 }

@@ -241,6 +241,7 @@ final class InputContainer {
     private var context: UnsafeMutablePointer<AVFormatContext>?
 
     init(url: URL) throws(FFmpegError) {
+        tp_log_install()
         try FFmpegError.check(avformat_open_input(&context, url.path, nil, nil), "avformat_open_input(\(url.lastPathComponent))")
         try FFmpegError.check(avformat_find_stream_info(context, nil), "avformat_find_stream_info")
     }

@@ -77,7 +77,11 @@ public struct StateDatabase: Sendable {
     /// `storageFailed` naming the database with ENOSPC, like any other write
     /// that found no room; the rest are `stateFailed`.
     static func failure(_ error: any Error, path: String) -> TourpackError {
-        if let database = error as? DatabaseError, database.resultCode == .SQLITE_FULL {
+        // SQLITE_FULL, or a disk I/O error on a disk with no room left (growing the WAL's shared memory).
+        if let database = error as? DatabaseError,
+            database.resultCode == .SQLITE_FULL
+                || (database.resultCode == .SQLITE_IOERR && fileSystemIsFull(at: (path as NSString).deletingLastPathComponent))
+        {
             return TourpackError(
                 .storageFailed, "", context: .init(path: path, operation: "write the state database", errno: ENOSPC), cause: database)
         }

@@ -135,4 +135,91 @@ import TourpackTesting
         #expect(RootCheck.problems(in: setup.workspace.output).isEmpty)
         #expect(try MapBuildTests.manifests(setup.workspace).values.allSatisfy { $0.tourName.hasSuffix("in autumn") })
     }
+
+    @Test(
+        "cache prune on a full state disk fails as storageFailed naming the path, or frees room; never a crash; the next prune and build complete"
+    )
+    func cachePruneOnAFullStateDisk() throws {
+        let setup = try Setup(diskOn: \.state)
+        defer { setup.disk.unmount() }
+        let before = try Self.output(setup)
+        let usedBefore = try setup.ledgerUsed()
+        try setup.disk.fill(leaving: 0)
+        let prune = try setup.disk.run(["cache", "prune", setup.workspace.pipeline.path], in: setup.workspace.root)
+        #expect([0, 1].contains(prune.status), "\(prune.stdout)\n\(prune.stderr)")
+        if prune.status == 1 {
+            #expect(
+                prune.stderr.contains(setup.workspace.state.path) && prune.stderr.contains("No space left on device"), "\(prune.stderr)")
+        }
+        #expect(try Self.output(setup) == before)
+        setup.disk.makeRoom()
+        #expect(try setup.ledgerUsed() == usedBefore, "the ledger lost nothing")
+        let again = try setup.disk.run(["cache", "prune", setup.workspace.pipeline.path], in: setup.workspace.root)
+        #expect(again.status == 0, "\(again.stderr)")
+        let build = try setup.build()
+        #expect(build.status == 0, "\(build.stdout.suffix(800))\n\(build.stderr)")
+        #expect(try Self.output(setup) == before, "nothing changed: the same packages")
+    }
+
+    @Test(
+        "A publish to a folder site on a full disk is storageFailed naming the path; the site stays as it was; the next publish completes")
+    func aPublishToAFullSite() throws {
+        let voice = try LocalVoiceServer()
+        let key = try SigningPair.generate()
+        let workspace = try BuildWorkspace()
+        try workspace.setPublish(PublishSection.folder())
+        let disk = try SmallDisk(workspace.site, bytes: 8 << 20)
+        defer { disk.unmount() }
+        try #require(try workspace.build(voice).status == 0)
+        let first = try disk.run(["publish", workspace.pipeline.path], in: workspace.root, environment: key.environment)
+        try #require(first.status == 0, "\(first.stderr)")
+        let site = { try RootCheck.snapshot(workspace.site).filter { !$0.key.hasPrefix(".small-disk") } }
+        let before = try site()
+
+        try workspace.editTour("alps.json", replacing: "first hairpin", with: "first of the hairpins")
+        try #require(try workspace.build(voice).status == 0)
+        try disk.fill(leaving: 4096)
+        let full = try disk.run(["publish", workspace.pipeline.path], in: workspace.root, environment: key.environment)
+        #expect(full.status == 1, "\(full.stdout)\n\(full.stderr)")
+        #expect(full.stderr.contains(workspace.site.path) && full.stderr.contains("No space left on device"), "\(full.stderr)")
+        let after = try site()
+        #expect(after == before, "the site, byte for byte: \(Set(after.keys).symmetricDifference(before.keys).sorted())")
+
+        disk.makeRoom()
+        let next = try disk.run(["publish", workspace.pipeline.path], in: workspace.root, environment: key.environment)
+        #expect(next.status == 0, "\(next.stderr)")
+        try SiteAudit.check(workspace.site, key: key).expectSound("after a freed disk")
+    }
+
+    @Test("An install into a full disk is storageFailed naming the path; the installed packages stay; the next install completes")
+    func anInstallIntoAFullDisk() throws {
+        let voice = try LocalVoiceServer()
+        let key = try SigningPair.generate()
+        let workspace = try BuildWorkspace()
+        try workspace.setPublish(PublishSection.folder())
+        try #require(try workspace.build(voice).status == 0)
+        try #require(try workspace.publish(environment: key.environment).status == 0)
+        let device = workspace.root.appendingPathComponent("device")
+        let disk = try SmallDisk(device, bytes: 8 << 20)
+        defer { disk.unmount() }
+        let documents = device.appendingPathComponent("Documents")
+        let install = ["install", workspace.site.path, "--into", documents.path, "--all", "--public-key", key.publicKey]
+        try #require(try disk.run(install, in: workspace.root).status == 0)
+        let installed = { try RootCheck.snapshot(documents).filter { !$0.key.hasPrefix(".tourpack") && !$0.key.hasPrefix(".install") } }
+        let before = try installed()
+
+        try workspace.editTour("alps.json", replacing: "first hairpin", with: "first of the hairpins")
+        try #require(try workspace.build(voice).status == 0)
+        try #require(try workspace.publish(environment: key.environment).status == 0)
+        try disk.fill(leaving: 4096)
+        let full = try disk.run(install + ["--json"], in: workspace.root)
+        #expect(full.status == 1, "\(full.stdout)\n\(full.stderr)")
+        #expect(full.stdout.contains("storageFailed") && full.stdout.contains(device.path), "\(full.stdout.suffix(1200))")
+        #expect(try installed() == before, "the installed packages, byte for byte")
+
+        disk.makeRoom()
+        let next = try disk.run(install, in: workspace.root)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try installed() != before)
+    }
 }

@@ -3,6 +3,10 @@ import Testing
 import TourpackCore
 import TourpackTesting
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The smaller things the probing found (issue 27, defect 16).
 @Suite(.serialized, .offThePool) struct SmallDefectsTests {
     @Test("A tour pattern that matches nothing is the pipeline file's error, at tours[i]")
@@ -69,5 +73,22 @@ import TourpackTesting
         for text in [validate.stdout, validate.stderr] {
             #expect(text.range(of: #"\[[a-z0-9_]+ @ 0x[0-9a-f]+\]"#, options: .regularExpression) == nil, "\(text.prefix(2000))")
         }
+    }
+
+    @Test("A tour file whose name is not UTF-8 is named, bytes escaped, as an input error (exit 2), not 'file doesn't exist'")
+    func aNonUTF8TourFileName() throws {
+        let workspace = try BuildWorkspace()
+        // "caf\xE9.json": Latin-1, not UTF-8; created through the C API, which takes bytes.
+        let folder = workspace.root.appendingPathComponent("tours").path
+        let name: [UInt8] = Array("\(folder)/caf".utf8) + [0xE9] + Array(".json".utf8) + [0]
+        let fd = name.withUnsafeBufferPointer {
+            open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT, 0o644)
+        }
+        try #require(fd >= 0)
+        close(fd)
+        let plan = try Executable.run(["plan", workspace.pipeline.path], in: workspace.root)
+        #expect(plan.status == 2, "\(plan.stdout)\n\(plan.stderr)")
+        #expect(plan.stderr.contains("caf\\xE9.json") && plan.stderr.contains("not UTF-8"), "\(plan.stderr)")
+        #expect(!plan.stderr.contains("NSCocoaErrorDomain") && !plan.stderr.contains("doesn't exist"), "\(plan.stderr)")
     }
 }

@@ -62,8 +62,12 @@ public struct TourLoader: Sendable {
         var tours: [Tour] = []
         var firstFile: [SafeID: String] = [:]
         for (index, pattern) in globs.enumerated() {
-            let matches = Glob.expand(pattern)
-            if matches.isEmpty {
+            var undecodable: [String] = []
+            let matches = Glob.expand(pattern, undecodable: &undecodable)
+            for name in undecodable.sorted() {
+                diagnostics.error(name, "", "the file name is not UTF-8; rename the file (tourpack names every file it reads in UTF-8)")
+            }
+            if matches.isEmpty && undecodable.isEmpty {
                 if let pipelineFile {
                     diagnostics.error(pipelineFile, "tours[\(index)]", "no tour file matches \(pattern)")
                 } else {

@@ -98,7 +98,10 @@ import TourpackTesting
         #expect(full.status == 1, "leaving \(free) bytes: \(full.stdout.suffix(1500))\n\(full.stderr)")
         #expect(stop.kind == "storageFailed", "stopped by \(stop.kind ?? "nothing"): \(stop.message)")
         #expect(stop.message.contains(setup.workspace.state.path), "names the path: \(stop.message)")
-        #expect(try Self.output(setup) == before, "the previous packages, byte for byte")
+        // A tour that was whole before the disk filled may have been published
+        // (one failure stays local); otherwise every package is the previous one.
+        let packaged = Self.events(full.stdout).filter { $0["event"] as? String == "tourPackaged" }
+        if packaged.isEmpty { #expect(try Self.output(setup) == before, "the previous packages, byte for byte") }
         #expect(RootCheck.problems(in: setup.workspace.output).isEmpty, "\(RootCheck.problems(in: setup.workspace.output))")
 
         setup.disk.makeRoom()

@@ -220,6 +220,10 @@ final class SynthesisClient: Sendable {
                     status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
             case .failure(let error as TourpackError):
                 return .final(error)
+            case .failure(let error as FFmpegError) where [-ENOSPC, -EDQUOT].contains(error.code):
+                // The FLAC writer found no room: a full disk, as every write that finds none.
+                return .final(
+                    .storageFailed(path: error.path ?? destination.path, errno: -error.code, operation: "keep the endpoint's answer"))
             case .failure(let error):
                 return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
             }

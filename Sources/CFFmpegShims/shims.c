@@ -31,10 +31,10 @@ static _Thread_local char tp_captured[TP_KEPT_MESSAGES][TP_MESSAGE_SIZE];
 static pthread_once_t tp_log_once = PTHREAD_ONCE_INIT;
 
 static void tp_log_callback(void *context, int level, const char *format, va_list arguments) {
-    if (!tp_capturing) {
-        av_log_default_callback(context, level, format, arguments);
-        return;
-    }
+    // Outside a capture FFmpeg's lines ("[flac @ 0x…] CRC error") never
+    // reach the user's terminal: tourpack reports failures in its own words,
+    // from the return codes and the captured messages.
+    if (!tp_capturing) return;
     if (level > AV_LOG_ERROR) return;
     if (tp_captured_count < TP_KEPT_MESSAGES) {
         char *slot = tp_captured[tp_captured_count];
@@ -47,6 +47,8 @@ static void tp_log_callback(void *context, int level, const char *format, va_lis
 }
 
 static void tp_install_log_callback(void) { av_log_set_callback(tp_log_callback); }
+
+void tp_log_install(void) { pthread_once(&tp_log_once, tp_install_log_callback); }
 
 void tp_log_capture_begin(void) {
     pthread_once(&tp_log_once, tp_install_log_callback);

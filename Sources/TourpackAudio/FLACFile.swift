@@ -45,10 +45,34 @@ public enum FLACFile {
     }
 
     /// Reads a FLAC file written by `write` back to exactly the same samples and rate. A truncated or corrupt file throws (never returns partial audio silently).
-    public static func read(_ url: URL) throws -> PCMAudio {
+    public static func read(_ url: URL, expecting expectation: Expectation? = nil) throws -> PCMAudio {
         var samples: [Int16] = []
-        let rate = try stream(url) { samples.append(contentsOf: $0) }
+        let rate = try stream(url, expecting: expectation) { samples.append(contentsOf: $0) }
         return PCMAudio(samples: samples, sampleRate: rate)
+    }
+
+    /// What a kept file must be before a sample of it is decoded: the
+    /// synthesis cache records each file's size and the SHA-256 of its bytes
+    /// with its entry, and a file that is not that one (swapped with
+    /// another chunk's, or rewritten) is refused as `Mismatch`, which the
+    /// cache treats as a miss: it is as content-addressed as git's objects.
+    public struct Expectation: Sendable, Hashable {
+        /// Lowercase hex SHA-256 of the file's bytes.
+        public var sha256: String
+        /// The file's size in bytes.
+        public var bytes: Int64
+
+        public init(sha256: String, bytes: Int64) {
+            self.sha256 = sha256
+            self.bytes = bytes
+        }
+    }
+
+    /// A kept file that is not the one its entry records.
+    public struct Mismatch: Error, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public var description: String { "\(path): \(reason)" }
     }
 
     /// Calls `body` with the file's samples in order, one decoded frame at
@@ -57,9 +81,25 @@ public enum FLACFile {
     /// possibly after some blocks were delivered, so a caller that streams
     /// must be ready to throw away what it made from them.
     /// - Returns: the sample rate.
+    ///
+    /// Only a regular file is read (a symlink, a device such as `/dev/zero`,
+    /// a FIFO or a folder is refused before anything is decoded), so reading
+    /// is bounded by the file's size; with an `expectation`, the bytes are
+    /// checked against it first, from the descriptor that is then decoded.
+    /// `isCancelled` is asked between blocks: a cancelled build stops
+    /// reading at once, with `TourpackError.cancelled`.
     @discardableResult
-    public static func stream(_ url: URL, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int {
-        let (result, messages, count) = FFmpegLogCapture.run { Result { try decode(url, body) } }
+    public static func stream(
+        _ url: URL, expecting expectation: Expectation? = nil, isCancelled: () -> Bool = { false },
+        _ body: (UnsafeBufferPointer<Int16>) throws -> Void
+    ) throws -> Int {
+        let descriptor = try openRegular(url)
+        defer { close(descriptor) }
+        if let expectation { try verify(descriptor, url: url, against: expectation, isCancelled: isCancelled) }
+        // Decode what was checked: the open file, not whatever the path names by now.
+        let proc = "/proc/self/fd/\(descriptor)"
+        let source = FileManager.default.fileExists(atPath: proc) ? URL(fileURLWithPath: proc) : url
+        let (result, messages, count) = FFmpegLogCapture.run { Result { try decode(source, named: url, isCancelled: isCancelled, body) } }
         switch result {
         case .success(let rate):
             guard count == 0 else {
@@ -77,8 +117,56 @@ public enum FLACFile {
 
     // MARK: Reading
 
-    private static func decode(_ url: URL, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int {
-        let input = try InputContainer(url: url)
+    /// Opens `url` for reading when it is a regular file, without following a symlink or blocking on a FIFO.
+    private static func openRegular(_ url: URL) throws -> Int32 {
+        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ELOOP { throw Mismatch(path: url.path, reason: "a symlink, not a regular file") }
+            throw TourpackError.storageFailed(path: url.path, errno: code, operation: "open")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw Mismatch(path: url.path, reason: "not a regular file")
+        }
+        return descriptor
+    }
+
+    /// Reads the file once, in 64 KiB blocks, and compares its size and SHA-256 with `expectation`.
+    private static func verify(_ descriptor: Int32, url: URL, against expectation: Expectation, isCancelled: () -> Bool) throws {
+        var hasher = SHA256()
+        var size: Int64 = 0
+        var block = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            if isCancelled() { throw TourpackError.cancelled }
+            let count = block.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(size)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "read")
+            }
+            if count == 0 { break }
+            size += Int64(count)
+            guard size <= expectation.bytes else { break }
+            block.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        }
+        guard size == expectation.bytes else {
+            throw Mismatch(
+                path: url.path,
+                reason: "\(size > expectation.bytes ? "more than" : "\(size)") bytes, the cache recorded \(expectation.bytes)")
+        }
+        let hex = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        guard hex == expectation.sha256 else {
+            throw Mismatch(
+                path: url.path,
+                reason: "SHA-256 \(hex.prefix(16))…, the cache recorded \(expectation.sha256.prefix(16))…: not this chunk's file")
+        }
+    }
+
+    private static func decode(
+        _ source: URL, named url: URL, isCancelled: () -> Bool, _ body: (UnsafeBufferPointer<Int16>) throws -> Void
+    ) throws -> Int {
+        let input = try InputContainer(url: source)
         let stream = try input.bestAudioStream()
         let parameters = stream.pointee.codecpar!
         guard input.formatName == "flac", parameters.pointee.codec_id == AV_CODEC_ID_FLAC else {
@@ -138,6 +226,7 @@ public enum FLACFile {
             }
         }
         while true {
+            if isCancelled() { throw TourpackError.cancelled }
             let code = av_read_frame(input.pointer, packet.pointer)
             if code == tp_averror_eof() { break }
             try FFmpegError.check(code, "\(operation(url)): av_read_frame")

@@ -106,11 +106,7 @@ package struct AWSSigning: Sendable, CustomStringConvertible, CustomDebugStringC
 
     /// `text` with the access key and the secret replaced, in case a server echoes either.
     package func scrub(_ text: String) -> String {
-        var text = text
-        for value in [secretKey, accessKey] where !value.isEmpty {
-            text = text.replacingOccurrences(of: value, with: "<redacted>")
-        }
-        return text
+        Redaction.scrub(text, secrets: [secretKey, accessKey])
     }
 }
 

@@ -189,7 +189,7 @@ package final class TileFetcher: Sendable {
                 return .retryable(
                     status: 200,
                     reason:
-                        "the body is not a \(source.format.rawValue) tile (\(response.body.count) bytes\(type): \(Self.preview(response.body)))",
+                        "the body is not a \(source.format.rawValue) tile (\(response.body.count) bytes\(type): \(Self.preview(response.body, scrub: scrub)))",
                     retryAfter: nil)
             }
             counters.update { $0.downloaded += 1 }
@@ -233,13 +233,14 @@ package final class TileFetcher: Sendable {
 
     /// The server's own words, short and without the key.
     private func serverMessage(_ response: HTTPResponse) -> String {
-        let text = Self.preview(response.body)
-        return scrub(text.isEmpty ? "no message" : text)
+        let text = Self.preview(response.body, scrub: scrub)
+        return text.isEmpty ? "no message" : text
     }
 
-    /// Up to 200 printable characters of a body, for messages.
-    static func preview(_ body: [UInt8]) -> String {
-        let text = String(decoding: body.prefix(400), as: UTF8.self)
+    /// Up to 200 printable characters of a body, for messages, scrubbed of
+    /// the key before it is cut short (a cut must not leave half a key).
+    static func preview(_ body: [UInt8], scrub: (String) -> String = { $0 }) -> String {
+        let text = scrub(String(decoding: body.prefix(4096), as: UTF8.self))
         let cleaned = String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) })
             .split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         return cleaned.count > 200 ? String(cleaned.prefix(200)) + "…" : cleaned

@@ -51,7 +51,12 @@ package struct FolderSite: Site {
             throw error
         } catch {
             AtomicFile.discard(temp: temp)
-            throw TourpackError.storageFailed(path: temp.path, errno: EIO, operation: "copy \(file.lastPathComponent)")
+            // The call's own errno (ENOSPC on a full site), never a made-up one.
+            let code = underlyingErrno(of: error) ?? (fileSystemIsFull(at: temp.deletingLastPathComponent().path) ? ENOSPC : nil)
+            guard let code else {
+                throw TourpackError.storageFailed(path: temp.path, operation: "copy \(file.lastPathComponent)", reason: "\(error)")
+            }
+            throw TourpackError.storageFailed(path: temp.path, errno: code, operation: "copy \(file.lastPathComponent)")
         }
         return try claim(temp, as: final)
     }

@@ -20,6 +20,10 @@ public struct TTSServerConfiguration: Sendable {
     /// `xi-api-key`, or Polly's access key ID in the SigV4 credential); a key
     /// in the query string is not accepted.
     public var requiredAPIKey: String?
+    /// Seconds a connection may sit with no request before it is closed:
+    /// a client that opens connections and sends nothing (or half a
+    /// request) cannot hold them, and the server's descriptors, for ever.
+    public var idleTimeoutSeconds: Int64 = 30
     /// The access log: one line per request (method, path, status, time,
     /// size, fault); never a body, a header, or a query string.
     public var logger = Logger(label: "tourpack.serve-tts", factory: { StreamLogHandler.standardError(label: $0) })
@@ -113,6 +117,7 @@ public struct TTSServer: Sendable {
         let port = configuration.port
         return Application(
             router: router,
+            server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(configuration.host, port: port), serverName: "tourpack-serve-tts"),
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
             logger: logger)

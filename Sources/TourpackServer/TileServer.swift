@@ -125,6 +125,8 @@ public struct TileServer: Sendable {
         let port = configuration.port
         return Application(
             router: router,
+            // Idle or half-sent connections are closed after 30 s, as serve-tts's are.
+            server: .http1(configuration: .init(idleTimeout: .seconds(30))),
             configuration: .init(address: .hostname(configuration.host, port: port), serverName: "tourpack-serve-tiles"),
             onServerRunning: { channel in await onReady(channel.localAddress?.port ?? port) },
             logger: configuration.logger)

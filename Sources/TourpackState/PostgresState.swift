@@ -215,6 +215,10 @@ public struct PostgresState: StateBackend {
                 """,
                 "CREATE INDEX synthesis_claim_by_owner ON synthesis_claim (owner)",
             ]),
+        // The SHA-256 of each chunk's FLAC file (NULL: an entry from before).
+        Migration(
+            version: 4, name: MigrationName.chunkDigests, formerName: "v4 chunk digests",
+            statements: ["ALTER TABLE synthesis_chunk ADD COLUMN file_sha256 TEXT"]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.

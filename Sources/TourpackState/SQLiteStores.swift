@@ -171,7 +171,8 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
             try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness
+                    SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
+                        fileSHA256
                     FROM synthesisChunk WHERE key = ?
                     """,
                 arguments: [key]
@@ -181,7 +182,7 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
                     fileBytes: row["fileBytes"],
                     createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"],
                     audibleEnd: row["audibleEnd"],
-                    loudness: row["loudness"])
+                    loudness: row["loudness"], fileSHA256: row["fileSHA256"])
             }
         }
     }
@@ -199,12 +200,13 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO synthesisChunk
-                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
+                        fileSHA256)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.key, entry.characters, entry.sampleRate, entry.samples, entry.fileBytes, entry.createdAt, entry.lastUsedAt,
-                    entry.audibleStart, entry.audibleEnd, entry.loudness,
+                    entry.audibleStart, entry.audibleEnd, entry.loudness, entry.fileSHA256,
                 ])
             if let settlement { try SQLiteLedgerStore.settle(db, settlement) }
         }

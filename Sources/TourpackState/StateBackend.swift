@@ -153,11 +153,15 @@ public struct SynthesisEntry: Sendable, Hashable {
     public var audibleEnd: Int?
     /// The chunk's gating blocks and true peak (`LoudnessProfile.encoded`); nil, not measured yet.
     public var loudness: Data?
+    /// Lowercase hex SHA-256 of the chunk's FLAC file; nil for an entry from
+    /// before digests were kept (recorded at its next lookup).
+    public var fileSHA256: String?
 
     public init(
         key: String, characters: Int, sampleRate: Int, samples: Int, fileBytes: Int64, createdAt: Double, lastUsedAt: Double,
-        audibleStart: Int?, audibleEnd: Int?, loudness: Data?
+        audibleStart: Int?, audibleEnd: Int?, loudness: Data?, fileSHA256: String? = nil
     ) {
+        self.fileSHA256 = fileSHA256
         self.key = key
         self.characters = characters
         self.sampleRate = sampleRate

@@ -69,18 +69,34 @@ public struct StateDatabase: Sendable {
         } catch let error as TourpackError {
             throw error
         } catch {
-            throw TourpackError.stateFailed(path: path, message: "\(error)")
+            throw Self.failure(error, path: path)
         }
     }
 
-    /// Runs `body` in one write transaction; SQLite errors become `stateFailed`.
+    /// An SQLite error as a `TourpackError`: a full disk (`SQLITE_FULL`) is
+    /// `storageFailed` naming the database with ENOSPC, like any other write
+    /// that found no room; the rest are `stateFailed`.
+    static func failure(_ error: any Error, path: String) -> TourpackError {
+        // SQLITE_FULL, or a disk I/O error on a disk with no room left (growing the WAL's shared memory).
+        if let database = error as? DatabaseError,
+            database.resultCode == .SQLITE_FULL
+                || (database.resultCode == .SQLITE_IOERR && fileSystemIsFull(at: (path as NSString).deletingLastPathComponent))
+        {
+            return TourpackError(
+                .storageFailed, "", context: .init(path: path, operation: "write the state database", errno: ENOSPC), cause: database)
+        }
+        return TourpackError.stateFailed(path: path, message: "\(error)")
+    }
+
+    /// Runs `body` in one write transaction; SQLite errors become `stateFailed`
+    /// (`storageFailed` when the disk is full).
     func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try pool.write(body)
         } catch let error as TourpackError {
             throw error
         } catch {
-            throw TourpackError.stateFailed(path: url.path, message: "\(error)")
+            throw Self.failure(error, path: url.path)
         }
     }
 
@@ -91,7 +107,7 @@ public struct StateDatabase: Sendable {
         } catch let error as TourpackError {
             throw error
         } catch {
-            throw TourpackError.stateFailed(path: url.path, message: "\(error)")
+            throw Self.failure(error, path: url.path)
         }
     }
 
@@ -287,6 +303,12 @@ public struct StateDatabase: Sendable {
                     );
                     CREATE INDEX synthesisClaimByOwner ON synthesisClaim (owner);
                     """)
+        }
+        migrator.registerMigration(MigrationName.chunkDigests) { db in
+            // The SHA-256 of each chunk's FLAC file, checked whenever it is
+            // read (`FLACFile.Expectation`). NULL: an entry from before,
+            // recorded from its file the first time it is looked up.
+            try db.execute(sql: "ALTER TABLE synthesisChunk ADD COLUMN fileSHA256 TEXT")
         }
         return migrator
     }

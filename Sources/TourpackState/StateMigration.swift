@@ -44,4 +44,5 @@ enum MigrationName {
     static let sentReservations = "sent reservations"
     static let loudness = "loudness"
     static let synthesisClaims = "synthesis claims"
+    static let chunkDigests = "chunk digests"
 }

@@ -14,6 +14,12 @@ public import TourpackCore
 ///   not reused; the chunk is spoken again.
 /// - A file that is missing or does not decode is a miss, and its entry is
 ///   dropped: the cache is never trusted over the endpoint.
+/// - Each entry records its file's size and SHA-256; every read checks the
+///   file against them (`FLACFile.Expectation`), so a file swapped with
+///   another chunk's, or rewritten, is a miss too, as is anything at a
+///   chunk's path that is not a regular file (a symlink, a device, a FIFO).
+///   An entry from before digests were kept gets its digest from its file
+///   at its next lookup.
 /// - `evict` keeps the files within `synthesisCacheMaxMB`, least recently
 ///   used first. Another job may lose a file it was about to read to
 ///   eviction; that is a miss too.
@@ -78,11 +84,23 @@ public struct SynthesisCache: Sendable {
     /// chunk shapes or loudness: then its file is decoded once to measure it.
     public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
         let cutoff = self.cutoff
-        guard let entry = try index.entry(key.hex), entry.createdAt >= cutoff else { return nil }
+        guard let found = try index.entry(key.hex), found.createdAt >= cutoff else { return nil }
         let url = fileURL(for: key)
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            if !indexIsShared { try forget(key) }
+        guard let size = Self.regularFileSize(url) else {
+            // Missing, or not a regular file (never read: /dev/zero has no end).
+            try dropLocally(key)
             return nil
+        }
+        var entry = found
+        if entry.fileSHA256 == nil || entry.fileBytes != size {
+            guard entry.fileSHA256 == nil, let digest = try? FileDigest.sha256(of: url), digest.size == size else {
+                try dropLocally(key)
+                return nil
+            }
+            // An entry from before digests: its file, as it is now, is the one it vouches for from here on.
+            entry.fileSHA256 = digest.hex
+            entry.fileBytes = digest.size
+            try index.keep(entry, settling: nil)
         }
         let samples = entry.samples
         let rate = entry.sampleRate
@@ -102,7 +120,17 @@ public struct SynthesisCache: Sendable {
         try index.touch(
             key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1,
             loudness: shape.loudness?.encoded)
-        return CachedChunk(key: key, url: url, shape: shape, sampleRate: rate)
+        return CachedChunk(
+            key: key, url: url, shape: shape, sampleRate: rate,
+            expectation: entry.fileSHA256.map { FLACFile.Expectation(sha256: $0, bytes: entry.fileBytes) })
+    }
+
+    /// The size of the regular file at `url`; nil when there is none (a
+    /// symlink is not followed).
+    static func regularFileSize(_ url: URL) -> Int64? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int64(info.st_size)
     }
 
     /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
@@ -110,7 +138,9 @@ public struct SynthesisCache: Sendable {
     /// streams the file instead.
     public func load(_ key: SynthesisKey) throws -> PCMAudio? {
         guard let entry = try lookup(key) else { return nil }
-        guard let pcm = try? FLACFile.read(entry.url), pcm.samples.count == entry.shape.samples, pcm.sampleRate == entry.sampleRate else {
+        guard let pcm = try? FLACFile.read(entry.url, expecting: entry.expectation), pcm.samples.count == entry.shape.samples,
+            pcm.sampleRate == entry.sampleRate
+        else {
             try forget(key)
             return nil
         }
@@ -152,16 +182,18 @@ public struct SynthesisCache: Sendable {
             shape.loudness = ChunkMeter.measure(temp, rate: sampleRate)?.loudness
         }
         let url = fileURL(for: key)
+        let digest = try FileDigest.sha256(of: temp)
         try AtomicFile.move(temp, to: url)
-        let bytes = Self.fileSize(url)
+        let bytes = digest.size
         let now = clock().timeIntervalSince1970
         try index.keep(
             SynthesisEntry(
                 key: key.hex, characters: characters, sampleRate: sampleRate, samples: shape.samples, fileBytes: bytes, createdAt: now,
                 lastUsedAt: now, audibleStart: shape.audible?.lowerBound ?? -1, audibleEnd: shape.audible?.upperBound ?? -1,
-                loudness: shape.loudness?.encoded),
+                loudness: shape.loudness?.encoded, fileSHA256: digest.hex),
             settling: settlement)
-        return CachedChunk(key: key, url: url, shape: shape, sampleRate: sampleRate)
+        return CachedChunk(
+            key: key, url: url, shape: shape, sampleRate: sampleRate, expectation: FLACFile.Expectation(sha256: digest.hex, bytes: bytes))
     }
 
     /// Entries and the bytes of their files.
@@ -200,6 +232,16 @@ public struct SynthesisCache: Sendable {
         try index.forgetAll()
     }
 
+    /// A miss on this disk: the entry and whatever is at its path go, but
+    /// a shared index keeps its row (the fleet's bucket has the file).
+    private func dropLocally(_ key: SynthesisKey) throws {
+        if indexIsShared {
+            _ = try? AtomicFile.remove(fileURL(for: key))
+        } else {
+            try forget(key)
+        }
+    }
+
     /// Removes an entry and its file; a file already gone is fine.
     package func forget(_ key: SynthesisKey) throws {
         try index.forget(key.hex)
@@ -217,4 +259,6 @@ public struct CachedChunk: Sendable, Hashable {
     public var url: URL
     public var shape: ChunkShape
     public var sampleRate: Int
+    /// What the file must be when it is read: its size and SHA-256, as the entry records them.
+    public var expectation: FLACFile.Expectation? = nil
 }

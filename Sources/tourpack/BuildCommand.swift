@@ -83,7 +83,8 @@ struct Build: AsyncParsableCommand {
     func run() async throws {
         let loaded = try options.load()
         let tours = try TourLoader().loadAll(
-            globs: loaded.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            globs: loaded.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+            pipelineFile: options.pipeline)
         let selected = try select(tours)
         // One build per quality of the ladder, each into its own Documents
         // root; the first speaks every chunk, the others find them in the

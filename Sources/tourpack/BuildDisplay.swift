@@ -61,7 +61,7 @@ final class BuildDisplay: @unchecked Sendable {
             clearBar()
             let message = (error as? TourpackError)?.description ?? "\(error)"
             if mode == .json {
-                emit(ErrorEvent(message: message, exitCode: exitCode), name: "error")
+                emit(ErrorEvent(error: (error as? TourpackError)?.kind.rawValue, message: message, exitCode: exitCode), name: "error")
             }
         }
     }
@@ -234,6 +234,8 @@ final class BuildDisplay: @unchecked Sendable {
     }
 
     private struct ErrorEvent: Encodable {
+        /// The kind (`storageFailed`…), as install's error events name it.
+        var error: String?
         var message: String
         var exitCode: Int32
     }

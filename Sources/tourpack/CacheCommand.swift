@@ -87,7 +87,10 @@ struct Cache: AsyncParsableCommand {
         private func prune(_ config: PipelineConfig) async throws {
             let layout = Layout(root: config.output)
             let lock =
-                dryRun ? nil : try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
+                dryRun
+                ? nil
+                : try await BuildLock.acquire(
+                    stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false, command: "cache prune")
             defer { lock?.release() }
             let now = CommandClock.now()
             let plan = try CacheMaintenance.run(
@@ -127,7 +130,8 @@ struct Cache: AsyncParsableCommand {
                     "cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis and tile caches and the build records in \(config.state.path); run it again with --yes"
                 )
             }
-            let lock = try await BuildLock.acquire(stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false)
+            let lock = try await BuildLock.acquire(
+                stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false, command: "cache clear")
             defer { lock.release() }
             let freed = try CacheClearing.clear(config, state: try StateView.existing(config))
             print(

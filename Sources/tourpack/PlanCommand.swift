@@ -29,7 +29,8 @@ struct Plan: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         let tours = try TourLoader().loadAll(
-            globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+            pipelineFile: options.pipeline)
         let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: try sharding.resolved()), config: config)
         let report = PlanReport(plan: plan, config: config)
         if json {

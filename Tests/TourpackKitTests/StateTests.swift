@@ -47,9 +47,9 @@ struct StateScratch {
         case .sqlite:
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
-                "sent reservations", "loudness", "synthesis claims",
+                "sent reservations", "loudness", "synthesis claims", "chunk digests",
             ]
-        case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims"]
+        case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims", "chunk digests"]
         }
     }
 
@@ -143,7 +143,9 @@ struct StateScratch {
                 try PostgresTestServer.shared().psql(fixture.databaseName!, "SELECT name FROM schema_migrations").split(separator: "\n")
                     .map(String.init)
             }
-        #expect(Set(recorded) == Set(Self.formerMigrations(backend)))
+        // Migrations that came after the renaming never had a former name.
+        let later = Self.migrations(backend).dropFirst(Self.formerMigrations(backend).count)
+        #expect(Set(recorded) == Set(Self.formerMigrations(backend) + later))
 
         for _ in 0..<2 {
             let state = try fixture.open()

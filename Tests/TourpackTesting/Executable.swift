@@ -35,14 +35,25 @@ package struct Executable {
 
     /// Runs `tourpack` with `arguments` to its end. Blocks: call it from a
     /// `.offThePool` suite or through `OffThePool.run`.
+    ///
+    /// - Parameter fileSizeLimit: bytes no file the run writes may grow past
+    ///   (`RLIMIT_FSIZE`, set by `/bin/sh`'s `ulimit -f` in 512-byte blocks,
+    ///   with SIGXFSZ ignored so a write past it fails with EFBIG instead of
+    ///   killing the process): `SmallDisk`'s stand-in for a full disk.
     package static func run(
-        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:],
+        _ arguments: [String], in directory: URL = packageRoot, environment: [String: String] = [:], fileSizeLimit: Int? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> Result {
         OffThePool.checkNotOnThePool("Executable.run", sourceLocation: sourceLocation)
         let process = Process()
-        process.executableURL = tourpack
-        process.arguments = arguments
+        if let fileSizeLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            let blocks = max(1, fileSizeLimit / 512)
+            process.arguments = ["-c", "ulimit -f \(blocks) && trap '' XFSZ && exec \"$0\" \"$@\"", tourpack.path] + arguments
+        } else {
+            process.executableURL = tourpack
+            process.arguments = arguments
+        }
         process.currentDirectoryURL = directory
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }

@@ -128,7 +128,12 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
             let errno = c.errno.map { ": \(errnoDescription($0)) (errno \($0))" } ?? (message.isEmpty ? "" : ": \(message)")
             return "\(package)\(c.path ?? "?"): \(c.operation ?? "file operation") failed\(errno)"
         case .alreadyBuilding:
-            return "another build is running on this output root (lock \(c.path ?? "?")); retry later, or drop --no-wait to wait for it"
+            // A command that never waits (`cache prune`, `cache clear`) has no --no-wait to drop.
+            guard let command = c.operation else {
+                return "another build is running on this output root (lock \(c.path ?? "?")); retry later, or drop --no-wait to wait for it"
+            }
+            return
+                "another build is running on this output root (lock \(c.path ?? "?")); \(command) does not wait: retry once it has finished"
         case .invalidInput:
             return message
         case .budgetExceeded:
@@ -183,8 +188,9 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         TourpackError(.storageFailed, reason, context: Context(path: path, operation: operation), cause: cause)
     }
 
-    public static func alreadyBuilding(lockPath: String) -> TourpackError {
-        TourpackError(.alreadyBuilding, "another build holds the lock", context: Context(path: lockPath))
+    /// - Parameter command: a command that never waits for the lock (`cache prune`), named in the advice.
+    public static func alreadyBuilding(lockPath: String, command: String? = nil) -> TourpackError {
+        TourpackError(.alreadyBuilding, "another build holds the lock", context: Context(path: lockPath, operation: command))
     }
 
     public static func invalidInput(_ message: String) -> TourpackError {

@@ -56,19 +56,25 @@ public final class BuildLock: @unchecked Sendable {
     ///     fleet own disjoint tours and touch only their own tours' folders,
     ///     so they publish side by side, while a whole-root build, `cache
     ///     prune` or `cache clear` (exclusive) still waits for all of them.
-    public static func acquire(stateFolder: URL, root: URL? = nil, sharingRoot: Bool = false, wait: Bool) async throws -> BuildLock {
-        try await acquire(stateFolder: stateFolder, roots: root.map { [$0] } ?? [], sharingRoot: sharingRoot, wait: wait)
+    ///   - command: a command that never waits (`cache prune`), for the
+    ///     error's advice; nil when the caller waits unless `--no-wait`.
+    public static func acquire(
+        stateFolder: URL, root: URL? = nil, sharingRoot: Bool = false, wait: Bool, command: String? = nil
+    ) async throws -> BuildLock {
+        try await acquire(stateFolder: stateFolder, roots: root.map { [$0] } ?? [], sharingRoot: sharingRoot, wait: wait, command: command)
     }
 
     /// Takes the state's lock once and then each root's, in order: for
     /// `publish`, which reads every Documents root of a quality ladder. (A
     /// second `acquire` of the same state in one process would wait on itself.)
-    public static func acquire(stateFolder: URL, roots: [URL], sharingRoot: Bool = false, wait: Bool) async throws -> BuildLock {
+    public static func acquire(
+        stateFolder: URL, roots: [URL], sharingRoot: Bool = false, wait: Bool, command: String? = nil
+    ) async throws -> BuildLock {
         try AtomicFile.createFolder(stateFolder)
         let url = stateFolder.appendingPathComponent(fileName)
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open lock") }
-        try await hold(fd, path: url.path, wait: wait)
+        try await hold(fd, path: url.path, wait: wait, command: command)
         var rootDescriptors: [Int32] = []
         for root in roots {
             do {
@@ -76,7 +82,7 @@ public final class BuildLock: @unchecked Sendable {
                 let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open output root") }
                 // `hold` closes `folder` when it throws.
-                try await hold(folder, path: root.path, mode: sharingRoot ? LOCK_SH : LOCK_EX, wait: wait)
+                try await hold(folder, path: root.path, mode: sharingRoot ? LOCK_SH : LOCK_EX, wait: wait, command: command)
                 rootDescriptors.append(folder)
             } catch {
                 for folder in rootDescriptors {
@@ -92,7 +98,7 @@ public final class BuildLock: @unchecked Sendable {
     }
 
     /// Takes `flock` on `fd` (`LOCK_EX` or `LOCK_SH`), polling; closes it and throws when it cannot.
-    package static func hold(_ fd: Int32, path: String, mode: Int32 = LOCK_EX, wait: Bool) async throws {
+    package static func hold(_ fd: Int32, path: String, mode: Int32 = LOCK_EX, wait: Bool, command: String? = nil) async throws {
         var pause: UInt64 = 20_000_000
         while flock(fd, mode | LOCK_NB) != 0 {
             let code = errno
@@ -103,7 +109,7 @@ public final class BuildLock: @unchecked Sendable {
             }
             guard wait else {
                 _ = close(fd)
-                throw TourpackError.alreadyBuilding(lockPath: path)
+                throw TourpackError.alreadyBuilding(lockPath: path, command: command)
             }
             do {
                 try await Task.sleep(nanoseconds: pause)

@@ -188,6 +188,7 @@ package enum FuzzHarness {
         switch limit {
         case .utf8BytesAfterEscaping: return chunk.isSSML ? chunk.text.utf8.count : SSML.escape(chunk.text).utf8.count
         case .characters: return chunk.text.unicodeScalars.count
+        case .billedCharacters: return BillingRule.textCharacters(chunk)
         }
     }
 

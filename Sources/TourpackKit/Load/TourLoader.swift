@@ -54,14 +54,25 @@ public struct TourLoader: Sendable {
 
     /// Loads every tour the globs match, in sorted path order, and checks
     /// that tour IDs are unique across files. Throws all problems at once.
-    public func loadAll(globs: [String], relativeTo base: URL? = nil) throws(DiagnosticsError) -> [Tour] {
+    ///
+    /// - Parameter pipelineFile: the pipeline the globs came from, as
+    ///   shown: a pattern that matches nothing is its error, at `tours[i]`.
+    public func loadAll(globs: [String], relativeTo base: URL? = nil, pipelineFile: String? = nil) throws(DiagnosticsError) -> [Tour] {
         var diagnostics = DiagnosticCollector()
         var tours: [Tour] = []
         var firstFile: [SafeID: String] = [:]
         for (index, pattern) in globs.enumerated() {
-            let matches = Glob.expand(pattern)
-            if matches.isEmpty {
-                diagnostics.error(pattern, "", "no tour file matches this pattern (tours[\(index)])")
+            var undecodable: [String] = []
+            let matches = Glob.expand(pattern, undecodable: &undecodable)
+            for name in undecodable.sorted() {
+                diagnostics.error(name, "", "the file name is not UTF-8; rename the file (tourpack names every file it reads in UTF-8)")
+            }
+            if matches.isEmpty && undecodable.isEmpty {
+                if let pipelineFile {
+                    diagnostics.error(pipelineFile, "tours[\(index)]", "no tour file matches \(pattern)")
+                } else {
+                    diagnostics.error(pattern, "", "no tour file matches this pattern (tours[\(index)])")
+                }
             }
             for path in matches {
                 let url = URL(fileURLWithPath: path)

@@ -217,8 +217,9 @@ struct BuildRun {
             summary.failures.append(failure.message)
             events(.itemFailed(failure))
             if error.kind == .networkUnavailable, stop == nil { stop = error }
-            // The state cannot be written (a full disk): every further request would be paid for and not counted.
-            if error.kind == .stateFailed, stop == nil { stop = error }
+            // The state cannot be written, or a disk is full: every further
+            // request would be paid for and not counted, or not kept.
+            if error.kind == .stateFailed || error.isDiskFull, stop == nil { stop = error }
             if error.kind == .budgetExceeded, stop == nil {
                 // Another job took what was left of the month: every other request would be refused too.
                 stop = error
@@ -237,10 +238,14 @@ struct BuildRun {
                 events(.mapsDone(tourID: assemblies[tourIndex].tour.id, tileCount: pack.storedTiles + pack.emptyTiles))
             case .failure(let error):
                 if error.kind == .cancelled {
-                    if !cancelled { cancelled = true; stop = error }
+                    // Cancelled because the build is already stopping for
+                    // another reason (a full disk, say) is not a signal:
+                    // that reason is what the summary and exit code report.
+                    if !cancelled, stop == nil { cancelled = true; stop = error }
                 } else {
                     assemblies[tourIndex].mapFailure = error
                     summary.failures.append("\(assemblies[tourIndex].tour.name): \(error.description)")
+                    if error.isDiskFull, stop == nil { stop = error }
                 }
             }
             reportTiles()

@@ -93,14 +93,17 @@ struct SpokenChunk: Sendable, Hashable {
     var url: URL?
     var shape: ChunkShape
     var sampleRate: Int
+    /// What the file must be when read (a synthesis-cache file's size and SHA-256); nil for a temp not kept yet.
+    var expectation: FLACFile.Expectation?
 
-    init(url: URL?, shape: ChunkShape, sampleRate: Int) {
+    init(url: URL?, shape: ChunkShape, sampleRate: Int, expectation: FLACFile.Expectation? = nil) {
         self.url = url
         self.shape = shape
         self.sampleRate = sampleRate
+        self.expectation = expectation
     }
 
     init(_ cached: CachedChunk) {
-        self.init(url: cached.url, shape: cached.shape, sampleRate: cached.sampleRate)
+        self.init(url: cached.url, shape: cached.shape, sampleRate: cached.sampleRate, expectation: cached.expectation)
     }
 }

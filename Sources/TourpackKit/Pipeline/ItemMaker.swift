@@ -170,8 +170,14 @@ struct ItemMaker: Sendable {
                     }
                     do {
                         let key = keys[index]
-                        try await pool.runIfActive {
-                            try Self.render(chunk, key: key, piece: piece, rate: recipe.endpointRate, into: session)
+                        // A signal stops the read between blocks (the pool thread sees no task to cancel).
+                        let stop = StopFlag()
+                        try await withTaskCancellationHandler {
+                            try await pool.runIfActive {
+                                try Self.render(chunk, key: key, piece: piece, rate: recipe.endpointRate, into: session, stop: stop)
+                            }
+                        } onCancel: {
+                            stop.raise()
                         }
                     } catch {
                         return error
@@ -247,14 +253,16 @@ struct ItemMaker: Sendable {
 
     /// One chunk's piece of the join, read block by block from its file into
     /// every encoder. Blocking.
-    private static func render(_ chunk: SpokenChunk, key: SynthesisKey, piece: JoinPiece, rate: Int, into box: SessionBox) throws {
+    private static func render(
+        _ chunk: SpokenChunk, key: SynthesisKey, piece: JoinPiece, rate: Int, into box: SessionBox, stop: StopFlag
+    ) throws {
         guard let url = chunk.url, chunk.sampleRate == rate else {
             throw DamagedChunk(key: key, reason: "kept at \(chunk.sampleRate) Hz, not \(rate) Hz")
         }
         var renderer = PieceRenderer(piece)
         let session = box.session
         do {
-            try FLACFile.stream(url) { block in
+            try FLACFile.stream(url, expecting: chunk.expectation, isCancelled: { stop.isRaised }) { block in
                 try renderer.feed(block) { samples in
                     do { try session.write(samples) } catch { throw EncoderFailure(error: error) }
                 }
@@ -264,8 +272,10 @@ struct ItemMaker: Sendable {
             }
         } catch let failure as EncoderFailure {
             throw failure.error
+        } catch let error as TourpackError where error.kind == .cancelled {
+            throw error
         } catch {
-            throw DamagedChunk(key: key, reason: "\(url.path): \(error)")
+            throw DamagedChunk(key: key, reason: "\(error is FLACFile.Mismatch ? "" : "\(url.path): ")\(error)")
         }
     }
 
@@ -283,6 +293,14 @@ struct ItemMaker: Sendable {
         if let known = error as? TourpackError { return known }
         return .audioEncodingFailed(item: label, message: "\(error)")
     }
+}
+
+/// Set once, from a cancellation handler; read between blocks on a pool thread.
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+    var isRaised: Bool { lock.withLock { raised } }
+    func raise() { lock.withLock { raised = true } }
 }
 
 /// A synthesis-cache file that did not read back as it was kept.

@@ -127,6 +127,10 @@ struct PaidSynthesis: Sendable {
             throw TourpackError.cancelled
         } catch let error as TourpackError where error.kind == .cancelled {
             throw error
+        } catch let error as TourpackError where error.isDiskFull {
+            var context = error.context
+            context.operation = "write the quota ledger"
+            throw TourpackError(.storageFailed, error.message, context: context, cause: error)
         } catch {
             throw ledger.store.location.failure("the quota ledger cannot be written: \(error)", cause: error)
         }

@@ -25,6 +25,8 @@ import Darwin
 public final class StagingArea: @unchecked Sendable {
     /// The root's `staging` folder, or nil when temps sit beside their final paths.
     public let folder: URL?
+    /// The root's `staging` folder in the state, used or not: swept of a killed run's temps either way.
+    let stagingFolder: URL
     /// The output root: folders under it are created through real folders only.
     public let output: URL
     private let lock = NSLock()
@@ -36,6 +38,7 @@ public final class StagingArea: @unchecked Sendable {
         try AtomicFile.createFolder(staging)
         try AtomicFile.createFolder(output)
         self.output = output
+        stagingFolder = staging
         folder = try Self.device(of: staging) == Self.device(of: output) ? staging : nil
     }
 
@@ -101,6 +104,11 @@ public final class StagingArea: @unchecked Sendable {
                 try AtomicFile.remove(folder.appendingPathComponent(name))
                 removed += 1
             }
+        } else if scope == nil {
+            // Unused on this output's file system, but a run with the output
+            // elsewhere (or a crash) may have left temps in it: they never
+            // become anything, so they go.
+            removed += try AtomicFile.removeStaleTemporaries(in: stagingFolder).count
         }
         for top in [Layout.audioCacheFolder, Layout.offlineToursFolder] {
             let parent = layout.root.appendingPathComponent(top, isDirectory: true)

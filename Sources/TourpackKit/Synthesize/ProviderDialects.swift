@@ -56,8 +56,8 @@ struct PollyDialect: TTSDialect {
     func accepts(contentType: String?) -> Bool { RawPCMDecoder.isAudio(contentType) }
 
     /// Polly names the error in `x-amzn-ErrorType` (and `__type`); throttling is a 400.
-    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer {
-        let message = TTSErrorBody.message(from: body)
+    func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer {
+        let message = TTSErrorBody.message(from: body, scrub: scrub)
         let kind = Self.errorType(headers: headers, body: body)
         let shown = kind.map { message.contains($0) ? message : "\(message) (\($0))" } ?? message
         switch kind {
@@ -211,8 +211,8 @@ struct ElevenLabsDialect: TTSDialect {
 
     func accepts(contentType: String?) -> Bool { RawPCMDecoder.isAudio(contentType) }
 
-    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer {
-        let message = TTSErrorBody.message(from: body)
+    func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer {
+        let message = TTSErrorBody.message(from: body, scrub: scrub)
         if message.contains("(quota_exceeded)") { return .final(message) }
         switch status {
         case 429, 500, 502, 503, 504: return .retry(message)

@@ -192,6 +192,11 @@ final class SynthesisClient: Sendable {
             switch failure {
             case .cancelledAfterAnswer:
                 return .final(.cancelled)
+            case .spoolFailed(let path, let reason, _) where reason == errnoDescription(ENOSPC) || reason == errnoDescription(EDQUOT):
+                // A full disk is storageFailed naming the file, as every write that finds no room is.
+                return .final(
+                    .storageFailed(
+                        path: path, errno: reason == errnoDescription(ENOSPC) ? ENOSPC : EDQUOT, operation: "keep the endpoint's answer"))
             case .spoolFailed(let path, let reason, _):
                 return .final(.stateFailed(path: path, message: "cannot keep the endpoint's answer: \(reason)"))
             case .responseTooLarge(_, let status?) where (200..<300).contains(status):
@@ -239,11 +244,15 @@ final class SynthesisClient: Sendable {
                     status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
             case .failure(let error as TourpackError):
                 return .final(error)
+            case .failure(let error as FFmpegError) where [-ENOSPC, -EDQUOT].contains(error.code):
+                // The FLAC writer found no room: a full disk, as every write that finds none.
+                return .final(
+                    .storageFailed(path: error.path ?? destination.path, errno: -error.code, operation: "keep the endpoint's answer"))
             case .failure(let error):
                 return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
             }
         default:
-            switch dialect.classify(status: response.status, headers: response.headers, body: response.body) {
+            switch dialect.classify(status: response.status, headers: response.headers, body: response.body, scrub: scrub) {
             case .retry(let message):
                 let retryAfter = RetryPolicy.retryAfterSeconds(response.headers["retry-after"])
                 return .retryable(status: response.status, reason: scrub(message), retryAfter: retryAfter, transport: nil)

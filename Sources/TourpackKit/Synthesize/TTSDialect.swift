@@ -24,7 +24,7 @@ protocol TTSDialect: Sendable {
     /// a proxy's error page under a 200 is not.
     func accepts(contentType: String?) -> Bool
     /// What an error answer means for the retry policy, with the server's message.
-    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer
+    func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer
 }
 
 /// An error answer, as the retry policy sees it.
@@ -43,8 +43,8 @@ extension TTSDialect {
     func accepts(contentType: String?) -> Bool { true }
 
     /// Google's and OpenAI's way: 429 and 5xx retry, a 400 "longer than the limit" splits.
-    func classify(status: Int, headers: [String: String], body: [UInt8]) -> ErrorAnswer {
-        let message = TTSErrorBody.message(from: body)
+    func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer {
+        let message = TTSErrorBody.message(from: body, scrub: scrub)
         switch status {
         case 429, 500, 502, 503, 504: return .retry(message)
         case 401, 403: return .auth(message)
@@ -154,7 +154,9 @@ struct OpenAIDialect: TTSDialect {
 /// a header), ElevenLabs `{"detail":{"status","message"}}` or FastAPI's
 /// `{"detail":[{"loc","msg"}]}`.
 enum TTSErrorBody {
-    static func message(from body: [UInt8]) -> String {
+    /// - Parameter scrub: takes the key out of a body that is not JSON
+    ///   before it is cut short, so a cut never leaves part of a key.
+    static func message(from body: [UInt8], scrub: (String) -> String = { $0 }) -> String {
         if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
             if let error = object["error"] as? [String: Any], let message = error["message"] as? String {
                 let kind = (error["status"] as? String) ?? (error["type"] as? String) ?? (error["code"] as? String)
@@ -177,7 +179,7 @@ enum TTSErrorBody {
             }
             if let message = (object["error"] as? String) ?? (object["message"] as? String) { return message }
         }
-        let text = String(decoding: body.prefix(300), as: UTF8.self)
+        let text = String(scrub(String(decoding: body.prefix(4096), as: UTF8.self)).prefix(300))
             .filter { !$0.isNewline && ($0.isLetter || $0.isNumber || $0.isPunctuation || $0.isSymbol || $0 == " ") }
         return text.isEmpty ? "(no message)" : text
     }

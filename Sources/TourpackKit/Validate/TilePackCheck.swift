@@ -228,8 +228,10 @@ struct TilePackCheck: Sendable {
         for problem in problems.kinds {
             let count = problem.samples.count + problem.more
             let more = problem.more == 0 ? "" : " and \(problem.more) more"
+            // "1 tile that is not png", "2 tiles that are not png".
+            let kind = count == 1 ? problem.kind.replacingOccurrences(of: "that are ", with: "that is ") : problem.kind
             record.error(
-                .tilePack, "\(count) tile\(count == 1 ? "" : "s") \(problem.kind): \(problem.samples.joined(separator: ", "))\(more)")
+                .tilePack, "\(count) tile\(count == 1 ? "" : "s") \(kind): \(problem.samples.joined(separator: ", "))\(more)")
         }
     }
 

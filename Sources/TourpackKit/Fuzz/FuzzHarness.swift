@@ -21,6 +21,7 @@ package enum FuzzHarness {
         ("ssml-chunker", ssmlChunker),
         ("answer-google", answerGoogle),
         ("answer-wav", answerWAV),
+        ("answer-pcm", answerPCM),
         ("mp4-boxes", mp4Boxes),
         ("ogg-opus", oggOpus),
         ("mp3-frame", mp3Frame),
@@ -236,6 +237,8 @@ package enum FuzzHarness {
 
     static func answerGoogle(_ bytes: [UInt8]) { answer("answer-google", bytes, make: GoogleAnswerDecoder.init) }
     static func answerWAV(_ bytes: [UInt8]) { answer("answer-wav", bytes, make: WAVStreamDecoder.init) }
+    /// Polly's, Azure's and ElevenLabs' raw 16-bit PCM.
+    static func answerPCM(_ bytes: [UInt8]) { answer("answer-pcm", bytes, make: { RawPCMDecoder(rate: 24_000) }) }
 
     /// A 2xx body, spooled as the synthesizer spools it and decoded into a
     /// FLAC file through `ChunkRecorder`. The same body fed whole and fed in

@@ -158,6 +158,9 @@ import TourpackTesting
         #expect(abs(cost - Double(credits) * 150 / 1_000_000) < 0.01)
         let text = try Executable.run(["plan", workspace.pipeline.path], in: workspace.root, environment: environment)
         #expect(text.stdout.contains("credits a month") && text.stdout.contains("elevenlabs account"), "\(text.stdout)")
+        // The settled configuration lists the quotas of this provider's tiers only, in its unit.
+        let budgets = (text.stdout + text.stderr).split(separator: "\n").first { $0.contains("budgets ") }.map(String.init) ?? ""
+        #expect(budgets.hasSuffix("monthly half-credit 1,000,000, in credits"), "\(budgets)")
         #expect(!(text.stdout + plan.stdout).contains(Self.key))
 
         try write(quota: 10)

@@ -39,8 +39,10 @@ extension PipelineConfig {
                 tiles = "tiles from the extract \(shown(file)) (\(source.format.rawValue))"
             }
         }
+        // Only the tiers this provider bills in: Google's default quotas mean
+        // nothing to an ElevenLabs build.
         let quotas =
-            PricingTier.allCases.compactMap { tier in
+            PricingTier.allCases.filter { tts.api.tiers.contains($0) || $0 == voice.tier }.compactMap { tier in
                 budgets.monthlyQuota(for: tier).map { "\(tier.rawValue) \(PlanReport.grouped($0))" }
             } + ["in \(billing.unit)"]
         var lines =

@@ -34,7 +34,11 @@ struct Plan: AsyncParsableCommand {
         let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: try sharding.resolved()), config: config)
         let report = PlanReport(plan: plan, config: config)
         if json {
-            print(try report.json())
+            // The ladder's other qualities: the same chunks, encoded again into roots of their own.
+            let ladder = try config.qualityRoots().dropFirst().map { rung in
+                (config: rung, plan: try Planner(config: rung).plan(tours, shard: try sharding.resolved()))
+            }
+            print(try report.json(ladder: ladder))
         } else {
             print(config.settledDescription())
             print()

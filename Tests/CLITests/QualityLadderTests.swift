@@ -22,6 +22,23 @@ import TourpackTesting
         return manifests
     }
 
+    @Test("plan --json lists every quality of the ladder: its root, and per format the rate and the estimated bytes")
+    func planJSONListsEveryQuality() throws {
+        let workspace = try BuildWorkspace(formats: Self.ladder)
+        let plan = try Executable.run(["plan", workspace.pipeline.path, "--json"], in: workspace.root)
+        try #require(plan.status == 0, "\(plan.stdout)\n\(plan.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(plan.stdout.utf8)) as? [String: Any])
+        let qualities = try #require(object["qualities"] as? [[String: Any]], "\(plan.stdout)")
+        #expect(qualities.map { $0["quality"] as? String } == ["high", "low", "medium"])
+        #expect(
+            qualities.map { ($0["output"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } }
+                == ["Documents", "Documents-low", "Documents-medium"])
+        let rates = qualities.map { ($0["formats"] as? [String: [String: Int]])?.mapValues { $0["bitrateKbps"] ?? 0 } }
+        #expect(rates == [["aac": 128], ["opus": 32], ["opus": 64]])
+        let bytes = qualities.map { ($0["formats"] as? [String: [String: Int]])?.values.first?["estimatedBytes"] ?? 0 }
+        #expect(bytes[1] > 0 && bytes[1] < bytes[2] && bytes[2] < bytes[0], "a lower rate estimates fewer bytes: \(bytes)")
+    }
+
     @Test(
         "Three variants from one synthesis: the endpoint hears each chunk once, each quality's root validates at its own rate, and the signed catalogue offers all three with their sizes"
     )

@@ -126,7 +126,11 @@ public struct PlanReport: Sendable {
 
     // MARK: JSON
 
-    public func json() throws -> String {
+    /// - Parameter ladder: the pipeline's other qualities (`qualityRoots()`
+    ///   after the first), each with its plan: the same chunks, encoded
+    ///   again into a root of its own.
+    public func json(ladder: [(config: PipelineConfig, plan: BuildPlan)] = []) throws -> String {
+        let rungs = [(config: config, plan: plan)] + ladder
         let document = PlanDocument(
             version: 1,
             pipeline: config.sourceFile.path,
@@ -157,7 +161,19 @@ public struct PlanReport: Sendable {
                 fits: plan.quotaLeftAfter.map { $0 >= 0 } ?? true
             ),
             refused: refusal,
-            shard: plan.shard
+            shard: plan.shard,
+            qualities: rungs.map { rung in
+                PlanDocument.QualityEntry(
+                    quality: rung.config.quality.rawValue, output: rung.config.output.path,
+                    formats: Dictionary(
+                        uniqueKeysWithValues: rung.config.formats.map {
+                            (
+                                $0.rawValue,
+                                PlanDocument.QualityEntry.Format(
+                                    bitrateKbps: rung.config.bitrate(for: $0), estimatedBytes: rung.plan.estimatedBytes($0))
+                            )
+                        }))
+            }
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -229,8 +245,20 @@ public struct PlanReport: Sendable {
         var refused: String?
         /// With `--shards`: the shard and its share of the pipeline's tours; null otherwise.
         var shard: ShardSlice?
+        /// Every quality the build makes, the first (`output`) first: its
+        /// root and, per format, the rate and the estimated bytes. One entry
+        /// without a ladder; the others need no request of their own.
+        var qualities: [QualityEntry]
 
-        enum CodingKeys: String, CodingKey { case version, pipeline, voice, formats, tours, totals, quota, refused, shard }
+        struct QualityEntry: Encodable {
+            struct Format: Encodable {
+                var bitrateKbps, estimatedBytes: Int
+            }
+            var quality, output: String
+            var formats: [String: Format]
+        }
+
+        enum CodingKeys: String, CodingKey { case version, pipeline, voice, formats, tours, totals, quota, refused, shard, qualities }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -243,6 +271,7 @@ public struct PlanReport: Sendable {
             try c.encode(quota, forKey: .quota)
             try c.encode(refused, forKey: .refused)
             try c.encode(shard, forKey: .shard)
+            try c.encode(qualities, forKey: .qualities)
         }
     }
 

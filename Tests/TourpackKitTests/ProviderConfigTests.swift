@@ -97,12 +97,26 @@ import TourpackState
 
     @Test func chunkLimitsAreCountedAsTheProviderCounts() throws {
         // Polly counts billed characters: the tags of an SSML narration are free.
-        let tags = String(repeating: #"<break time="1ms"/>"#, count: 40)
+        let tags = String(repeating: #"<break time="1ms"/>"#, count: 3)
         let text = "<speak>" + String(repeating: "Word. ", count: 10) + tags + "</speak>"
         let chunks = try Chunker(limit: .billedCharacters(100)).chunks(for: Narration(text: text))
         #expect(chunks.count == 1, "60 billed characters fit in 100 although the SSML is \(text.count) long")
         let counted = try Chunker(limit: .characters(100)).chunks(for: Narration(text: text))
         #expect(counted.count > 1)
+    }
+
+    /// Polly also caps a request's characters, tags included, at 6,000 (twice
+    /// its 3,000 billed): a narration dense with markup is cut so each chunk
+    /// holds both caps, where the billed count alone would send 15,000 characters.
+    @Test func pollyChunksHoldTheTotalCapToo() throws {
+        let text = "<speak>" + String(repeating: "<emphasis>word</emphasis> ", count: 600) + "</speak>"
+        let limit = ChunkLimit.billedCharacters(3000)
+        let chunks = try Chunker(limit: limit).chunks(for: Narration(text: text))
+        #expect(chunks.count > 1)
+        for chunk in chunks {
+            #expect(BillingRule.textCharacters(chunk) <= 3000)
+            #expect(chunk.characters <= 6000, "\(chunk.characters) characters in one Polly request")
+        }
     }
 
     /// A lexicon applied under each new dialect: SSML `<sub>` for Polly and
@@ -127,7 +141,7 @@ import TourpackState
                 """)
         let voice = VoicePreset(provider: api.rawValue, languageCode: "en-US", name: "en-US", tier: api.tiers[0])
         let dialect = PronunciationDialect(api: api, voice: voice)
-        let limit: ChunkLimit = api == .polly ? .billedCharacters(90) : .characters(api == .azure ? 150 : 90)
+        let limit: ChunkLimit = api == .polly ? .billedCharacters(120) : .characters(api == .azure ? 150 : 90)
         let chunker = Chunker(limit: limit)
         func keyed(_ lexicon: Lexicon) throws -> [(text: String, key: SynthesisKey)] {
             let chunks = try LexiconRewriter(lexicons: [lexicon], dialect: dialect).chunks(for: narration, using: chunker)

@@ -117,11 +117,18 @@ package enum FuzzHarness {
         </lexicon>
         """, file: "fallback.pls")
 
-    /// A limit from the input's first two bytes: characters or escaped UTF-8 bytes, 8 to 1,031.
+    /// A limit from the input's first two bytes: characters, escaped UTF-8
+    /// bytes or Polly's billed characters, 8 to 1,031.
     static func limit(_ bytes: [UInt8]) -> (ChunkLimit, rest: ArraySlice<UInt8>) {
         guard bytes.count >= 2 else { return (.characters(64), bytes[...]) }
         let value = 8 + (Int(bytes[1]) << 2 | Int(bytes[0] >> 6))
-        return (bytes[0] & 1 == 0 ? .characters(value) : .utf8BytesAfterEscaping(value), bytes.dropFirst(2))
+        let limit: ChunkLimit =
+            switch bytes[0] & 3 {
+            case 1: .utf8BytesAfterEscaping(value)
+            case 3: .billedCharacters(value)
+            default: .characters(value)
+            }
+        return (limit, bytes.dropFirst(2))
     }
 
     /// Text before the first NUL is a PLS lexicon, the rest a narration: the
@@ -179,6 +186,9 @@ package enum FuzzHarness {
     static func checkChunks(_ target: String, _ chunks: [Chunk], limit: ChunkLimit) {
         for chunk in chunks {
             if size(chunk, limit) > limit.value { violated(target, "a chunk over \(limit): \(chunk.text.debugDescription)") }
+            if case .billedCharacters(let billed) = limit, chunk.characters > 2 * billed {
+                violated(target, "a chunk over Polly's total cap, twice \(limit): \(chunk.text.debugDescription)")
+            }
             if chunk.isSSML, let problem = SSML.validate(chunk.text).first {
                 violated(target, "a malformed SSML chunk (\(problem)): \(chunk.text.debugDescription)")
             }

@@ -63,8 +63,12 @@ public enum PipelineLoader {
         "concurrency", "requestsPerSecond", "maxAgeDays",
     ]
 
-    /// - Parameter environment: where the variables that `apiKeyEnv` settings
-    ///   name are read, once, here; the process's own by default.
+    /// - Parameters:
+    ///   - url: the pipeline file; relative paths in it resolve against its folder.
+    ///   - overrides: the command line's flags, which win over the file.
+    ///   - workingDirectory: where relative command-line paths start; the process's when nil.
+    ///   - environment: where the variables that `apiKeyEnv` settings name
+    ///     are read, once, here; the process's own by default.
     public static func load(
         _ url: URL, overrides: PipelineOverrides = .init(), workingDirectory: URL? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment

@@ -55,8 +55,11 @@ public struct TourLoader: Sendable {
     /// Loads every tour the globs match, in sorted path order, and checks
     /// that tour IDs are unique across files. Throws all problems at once.
     ///
-    /// - Parameter pipelineFile: the pipeline the globs came from, as
-    ///   shown: a pattern that matches nothing is its error, at `tours[i]`.
+    /// - Parameters:
+    ///   - globs: file patterns (`*`, `?`, `[…]`), as the pipeline's `tours` lists them.
+    ///   - base: the folder relative patterns start from; the working directory when nil.
+    ///   - pipelineFile: the pipeline the globs came from, as shown: a
+    ///     pattern that matches nothing is its error, at `tours[i]`.
     public func loadAll(globs: [String], relativeTo base: URL? = nil, pipelineFile: String? = nil) throws(DiagnosticsError) -> [Tour] {
         var diagnostics = DiagnosticCollector()
         var tours: [Tour] = []

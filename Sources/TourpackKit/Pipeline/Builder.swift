@@ -101,7 +101,10 @@ public struct Builder: Sendable {
     /// The build is recorded in the state database (queued, then running
     /// once the lock is held, then completed, failed or cancelled).
     ///
-    /// - Parameter skippedTours: tours of the pipeline left out (`--tour`), for the summary.
+    /// - Parameters:
+    ///   - plan: what to build, annotated with the state (`StateView.annotate`).
+    ///   - skippedTours: tours of the pipeline left out (`--tour`), for the summary.
+    ///   - events: called with every event, in order, from the build's tasks.
     /// - Returns: the summary, also sent as the last event. Failed tours are
     ///   in the summary, not thrown; only a failure before any work (the
     ///   lock, the state, a budget refusal) throws.

@@ -113,10 +113,13 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// A journal is a file anyone with the state folder can edit: one that
     /// names a path outside `root`'s `AudioCache` and `OfflineTours` (or,
     /// for a move's temp, `state`'s staging) is refused before anything moves.
-    /// - Parameter root: the output root the journals were written for.
-    /// - Parameter publishing: runs one tour's replay as that tour's publish
-    ///   runs (`StateBackend.publishing`: under its advisory lock when
-    ///   workers on other machines share the root).
+    /// - Parameters:
+    ///   - state: the state folder whose `roots/<root>/journal` holds the journals.
+    ///   - root: the output root the journals were written for.
+    ///   - publishing: runs one tour's replay as that tour's publish runs
+    ///     (`StateBackend.publishing`: under its advisory lock when workers on
+    ///     other machines share the root).
+    /// - Returns: how many journals were replayed.
     public static func replayAll(
         state: URL, root: URL, publishing: (_ tourId: String, _ replay: () throws -> Void) throws -> Void = { try $1() }
     ) throws -> Int {

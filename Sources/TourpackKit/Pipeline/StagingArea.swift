@@ -91,6 +91,7 @@ public final class StagingArea: @unchecked Sendable {
     /// while holding the `BuildLock`, after the journal has been replayed.
     /// Returns how many files were removed.
     ///
+    /// - Parameter layout: the output root whose leftovers go.
     /// - Parameter scope: with `--shards`, the folders this shard's build
     ///   owns. Other workers publish into the same root at the same time
     ///   (their builds hold the root's lock shared), so their temps and

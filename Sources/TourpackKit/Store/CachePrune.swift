@@ -43,6 +43,9 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     }
 
     /// - Parameters:
+    ///   - inventory: what the root holds now.
+    ///   - budgets: `cacheMaxMB` and the ages past which packages and audio expire.
+    ///   - now: the clock the ages are measured against.
     ///   - lastUsed: when the build last made or reused each file, by root-relative path.
     ///   - overBudgetOnly: only evict over the budget; leave expired packages and old audio.
     ///   - scope: a shard's build evicts only its own tours' unlisted audio
@@ -108,7 +111,15 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
 /// evict to their own budgets. Audio that a current package lists is never
 /// removed. Blocking; call it with the root's lock held.
 public enum CacheMaintenance {
-    /// - Parameter scope: a shard's build (`OutputScope`): only its own tours' audio is evicted.
+    /// - Parameters:
+    ///   - layout: the output root.
+    ///   - budgets: the cache budgets and ages to hold the root and the caches to.
+    ///   - state: the state whose output, synthesis and tile caches are kept
+    ///     in step; nil prunes the root alone.
+    ///   - now: the clock ages are measured against.
+    ///   - overBudgetOnly: evict only until the root fits in `cacheMaxMB`, as a build does.
+    ///   - dryRun: report what would go, and remove nothing.
+    ///   - scope: a shard's build (`OutputScope`): only its own tours' audio is evicted.
     @discardableResult
     public static func run(
         layout: Layout, budgets: Budgets, state: BuildState?, now: Date, overBudgetOnly: Bool, dryRun: Bool = false,

@@ -48,8 +48,10 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
     private let splitter: Splitter?
 
     /// - Parameters:
+    ///   - settings: the pipeline's `tts` section: dialect, endpoint, limits and retries.
     ///   - apiKey: read by the caller from the variable `settings.apiKeyEnv` names; nil sends no key.
     ///   - splitter: the chunker's re-split, used on "longer than the limit".
+    ///   - options: retries, timeouts and the largest answer accepted.
     public init(settings: TTSSettings, apiKey: String?, splitter: Splitter? = nil, options: Options = Options()) throws {
         let dialect = Self.dialect(for: settings)
         var signing: AWSSigning?

@@ -200,8 +200,13 @@ public final class MBTilesReader: Sendable {
             let type = (row[0] as DatabaseValue).storage.text ?? ""
             let sql = (row[1] as DatabaseValue).storage.text ?? ""
             guard type == "table" else {
+                // Deduplicating writers (mbutil) make `tiles` a view over `map` and `images`.
+                let hint =
+                    type == "view"
+                    ? "; on a copy of the file, make it one: sqlite3 COPY \"CREATE TABLE t AS SELECT * FROM \(name); DROP VIEW \(name); ALTER TABLE t RENAME TO \(name)\""
+                    : ""
                 problems.append(
-                    "`\(name)` is a \(ValidationText.printable(type, limit: 20)), not a table; tourpack reads MBTiles tables only")
+                    "`\(name)` is a \(ValidationText.printable(type, limit: 20)), not a table; tourpack reads MBTiles tables only\(hint)")
                 continue
             }
             guard !sql.uppercased().hasPrefix("CREATE VIRTUAL") else {

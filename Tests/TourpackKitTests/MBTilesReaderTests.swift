@@ -102,6 +102,7 @@ private final class Box: @unchecked Sendable { var value: String? }
         }
         let message = try #require(outcome, "reading an extract whose \(table) is an endless view did not return within 30 s")
         #expect(message.contains("`\(table)` is a view, not a table"), "\(message)")
+        #expect(message.contains("DROP VIEW \(table); ALTER TABLE t RENAME TO \(table)"), "says how to make it a table: \(message)")
         #expect(message.hasPrefix(url.path) && message.components(separatedBy: url.path).count == 2, "\(message)")
         // At load, as a configuration error naming the file.
         #expect(throws: MBTilesError.self) { try MBTilesExtract.check(url) }

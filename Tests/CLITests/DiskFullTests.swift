@@ -99,10 +99,20 @@ import TourpackTesting
         #expect(full.status == 1, "leaving \(free) bytes: \(full.stdout.suffix(1500))\n\(full.stderr)")
         #expect(stop.kind == "storageFailed", "stopped by \(stop.kind ?? "nothing"): \(stop.message)")
         #expect(stop.message.contains(setup.workspace.state.path), "names the path: \(stop.message)")
-        // A tour that was whole before the disk filled may have been published
-        // (one failure stays local); otherwise every package is the previous one.
-        let packaged = Self.events(full.stdout).filter { $0["event"] as? String == "tourPackaged" }
-        if packaged.isEmpty { #expect(try Self.output(setup) == before, "the previous packages, byte for byte") }
+        // Each package is the previous one byte for byte, or the new one whole:
+        // a tour that was whole before the disk filled may have been published
+        // (its commit can land just before the state write that records it
+        // finds no room, so its tourPackaged event may never come).
+        let stopped = try Self.output(setup)
+        for path in stopped.keys.filter({ $0.hasSuffix("/" + Layout.manifestFileName) }) where stopped[path] != before[path] {
+            let manifest = try PackageManifest.read(from: setup.workspace.output.appendingPathComponent(path))
+            #expect(manifest.tourName.hasSuffix("in spring"), "\(path) is neither the previous package nor the new one")
+        }
+        #expect(
+            Set(stopped.keys.filter { $0.hasSuffix(Layout.manifestFileName) })
+                == Set(before.keys.filter { $0.hasSuffix(Layout.manifestFileName) }))
+        let validate = try Executable.run(["validate", setup.workspace.output.path])
+        #expect(validate.status == 0, "every package whole, its files as its package.json lists them: \(validate.stdout)")
         #expect(RootCheck.problems(in: setup.workspace.output).isEmpty, "\(RootCheck.problems(in: setup.workspace.output))")
 
         setup.disk.makeRoom()

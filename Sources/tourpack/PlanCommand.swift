@@ -31,22 +31,21 @@ struct Plan: AsyncParsableCommand {
         let tours = try TourLoader().loadAll(
             globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
             pipelineFile: options.pipeline)
-        let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: try sharding.resolved()), config: config)
+        let shard = try sharding.resolved()
+        let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: shard), config: config)
         let report = PlanReport(plan: plan, config: config)
+        // The ladder's other qualities: the same chunks (no request of their
+        // own), encoded again into roots of their own.
+        let ladder = try config.qualityRoots().dropFirst().map { rung in
+            (config: rung, plan: try Planner(config: rung).plan(tours, shard: shard))
+        }
         if json {
-            // The ladder's other qualities: the same chunks, encoded again into roots of their own.
-            let ladder = try config.qualityRoots().dropFirst().map { rung in
-                (config: rung, plan: try Planner(config: rung).plan(tours, shard: try sharding.resolved()))
-            }
             print(try report.json(ladder: ladder))
         } else {
             print(config.settledDescription())
             print()
             print(report.text())
-            // The ladder's other qualities: the same chunks (no request of
-            // their own), encoded again into roots of their own.
-            for rung in config.qualityRoots().dropFirst() {
-                let other = try Planner(config: rung).plan(tours, shard: try sharding.resolved())
+            for (rung, other) in ladder {
                 let sizes = rung.formats.map {
                     "\($0.rawValue) \(rung.bitrate(for: $0)) kbps est. \(PlanReport.bytes(other.estimatedBytes($0)))"
                 }

@@ -15,11 +15,18 @@ public struct ChunkShape: Sendable, Hashable {
     /// Its gating blocks and true peak, from which a file's loudness is
     /// known before its first sample is encoded; nil when not measured.
     public var loudness: LoudnessProfile?
+    /// When each sentence that starts in the chunk is spoken, in seconds
+    /// from the chunk's first sample, as the voice reported it: one per
+    /// place `SynthesisRequest.sentenceBoundaries` names, after the chunk's
+    /// own start (so `boundaries.count + 1` of them). Nil when the voice
+    /// reported none (captions then estimate them).
+    public var sentenceTimes: [Double]?
 
-    public init(samples: Int, audible: Range<Int>?, loudness: LoudnessProfile? = nil) {
+    public init(samples: Int, audible: Range<Int>?, loudness: LoudnessProfile? = nil, sentenceTimes: [Double]? = nil) {
         self.samples = samples
         self.audible = audible
         self.loudness = loudness
+        self.sentenceTimes = sentenceTimes
     }
 }
 

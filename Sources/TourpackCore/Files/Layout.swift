@@ -69,6 +69,20 @@ public struct Layout: Sendable, Hashable {
     }
 
     public static let tilePackFileName = "tiles.mbtiles"
+    /// The folder of a package's caption files, beside its package.json.
+    public static let captionsFolderName = "captions"
+
+    /// `OfflineTours/<packageId>/captions/<poiId>_<Phase label>.vtt`: one
+    /// narration's WebVTT captions. They live in the package's folder, so
+    /// the app's `AudioCache` layout stays exactly as it is.
+    public static func captionsRelativePath(packageID: SafeID, poiID: SafeID, phase: Phase) -> String {
+        "\(offlineToursFolder)/\(packageID.value)/\(captionsFolderName)/\(poiID.value)_\(phase.fileLabel).vtt"
+    }
+
+    /// `OfflineTours/<packageId>/captions`.
+    public func captionsFolder(packageID: SafeID) -> StoredPath {
+        path("\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.captionsFolderName)")
+    }
 
     /// `OfflineTours/<packageId>/tiles.mbtiles`: the package's map tiles.
     public func tilePack(packageID: SafeID) -> StoredPath {

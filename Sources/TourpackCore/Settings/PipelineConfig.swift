@@ -239,6 +239,9 @@ public struct AudioSettings: Sendable, Hashable {
     /// What every file is normalized to (the pipeline's top-level
     /// `loudness`); nil with `loudness: off`.
     public var loudness: LoudnessTarget?
+    /// Whether each narration gets a WebVTT file of its sentences (the
+    /// pipeline's top-level `captions`; on by default).
+    public var captions: CaptionsSetting = .webvtt
 
     public init(pauseMilliseconds: Int = 350, sampleRates: [AudioFormat: Int] = [:], loudness: LoudnessTarget? = .standard) {
         self.pauseMilliseconds = pauseMilliseconds

@@ -47,7 +47,7 @@ public enum PipelineLoader {
 
     static let topKeys = [
         "version", "tours", "voice", "formats", "tts", "output", "state", "budgets", "maps", "chunking", "audio", "lexicons", "loudness",
-        "publish",
+        "publish", "captions",
     ]
     static let ttsKeys = [
         "api", "endpoint", "apiKeyEnv", "concurrency", "requestsPerMinute", "timeoutSeconds",
@@ -203,6 +203,17 @@ public enum PipelineLoader {
         }
 
         if let node = map["loudness"] { audio.loudness = loudnessTarget(node, reader: &reader) }
+        if let node = map["captions"] {
+            if case .scalar(let scalar) = node, let setting = CaptionsSetting(rawValue: scalar.string.lowercased()) {
+                audio.captions = setting
+            } else if case .scalar(let scalar) = node, scalar.string.lowercased() == "false" {
+                audio.captions = .off
+            } else {
+                let found: String
+                if case .scalar(let scalar) = node { found = "\"\(scalar.string)\"" } else { found = YAMLReader.kind(node) }
+                reader.error("captions", "expected webvtt or off, found \(found)")
+            }
+        }
         // A rung's rate must be one its codec carries at the rate it is encoded at.
         for entry in ladder where entry.explicitRate {
             let format = entry.variant.format

@@ -1,4 +1,5 @@
 public import Foundation
+import Crypto
 public import TourpackAudio
 public import TourpackCore
 public import TourpackMaps
@@ -11,12 +12,38 @@ public struct PackageAudio: Sendable, Hashable {
     public var encoded: EncodedAudio
     /// Characters billed for this phase's narration.
     public var characters: Int
+    /// The narration's WebVTT captions (the same bytes in every format's
+    /// package); nil with `captions: off`.
+    public var captions: PackageCaptions?
 
-    public init(poiID: SafeID, phase: Phase, encoded: EncodedAudio, characters: Int) {
+    public init(poiID: SafeID, phase: Phase, encoded: EncodedAudio, characters: Int, captions: PackageCaptions? = nil) {
         self.poiID = poiID
         self.phase = phase
         self.encoded = encoded
         self.characters = characters
+        self.captions = captions
+    }
+}
+
+/// One narration's caption file as the store stage hands it to the
+/// manifest: what package.json says of it.
+public struct PackageCaptions: Sendable, Hashable {
+    /// Lowercase hex SHA-256 of the file's bytes.
+    public var sha256: String
+    public var sizeBytes: Int64
+    public var cues: Int
+    public var timing: CaptionTiming
+
+    public init(sha256: String, sizeBytes: Int64, cues: Int, timing: CaptionTiming) {
+        self.sha256 = sha256
+        self.sizeBytes = sizeBytes
+        self.cues = cues
+        self.timing = timing
+    }
+
+    /// The facts of a WebVTT file's `bytes`.
+    public init(bytes: [UInt8], cues: Int, timing: CaptionTiming) {
+        self.init(sha256: SHA256.hash(data: bytes).lowercaseHex, sizeBytes: Int64(bytes.count), cues: cues, timing: timing)
     }
 }
 
@@ -125,6 +152,21 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
         /// The file's measured loudness and how it was levelled, to 0.01 dB;
         /// nil only in packages from before it was recorded.
         public var loudness: AudioLoudness?
+        /// The narration's WebVTT captions; nil with `captions: off` and in
+        /// packages from before captions.
+        public var captions: CaptionsEntry?
+    }
+
+    /// A narration's caption file, in the package's own folder.
+    public struct CaptionsEntry: Sendable, Hashable, Codable {
+        /// Relative to the output root: `OfflineTours/<packageId>/captions/<poiId>_<Phase>.vtt`.
+        public var path: String
+        public var sha256: String
+        public var sizeBytes: Int64
+        /// One cue per sentence.
+        public var cues: Int
+        /// `provider` when the voice reported every sentence's start, `estimated` otherwise.
+        public var timing: CaptionTiming
     }
 
     /// Builds the manifest of one tour package: one voice, one format.
@@ -174,7 +216,12 @@ public struct PackageManifest: Sendable, Hashable, Decodable {
                         sampleRateHz: encoded.sampleRateHz, channels: encoded.channels,
                         durationSeconds: (encoded.durationSeconds * 1000).rounded() / 1000,
                         sizeBytes: encoded.sizeBytes, sha256: encoded.sha256.lowercased(), characters: item.characters,
-                        loudness: encoded.loudness?.rounded
+                        loudness: encoded.loudness?.rounded,
+                        captions: item.captions.map {
+                            CaptionsEntry(
+                                path: Layout.captionsRelativePath(packageID: packageID, poiID: poi.id, phase: phase), sha256: $0.sha256,
+                                sizeBytes: $0.sizeBytes, cues: $0.cues, timing: $0.timing)
+                        }
                     ))
             }
         }

@@ -231,6 +231,17 @@ extension PackageManifest.AudioEntry {
             if let peak = loudness.truePeakDBTP { measured.append(("truePeakDBTP", .number(peak))) }
             members.append(("loudness", .object(measured)))
         }
+        if let captions {
+            members.append(
+                (
+                    "captions",
+                    .object([
+                        ("path", .string(captions.path)), ("sha256", .string(captions.sha256)),
+                        ("sizeBytes", .number(Double(captions.sizeBytes))), ("cues", .number(Double(captions.cues))),
+                        ("timing", .string(captions.timing.rawValue)),
+                    ])
+                ))
+        }
         return .object(members)
     }
 }

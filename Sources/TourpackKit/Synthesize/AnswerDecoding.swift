@@ -13,6 +13,14 @@ protocol AnswerDecoder {
     mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws
     /// The body ended: throws when it ended early.
     mutating func finish() throws
+    /// After `finish`: when each sentence of the request starts, in seconds
+    /// from the answer's first sample (`ChunkShape.sentenceTimes`); nil
+    /// when the answer carries no timings.
+    var sentenceTimes: [Double]? { get }
+}
+
+extension AnswerDecoder {
+    var sentenceTimes: [Double]? { nil }
 }
 
 /// RIFF/WAVE with 16-bit PCM, streamed: the header chunks are parsed as they

@@ -15,10 +15,19 @@ public struct SynthesisRequest: Sendable, Hashable {
     /// part of the chunk's cache key: the words spoken are the chunk's.
     public var previousText: String?
     public var nextText: String?
+    /// Where sentences start inside `chunk.text` after its own start, as
+    /// UTF-8 byte offsets, always between two of the chunker's units
+    /// (never inside a tag or an entity); nil: no timings are asked for
+    /// (captions off). With them, a dialect that can asks the provider
+    /// when each is spoken and reports it in `ChunkShape.sentenceTimes`.
+    /// Not part of the cache key: they follow from the chunk's text.
+    public var sentenceBoundaries: [Int]?
 
     public init(
-        chunk: Chunk, voice: VoicePreset, sampleRateHz: Int, itemLabel: String, previousText: String? = nil, nextText: String? = nil
+        chunk: Chunk, voice: VoicePreset, sampleRateHz: Int, itemLabel: String, previousText: String? = nil, nextText: String? = nil,
+        sentenceBoundaries: [Int]? = nil
     ) {
+        self.sentenceBoundaries = sentenceBoundaries
         self.chunk = chunk
         self.voice = voice
         self.sampleRateHz = sampleRateHz

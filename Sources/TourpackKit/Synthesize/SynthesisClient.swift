@@ -280,12 +280,18 @@ final class SynthesisClient: Sendable {
                 let recorder = ChunkRecorder(destination: destination, rate: rate, measuresLoudness: measuresLoudness)
                 var decoder = dialect.answerDecoder(for: request, settings: settings)
                 do {
-                    if response.spooled { return .success(try recorder.decode(spool: spool, with: &decoder)) }
-                    try response.body.withUnsafeBytes { bytes in
-                        try decoder.feed(bytes) { samples, inputRate in try recorder.take(samples, inputRate: inputRate) }
+                    var shape: ChunkShape
+                    if response.spooled {
+                        shape = try recorder.decode(spool: spool, with: &decoder)
+                    } else {
+                        try response.body.withUnsafeBytes { bytes in
+                            try decoder.feed(bytes) { samples, inputRate in try recorder.take(samples, inputRate: inputRate) }
+                        }
+                        try decoder.finish()
+                        shape = try recorder.finish()
                     }
-                    try decoder.finish()
-                    return .success(try recorder.finish())
+                    shape.sentenceTimes = decoder.sentenceTimes
+                    return .success(shape)
                 } catch {
                     recorder.discard()
                     return .failure(error)

@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+public import Foundation
 public import TourpackAudio
 public import TourpackCore
 public import TourpackMaps

@@ -1,0 +1,154 @@
+public import TourpackCore
+
+/// What one narration's captions say, and where each sentence starts among
+/// its chunks, worked out from the text alone (the timings come later,
+/// from the voice and the join).
+///
+/// A sentence is what the chunker calls one (`CutRules`: a sentence end,
+/// or an SSML block element such as `<p>` or `<s>`, which is one unit the
+/// chunker never cuts inside and so one caption). Its text is the
+/// narration's own: SSML markup is left out, an element shows the text
+/// written inside it (so `<sub alias="Saint">St.</sub>` reads "St."), and
+/// whitespace is collapsed. The lexicons rewrite narration before it is
+/// chunked; the captions show the narration as written, never an alias.
+///
+/// Each chunk is asked for the times of the sentence starts it holds by
+/// itself (`boundaries(of:)`): those follow from its text alone, so they
+/// can be cached with it under its key. A sentence of the narration whose
+/// start is not among them (a chunk cut inside a sentence, or a rule that
+/// reads across the chunk's edge) is placed by estimate.
+public struct CaptionScript: Sendable, Hashable {
+    public struct Sentence: Sendable, Hashable {
+        /// The cue's text.
+        public var text: String
+        /// The chunk it starts in.
+        public var chunk: Int
+        /// Which of that chunk's starts it is: 0 the chunk's own start,
+        /// k the k-th of `boundaries(of:)`; nil when it is none of them.
+        public var mark: Int?
+        /// How far into the chunk's spoken text it starts, 0..<1, for an estimate.
+        public var fraction: Double
+    }
+
+    public var sentences: [Sentence]
+
+    /// The cue texts of a narration, in order: what `validate --pipeline`
+    /// holds a caption file to.
+    public static func sentenceTexts(of narration: Narration) -> [String] {
+        guard let layout = try? layout(narration.text, isSSML: narration.isSSML) else { return [] }
+        return sentenceRanges(of: layout).map { text(of: layout, $0) }.filter { !$0.isEmpty }
+    }
+
+    /// The script of `narration`, spoken as `chunks` (after the lexicons).
+    public init(narration: Narration, chunks: [Chunk]) {
+        let layouts = chunks.map { try? Self.layout($0.text, isSSML: $0.isSSML) }
+        // The chunks' units in a row, a space between chunks (where the
+        // chunker trimmed one), so the sentence rules read across seams.
+        var row: [SegmentedNarration.Unit] = []
+        var owner: [(chunk: Int, unit: Int)?] = []
+        for (index, layout) in layouts.enumerated() {
+            guard let layout else { continue }
+            if !row.isEmpty {
+                row.append(SegmentedNarration.Unit(display: " ", markup: " ", cost: 0, kind: .text, position: 0))
+                owner.append(nil)
+            }
+            for unit in layout.units.indices {
+                row.append(layout.units[unit])
+                owner.append((index, unit))
+            }
+        }
+        let levels = CutRules.levels(row.map(\.display), blocks: row.map(\.isBlock))
+        var starts = [0]
+        for index in 1..<max(row.count, 1) where levels[index] == .sentence { starts.append(index) }
+        var spoken: [(text: String, chunk: Int, unit: Int)] = []
+        for (number, start) in starts.enumerated() {
+            let end = number + 1 < starts.count ? starts[number + 1] : row.count
+            var first = start
+            while first < end, owner[first] == nil || CutRules.isSpace(row[first].display) { first += 1 }
+            guard first < end, let place = owner[first] else { continue }
+            let text = Self.text(of: row[start..<end])
+            guard !text.isEmpty else { continue }
+            spoken.append((text, place.chunk, place.unit))
+        }
+        // The narration as written: the same sentences, unless a lexeme
+        // changed where one ends; then the spoken text's own.
+        let written = Self.sentenceTexts(of: narration)
+        let texts = written.count == spoken.count ? written : spoken.map(\.text)
+        sentences = zip(spoken, texts).map { place, text in
+            let layout = layouts[place.chunk]
+            let marks = layout.map(Self.boundaryUnits) ?? []
+            let mark = place.unit == 0 ? 0 : marks.firstIndex(of: place.unit).map { $0 + 1 }
+            return Sentence(text: text, chunk: place.chunk, mark: mark, fraction: layout.map { Self.fraction(place.unit, in: $0) } ?? 0)
+        }
+    }
+
+    /// Where sentences start inside `chunk` after its own start, as UTF-8
+    /// byte offsets into its text (`SynthesisRequest.sentenceBoundaries`).
+    public static func boundaries(of chunk: Chunk) -> [Int] {
+        guard let layout = try? layout(chunk.text, isSSML: chunk.isSSML) else { return [] }
+        var offsets: [Int] = []
+        var offset = layout.prefix.utf8.count
+        let marks = Set(boundaryUnits(layout))
+        for (index, unit) in layout.units.enumerated() {
+            if marks.contains(index) { offsets.append(offset) }
+            offset += unit.markup.utf8.count
+        }
+        return offsets
+    }
+
+    /// The units at which a sentence starts inside a chunk, after its first.
+    private static func boundaryUnits(_ layout: SegmentedNarration) -> [Int] {
+        sentenceRanges(of: layout).map(\.lowerBound).filter { $0 > 0 }
+    }
+
+    /// The sentences' unit ranges, trimmed, without empty ones.
+    private static func sentenceRanges(of layout: SegmentedNarration) -> [Range<Int>] {
+        let units = layout.units
+        guard !units.isEmpty else { return [] }
+        let levels = CutRules.levels(units.map(\.display), blocks: units.map(\.isBlock))
+        var cuts = [0]
+        for index in 1..<units.count where levels[index] == .sentence { cuts.append(index) }
+        cuts.append(units.count)
+        return zip(cuts, cuts.dropFirst()).map { layout.trimmed($0..<$1) }.filter { !$0.isEmpty }
+    }
+
+    /// Spoken characters before `unit`, over all of them: how far into the chunk it is.
+    private static func fraction(_ unit: Int, in layout: SegmentedNarration) -> Double {
+        let weights = layout.units.map { spokenText(of: $0).count }
+        let total = weights.reduce(0, +)
+        guard total > 0 else { return 0 }
+        return Double(weights[..<min(unit, weights.count)].reduce(0, +)) / Double(total)
+    }
+
+    private static func text(of layout: SegmentedNarration, _ range: Range<Int>) -> String {
+        text(of: layout.units[range])
+    }
+
+    private static func text(of units: some Collection<SegmentedNarration.Unit>) -> String {
+        units.map(spokenText(of:)).joined().split(whereSeparator: CutRules.isSpace).joined(separator: " ")
+    }
+
+    /// A unit as the listener reads it: a character, or an element's text.
+    private static func spokenText(of unit: SegmentedNarration.Unit) -> String {
+        guard unit.kind != .text else { return String(unit.display) }
+        let scanner = SSMLScanner(unit.markup)
+        var text = ""
+        for token in scanner.tokens {
+            switch token.kind {
+            case .text: text += scanner.string(token.range)
+            case .cdata: text += scanner.string(token.range).dropFirst("<![CDATA[".count).dropLast("]]>".count)
+            case .entity(let scalar): text.unicodeScalars.append(scalar)
+            case .startTag, .endTag:
+                // Block elements and breaks part words.
+                text += " "
+            default: break
+            }
+        }
+        return text
+    }
+
+    private static func layout(_ text: String, isSSML: Bool) throws -> SegmentedNarration {
+        let limit = ChunkLimit.characters(Int.max / 4)
+        return isSSML ? try SegmentedNarration(ssml: text, limit: limit) : SegmentedNarration(plain: text, limit: limit)
+    }
+}

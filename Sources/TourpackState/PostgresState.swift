@@ -219,6 +219,10 @@ public struct PostgresState: StateBackend {
         Migration(
             version: 4, name: MigrationName.chunkDigests, formerName: "v4 chunk digests",
             statements: ["ALTER TABLE synthesis_chunk ADD COLUMN file_sha256 TEXT"]),
+        // When each sentence of a chunk starts, for captions (NULL: none reported).
+        Migration(
+            version: 5, name: MigrationName.sentenceTimes, formerName: "v5 sentence times",
+            statements: ["ALTER TABLE synthesis_chunk ADD COLUMN sentence_times TEXT"]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.

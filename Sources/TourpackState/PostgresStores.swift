@@ -235,16 +235,16 @@ struct PostgresSynthesisIndex: SynthesisIndex {
             "look up chunk \(key.prefix(16))",
             """
             SELECT characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end, loudness,
-                file_sha256
+                file_sha256, sentence_times
             FROM synthesis_chunk WHERE key = \(key)
             """
         ).first.map { row in
-            let (characters, rate, samples, bytes, created, used, start, end, loudness, digest) =
-                try row.decode((Int, Int, Int, Int64, Double, Double, Int?, Int?, Data?, String?).self)
+            let (characters, rate, samples, bytes, created, used, start, end, loudness, digest, times) =
+                try row.decode((Int, Int, Int, Int64, Double, Double, Int?, Int?, Data?, String?, String?).self)
             return SynthesisEntry(
                 key: key, characters: characters, sampleRate: rate, samples: samples, fileBytes: bytes, createdAt: created,
                 lastUsedAt: used,
-                audibleStart: start, audibleEnd: end, loudness: loudness, fileSHA256: digest)
+                audibleStart: start, audibleEnd: end, loudness: loudness, fileSHA256: digest, sentenceTimes: times)
         }
     }
 
@@ -264,14 +264,15 @@ struct PostgresSynthesisIndex: SynthesisIndex {
                 """
                 INSERT INTO synthesis_chunk
                     (key, characters, sample_rate, samples, file_bytes, created_at, last_used_at, audible_start, audible_end, loudness,
-                    file_sha256)
+                    file_sha256, sentence_times)
                 VALUES (\(entry.key), \(entry.characters), \(entry.sampleRate), \(entry.samples), \(entry.fileBytes), \(entry.createdAt),
-                    \(entry.lastUsedAt), \(entry.audibleStart), \(entry.audibleEnd), \(entry.loudness), \(entry.fileSHA256))
+                    \(entry.lastUsedAt), \(entry.audibleStart), \(entry.audibleEnd), \(entry.loudness), \(entry.fileSHA256),
+                    \(entry.sentenceTimes))
                 ON CONFLICT (key) DO UPDATE SET
                     characters = EXCLUDED.characters, sample_rate = EXCLUDED.sample_rate, samples = EXCLUDED.samples,
                     file_bytes = EXCLUDED.file_bytes, created_at = EXCLUDED.created_at, last_used_at = EXCLUDED.last_used_at,
                     audible_start = EXCLUDED.audible_start, audible_end = EXCLUDED.audible_end, loudness = EXCLUDED.loudness,
-                    file_sha256 = EXCLUDED.file_sha256
+                    file_sha256 = EXCLUDED.file_sha256, sentence_times = EXCLUDED.sentence_times
                 """)
             if let settlement { try PostgresLedgerStore.settle(session, settlement) }
         }

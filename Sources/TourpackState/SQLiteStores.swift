@@ -172,7 +172,7 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
                 db,
                 sql: """
                     SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
-                        fileSHA256
+                        fileSHA256, sentenceTimes
                     FROM synthesisChunk WHERE key = ?
                     """,
                 arguments: [key]
@@ -182,7 +182,7 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
                     fileBytes: row["fileBytes"],
                     createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"],
                     audibleEnd: row["audibleEnd"],
-                    loudness: row["loudness"], fileSHA256: row["fileSHA256"])
+                    loudness: row["loudness"], fileSHA256: row["fileSHA256"], sentenceTimes: row["sentenceTimes"])
             }
         }
     }
@@ -201,12 +201,12 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
                 sql: """
                     INSERT OR REPLACE INTO synthesisChunk
                         (key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
-                        fileSHA256)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        fileSHA256, sentenceTimes)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.key, entry.characters, entry.sampleRate, entry.samples, entry.fileBytes, entry.createdAt, entry.lastUsedAt,
-                    entry.audibleStart, entry.audibleEnd, entry.loudness, entry.fileSHA256,
+                    entry.audibleStart, entry.audibleEnd, entry.loudness, entry.fileSHA256, entry.sentenceTimes,
                 ])
             if let settlement { try SQLiteLedgerStore.settle(db, settlement) }
         }

@@ -63,7 +63,10 @@ public struct SharedSynthesisCache: Sendable {
                     AtomicFile.discard(temp: temp)
                     return nil
                 }
-                return try local.adopt(temp, for: key, shape: meter.finish(), sampleRate: rate, characters: characters, alongWith: nil)
+                // A shared index keeps the sentence times the worker who paid recorded.
+                var shape = meter.finish()
+                shape.sentenceTimes = (try? local.index.entry(key.hex))??.sentenceTimes.flatMap(SentenceTimes.decode)
+                return try local.adopt(temp, for: key, shape: shape, sampleRate: rate, characters: characters, alongWith: nil)
             } catch {
                 AtomicFile.discard(temp: temp)
                 throw error

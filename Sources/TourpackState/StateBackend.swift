@@ -156,12 +156,17 @@ public struct SynthesisEntry: Sendable, Hashable {
     /// Lowercase hex SHA-256 of the chunk's FLAC file; nil for an entry from
     /// before digests were kept (recorded at its next lookup).
     public var fileSHA256: String?
+    /// When each sentence the chunk holds starts, as the voice reported it
+    /// (`ChunkShape.sentenceTimes`, in `SentenceTimes.encode`'s text form);
+    /// nil when it reported none.
+    public var sentenceTimes: String?
 
     public init(
         key: String, characters: Int, sampleRate: Int, samples: Int, fileBytes: Int64, createdAt: Double, lastUsedAt: Double,
-        audibleStart: Int?, audibleEnd: Int?, loudness: Data?, fileSHA256: String? = nil
+        audibleStart: Int?, audibleEnd: Int?, loudness: Data?, fileSHA256: String? = nil, sentenceTimes: String? = nil
     ) {
         self.fileSHA256 = fileSHA256
+        self.sentenceTimes = sentenceTimes
         self.key = key
         self.characters = characters
         self.sampleRate = sampleRate

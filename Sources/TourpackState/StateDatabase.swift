@@ -310,6 +310,11 @@ public struct StateDatabase: Sendable {
             // recorded from its file the first time it is looked up.
             try db.execute(sql: "ALTER TABLE synthesisChunk ADD COLUMN fileSHA256 TEXT")
         }
+        migrator.registerMigration(MigrationName.sentenceTimes) { db in
+            // When each sentence of a chunk starts, as the voice reported it,
+            // for captions (`SentenceTimes`). NULL: none reported.
+            try db.execute(sql: "ALTER TABLE synthesisChunk ADD COLUMN sentenceTimes TEXT")
+        }
         return migrator
     }
 }

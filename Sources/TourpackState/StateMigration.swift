@@ -45,4 +45,5 @@ enum MigrationName {
     static let loudness = "loudness"
     static let synthesisClaims = "synthesis claims"
     static let chunkDigests = "chunk digests"
+    static let sentenceTimes = "sentence times"
 }

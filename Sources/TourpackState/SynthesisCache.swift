@@ -104,7 +104,7 @@ public struct SynthesisCache: Sendable {
         }
         let samples = entry.samples
         let rate = entry.sampleRate
-        let shape: ChunkShape
+        var shape: ChunkShape
         let loudness = entry.loudness.flatMap(LoudnessProfile.init(encoded:))
         if let start = entry.audibleStart, let end = entry.audibleEnd, loudness != nil || !measuresLoudness {
             shape = ChunkShape(samples: samples, audible: start >= 0 && end > start ? start..<end : nil, loudness: loudness)
@@ -115,6 +115,7 @@ public struct SynthesisCache: Sendable {
             }
             shape = measured
         }
+        shape.sentenceTimes = entry.sentenceTimes.flatMap(SentenceTimes.decode)
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
         try index.touch(
@@ -190,7 +191,7 @@ public struct SynthesisCache: Sendable {
             SynthesisEntry(
                 key: key.hex, characters: characters, sampleRate: sampleRate, samples: shape.samples, fileBytes: bytes, createdAt: now,
                 lastUsedAt: now, audibleStart: shape.audible?.lowerBound ?? -1, audibleEnd: shape.audible?.upperBound ?? -1,
-                loudness: shape.loudness?.encoded, fileSHA256: digest.hex),
+                loudness: shape.loudness?.encoded, fileSHA256: digest.hex, sentenceTimes: shape.sentenceTimes.map(SentenceTimes.encode)),
             settling: settlement)
         return CachedChunk(
             key: key, url: url, shape: shape, sampleRate: sampleRate, expectation: FLACFile.Expectation(sha256: digest.hex, bytes: bytes))
@@ -261,4 +262,23 @@ public struct CachedChunk: Sendable, Hashable {
     public var sampleRate: Int
     /// What the file must be when it is read: its size and SHA-256, as the entry records them.
     public var expectation: FLACFile.Expectation? = nil
+}
+
+/// A chunk's sentence times as the synthesis cache keeps them: seconds to
+/// the microsecond, comma-separated (`0.012,2.480125`).
+public enum SentenceTimes {
+    public static func encode(_ times: [Double]) -> String {
+        times.map { String(format: "%.6f", $0) }.joined(separator: ",")
+    }
+
+    /// Nil for text that is not a list of finite, non-negative numbers.
+    public static func decode(_ text: String) -> [Double]? {
+        guard !text.isEmpty else { return [] }
+        var times: [Double] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let value = Double(part), value.isFinite, value >= 0 else { return nil }
+            times.append(value)
+        }
+        return times
+    }
 }

@@ -90,8 +90,8 @@ public struct Layout: Sendable, Hashable {
     }
 
     /// Deletes a package: its package.json (so nothing names what follows),
-    /// its tile pack, then its folder when nothing else is in it, then fsyncs
-    /// `OfflineTours`. A package already gone is fine.
+    /// its tile pack and caption files, then its folders when nothing else
+    /// is in them, then fsyncs `OfflineTours`. A package already gone is fine.
     /// The folder is reached from the root through real folders only
     /// (`AtomicFile.remove(_:under:)`): a package folder that is a symlink is
     /// refused, never emptied.
@@ -104,6 +104,13 @@ public struct Layout: Sendable, Hashable {
             try AtomicFile.remove(manifest)
             try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName))
         }
+        let captions = folder.appendingPathComponent(captionsFolderName, isDirectory: true)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: captions.path)) ?? []
+        for name in names.sorted() where name.hasSuffix(".vtt") {
+            let file = captions.appendingPathComponent(name)
+            if let root = root(of: file) { try AtomicFile.remove(file, under: root) } else { try AtomicFile.remove(file) }
+        }
+        if !names.isEmpty { try AtomicFile.removeFolderIfEmpty(captions) }
         try AtomicFile.removeFolderIfEmpty(folder)
         try AtomicFile.syncFolder(folder.deletingLastPathComponent())
     }
@@ -114,6 +121,10 @@ public struct Layout: Sendable, Hashable {
     /// renames must stay under.
     public static func root(of file: URL) -> URL? {
         let parts = file.standardizedFileURL.pathComponents
+        // A caption file: `<root>/OfflineTours/<packageId>/captions/<name>`.
+        if parts.count >= 6, parts[parts.count - 2] == captionsFolderName, parts[parts.count - 4] == offlineToursFolder {
+            return root(of: file.standardizedFileURL.deletingLastPathComponent())
+        }
         guard parts.count >= 5, [audioCacheFolder, offlineToursFolder].contains(parts[parts.count - 3]) else { return nil }
         return file.standardizedFileURL.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }

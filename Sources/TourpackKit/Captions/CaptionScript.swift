@@ -31,6 +31,8 @@ public struct CaptionScript: Sendable, Hashable {
     }
 
     public var sentences: [Sentence]
+    /// Per chunk, `boundaries(of:)`: what each chunk's request asks the times of.
+    public var boundaries: [[Int]]
 
     /// The cue texts of a narration, in order: what `validate --pipeline`
     /// holds a caption file to.
@@ -42,6 +44,7 @@ public struct CaptionScript: Sendable, Hashable {
     /// The script of `narration`, spoken as `chunks` (after the lexicons).
     public init(narration: Narration, chunks: [Chunk]) {
         let layouts = chunks.map { try? Self.layout($0.text, isSSML: $0.isSSML) }
+        boundaries = chunks.map(Self.boundaries(of:))
         // The chunks' units in a row, a space between chunks (where the
         // chunker trimmed one), so the sentence rules read across seams.
         var row: [SegmentedNarration.Unit] = []

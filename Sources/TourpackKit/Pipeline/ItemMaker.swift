@@ -82,6 +82,7 @@ struct ItemMaker: Sendable {
             }
             var encoded = reused
             var duration = reused.values.first?.durationSeconds ?? 0
+            var shapes: [ChunkShape]?
             let missing = recipe.formats.filter { reused[$0] == nil }
             if !missing.isEmpty {
                 for format in missing { temps[format] = try staging.temporaryURL(for: wanted[format]!.final) }
@@ -89,7 +90,7 @@ struct ItemMaker: Sendable {
                     EncodeTarget(
                         format: $0, sampleRateHz: recipe.sampleRates[$0]!, bitrateKbps: recipe.config.bitrate(for: $0), url: temps[$0]!)
                 }
-                let made: (files: [AudioFormat: EncodedAudio], samples: Int)
+                let made: (files: [AudioFormat: EncodedAudio], samples: Int, shapes: [ChunkShape])
                 do {
                     made = try await stream(item, label: label, into: targets, metadata: metadata)
                 } catch let damaged as DamagedChunk {
@@ -100,13 +101,24 @@ struct ItemMaker: Sendable {
                 }
                 encoded.merge(made.files) { _, new in new }
                 duration = Double(made.samples) / Double(recipe.endpointRate)
+                shapes = made.shapes
+            }
+            var captions: (bytes: [UInt8], facts: PackageCaptions)?
+            if let script = item.captions {
+                // Every file was reused: the chunks' shapes come from the synthesis cache (no audio is read).
+                var known = shapes ?? []
+                if shapes == nil { known = try await self.shapes(of: item, label: label) }
+                let timed = CaptionTimer(joiner: recipe.joiner, rate: recipe.endpointRate).cues(script, shapes: known)
+                let bytes = WebVTT.encode(timed.cues)
+                captions = (bytes, PackageCaptions(bytes: bytes, cues: timed.cues.count, timing: timed.timing))
             }
             let files = recipe.formats.compactMap { format -> StagedFile? in
                 guard let target = wanted[format], let audio = encoded[format] else { return nil }
                 return StagedFile(
                     temp: temps[format], final: target.final,
-                    audio: PackageAudio(poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters),
-                    key: target.key)
+                    audio: PackageAudio(
+                        poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters, captions: captions?.facts),
+                    key: target.key, captions: captions?.bytes)
             }
             return .done(tourIndex: tourIndex, item: item, files: files, durationSeconds: duration)
         } catch {
@@ -132,7 +144,7 @@ struct ItemMaker: Sendable {
     /// as written, by decoding it.
     private func stream(
         _ item: PlanItem, label: String, into targets: [EncodeTarget], metadata: AudioMetadata
-    ) async throws -> (files: [AudioFormat: EncodedAudio], samples: Int) {
+    ) async throws -> (files: [AudioFormat: EncodedAudio], samples: Int, shapes: [ChunkShape]) {
         let (synthesizer, recipe, keys, pool) = (synthesizer, recipe, item.keys, pool)
         /// Opens the encoders, behind a leveler with `gainDB` when given one.
         let open = { @Sendable (gainDB: Double?) async throws -> SessionBox in
@@ -145,6 +157,7 @@ struct ItemMaker: Sendable {
         }
         var box: SessionBox? = recipe.loudness == nil ? try await open(nil) : nil
         let join = JoinStream(joiner: recipe.joiner, chunks: item.chunks.count, rate: recipe.endpointRate)
+        var shapes = [ChunkShape?](repeating: nil, count: item.chunks.count)
         let failure: (any Error)? = await withTaskGroup(of: ChunkOutcome.self, returning: (any Error)?.self) { group in
             for (index, chunk) in item.chunks.enumerated() {
                 group.addTask {
@@ -152,7 +165,8 @@ struct ItemMaker: Sendable {
                     let request = SynthesisRequest(
                         chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
                         previousText: index > 0 ? ElevenLabsDialect.plain(neighbours[index - 1]) : nil,
-                        nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil)
+                        nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil,
+                        sentenceBoundaries: item.captions?.boundaries[index])
                     do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
                     {
                         return ChunkOutcome(index: index, result: .failure(error))
@@ -189,6 +203,7 @@ struct ItemMaker: Sendable {
                 switch outcome.result {
                 case .success(let chunk):
                     ready[outcome.index] = chunk
+                    shapes[outcome.index] = chunk.shape
                     join.record(outcome.index, chunk.shape)
                     if let loudness = chunk.shape.loudness { profiles.append(loudness) }
                 case .failure(let error):
@@ -225,6 +240,7 @@ struct ItemMaker: Sendable {
             await discard(session)
             throw TourpackError.internalInvariant("\(label): the join stopped before its last chunk")
         }
+        let known = shapes.compactMap { $0 }
         return try await pool.runIfActive {
             do {
                 var files = try session.session.finish()
@@ -233,13 +249,27 @@ struct ItemMaker: Sendable {
                     guard let url = targets.first(where: { $0.format == format })?.url else { continue }
                     files[format]?.loudness = try Self.loudness(of: url, leveling: report)
                 }
-                return (files, session.session.samplesWritten)
+                return (files, session.session.samplesWritten, known)
             } catch {
                 session.session.discard()
                 throw error
             }
         }
         // (A cancelled task's finish never runs: the caller discards the temps.)
+    }
+
+    /// The shapes of an item's chunks, for captions when every file was
+    /// reused: from the synthesis cache, which reads no audio for them;
+    /// a chunk no longer there is fetched as a build would.
+    private func shapes(of item: PlanItem, label: String) async throws -> [ChunkShape] {
+        var shapes: [ChunkShape] = []
+        for (index, chunk) in item.chunks.enumerated() {
+            let request = SynthesisRequest(
+                chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
+                sentenceBoundaries: item.captions?.boundaries[index])
+            shapes.append(try await synthesizer.chunk(request, key: item.keys[index]).shape)
+        }
+        return shapes
     }
 
     /// A written file's loudness, by decoding it: what package.json

@@ -10,6 +10,9 @@ struct StagedFile: Sendable, Hashable {
     var audio: PackageAudio
     /// What the file was made from, recorded once it is committed.
     var key: OutputKey
+    /// The narration's WebVTT bytes, written into the format's package
+    /// folder with its package.json; nil with `captions: off`.
+    var captions: [UInt8]? = nil
 }
 
 /// What one item of work came to.

@@ -15,6 +15,9 @@ public struct PlanItem: Sendable, Hashable {
     /// Each chunk's key in the synthesis cache, made once by the planner and
     /// carried through the plan, the caches and the build.
     public var keys: [SynthesisKey]
+    /// The narration's sentences and where they start among the chunks;
+    /// nil with `captions: off`.
+    public var captions: CaptionScript? = nil
 
     public var characters: Int { chunks.reduce(0) { $0 + $1.characters } }
     /// `tour/poi/phase` by name, for messages a person reads.

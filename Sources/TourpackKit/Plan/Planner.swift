@@ -68,10 +68,11 @@ public struct Planner: Sendable {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
                     let chunks = try rewriter.chunks(for: narration, using: chunker)
-                    items.append(
-                        PlanItem(
-                            tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
-                            keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) }))
+                    var item = PlanItem(
+                        tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
+                        keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) })
+                    if config.audio.captions == .webvtt { item.captions = CaptionScript(narration: narration, chunks: chunks) }
+                    items.append(item)
                 } catch {
                     diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", error.message)
                     failed = true

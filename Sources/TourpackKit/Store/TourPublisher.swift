@@ -37,6 +37,8 @@ package struct TourPublisher: Sendable {
         var packTemps: [URL] = []
         var packSource = assembly.pack?.temp
         var packDeletions: [String] = []
+        var captionMoves: [CommitJournal.Move] = []
+        var captionTemps: [URL] = []
         do {
             for format in config.formats {
                 let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
@@ -65,6 +67,10 @@ package struct TourPublisher: Sendable {
                         packPaths.append(target.relativePath)
                     }
                 }
+                let captions = try stageCaptions(
+                    assembly.staged.filter { $0.audio.encoded.format == format }, packageID: packageID, temps: &captionTemps)
+                captionMoves += captions.moves
+                packDeletions += captions.stale
                 let final = layout.manifest(packageID: packageID)
                 let previous = Self.readManifest(final.url)
                 let manifest = try PackageManifest(
@@ -87,7 +93,7 @@ package struct TourPublisher: Sendable {
             if let unused = packSource { staging.discard([unused]) }
             for temp in assembly.staged.compactMap(\.temp) { try AtomicFile.syncFile(temp) }
         } catch {
-            staging.discard(manifestTemps + packTemps)
+            staging.discard(manifestTemps + packTemps + captionTemps)
             throw error
         }
         let removals = index.superseded(tourID: tour.id, formats: writtenFormats, keeping: packageIDs)
@@ -97,10 +103,11 @@ package struct TourPublisher: Sendable {
         do {
             swap = try prepareAudioFolder(tourID: tour.id, fresh: fresh)
         } catch {
-            staging.discard(manifestTemps + packTemps)
+            staging.discard(manifestTemps + packTemps + captionTemps)
             throw error
         }
-        let moves = packMoves + manifestMoves
+        // Captions before the package.json files that list them.
+        let moves = packMoves + captionMoves + manifestMoves
         // The new files are recorded before the commit, so a build killed
         // during it, whose journal the next build finishes, has its files
         // reused rather than encoded again. A record is only trusted while the
@@ -112,7 +119,7 @@ package struct TourPublisher: Sendable {
                 tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions, swap: swap)
             try journal.commit(state: state.rootFolder)
         }
-        for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
+        for temp in assembly.temps + manifestTemps + packTemps + captionTemps { staging.committed(temp) }
         try? outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
         if let pack = assembly.pack {
             for path in packPaths { try? tilePacks.save(pack.record, for: path) }
@@ -122,6 +129,39 @@ package struct TourPublisher: Sendable {
             files: fresh.count, reusedFiles: assembly.staged.count - fresh.count,
             bytes: fresh.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
             superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" }, tilePacks: packPaths)
+    }
+
+    /// The caption files of one format's package: a temp and a move for
+    /// each whose bytes differ from the file at its final path (a missing
+    /// or damaged one is written again even when package.json is not), and
+    /// the stale files in the package's `captions` folder: those of
+    /// narrations the tour no longer has, or all of them with `captions: off`.
+    private func stageCaptions(_ staged: [StagedFile], packageID: SafeID, temps: inout [URL]) throws -> (
+        moves: [CommitJournal.Move], stale: [String]
+    ) {
+        var moves: [CommitJournal.Move] = []
+        var wanted: Set<String> = []
+        for file in staged {
+            guard let bytes = file.captions else { continue }
+            let relative = Layout.captionsRelativePath(packageID: packageID, poiID: file.audio.poiID, phase: file.audio.phase)
+            let final = layout.root.appendingPathComponent(relative)
+            wanted.insert(final.lastPathComponent)
+            let attributes = try? FileManager.default.attributesOfItem(atPath: final.path)  // lstat: a symlink is not followed
+            if attributes?[.type] as? FileAttributeType == .typeRegular, (attributes?[.size] as? NSNumber)?.intValue == bytes.count,
+                (try? Data(contentsOf: final)).map(Array.init) == bytes
+            {
+                continue
+            }
+            let temp = try staging.temporaryURL(for: final)
+            temps.append(temp)
+            try AtomicFile.fill(temp, with: bytes)
+            try AtomicFile.syncFile(temp)
+            moves.append(CommitJournal.Move(from: temp.path, to: final.path))
+        }
+        let folder = layout.captionsFolder(packageID: packageID).url
+        let present = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        let stale = present.filter { $0.hasSuffix(".vtt") && !wanted.contains($0) && !AtomicFile.isTemporaryName($0) }.sorted()
+        return (moves, stale.map { folder.appendingPathComponent($0).path })
     }
 
     /// Makes the tour's next audio folder beside the live one: the new files

@@ -83,8 +83,7 @@ public struct CaptionTimer: Sendable {
 
     /// Where a sample of chunk `chunk` lands in the file; a chunk the join
     /// dropped (only silence) maps to where the next rendered one starts.
-    private func fileOffset(of position: Int, chunk: Int, placed: [Int: (start: Int, piece: JoinPiece)], chunks: Int, total: Int) -> Int
-    {
+    private func fileOffset(of position: Int, chunk: Int, placed: [Int: (start: Int, piece: JoinPiece)], chunks: Int, total: Int) -> Int {
         if let (start, piece) = placed[chunk] {
             return start + min(max(position - piece.range.lowerBound, 0), piece.range.count)
         }

@@ -149,6 +149,18 @@ public enum TTSAPI: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 
+    /// Whether the provider can say when each sentence starts (Google's
+    /// timepoints, ElevenLabs' alignment, Polly's speech marks): captions
+    /// are then on unless the pipeline says `captions: off`. OpenAI-style
+    /// and Azure REST endpoints report none; `captions: webvtt` still
+    /// gives them captions, with estimated times.
+    public var reportsSentenceTimes: Bool {
+        switch self {
+        case .google, .polly, .elevenlabs: return true
+        case .openai, .azure: return false
+        }
+    }
+
     /// The tiers this provider bills in, for config checks and messages.
     public var tiers: [PricingTier] {
         switch self {

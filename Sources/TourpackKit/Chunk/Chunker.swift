@@ -23,9 +23,15 @@ public import TourpackCore
 public struct Chunker: Sendable {
     /// The most one request may carry, with any headroom already taken off.
     public var limit: ChunkLimit
+    /// What the request adds at each sentence start when captions ask the
+    /// voice for timings (Google's `<mark name="…"/>`, and its `<speak>`
+    /// wrapper around plain text), counted against the limit so the marked
+    /// request still fits; 0 when nothing is added.
+    public var sentenceMarkCost: Int
 
-    public init(limit: ChunkLimit) {
+    public init(limit: ChunkLimit, sentenceMarkCost: Int = 0) {
         self.limit = limit
+        self.sentenceMarkCost = max(0, sentenceMarkCost)
     }
 
     /// The requests for one narration, in order. Throws when the narration is
@@ -36,7 +42,7 @@ public struct Chunker: Sendable {
         guard !text.units.isEmpty else {
             throw ChunkingError(message: "the narration has nothing to speak")
         }
-        let packer = try Packer(text: text, limit: limit)
+        let packer = try Packer(text: text, limit: limit, markCost: sentenceMarkCost)
         let ranges = try packer.pack(0..<text.units.count, from: .sentence)
         return ranges.map { Chunk(text: text.render($0), isSSML: text.isSSML) }
     }
@@ -106,10 +112,12 @@ private struct Packer {
     let levels: [CutLevel?]
     let prefixCost: [Int]
 
-    init(text: SegmentedNarration, limit: ChunkLimit) throws(ChunkingError) {
+    init(text: SegmentedNarration, limit: ChunkLimit, markCost: Int = 0) throws(ChunkingError) {
         self.text = text
         self.limit = limit
-        budget = limit.value - text.overhead
+        // Each chunk's own start is marked too, and plain text gains `<speak></speak>`.
+        let wrapper = markCost > 0 && !text.isSSML ? "<speak></speak>".utf8.count : 0
+        budget = limit.value - text.overhead - markCost - wrapper
         guard budget > 0 else {
             throw ChunkingError(
                 message: "the limit of \(limit.value) \(limit.unitName) leaves no room for text inside \(text.render(0..<0))")
@@ -117,7 +125,9 @@ private struct Packer {
         levels = CutRules.levels(text.units.map(\.display), blocks: text.units.map(\.isBlock))
         var sums = [0]
         sums.reserveCapacity(text.units.count + 1)
-        for unit in text.units { sums.append(sums.last! + unit.cost) }
+        for (index, unit) in text.units.enumerated() {
+            sums.append(sums.last! + unit.cost + (markCost > 0 && levels[index] == .sentence ? markCost : 0))
+        }
         prefixCost = sums
     }
 

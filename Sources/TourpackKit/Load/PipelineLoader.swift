@@ -203,6 +203,8 @@ public enum PipelineLoader {
         }
 
         if let node = map["loudness"] { audio.loudness = loudnessTarget(node, reader: &reader) }
+        // On by default where the voice reports when each sentence starts.
+        audio.captions = tts.api.reportsSentenceTimes ? .webvtt : .off
         if let node = map["captions"] {
             if case .scalar(let scalar) = node, let setting = CaptionsSetting(rawValue: scalar.string.lowercased()) {
                 audio.captions = setting

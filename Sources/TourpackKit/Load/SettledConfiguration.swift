@@ -63,6 +63,7 @@ extension PipelineConfig {
                 "chunking  limit \(requestLimit.value) \(requestLimit.unitName) − headroom \(chunking.headroom) · pause \(audio.pauseMilliseconds) ms",
                 "lexicons  \(lexiconsDescription)",
                 "loudness  \(loudnessDescription)",
+                "captions  \(captionsDescription)",
             ]
         lines = lines.map { "  " + $0 }
         return (["configuration:"] + lines).joined(separator: "\n")
@@ -74,6 +75,16 @@ extension PipelineConfig {
         guard qualities.count > 1 || quality != .high else { return "" }
         let others = qualities.filter { $0.quality != quality }.map { "\($0.quality.rawValue) in \(shown($0.output))" }
         return " · quality \(quality.rawValue)" + (others.isEmpty ? "" : " (ladder: also \(others.joined(separator: ", ")))")
+    }
+
+    /// Whether captions are written, and where their times come from.
+    var captionsDescription: String {
+        switch audio.captions {
+        case .off: return "off"
+        case .webvtt where tts.api.reportsSentenceTimes:
+            return "webvtt, a cue per sentence, timed by the voice (\(tts.api.rawValue) reports each sentence's start)"
+        case .webvtt: return "webvtt, a cue per sentence, times estimated (\(tts.api.rawValue) reports none)"
+        }
     }
 
     /// The target, and where the limiter holds the peaks for these formats.

@@ -16,8 +16,14 @@ public struct Planner: Sendable {
         self.config = config
     }
 
+    /// What one `<mark name="sNNN"/>` costs a Google request, rounded up
+    /// (the dialect names marks by the sentence's number in the chunk).
+    static let googleMarkBytes = 24
+
     public var chunker: Chunker {
-        Chunker(limit: config.requestLimit.reduced(by: config.chunking.headroom))
+        Chunker(
+            limit: config.requestLimit.reduced(by: config.chunking.headroom),
+            sentenceMarkCost: config.audio.captions == .webvtt && config.tts.api == .google ? Self.googleMarkBytes : 0)
     }
 
     /// The pipeline's and the voice's lexicons, for this endpoint. They

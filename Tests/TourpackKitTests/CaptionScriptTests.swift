@@ -159,6 +159,7 @@ import TourpackAudio
         ])
         #expect(
             String(decoding: bytes, as: UTF8.self)
-                == "WEBVTT\n\n1\n00:00:00.000 --> 00:00:01.235\nFish &amp; chips &lt;b&gt;\n\n2\n01:02:03.500 --> 01:02:04.000\na b --&gt; c\n")
+                == "WEBVTT\n\n1\n00:00:00.000 --> 00:00:01.235\nFish &amp; chips &lt;b&gt;\n\n2\n01:02:03.500 --> 01:02:04.000\na b --&gt; c\n"
+        )
     }
 }

@@ -34,6 +34,11 @@ extension OutputTree {
                 let packageID = PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrates[format])
                 folders[layout.packageFolder(packageID: packageID).url, default: []] +=
                     [layout.manifest(packageID: packageID).url, layout.tilePack(packageID: packageID).url]
+                // The caption files, in a folder of the package's own.
+                folders[layout.captionsFolder(packageID: packageID).url, default: []] += tourPlan.items.map { item in
+                    layout.root.appendingPathComponent(
+                        Layout.captionsRelativePath(packageID: packageID, poiID: item.poiID, phase: item.phase))
+                }
             }
         }
         for (folder, files) in folders.sorted(by: { $0.key.path < $1.key.path }) {
@@ -49,7 +54,7 @@ extension OutputTree {
         guard !problems.isEmpty else { return }
         throw TourpackError.invalidInput(
             "the output tree is unsafe to write: \(problems.joined(separator: "; ")). "
-                + "AudioCache, OfflineTours and their tour and package folders must be real folders inside the output root "
+                + "AudioCache, OfflineTours and their tour, package and captions folders must be real folders inside the output root "
                 + "(or absent), and the files a build replaces must not be symlinks; nothing was requested or written")
     }
 }

@@ -57,12 +57,13 @@ setup:
 # the TTS services' own client libraries, which drive serve-tts, and moto's
 # S3 server, the object store the shared synthesis cache is tested against
 # (moto.server imports only with the [server] extra), and Selenium, which
-# drives headless Chromium through `tourpack review`'s pages. Each entry is
+# drives headless Chromium through `tourpack review`'s pages, and webvtt-py,
+# an independent reader of the caption files. Each entry is
 # import-name:pip-name, since the two differ for Google's library; a module
 # that imports is not installed again.
 PY_MODULES := jsonschema:jsonschema junitparser:junitparser mercantile:mercantile shapely:shapely \
 	google.cloud.texttospeech:google-cloud-texttospeech openai:openai boto3:boto3 elevenlabs:elevenlabs \
-	moto.server:moto[server] selenium:selenium
+	moto.server:moto[server] selenium:selenium webvtt:webvtt-py
 setup-test: setup
 	@for entry in $(PY_MODULES); do \
 		module=$${entry%%:*}; package=$${entry##*:}; \

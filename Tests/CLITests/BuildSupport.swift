@@ -273,6 +273,14 @@ enum RootCheck {
                 }
                 if digest.size != entry.sizeBytes { problems.append("\(entry.path): size \(digest.size), listed \(entry.sizeBytes)") }
                 if digest.hex != entry.sha256 { problems.append("\(entry.path): sha256 differs from package \(name)") }
+                guard let captions = entry.captions else { continue }
+                guard let file = try? layout.resolve(relativePath: captions.path), let digest = try? FileDigest.sha256(of: file) else {
+                    problems.append("\(captions.path): missing")
+                    continue
+                }
+                if digest.size != captions.sizeBytes || digest.hex != captions.sha256 {
+                    problems.append("\(captions.path): differs from package \(name)")
+                }
             }
         }
         for path in allFiles(under: root) {

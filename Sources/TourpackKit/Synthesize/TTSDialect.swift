@@ -7,9 +7,11 @@ import TourpackHTTP
 /// the wire format: the URL, the headers, the body, how to read a 2xx body
 /// and how to read an error.
 ///
-/// A dialect whose provider also returns timings (Polly's speech marks,
-/// ElevenLabs' `with-timestamps`) will return them from its `AnswerDecoder`
-/// beside the samples; the samples' path does not change.
+/// A dialect whose provider returns sentence timings with the audio
+/// (Google's timepoints, ElevenLabs' `with-timestamps`) reads them in its
+/// `AnswerDecoder` beside the samples; one that asks for them in a second
+/// request (Polly's speech marks) is also a `TimingFollowUp`. The samples'
+/// path does not change.
 protocol TTSDialect: Sendable {
     /// Appended to the endpoint's base URL: the path, and any query (never a secret).
     func path(for request: SynthesisRequest) -> String

@@ -50,6 +50,85 @@ import Testing
         #expect(try Self.decode(escaped, with: GoogleAnswerDecoder(), pieces: pieces) == Self.pcm)
     }
 
+    /// Decodes `body` fed in `pieces` (cycled), and returns the samples with the decoder's sentence times.
+    static func decodeTimed<Decoder: AnswerDecoder>(_ body: [UInt8], with decoder: Decoder, pieces: [Int]) throws -> (PCMAudio, [Double]?) {
+        var decoder = decoder
+        var samples: [Int16] = []
+        var rate = 0
+        var start = 0
+        var turn = 0
+        while start < body.count {
+            let end = min(body.count, start + pieces[turn % pieces.count])
+            try body[start..<end].withUnsafeBytes { bytes in
+                try decoder.feed(bytes) { block, blockRate in
+                    samples.append(contentsOf: block)
+                    rate = blockRate
+                }
+            }
+            start = end
+            turn += 1
+        }
+        try decoder.finish()
+        return (PCMAudio(samples: samples, sampleRate: rate), decoder.sentenceTimes)
+    }
+
+    /// Piece sizes of 1 to 32 bytes, from a fixed seed.
+    static let smallPieces: [Int] = {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        return (0..<97).map { _ in
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return 1 + Int(seed >> 59)
+        }
+    }()
+
+    @Test("Google timepoints, before or after the audio, fed whole or in 1–32-byte pieces: the same samples and times")
+    func googleTimepoints() throws {
+        let wav = WAV.encode(Self.pcm)
+        let timepoints =
+            #""timepoints": [{"markName": "s1", "timeSeconds": 1.25}, {"markName": "s0"}, {"markName": "s2", "timeSeconds": 2.5e0}]"#
+        for body in [Self.googleBody(wav, before: timepoints + ", "), Self.googleBody(wav, after: ", " + timepoints, escapeSlashes: true)] {
+            for pieces in [[body.count], Self.smallPieces] {
+                let (audio, times) = try Self.decodeTimed(body, with: GoogleAnswerDecoder(marks: 3), pieces: pieces)
+                #expect(audio == Self.pcm)
+                #expect(times == [0, 1.25, 2.5])
+            }
+            // No marks asked: no times read.
+            #expect(try Self.decodeTimed(body, with: GoogleAnswerDecoder(), pieces: [7]).1 == nil)
+            // A mark the request did not carry is missing: none at all.
+            #expect(try Self.decodeTimed(body, with: GoogleAnswerDecoder(marks: 4), pieces: [7]).1 == nil)
+        }
+        // Timepoints past the capture limit are dropped, the audio kept.
+        let huge =
+            "\"timepoints\": [" + Array(repeating: #"{"markName": "x", "timeSeconds": 1}"#, count: 40_000).joined(separator: ",") + "]"
+        let (audio, times) = try Self.decodeTimed(
+            Self.googleBody(wav, after: ", " + huge), with: GoogleAnswerDecoder(marks: 1), pieces: [4_096])
+        #expect(audio == Self.pcm && times == nil)
+    }
+
+    @Test("ElevenLabs with-timestamps: base64 PCM streamed, alignment read, fed whole or in 1–32-byte pieces")
+    func elevenLabsTimestamps() throws {
+        let sent = "Hi. Où? 日本."
+        let characters = sent.unicodeScalars.map { "\"\(String($0))\"" }.joined(separator: ",")
+        let times = (0..<sent.unicodeScalars.count).map { String(Double($0) / 10) }.joined(separator: ",")
+        let audio = Data(Self.pcm.samples.flatMap { withUnsafeBytes(of: $0.littleEndian, Array.init) }).base64EncodedString()
+        let alignment =
+            #"{"characters": [\#(characters)], "character_start_times_seconds": [\#(times)], "character_end_times_seconds": [\#(times)]}"#
+        let body = Array(#"{"audio_base64": "\#(audio)", "alignment": \#(alignment), "normalized_alignment": \#(alignment)}"#.utf8)
+        for pieces in [[body.count], Self.smallPieces] {
+            let (decoded, sentenceTimes) = try Self.decodeTimed(
+                body, with: ElevenLabsTimestampsDecoder(rate: 24_000, sent: sent, starts: [0, 4, 8]), pieces: pieces)
+            #expect(decoded == Self.pcm)
+            #expect(sentenceTimes == [0, 0.4, 0.8])
+        }
+        // Starts that could not be placed, or an alignment of other text: audio only.
+        #expect(try Self.decodeTimed(body, with: ElevenLabsTimestampsDecoder(rate: 24_000, sent: sent, starts: nil), pieces: [5]).1 == nil)
+        #expect(try Self.decodeTimed(body, with: ElevenLabsTimestampsDecoder(rate: 24_000, sent: "Hi.", starts: [0]), pieces: [5]).1 == nil)
+        #expect(throws: UndecodableBody.self) {
+            try Self.decodeTimed(
+                Array(body.prefix(body.count - 2)), with: ElevenLabsTimestampsDecoder(rate: 24_000, sent: sent, starts: [0]), pieces: [5])
+        }
+    }
+
     @Test("OpenAI WAV: mono and stereo, unknown chunks skipped, as WAV.decode does", arguments: splits)
     func wav(pieces: [Int]) throws {
         let mono = WAV.encode(Self.pcm)

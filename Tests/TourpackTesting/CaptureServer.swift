@@ -6,8 +6,9 @@ import Glibc
 
 /// A loopback HTTP/1.1 server that keeps every request head (what libcurl
 /// actually sent, to compare its SigV4 `Authorization` with AWS's published
-/// vectors) and answers `200` with an empty body, or what `answer` says
-/// (an S3 error that echoes the request, say).
+/// vectors) and body (a TTS dialect's wire format), and answers `200` with
+/// an empty body, or what `answer` says (an S3 error that echoes the
+/// request, say; a provider's canned answer, chosen by the request's body).
 ///
 /// One connection at a time on its own thread; closed with `stop()`.
 package final class CaptureServer: @unchecked Sendable {
@@ -15,10 +16,22 @@ package final class CaptureServer: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var heads: [String] = []
-    private let answer: @Sendable (String) -> (status: Int, body: String)
+    private var bodies: [[UInt8]] = []
+    private let answer: @Sendable (String, [UInt8]) -> (status: Int, headers: [String], body: [UInt8])
 
-    package init(answer: @escaping @Sendable (String) -> (status: Int, body: String) = { _ in (200, "") }) throws {
-        self.answer = answer
+    package convenience init(answer: @escaping @Sendable (String) -> (status: Int, body: String) = { _ in (200, "") }) throws {
+        try self.init(answerRequest: { head, _ in
+            let (status, body) = answer(head)
+            return (status, [], Array(body.utf8))
+        })
+    }
+
+    /// - Parameter answerRequest: the status, extra header lines and body
+    ///   for a request's head and body.
+    package init(answerRequest: @escaping @Sendable (_ head: String, _ body: [UInt8]) -> (status: Int, headers: [String], body: [UInt8]))
+        throws
+    {
+        self.answer = answerRequest
         (listener, port) = try LoopbackListener.open(backlog: 8)
         let thread = Thread { [self] in self.serve() }
         thread.start()
@@ -26,6 +39,9 @@ package final class CaptureServer: @unchecked Sendable {
 
     /// The request heads received so far (request line and headers, CRLF-separated).
     package var received: [String] { lock.withLock { heads } }
+
+    /// The request bodies received so far, in the order of `received`.
+    package var receivedBodies: [[UInt8]] { lock.withLock { bodies } }
 
     package func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
 
@@ -52,10 +68,23 @@ package final class CaptureServer: @unchecked Sendable {
                         return Int(parts[1].trimmingCharacters(in: .whitespaces))
                     }.first ?? 0
                 if data.count - end.upperBound >= length {
-                    lock.withLock { heads.append(head) }
-                    let (status, body) = answer(head)
-                    let reply = "HTTP/1.1 \(status) Answer\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-                    _ = reply.withCString { send(connection, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                    let body = Array(data[end.upperBound..<end.upperBound + length])
+                    lock.withLock {
+                        heads.append(head)
+                        bodies.append(body)
+                    }
+                    let (status, headers, answerBody) = answer(head, body)
+                    let extra = headers.map { "\($0)\r\n" }.joined()
+                    let reply =
+                        Array(
+                            "HTTP/1.1 \(status) Answer\r\nContent-Length: \(answerBody.count)\r\n\(extra)Connection: close\r\n\r\n".utf8)
+                        + answerBody
+                    var sent = 0
+                    while sent < reply.count {
+                        let count = reply[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        guard count > 0 else { return }
+                        sent += count
+                    }
                     return
                 }
             }

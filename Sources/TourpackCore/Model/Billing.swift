@@ -11,18 +11,26 @@ import Foundation
 ///   `<speak>` and `<voice>` elements not), a CJK ideograph or kana counting two.
 /// - ElevenLabs: credits, one a character, half a character rounded up
 ///   per request for Flash and Turbo models.
+///
+/// With sentence timings asked for (captions), Polly's chunk costs two
+/// requests, the audio and its sentence speech marks, each billed like the
+/// other; Google's `<mark>`s and ElevenLabs' `with-timestamps` cost nothing
+/// more (see the Voices article).
 public struct BillingRule: Sendable, Hashable {
     public var api: TTSAPI
     public var tier: PricingTier
     /// Azure bills the `<prosody>` that carries these.
     public var speakingRate: Double = 1
     public var pitch: Double = 0
+    /// Whether each chunk also asks for its sentences' timings (captions on).
+    public var timings = false
 
-    public init(api: TTSAPI, voice: VoicePreset) {
+    public init(api: TTSAPI, voice: VoicePreset, timings: Bool = false) {
         self.api = api
         tier = voice.tier
         speakingRate = voice.speakingRate
         pitch = voice.pitch
+        self.timings = timings
     }
 
     public init(api: TTSAPI, tier: PricingTier) {
@@ -33,8 +41,17 @@ public struct BillingRule: Sendable, Hashable {
     /// "characters" or "credits", for messages and reports.
     public var unit: String { api == .elevenlabs && tier != .local ? "credits" : "characters" }
 
-    /// What one request with this chunk costs.
-    public func units(for chunk: Chunk) -> Int {
+    /// Billed requests a chunk takes: two for Polly with timings (the audio,
+    /// then its speech marks), one otherwise.
+    public var requestsPerChunk: Int { timings && api == .polly ? 2 : 1 }
+
+    /// What a chunk costs: every request it takes. The ledger reserves and
+    /// `plan` estimates this.
+    public func units(for chunk: Chunk) -> Int { requestUnits(for: chunk) * requestsPerChunk }
+
+    /// What one request with this chunk costs; the synthesizer counts each
+    /// request it sends in these.
+    public func requestUnits(for chunk: Chunk) -> Int {
         switch api {
         case .google, .openai:
             return chunk.characters

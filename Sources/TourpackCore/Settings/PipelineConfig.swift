@@ -70,7 +70,7 @@ public struct PipelineConfig: Sendable, Hashable {
     }
 
     /// How the provider bills this pipeline's requests.
-    public var billing: BillingRule { BillingRule(api: tts.api, voice: voice) }
+    public var billing: BillingRule { BillingRule(api: tts.api, voice: voice, timings: audio.captions != .off) }
 
     /// The chunker's limit for this endpoint and voice (ElevenLabs: the model's).
     public var requestLimit: ChunkLimit { tts.api.requestLimit(for: voice) }

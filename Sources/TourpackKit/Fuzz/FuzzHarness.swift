@@ -20,6 +20,7 @@ package enum FuzzHarness {
         ("lexicon-rewriter", lexiconRewriter),
         ("ssml-chunker", ssmlChunker),
         ("answer-google", answerGoogle),
+        ("answer-elevenlabs", answerElevenLabs),
         ("answer-wav", answerWAV),
         ("answer-pcm", answerPCM),
         ("mp4-boxes", mp4Boxes),
@@ -245,7 +246,13 @@ package enum FuzzHarness {
 
     // MARK: Answers
 
-    static func answerGoogle(_ bytes: [UInt8]) { answer("answer-google", bytes, make: GoogleAnswerDecoder.init) }
+    /// Google's answer to a request with marks `s0`…`s2`: the audio streams,
+    /// and its `timepoints` read as three sentence starts or none.
+    static func answerGoogle(_ bytes: [UInt8]) { answer("answer-google", bytes, make: { GoogleAnswerDecoder(marks: 3) }) }
+    /// ElevenLabs' `with-timestamps` answer for "Hi. Où? Ok." (sentences at scalars 0, 4 and 8).
+    static func answerElevenLabs(_ bytes: [UInt8]) {
+        answer("answer-elevenlabs", bytes, make: { ElevenLabsTimestampsDecoder(rate: 24_000, sent: "Hi. Où? Ok.", starts: [0, 4, 8]) })
+    }
     static func answerWAV(_ bytes: [UInt8]) { answer("answer-wav", bytes, make: WAVStreamDecoder.init) }
     /// Polly's, Azure's and ElevenLabs' raw 16-bit PCM.
     static func answerPCM(_ bytes: [UInt8]) { answer("answer-pcm", bytes, make: { RawPCMDecoder(rate: 24_000) }) }
@@ -269,8 +276,14 @@ package enum FuzzHarness {
         // Samples decoded before a refusal may be held back with the rest of
         // their block, so only complete decodes are compared sample for sample.
         let bothDecoded = whole.error == nil && split.error == nil
-        if (whole.error == nil) != (split.error == nil) || bothDecoded && (whole.samples != split.samples || whole.rates != split.rates) {
+        if (whole.error == nil) != (split.error == nil)
+            || bothDecoded && (whole.samples != split.samples || whole.rates != split.rates || whole.times != split.times)
+        {
             violated(target, "fed whole and in pieces \(pieces.prefix(8))…, the body decodes differently")
+        }
+        // Timings are all or nothing, in order, never negative.
+        if let times = whole.times, times.enumerated().contains(where: { $1 < 0 || !$1.isFinite || $0 > 0 && $1 < times[$0 - 1] }) {
+            violated(target, "sentence times out of order: \(times)")
         }
         if let error = whole.error, !(error is UndecodableBody) { violated(target, "refused with \(type(of: error)): \(error)") }
 
@@ -286,7 +299,7 @@ package enum FuzzHarness {
 
     static func decodeInMemory<Decoder: AnswerDecoder>(
         _ bytes: [UInt8], pieces: [Int], make: () -> Decoder
-    ) -> (samples: [Int16], rates: [Int], error: (any Error)?) {
+    ) -> (samples: [Int16], rates: [Int], times: [Double]?, error: (any Error)?) {
         var decoder = make()
         var samples: [Int16] = []
         var rates: [Int] = []
@@ -302,9 +315,9 @@ package enum FuzzHarness {
                 start += size
             }
             try decoder.finish()
-            return (samples, rates, nil)
+            return (samples, rates, decoder.sentenceTimes, nil)
         } catch {
-            return (samples, rates, error)
+            return (samples, rates, nil, error)
         }
     }
 

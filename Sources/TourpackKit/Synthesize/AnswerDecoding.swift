@@ -180,164 +180,6 @@ struct WAVStreamDecoder: AnswerDecoder {
     }
 }
 
-/// Google's answer, `{"audioContent": "<base64 of a WAV>", …}`, streamed:
-/// a small JSON tokenizer finds the top-level `audioContent` string and
-/// sends its characters through a base64 decoder into a `WAVStreamDecoder`;
-/// everything else is checked for shape and skipped. The body must be one
-/// complete JSON object, so one cut short anywhere is caught.
-struct GoogleAnswerDecoder: AnswerDecoder {
-    private enum Container { case object, array }
-
-    private var stack: [Container] = []
-    private var finished = false
-    /// In an object at depth 1, whether the next string is a key.
-    private var expectKey = false
-    private var inString = false
-    private var escape = false
-    private var unicodeDigits = 0
-    /// The string being read is a top-level key; its bytes, up to 32.
-    private var readingKey = false
-    private var key: [UInt8] = []
-    private var lastKey: [UInt8] = []
-    /// The string being read is the value of `audioContent`.
-    private var readingAudio = false
-    private var sawAudio = false
-    private var base64 = Base64StreamDecoder()
-    private var wav = WAVStreamDecoder()
-    private var decoded: [UInt8] = []
-    private static let audioKey = Array("audioContent".utf8)
-
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
-        decoded.removeAll(keepingCapacity: true)
-        for byte in bytes {
-            if inString {
-                try string(byte)
-            } else {
-                try structure(byte)
-            }
-        }
-        try flushDecoded(emit)
-    }
-
-    private mutating func flushDecoded(_ emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
-        guard !decoded.isEmpty else { return }
-        try decoded.withUnsafeBytes { try wav.feed($0, emit: emit) }
-        decoded.removeAll(keepingCapacity: true)
-    }
-
-    private mutating func string(_ byte: UInt8) throws {
-        if unicodeDigits > 0 {
-            guard Self.isHexDigit(byte) else { throw Self.malformed("a bad \\u escape") }
-            unicodeDigits -= 1
-            if readingAudio { throw Self.malformed("an escape inside audioContent") }
-            return
-        }
-        if escape {
-            escape = false
-            switch byte {
-            case UInt8(ascii: "u"): unicodeDigits = 4
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-                break
-            default:
-                throw Self.malformed("a bad escape")
-            }
-            // JSON may escape the solidus; base64 uses it.
-            if readingAudio {
-                guard byte == UInt8(ascii: "/") else { throw Self.malformed("an escape inside audioContent") }
-                try base64.add(byte, into: &decoded)
-            } else if readingKey, key.count < 32 {
-                key.append(byte)
-            }
-            return
-        }
-        switch byte {
-        case UInt8(ascii: "\\"):
-            escape = true
-        case UInt8(ascii: "\""):
-            inString = false
-            if readingKey {
-                readingKey = false
-                lastKey = key
-            } else if readingAudio {
-                readingAudio = false
-                try base64.finish(into: &decoded)
-            }
-        case 0..<0x20:
-            throw Self.malformed("a control character in a string")
-        default:
-            if readingAudio {
-                try base64.add(byte, into: &decoded)
-            } else if readingKey, key.count < 32 {
-                key.append(byte)
-            }
-        }
-    }
-
-    private mutating func structure(_ byte: UInt8) throws {
-        switch byte {
-        case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
-            return
-        default:
-            break
-        }
-        guard !finished else { throw Self.malformed("bytes after the JSON object") }
-        switch byte {
-        case UInt8(ascii: "{"):
-            if stack.isEmpty { expectKey = true }
-            stack.append(.object)
-        case UInt8(ascii: "["):
-            guard !stack.isEmpty else { throw Self.malformed("not an object") }
-            stack.append(.array)
-        case UInt8(ascii: "}"), UInt8(ascii: "]"):
-            guard let top = stack.popLast(), top == (byte == UInt8(ascii: "}") ? .object : .array) else {
-                throw Self.malformed("unbalanced brackets")
-            }
-            if stack.isEmpty { finished = true }
-        case UInt8(ascii: ","):
-            if stack.count == 1 { expectKey = true }
-        case UInt8(ascii: ":"):
-            if stack.count == 1 { expectKey = false }
-        case UInt8(ascii: "\""):
-            guard !stack.isEmpty else { throw Self.malformed("not an object") }
-            inString = true
-            if stack.count == 1 && expectKey {
-                readingKey = true
-                key.removeAll(keepingCapacity: true)
-            } else if stack.count == 1 && lastKey == Self.audioKey {
-                guard !sawAudio else { throw Self.malformed("two audioContent members") }
-                sawAudio = true
-                readingAudio = true
-            }
-        default:
-            // Numbers and literals: their characters only.
-            guard !stack.isEmpty, Self.isLiteralByte(byte) else { throw Self.malformed("an unexpected character") }
-        }
-    }
-
-    mutating func finish() throws {
-        guard finished, !inString else {
-            throw UndecodableBody(reason: "the response is not the expected JSON: it ends early")
-        }
-        guard sawAudio else { throw UndecodableBody(reason: "the response has no audioContent") }
-        try wav.finish()
-    }
-
-    private static func malformed(_ what: String) -> UndecodableBody {
-        UndecodableBody(reason: "the response is not the expected JSON: \(what)")
-    }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
-    }
-
-    private static func isLiteralByte(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "E")
-    }
-}
-
 /// Standard base64 (RFC 4648, section 4), strict as Foundation's decoder:
 /// the alphabet only, `=` padding only at the end, length a multiple of four.
 struct Base64StreamDecoder {
@@ -347,7 +189,7 @@ struct Base64StreamDecoder {
     private var ended = false
 
     mutating func add(_ character: UInt8, into output: inout [UInt8]) throws {
-        guard !ended else { throw UndecodableBody(reason: "audioContent is not base64: data after its padding") }
+        guard !ended else { throw UndecodableBody(reason: "the audio is not base64: data after its padding") }
         let value: UInt8
         switch character {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = character - UInt8(ascii: "A")
@@ -356,14 +198,14 @@ struct Base64StreamDecoder {
         case UInt8(ascii: "+"): value = 62
         case UInt8(ascii: "/"): value = 63
         case UInt8(ascii: "="):
-            guard count >= 2 else { throw UndecodableBody(reason: "audioContent is not base64: misplaced padding") }
+            guard count >= 2 else { throw UndecodableBody(reason: "the audio is not base64: misplaced padding") }
             padding += 1
             value = 0
         default:
-            throw UndecodableBody(reason: "audioContent is not base64")
+            throw UndecodableBody(reason: "the audio is not base64")
         }
         if padding > 0 && character != UInt8(ascii: "=") {
-            throw UndecodableBody(reason: "audioContent is not base64: data after its padding")
+            throw UndecodableBody(reason: "the audio is not base64: data after its padding")
         }
         switch count {
         case 0: quad.0 = value
@@ -381,6 +223,6 @@ struct Base64StreamDecoder {
     }
 
     mutating func finish(into output: inout [UInt8]) throws {
-        guard count == 0 else { throw UndecodableBody(reason: "audioContent is not base64: its length is not a multiple of 4") }
+        guard count == 0 else { throw UndecodableBody(reason: "the audio is not base64: its length is not a multiple of 4") }
     }
 }

@@ -130,8 +130,11 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
             defer { for file in files { try? FileManager.default.removeItem(at: file) } }
             var shapes: [ChunkShape] = []
             for (part, file) in zip(parts, files) {
+                // The boundaries name places in the whole chunk: the parts
+                // ask for no timings, and the joined chunk has none.
                 var partRequest = request
                 partRequest.chunk = part
+                partRequest.sentenceBoundaries = nil
                 do {
                     shapes.append(try await core.synthesize(partRequest, to: file))
                 } catch let again as InputTooLong {

@@ -7,8 +7,15 @@ import TourpackHTTP
 /// see `SynthesisClient`), answering raw 16-bit mono PCM (`audio/pcm`)
 /// at 8 or 16 kHz.
 ///
+/// With sentence boundaries (captions), a second request for the same
+/// text, voice and engine asks for `OutputFormat: json` with
+/// `SpeechMarkTypes: ["sentence"]` once the audio came back (Polly gives
+/// speech marks or audio, never both in one answer); Polly bills it as it
+/// bills the audio.
+///
 /// Reference: https://docs.aws.amazon.com/polly/latest/dg/API_SynthesizeSpeech.html
-struct PollyDialect: TTSDialect {
+/// and https://docs.aws.amazon.com/polly/latest/dg/output.html
+struct PollyDialect: TTSDialect, TimingFollowUp {
     func path(for request: SynthesisRequest) -> String { "/v1/speech" }
 
     func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
@@ -19,7 +26,8 @@ struct PollyDialect: TTSDialect {
         var engine: String
         var languageCode: String
         var outputFormat = "pcm"
-        var sampleRate: String
+        var sampleRate: String?
+        var speechMarkTypes: [String]?
         var text: String
         var textType: String
         var voiceId: String
@@ -27,26 +35,68 @@ struct PollyDialect: TTSDialect {
         /// Polly's members are UpperCamelCase.
         enum CodingKeys: String, CodingKey {
             case engine = "Engine", languageCode = "LanguageCode", outputFormat = "OutputFormat", sampleRate = "SampleRate"
-            case text = "Text", textType = "TextType", voiceId = "VoiceId"
+            case speechMarkTypes = "SpeechMarkTypes", text = "Text", textType = "TextType", voiceId = "VoiceId"
         }
     }
 
-    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
+    /// The text as Polly is sent it, and where an offset in `chunk.text`
+    /// lands in it (speech marks count UTF-8 bytes of the text sent).
+    static func sentText(for request: SynthesisRequest) -> (text: String, isSSML: Bool, offset: (Int) -> Int) {
         let voice = request.voice
-        var text = request.chunk.text
-        var isSSML = request.chunk.isSSML
+        let chunk = request.chunk
         // Polly takes its rate as SSML prosody; the tags are not billed.
-        if voice.speakingRate != 1 {
-            let inner = isSSML ? BillingRule.innerSSML(text) : SSML.escape(text)
-            text = "<speak><prosody rate=\"\(Int((voice.speakingRate * 100).rounded()))%\">\(inner)</prosody></speak>"
-            isSSML = true
+        guard voice.speakingRate != 1 else { return (chunk.text, chunk.isSSML, { $0 }) }
+        let prefix = "<speak><prosody rate=\"\(Int((voice.speakingRate * 100).rounded()))%\">"
+        let inner: String
+        let offset: (Int) -> Int
+        if chunk.isSSML {
+            inner = BillingRule.innerSSML(chunk.text)
+            let contentStart = SentenceTimings.rootContent(chunk.text)?.lowerBound ?? 0
+            offset = { prefix.utf8.count + $0 - contentStart }
+        } else {
+            inner = SSML.escape(chunk.text)
+            let utf8 = Array(chunk.text.utf8)
+            offset = { prefix.utf8.count + SSML.escapedUTF8Count(String(decoding: utf8.prefix($0), as: UTF8.self).unicodeScalars) }
         }
+        return (prefix + inner + "</prosody></speak>", true, offset)
+    }
+
+    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
+        try encode(request, sampleRate: String(settings.requestedSampleRateHz), speechMarkTypes: nil, outputFormat: "pcm")
+    }
+
+    private func encode(_ request: SynthesisRequest, sampleRate: String?, speechMarkTypes: [String]?, outputFormat: String) throws
+        -> [UInt8]
+    {
+        let voice = request.voice
+        let sent = Self.sentText(for: request)
         let body = Body(
-            engine: voice.pollyEngine, languageCode: voice.languageCode, sampleRate: String(settings.requestedSampleRateHz),
-            text: text, textType: isSSML ? "ssml" : "text", voiceId: voice.name)
+            engine: voice.pollyEngine, languageCode: voice.languageCode, outputFormat: outputFormat, sampleRate: sampleRate,
+            speechMarkTypes: speechMarkTypes, text: sent.text, textType: sent.isSSML ? "ssml" : "text", voiceId: voice.name)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(body))
+    }
+
+    /// The speech marks request: the audio's body with `OutputFormat: json`,
+    /// `SpeechMarkTypes: ["sentence"]` and no `SampleRate` (audio only).
+    func timingBody(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8]? {
+        guard request.sentenceBoundaries != nil else { return nil }
+        return try encode(request, sampleRate: nil, speechMarkTypes: ["sentence"], outputFormat: "json")
+    }
+
+    /// Polly streams marks as `application/x-json-stream`.
+    func acceptsTiming(contentType: String?) -> Bool {
+        guard let type = contentType?.lowercased() else { return true }
+        return type.hasPrefix("application/x-json-stream") || type.hasPrefix("application/json")
+    }
+
+    func sentenceTimes(fromTimingAnswer body: [UInt8], for request: SynthesisRequest) -> [Double]? {
+        guard let boundaries = request.sentenceBoundaries,
+            let (starts, end) = SentenceTimings.sentenceStarts(request.chunk, boundaries: boundaries)
+        else { return nil }
+        let offset = Self.sentText(for: request).offset
+        return SentenceTimings.pollyTimes(body, targets: starts.map(offset), end: offset(end))
     }
 
     func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
@@ -137,11 +187,18 @@ struct AzureDialect: TTSDialect {
 /// and the neighbouring chunks' text in `previous_text` and `next_text` so
 /// the prosody flows across chunk seams. Answers raw 16-bit mono PCM.
 ///
+/// With sentence boundaries (captions), the same body goes to
+/// `/v1/text-to-speech/{voice_id}/with-timestamps`, which answers JSON:
+/// the PCM base64-encoded in `audio_base64` and each character's start
+/// time in `alignment`.
+///
 /// Reference: https://elevenlabs.io/docs/api-reference/text-to-speech/convert
+/// and https://elevenlabs.io/docs/api-reference/text-to-speech/convert-with-timestamps
 struct ElevenLabsDialect: TTSDialect {
     func path(for request: SynthesisRequest) -> String {
         let id = request.voice.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? request.voice.name
-        return "/v1/text-to-speech/\(id)?output_format=pcm_\(Self.rate(request))"
+        let timed = request.sentenceBoundaries == nil ? "" : "/with-timestamps"
+        return "/v1/text-to-speech/\(id)\(timed)?output_format=pcm_\(Self.rate(request))"
     }
 
     /// The rate the query names; the request carries it so `path` needs no settings.
@@ -206,10 +263,20 @@ struct ElevenLabsDialect: TTSDialect {
     }
 
     func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
-        RawPCMDecoder(rate: Self.rate(request))
+        guard let boundaries = request.sentenceBoundaries else { return RawPCMDecoder(rate: Self.rate(request)) }
+        let sent = Self.plain(request.chunk)
+        return ElevenLabsTimestampsDecoder(
+            rate: Self.rate(request), sent: sent,
+            starts: SentenceTimings.elevenLabsStarts(request.chunk, boundaries: boundaries, sent: sent))
     }
 
     func accepts(contentType: String?) -> Bool { RawPCMDecoder.isAudio(contentType) }
+
+    /// `with-timestamps` answers JSON; the audio path, audio.
+    func accepts(contentType: String?, for request: SynthesisRequest) -> Bool {
+        guard request.sentenceBoundaries != nil else { return accepts(contentType: contentType) }
+        return contentType.map { $0.lowercased().hasPrefix("application/json") } ?? true
+    }
 
     func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer {
         let message = TTSErrorBody.message(from: body, scrub: scrub)

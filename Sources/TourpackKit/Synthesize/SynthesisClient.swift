@@ -57,16 +57,17 @@ final class SynthesisClient: Sendable {
         return settings.apiKeyEnv ?? "(no apiKeyEnv set)"
     }
 
-    /// What one request costs in the provider's unit.
+    /// What one request costs in the provider's unit (Polly's speech marks
+    /// request costs what its audio request does).
     private func billed(_ request: SynthesisRequest) -> Int {
-        BillingRule(api: settings.api, voice: request.voice).units(for: request.chunk)
+        BillingRule(api: settings.api, voice: request.voice).requestUnits(for: request.chunk)
     }
 
     deinit { pool.shutdownGracefully { _ in } }
 
-    /// What one try came to.
-    private enum Outcome {
-        case audio(ChunkShape)
+    /// What one try came to: `Value` is the chunk's audio, or a follow-up's timings.
+    private enum Outcome<Value> {
+        case answered(Value)
         /// Worth another try: `status` is nil for a transport failure. `reason`
         /// never repeats the status: the final error adds "HTTP <status>: " once.
         case retryable(status: Int?, reason: String, retryAfter: Double?, transport: TransportFailure?)
@@ -76,18 +77,69 @@ final class SynthesisClient: Sendable {
 
     /// Speaks one chunk with retries into a FLAC file at `destination`.
     /// Throws `TourpackError`, or `InputTooLong` for the caller to split.
+    /// A dialect that times sentences with a second request (Polly) sends
+    /// it once the audio is in; its failure leaves the chunk untimed.
     func synthesize(_ request: SynthesisRequest, to destination: URL) async throws -> ChunkShape {
         let body: [UInt8]
         do { body = try dialect.body(for: request, settings: settings) } catch {
             throw TourpackError.audioGenerationFailed(
                 item: request.itemLabel, status: nil, message: "could not encode the request: \(error)")
         }
+        let (dialect, spool) = (dialect, destination.appendingPathExtension("answer"))
+        var shape = try await withRetries(request, countsFailures: true) { attempt, timeout in
+            await self.attemptOnce(
+                request, body: body, attempt: attempt, timeout: timeout, spool: spool,
+                accepts: { dialect.accepts(contentType: $0, for: request) },
+                answered: { response in await self.decodeOutcome(response, request: request, spool: spool, into: destination) })
+        }
+        if let followUp = dialect as? any TimingFollowUp, shape.samples > 0 {
+            shape.sentenceTimes = try await followUpTimings(followUp, request: request, beside: destination)
+        }
+        return shape
+    }
+
+    /// The second request for the chunk's timings (Polly's sentence speech
+    /// marks), with the same retries, counted and billed as the first; nil
+    /// when none is asked or it failed for good (logged: the captions then
+    /// estimate). Only cancellation and a ledger that cannot be written stop it.
+    private func followUpTimings(_ followUp: any TimingFollowUp, request: SynthesisRequest, beside destination: URL) async throws
+        -> [Double]?
+    {
+        guard let body = try? followUp.timingBody(for: request, settings: settings) else { return nil }
+        let spool = destination.appendingPathExtension("marks")
+        do {
+            return try await withRetries(request, countsFailures: false) { attempt, timeout in
+                await self.attemptOnce(
+                    request, body: body, attempt: attempt, timeout: timeout, spool: spool, accepts: followUp.acceptsTiming(contentType:),
+                    answered: { response in
+                        let bytes = response.spooled ? (try? Array(Data(contentsOf: spool))) : response.body
+                        return .answered(bytes.flatMap { followUp.sentenceTimes(fromTimingAnswer: $0, for: request) })
+                    })
+            }
+        } catch let error as TourpackError where error.kind == .audioGenerationFailed || error.kind == .networkUnavailable {
+            options.logger.notice(
+                "tts sentence timings failed; the audio is kept and its captions estimated",
+                metadata: ["item": "\(request.itemLabel)", "reason": "\(error.message)"])
+            return nil
+        } catch let refusal as InputTooLong {
+            options.logger.notice(
+                "tts sentence timings failed; the audio is kept and its captions estimated",
+                metadata: ["item": "\(request.itemLabel)", "reason": "\(refusal.message)"])
+            return nil
+        }
+    }
+
+    /// Sends one request until it is answered, with waits, limits and the
+    /// deadline; `countsFailures`: a request whose failure fails the chunk.
+    private func withRetries<Value>(
+        _ request: SynthesisRequest, countsFailures: Bool, attemptOnce: (_ attempt: Int, _ timeout: Double) async -> Outcome<Value>
+    ) async throws -> Value {
         let clock = ContinuousClock()
         var deadline: ContinuousClock.Instant?
         var attempt = 0
         while true {
             attempt += 1
-            let outcome: Outcome
+            let outcome: Outcome<Value>
             do {
                 try await inFlight.acquire()
                 do {
@@ -106,9 +158,7 @@ final class SynthesisClient: Sendable {
                 let due = deadline ?? start.advanced(by: Duration.clamped(seconds: retry.deadlineSeconds))
                 deadline = due
                 let remaining = start.duration(to: due).seconds
-                outcome = await attemptOnce(
-                    request, body: body, attempt: attempt, timeout: max(0.001, min(settings.timeoutSeconds, remaining)),
-                    destination: destination)
+                outcome = await attemptOnce(attempt, max(0.001, min(settings.timeoutSeconds, remaining)))
                 await inFlight.release()
             } catch let known as TourpackError {
                 throw known
@@ -117,19 +167,19 @@ final class SynthesisClient: Sendable {
             }
 
             switch outcome {
-            case .audio(let shape):
+            case .answered(let value):
                 counters.update { $0.charactersSynthesized += billed(request) }
-                return shape
+                return value
             case .tooLong(let status, let message):
                 throw InputTooLong(status: status, message: message)
             case .final(let error):
-                counters.update { $0.failures += 1 }
+                if countsFailures { counters.update { $0.failures += 1 } }
                 throw error
             case .retryable(let status, let reason, let retryAfter, let transport):
                 let wait = retry.delay(afterFailedAttempts: attempt, retryAfter: retryAfter)
                 let outOfTime = deadline.map { clock.now.advanced(by: Duration.clamped(seconds: wait)) > $0 } ?? false
                 if attempt >= retry.maxAttempts || outOfTime {
-                    counters.update { $0.failures += 1 }
+                    if countsFailures { counters.update { $0.failures += 1 } }
                     let why =
                         outOfTime
                         ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
@@ -159,8 +209,12 @@ final class SynthesisClient: Sendable {
         }
     }
 
-    private func attemptOnce(_ request: SynthesisRequest, body: [UInt8], attempt: Int, timeout: Double, destination: URL) async -> Outcome {
-        let spool = destination.appendingPathExtension("answer")
+    /// One try: sends `body`, and hands a 2xx answer whose content type
+    /// `accepts` takes to `answered`.
+    private func attemptOnce<Value>(
+        _ request: SynthesisRequest, body: [UInt8], attempt: Int, timeout: Double, spool: URL, accepts: (String?) -> Bool,
+        answered: (HTTPResponse) async -> Outcome<Value>
+    ) async -> Outcome<Value> {
         defer { try? FileManager.default.removeItem(at: spool) }
         let spec = HTTPRequestSpec(
             url: base + dialect.path(for: request), headers: dialect.headers(apiKey: key), body: body, totalTimeoutSeconds: timeout,
@@ -229,28 +283,13 @@ final class SynthesisClient: Sendable {
         case 200..<300:
             // Answered: the provider bills it whether or not the body is whole.
             BilledCharacters.current?.add(units)
-            guard dialect.accepts(contentType: response.headers["content-type"]) else {
+            guard accepts(response.headers["content-type"]) else {
                 let type = scrub(response.headers["content-type"] ?? "")
                 return .retryable(
                     status: response.status, reason: "undecodable response: a \(type) body where audio was expected", retryAfter: nil,
                     transport: nil)
             }
-            let decoded = await decode(response, request: request, spool: spool, into: destination)
-            switch decoded {
-            case .success(let shape):
-                return .audio(shape)
-            case .failure(let undecodable as UndecodableBody):
-                return .retryable(
-                    status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
-            case .failure(let error as TourpackError):
-                return .final(error)
-            case .failure(let error as FFmpegError) where [-ENOSPC, -EDQUOT].contains(error.code):
-                // The FLAC writer found no room: a full disk, as every write that finds none.
-                return .final(
-                    .storageFailed(path: error.path ?? destination.path, errno: -error.code, operation: "keep the endpoint's answer"))
-            case .failure(let error):
-                return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
-            }
+            return await answered(response)
         default:
             switch dialect.classify(status: response.status, headers: response.headers, body: response.body, scrub: scrub) {
             case .retry(let message):
@@ -266,6 +305,27 @@ final class SynthesisClient: Sendable {
             case .final(let message):
                 return .final(.audioGenerationFailed(item: request.itemLabel, status: response.status, message: scrub(message)))
             }
+        }
+    }
+
+    /// Decodes a 2xx audio answer into the chunk's file, as an outcome.
+    private func decodeOutcome(_ response: HTTPResponse, request: SynthesisRequest, spool: URL, into destination: URL) async
+        -> Outcome<ChunkShape>
+    {
+        switch await decode(response, request: request, spool: spool, into: destination) {
+        case .success(let shape):
+            return .answered(shape)
+        case .failure(let undecodable as UndecodableBody):
+            return .retryable(
+                status: response.status, reason: "undecodable response: \(scrub(undecodable.reason))", retryAfter: nil, transport: nil)
+        case .failure(let error as TourpackError):
+            return .final(error)
+        case .failure(let error as FFmpegError) where [-ENOSPC, -EDQUOT].contains(error.code):
+            // The FLAC writer found no room: a full disk, as every write that finds none.
+            return .final(
+                .storageFailed(path: error.path ?? destination.path, errno: -error.code, operation: "keep the endpoint's answer"))
+        case .failure(let error):
+            return .final(.stateFailed(path: destination.path, message: "cannot keep the endpoint's answer: \(error)"))
         }
     }
 

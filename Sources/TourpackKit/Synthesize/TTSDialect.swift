@@ -7,9 +7,11 @@ import TourpackHTTP
 /// the wire format: the URL, the headers, the body, how to read a 2xx body
 /// and how to read an error.
 ///
-/// A dialect whose provider also returns timings (Polly's speech marks,
-/// ElevenLabs' `with-timestamps`) will return them from its `AnswerDecoder`
-/// beside the samples; the samples' path does not change.
+/// A dialect whose provider returns sentence timings with the audio
+/// (Google's timepoints, ElevenLabs' `with-timestamps`) reads them in its
+/// `AnswerDecoder` beside the samples; one that asks for them in a second
+/// request (Polly's speech marks) is also a `TimingFollowUp`. The samples'
+/// path does not change.
 protocol TTSDialect: Sendable {
     /// Appended to the endpoint's base URL: the path, and any query (never a secret).
     func path(for request: SynthesisRequest) -> String
@@ -23,8 +25,22 @@ protocol TTSDialect: Sendable {
     /// Whether a 2xx answer's content type is audio this dialect asked for;
     /// a proxy's error page under a 200 is not.
     func accepts(contentType: String?) -> Bool
+    /// The same, for one request: a timed request may answer JSON.
+    func accepts(contentType: String?, for request: SynthesisRequest) -> Bool
     /// What an error answer means for the retry policy, with the server's message.
     func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer
+}
+
+/// A dialect whose timings come from a second request once the audio came
+/// back (Polly's speech marks). The client sends it with the same retries
+/// and counts it as billed; when it fails for good the audio is kept and
+/// the chunk has no timings.
+protocol TimingFollowUp: TTSDialect {
+    /// The second request's body; nil when the request asks for no timings.
+    func timingBody(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8]?
+    func acceptsTiming(contentType: String?) -> Bool
+    /// The sentence starts read from the second answer; nil when it does not place them all.
+    func sentenceTimes(fromTimingAnswer body: [UInt8], for request: SynthesisRequest) -> [Double]?
 }
 
 /// An error answer, as the retry policy sees it.
@@ -41,6 +57,7 @@ enum ErrorAnswer: Equatable {
 
 extension TTSDialect {
     func accepts(contentType: String?) -> Bool { true }
+    func accepts(contentType: String?, for request: SynthesisRequest) -> Bool { accepts(contentType: contentType) }
 
     /// Google's and OpenAI's way: 429 and 5xx retry, a 400 "longer than the limit" splits.
     func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer {
@@ -61,8 +78,22 @@ struct UndecodableBody: Error, Sendable {
 
 /// Google Cloud Text-to-Speech v1: `POST /v1/text:synthesize`, LINEAR16
 /// (a WAV file) base64-encoded in `audioContent`.
+///
+/// With sentence boundaries (captions), the chunk goes to v1beta1 as SSML
+/// with a `<mark name="sK"/>` at each sentence start and
+/// `"enableTimePointing": ["SSML_MARK"]`; the answer's `timepoints` time
+/// them. Without, the request is exactly v1's.
+///
+/// Reference: https://cloud.google.com/text-to-speech/docs/reference/rest/v1beta1/text/synthesize
 struct GoogleDialect: TTSDialect {
-    func path(for request: SynthesisRequest) -> String { "/v1/text:synthesize" }
+    func path(for request: SynthesisRequest) -> String {
+        Self.markedInput(for: request) == nil ? "/v1/text:synthesize" : "/v1beta1/text:synthesize"
+    }
+
+    /// The marked SSML when this request asks for timings and they fit; nil: today's v1 request.
+    static func markedInput(for request: SynthesisRequest) -> String? {
+        request.sentenceBoundaries.flatMap { SentenceTimings.googleMarkedSSML(request.chunk, boundaries: $0) }
+    }
 
     func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
         var headers = [(name: "Content-Type", value: "application/json; charset=utf-8")]
@@ -82,18 +113,30 @@ struct GoogleDialect: TTSDialect {
         var input: Input
         var voice: Voice
         var audioConfig: AudioConfig
+        /// v1beta1 only, with marks: `["SSML_MARK"]`.
+        var enableTimePointing: [String]?
     }
 
     func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
         let chunk = request.chunk
+        let marked = Self.markedInput(for: request)
+        let input: Body.Input
+        if let marked {
+            input = .init(ssml: marked)
+        } else {
+            input = chunk.isSSML ? .init(ssml: chunk.text) : .init(text: chunk.text)
+        }
         let body = Body(
-            input: chunk.isSSML ? .init(ssml: chunk.text) : .init(text: chunk.text),
+            input: input,
             voice: .init(languageCode: request.voice.languageCode, name: request.voice.name.isEmpty ? nil : request.voice.name),
-            audioConfig: .init(speakingRate: request.voice.speakingRate, pitch: request.voice.pitch, sampleRateHertz: request.sampleRateHz))
+            audioConfig: .init(speakingRate: request.voice.speakingRate, pitch: request.voice.pitch, sampleRateHertz: request.sampleRateHz),
+            enableTimePointing: marked == nil ? nil : ["SSML_MARK"])
         return Array(try JSONEncoder().encode(body))
     }
 
-    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder { GoogleAnswerDecoder() }
+    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
+        GoogleAnswerDecoder(marks: Self.markedInput(for: request) == nil ? nil : (request.sentenceBoundaries?.count ?? 0) + 1)
+    }
 }
 
 /// OpenAI-compatible `POST /v1/audio/speech`, asking for a WAV body.

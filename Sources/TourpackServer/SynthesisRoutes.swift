@@ -38,13 +38,22 @@ struct SynthesisRoutes: Sendable {
         var input: Input?
         var voice: Voice?
         var audioConfig: AudioConfig?
+        /// v1beta1 only: `["SSML_MARK"]` asks for a timepoint per `<mark>`.
+        var enableTimePointing: [String]?
     }
 
+    /// `POST /v1/text:synthesize`.
     func googleSynthesize(_ request: Request) async throws -> Response {
-        try await paced { try await googleAnswer(request) }
+        try await paced { try await googleAnswer(request, beta: false) }
     }
 
-    private func googleAnswer(_ request: Request) async throws -> Response {
+    /// `POST /v1beta1/text:synthesize`: v1's request and answer, plus
+    /// `enableTimePointing` and, in the answer, `timepoints` and `audioConfig`.
+    func googleBetaSynthesize(_ request: Request) async throws -> Response {
+        try await paced { try await googleAnswer(request, beta: true) }
+    }
+
+    private func googleAnswer(_ request: Request, beta: Bool) async throws -> Response {
         if let requiredAPIKey {
             guard let key = request.headers[HTTPField.Name("x-goog-api-key")!] else {
                 return ErrorBody.google(
@@ -56,6 +65,7 @@ struct SynthesisRoutes: Sendable {
         guard let parsed = try? JSONDecoder().decode(GoogleRequest.self, from: Data(body.readableBytesView)) else {
             return ErrorBody.google(400, "Invalid JSON payload received.")
         }
+        if let refusal = Self.timePointingRefusal(parsed.enableTimePointing, beta: beta) { return refusal }
         let text = parsed.input?.text, ssml = parsed.input?.ssml
         guard (text == nil) != (ssml == nil) else {
             return ErrorBody.google(400, "Exactly one of `input.text` or `input.ssml` must be set.")
@@ -115,8 +125,17 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: false) }
-        return try await answer(.google, encoding, text: input) {
-            try await voice.speak(
+        guard beta else {
+            return try await answer(.google, encoding, text: input) {
+                try await voice.speak(
+                    text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
+            }
+        }
+        let echoed = GoogleAnswerConfig(
+            encodingName: encodingName, speakingRate: rate, pitch: pitch, sampleRateHertz: sampleRate,
+            marks: parsed.enableTimePointing?.contains("SSML_MARK") == true)
+        return try await answer(.google, encoding, text: input, envelope: Self.googleBetaEnvelope(echoed)) {
+            try await voice.speakTimed(
                 text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
     }
@@ -233,6 +252,28 @@ struct SynthesisRoutes: Sendable {
         _ dialect: Dialect, _ encoding: ResponseEncoding, text: String, billed: Int? = nil, headers extra: HTTPFields = [:],
         speak: () async throws -> PCMAudio
     ) async throws -> Response {
+        try await answer(dialect, encoding, text: text, billed: billed, headers: extra, envelope: Envelope<Void>?.none) {
+            (try await speak(), ())
+        }
+    }
+
+    /// How an answer carries the encoded audio when the route's shape is not
+    /// its dialect's plain one: a JSON object around it (Google's v1beta1
+    /// with timepoints, ElevenLabs' with-timestamps) or marks in its place
+    /// (Polly's speech marks). `Extra` is what speaking learned besides the
+    /// audio, such as its timeline.
+    struct Envelope<Extra> {
+        var contentType: String
+        var wrap: (_ audio: [UInt8], _ extra: Extra) -> [UInt8]
+    }
+
+    /// `answer`, with the body made by `envelope` from the audio and what
+    /// `speak` returned beside it. Faults cut or garble that body as they do
+    /// the plain one: a JSON body is cut short, or replaced by a proxy's page.
+    func answer<Extra>(
+        _ dialect: Dialect, _ encoding: ResponseEncoding, text: String, billed: Int? = nil, headers extra: HTTPFields = [:],
+        envelope: Envelope<Extra>?, speak: () async throws -> (PCMAudio, Extra)
+    ) async throws -> Response {
         let characters = billed ?? text.unicodeScalars.count
         let fault = dice.draw()
         if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
@@ -250,21 +291,29 @@ struct SynthesisRoutes: Sendable {
             break
         }
         let pcm: PCMAudio
-        do { pcm = dice.plan.leveled(try await speak(), for: text) } catch {
+        let learned: Extra
+        do {
+            let (spoken, extraSpoken) = try await speak()
+            pcm = dice.plan.leveled(spoken, for: text)
+            learned = extraSpoken
+        } catch {
             return ErrorBody.serverError(dialect, 500, "synthesis failed: \(error)")
         }
         var audio: [UInt8]
         do { audio = try await encoding.encode(pcm) } catch {
             return ErrorBody.serverError(dialect, 500, "encoding failed: \(error)")
         }
+        let wrap: (([UInt8]) -> [UInt8])? = envelope.map { envelope in { envelope.wrap($0, learned) } }
+        let googleJSON: ([UInt8]) -> [UInt8] =
+            wrap ?? { Array("{\"audioContent\":\"\(Data($0).base64EncodedString())\"}".utf8) }
         var body: [UInt8]
-        var contentType = dialect == .google ? "application/json; charset=utf-8" : encoding.contentType
+        var contentType = envelope?.contentType ?? (dialect == .google ? "application/json; charset=utf-8" : encoding.contentType)
         // One truncation in three happens at the HTTP level: a full
         // Content-Length, half the body, then the connection drops.
         let cutConnection = fault == .truncated && dice.next() % 3 == 0
         switch (fault, dialect) {
         case (.truncated, _) where cutConnection:
-            body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+            body = dialect == .google ? googleJSON(audio) : wrap?(audio) ?? audio
         case (.garbage, .google):
             body =
                 dice.next() % 2 == 0
@@ -279,18 +328,21 @@ struct SynthesisRoutes: Sendable {
         case (.truncated, .google):
             if dice.next() % 2 == 0 {  // the WAV inside is cut short
                 audio = Array(audio.prefix(max(48, audio.count / 2)))
-                body = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
+                body = googleJSON(audio)
             } else {  // the JSON itself is cut short
-                let full = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
+                let full = googleJSON(audio)
                 body = Array(full.prefix(full.count * 3 / 5))
             }
+        case (.truncated, _) where wrap != nil:
+            let full = wrap?(audio) ?? audio
+            body = Array(full.prefix(full.count * 3 / 5))
         case (.truncated, .polly), (.truncated, .azure), (.truncated, .elevenlabs):
             // Cut inside a sample: the one cut a headerless body shows.
             body = Array(audio.prefix(max(49, audio.count / 2) | 1))
         case (.truncated, _):
             body = Array(audio.prefix(max(48, audio.count / 2)))
         default:
-            body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+            body = dialect == .google ? googleJSON(audio) : wrap?(audio) ?? audio
         }
         stats.update { $0.characters += characters }
         var response = Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: body)))

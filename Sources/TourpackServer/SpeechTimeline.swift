@@ -79,7 +79,12 @@ struct SpeechTimeline: Sendable {
         return starts.enumerated().map { index, start in
             let next = index + 1 < starts.count ? starts[index + 1].position : scalars.count
             var end = min(start.position + max(start.length, 1), next, scalars.count)
-            if isSSML, let tag = scalars[start.position..<end].firstIndex(of: "<") { end = max(tag, start.position + 1) }
+            if isSSML {
+                // espeak's lengths in SSML can be a scalar off too: the word runs to a space or a tag, less its punctuation.
+                end = start.position
+                while end < next, !scalars[end].properties.isWhitespace, scalars[end] != "<" { end += 1 }
+                while end > start.position + 1, !Self.isWordScalar(scalars[end - 1]) { end -= 1 }
+            }
             return Span(start: start.position, end: trimmedEnd(from: start.position, to: end), seconds: seconds(start.sample))
         }
     }

@@ -298,14 +298,17 @@ extension SynthesisRoutes {
         return nil
     }
 
-    /// `POST /v1/text-to-speech/{voice_id}[/stream]`, or with `timestamps`
-    /// `…/with-timestamps`: the same request, answered as JSON with the
-    /// audio in base64 and each character's times.
-    func elevenLabsSpeech(_ request: Request, voiceID: String, timestamps: Bool = false) async throws -> Response {
-        try await paced { try await elevenLabsAnswer(request, voiceID: voiceID, timestamps: timestamps) }
+    /// How an ElevenLabs route answers: the audio file (`/`, `/stream`) or
+    /// JSON with each character's times (`/with-timestamps`, and
+    /// `/stream/with-timestamps` as a newline-delimited stream of one chunk).
+    enum ElevenLabsAnswer: Sendable { case audio, timestamps, streamedTimestamps }
+
+    /// `POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps]`: one request body, answered as `shape` says.
+    func elevenLabsSpeech(_ request: Request, voiceID: String, shape: ElevenLabsAnswer = .audio) async throws -> Response {
+        try await paced { try await elevenLabsAnswer(request, voiceID: voiceID, shape: shape) }
     }
 
-    private func elevenLabsAnswer(_ request: Request, voiceID: String, timestamps: Bool) async throws -> Response {
+    private func elevenLabsAnswer(_ request: Request, voiceID: String, shape: ElevenLabsAnswer) async throws -> Response {
         if let refusal = elevenLabsRefusal(request) { return refusal }
         let formatName = request.uri.queryParameters.get("output_format") ?? "mp3_44100_128"
         let parts = formatName.split(separator: "_")
@@ -360,10 +363,9 @@ extension SynthesisRoutes {
         headers[HTTPField.Name("request-id")!] = UUID().uuidString.lowercased()
         let encoding: ResponseEncoding = parts[0] == "pcm" ? .pcm : .mp3(kbps: 128)
         let sampleRate = parts[0] == "pcm" ? rate : 24_000
-        if timestamps {
-            return try await answer(
-                .elevenlabs, encoding, text: text, billed: credits, headers: headers, envelope: Self.elevenLabsTimestampsEnvelope
-            ) {
+        if shape != .audio {
+            let envelope = Self.elevenLabsTimestampsEnvelope(streamed: shape == .streamedTimestamps)
+            return try await answer(.elevenlabs, encoding, text: text, billed: credits, headers: headers, envelope: envelope) {
                 try await voice.speakTimed(
                     text: text, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
             }

@@ -55,7 +55,7 @@ public enum TTSServerInfo {
 /// Polly's or ElevenLabs' by the caller's credentials), `POST /v1/audio/speech`,
 /// `POST /v1/speech` (Polly, audio or speech marks), `POST /cognitiveservices/v1` and
 /// `GET /cognitiveservices/voices/list` (Azure),
-/// `POST /v1/text-to-speech/{voice_id}[/stream|/with-timestamps]` (ElevenLabs),
+/// `POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps]` (ElevenLabs),
 /// `GET /debug/stats`, `POST /debug/stats/reset`, `GET /health`.
 public struct TTSServer: Sendable {
     public let configuration: TTSServerConfiguration
@@ -107,7 +107,10 @@ public struct TTSServer: Sendable {
             try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "")
         }
         router.post("v1/text-to-speech/:voice/with-timestamps") { request, context in
-            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "", timestamps: true)
+            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "", shape: .timestamps)
+        }
+        router.post("v1/text-to-speech/:voice/stream/with-timestamps") { request, context in
+            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "", shape: .streamedTimestamps)
         }
         router.get("debug/stats") { _, _ in
             let encoder = JSONEncoder()

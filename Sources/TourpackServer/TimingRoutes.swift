@@ -64,8 +64,10 @@ extension SynthesisRoutes {
     // MARK: ElevenLabs with-timestamps
 
     /// `{"audio_base64", "alignment", "normalized_alignment"}`. The local
-    /// voice does not rewrite the text, so both alignments are of `text` as sent.
-    static var elevenLabsTimestampsEnvelope: Envelope<SpeechTimeline> {
+    /// voice does not rewrite the text, so both alignments are of `text` as
+    /// sent. `streamed` (`/stream/with-timestamps`) sends it as the one line
+    /// of a newline-delimited stream of such chunks.
+    static func elevenLabsTimestampsEnvelope(streamed: Bool) -> Envelope<SpeechTimeline> {
         Envelope(contentType: "application/json") { audio, timeline in
             let alignment = timeline.alignment
             let shaped: [String: Any] = [
@@ -76,7 +78,8 @@ extension SynthesisRoutes {
             let object: [String: Any] = [
                 "audio_base64": Data(audio).base64EncodedString(), "alignment": shaped, "normalized_alignment": shaped,
             ]
-            return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? []
+            let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? []
+            return streamed ? json + Array("\n".utf8) : json
         }
     }
 

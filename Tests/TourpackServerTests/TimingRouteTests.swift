@@ -76,6 +76,10 @@ import TourpackServer
             }
             Self.expectNear(firsts.map { starts[$0] }, Self.sentenceOnsets(pcm), "\(label) sentence starts")
         }
+        let stream = try #require(manifest["elevenlabsStream"] as? [String: Any])
+        #expect((stream["chunks"] as? Int ?? 0) >= 1)
+        #expect((stream["characters"] as? [String])?.joined() == Self.sentences.joined(separator: " "))
+        #expect((stream["bytes"] as? Int ?? 0) > 24_000, "more than half a second of pcm_24000")
         let multibyte = try #require(answers.first { $0["label"] as? String == "multibyte" })
         let characters = multibyte["characters"] as? [String] ?? []
         #expect(characters.firstIndex(of: "日") == Array(Self.multibyte.unicodeScalars).firstIndex(of: "日"))

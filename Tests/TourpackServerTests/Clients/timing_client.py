@@ -7,7 +7,7 @@ Usage: python3 timing_client.py PORT OUTDIR API_KEY
   sentence, marks with odd names, no marks, an empty list, plain text, and
   a long document with a mark per sentence.
 - ElevenLabs: text_to_speech.convert_with_timestamps, for plain sentences,
-  multibyte text and a long text.
+  multibyte text and a long text, and stream_with_timestamps.
 - Polly: boto3 synthesize_speech(OutputFormat="json", SpeechMarkTypes=...),
   for sentences (with the same text as pcm, to compare), sentences and words
   of multibyte text, SSML marks, and the requests Polly refuses.
@@ -94,6 +94,10 @@ def elevenlabs(port, outdir, key, manifest):
             "label": label, "text": text, "file": file, "characters": list(alignment.characters),
             "starts": list(alignment.character_start_times_seconds), "ends": list(alignment.character_end_times_seconds),
             "normalizedCharacters": list(normalized.characters)})
+    chunks = list(client.text_to_speech.stream_with_timestamps(voice_id="en-US", text=SENTENCES, output_format="pcm_24000"))
+    manifest["elevenlabsStream"] = {
+        "chunks": len(chunks), "characters": [c for chunk in chunks for c in (chunk.alignment.characters if chunk.alignment else [])],
+        "bytes": sum(len(base64.b64decode(chunk.audio_base_64 or "")) for chunk in chunks)}
 
 
 def polly(port, outdir, key, manifest):

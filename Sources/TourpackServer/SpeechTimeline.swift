@@ -171,7 +171,7 @@ struct SpeechTimeline: Sendable {
         var tags: [(start: Int, end: Int, rawName: String, name: String)] = []
         var i = 0
         while let open = scalars[i...].firstIndex(of: "<") {
-            guard let close = scalars[open...].firstIndex(of: ">") else { break }
+            guard let close = closingBracket(of: open, in: scalars) else { break }
             let tag = String(String.UnicodeScalarView(scalars[open...close]))
             if tag.hasPrefix("<mark"), tag.dropFirst(5).first.map({ $0.isWhitespace || $0 == "/" }) == true,
                 let raw = attribute("name", in: tag)
@@ -181,6 +181,22 @@ struct SpeechTimeline: Sendable {
             i = close + 1
         }
         return tags
+    }
+
+    /// The `>` that ends the tag opened at `open`; a `>` inside a quoted attribute value does not.
+    static func closingBracket(of open: Int, in scalars: [Unicode.Scalar]) -> Int? {
+        var quote: Unicode.Scalar?
+        for index in (open + 1)..<scalars.count {
+            let scalar = scalars[index]
+            if let open = quote {
+                if scalar == open { quote = nil }
+            } else if scalar == "\"" || scalar == "'" {
+                quote = scalar
+            } else if scalar == ">" {
+                return index
+            }
+        }
+        return nil
     }
 
     /// An attribute's raw value in a tag, single- or double-quoted.

@@ -29,7 +29,7 @@ from google.cloud import texttospeech_v1beta1 as tts
 
 SENTENCES = "The road climbs to the glacier. Marmots whistle from the rocks above. At the top the view opens wide."
 MULTIBYTE = "Café crème in Genève. 日本 is far away. Ünïcödé ends here."
-ODD_NAMES = ['say "cheese"', "it's", "日本語 é", "<tag>", "a&b"]
+ODD_NAMES = ['say "cheese"', "it's", "日本語 é", "<tag>", "a&b", "x>y"]
 
 
 def fail(message):
@@ -38,7 +38,8 @@ def fail(message):
 
 
 def ssml_escape(text):
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&apos;")
+    """XML-escapes a mark name, but leaves ">" bare, as XML allows in an attribute value."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;").replace("'", "&apos;")
 
 
 def google(port, outdir, key, manifest):

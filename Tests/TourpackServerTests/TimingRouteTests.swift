@@ -210,13 +210,62 @@ import TourpackServer
         }
     }
 
+    /// Timepoints are seconds of the answer's audio whatever its rate and
+    /// speed: resampled to 8 kHz at speaking rate 1.5, each mark before a
+    /// sentence still lands on that sentence's start.
+    @Test func googleTimepointsHoldAtAnotherRateAndSpeed() async throws {
+        let ssml = "<speak>" + Self.sentences.enumerated().map { "<mark name='s\($0.offset)'/>\($0.element) " }.joined() + "</speak>"
+        try await withServer { port, _ in
+            let answer = try await rawHTTP(
+                "POST", port: port, path: "/v1beta1/text:synthesize",
+                json: """
+                    {"input":{"ssml":"\(ssml)"},"voice":{"languageCode":"en-US"},"enableTimePointing":["SSML_MARK"],\
+                    "audioConfig":{"audioEncoding":"LINEAR16","sampleRateHertz":8000,"speakingRate":1.5}}
+                    """)
+            #expect(answer.status == 200)
+            let object = try #require(try JSONSerialization.jsonObject(with: answer.body) as? [String: Any])
+            let config = object["audioConfig"] as? [String: Any]
+            #expect(config?["sampleRateHertz"] as? Int == 8000 && config?["speakingRate"] as? Double == 1.5)
+            let timepoints = object["timepoints"] as? [[String: Any]] ?? []
+            #expect(timepoints.map { $0["markName"] as? String } == ["s0", "s1", "s2"])
+            let wav = try WAV.decode(Array(Data(base64Encoded: object["audioContent"] as? String ?? "") ?? Data()))
+            #expect(wav.sampleRate == 8000)
+            Self.expectNear(
+                timepoints.map { $0["timeSeconds"] as? Double ?? -1 }, Self.sentenceOnsets(wav, minimumPause: 0.1), "8 kHz at 1.5×")
+        }
+    }
+
+    /// A timing answer is faulted as an audio answer is: cut short (a JSON
+    /// body that no longer parses, or a dropped connection) or replaced by
+    /// a proxy's HTML page under a 200.
+    @Test func faultsCutOrReplaceTimingAnswers() async throws {
+        let body = "{\"text\":\"One sentence. Two sentences.\"}"
+        for faults in [FaultInjection(truncateRate: 1, seed: 3), FaultInjection(garbageRate: 1, seed: 3)] {
+            let answered = try await withServer(faults: faults) { port, _ in
+                var answered = 0
+                for _ in 0..<4 {
+                    guard
+                        let answer = try? await rawHTTP(
+                            "POST", port: port, path: "/v1/text-to-speech/en-US/with-timestamps?output_format=pcm_16000", json: body)
+                    else { continue }  // the connection was dropped mid-body
+                    #expect(answer.status == 200)
+                    #expect((try? JSONSerialization.jsonObject(with: answer.body)) == nil, "a faulted answer does not parse")
+                    answered += 1
+                }
+                return answered
+            }
+            #expect(answered > 0, "some faulted answers arrive whole enough to check")
+        }
+    }
+
     // MARK: The audio's own sentence starts
 
     /// Where each sentence starts in the audio, found without espeak: the
-    /// first sound, then the end of every quiet stretch of at least 200 ms
-    /// that sound follows (a sentence's closing pause). 10 ms windows, quiet
-    /// below an RMS of 100.
-    static func sentenceOnsets(_ pcm: PCMAudio) -> [Double] {
+    /// first sound, then the end of every quiet stretch of at least
+    /// `minimumPause` that sound follows (a sentence's closing pause: about
+    /// 300 ms at espeak's normal rate, 130 ms at 1.5×; the gaps inside a
+    /// sentence stay under 50 ms). 10 ms windows, quiet below an RMS of 100.
+    static func sentenceOnsets(_ pcm: PCMAudio, minimumPause: Double = 0.2) -> [Double] {
         let window = pcm.sampleRate / 100
         var onsets: [Double] = []
         var quiet = 0
@@ -227,7 +276,7 @@ import TourpackServer
             if power < 100 * 100 {
                 quiet += 1
             } else {
-                if !heard || quiet >= 20 { onsets.append(Double(index) / Double(pcm.sampleRate)) }
+                if !heard || Double(quiet) / 100 >= minimumPause { onsets.append(Double(index) / Double(pcm.sampleRate)) }
                 heard = true
                 quiet = 0
             }

@@ -5,10 +5,13 @@ import TourpackAudio
 import TourpackCore
 import TourpackHTTP
 
-/// The two synthesize endpoints and the voice list, with faults on top.
+/// Google's and OpenAI's synthesize endpoints and the voice list, with
+/// faults on top (Polly, Azure and ElevenLabs are in `ProviderRoutes`, the
+/// timing answers in `TimingRoutes`).
 ///
 /// `POST /v1/text:synthesize` validates as Google does and answers Google's
-/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint. Both speak
+/// JSON, and `POST /v1beta1/text:synthesize` adds `<mark>` timepoints;
+/// `POST /v1/audio/speech` answers like OpenAI's endpoint. Both speak
 /// every encoding their service offers (`ResponseEncoding`).
 struct SynthesisRoutes: Sendable {
     let stats: ServerStats

@@ -25,6 +25,38 @@ struct EspeakUtterance: Sendable {
     var pitch: Int
 }
 
+/// One of espeak-ng's synthesis events, copied out of the callback.
+///
+/// `textPosition` is espeak's own: 1-based, counting Unicode scalars of the
+/// UTF-8 input (`espeakCHARS_UTF8`), SSML tags included. `sample` counts
+/// samples at espeak's native rate from the start of the utterance: the
+/// event's place in the returned audio, which the tests check against the
+/// pauses heard in it.
+struct EspeakEvent: Sendable, Hashable {
+    enum Kind: Sendable, Hashable {
+        /// A sentence begins (espeakEVENT_SENTENCE).
+        case sentence
+        /// A word begins (espeakEVENT_WORD); `length` is its length in scalars.
+        case word
+        /// An SSML `<mark>` is reached (espeakEVENT_MARK); `name` is its
+        /// `name` attribute exactly as written, entities not decoded.
+        case mark
+        /// A sentence's speech (with its pause) ends (espeakEVENT_END).
+        case end
+    }
+    var kind: Kind
+    var textPosition: Int
+    var length: Int
+    var sample: Int
+    var name: String?
+}
+
+/// An utterance's audio at espeak's native rate and the events met while speaking it.
+struct EspeakSpeech: Sendable {
+    var pcm: PCMAudio
+    var events: [EspeakEvent]
+}
+
 /// The single owner of libespeak-ng, whose state is global to the process.
 ///
 /// Every call (initialize, voice list, parameters, synthesis) runs on one
@@ -60,6 +92,12 @@ final class EspeakEngine: @unchecked Sendable {
 
     /// Speaks `utterance`; the PCM is at espeak's native rate (22050 Hz).
     func speak(_ utterance: EspeakUtterance) async throws -> PCMAudio {
+        try await speakWithEvents(utterance).pcm
+    }
+
+    /// Speaks `utterance` and keeps espeak's sentence, word, mark and end
+    /// events, each placed by its sample in the returned audio.
+    func speakWithEvents(_ utterance: EspeakUtterance) async throws -> EspeakSpeech {
         try await thread.runIfActive { [self] in
             try initializeIfNeeded()
             return try speakOnThread(utterance)
@@ -99,7 +137,7 @@ final class EspeakEngine: @unchecked Sendable {
         return result
     }
 
-    private func speakOnThread(_ utterance: EspeakUtterance) throws -> PCMAudio {
+    private func speakOnThread(_ utterance: EspeakUtterance) throws -> EspeakSpeech {
         let selected = utterance.voice.identifier.withCString { espeak_SetVoiceByName($0) }
         guard selected == EE_OK else { throw EspeakFailure(message: "espeak-ng has no voice \(utterance.voice.identifier)") }
         espeak_SetParameter(espeakRATE, Int32(min(max(utterance.wordsPerMinute, 80), 450)), 0)
@@ -112,7 +150,7 @@ final class EspeakEngine: @unchecked Sendable {
         }
         guard status == EE_OK else { throw EspeakFailure(message: "espeak_Synth failed (\(status.rawValue))") }
         espeak_Synchronize()
-        return PCMAudio(samples: sink.samples, sampleRate: sampleRate)
+        return EspeakSpeech(pcm: PCMAudio(samples: sink.samples, sampleRate: sampleRate), events: sink.events)
     }
 }
 
@@ -121,17 +159,39 @@ struct EspeakFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Collects the samples of one `espeak_Synth` call; passed as its user data.
+/// Collects the samples and events of one `espeak_Synth` call; passed as its user data.
 private final class SampleSink {
     var samples: [Int16] = []
+    var events: [EspeakEvent] = []
 }
 
-/// espeak's synth callback: append this block's samples to the call's sink.
+/// espeak's synth callback: append this block's samples and events to the
+/// call's sink. The event list ends with espeakEVENT_LIST_TERMINATED and
+/// comes even with no samples (the last call has none); a mark's name
+/// points into espeak's buffers, so it is copied here.
 private func espeakReceiveSamples(_ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?)
     -> Int32
 {
-    guard let wav, count > 0, let user = events?.pointee.user_data else { return 0 }
+    guard let events, let user = events.pointee.user_data else { return 0 }
     let sink = Unmanaged<SampleSink>.fromOpaque(user).takeUnretainedValue()
-    sink.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count)))
+    var event = events
+    while event.pointee.type != espeakEVENT_LIST_TERMINATED {
+        let raw = event.pointee
+        let kind: EspeakEvent.Kind? =
+            switch raw.type {
+            case espeakEVENT_SENTENCE: .sentence
+            case espeakEVENT_WORD: .word
+            case espeakEVENT_MARK: .mark
+            case espeakEVENT_END: .end
+            default: nil
+            }
+        if let kind {
+            let name = kind == .mark ? raw.id.name.map { String(cString: $0) } : nil
+            sink.events.append(
+                EspeakEvent(kind: kind, textPosition: Int(raw.text_position), length: Int(raw.length), sample: Int(raw.sample), name: name))
+        }
+        event += 1
+    }
+    if let wav, count > 0 { sink.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count))) }
     return 0  // 0: keep going
 }

@@ -32,14 +32,26 @@ struct LocalVoice: Sendable {
     func speak(text: String, isSSML: Bool, voice: EspeakVoice, speakingRate: Double, pitchSemitones: Double, sampleRate: Int) async throws
         -> PCMAudio
     {
+        try await speakTimed(
+            text: text, isSSML: isSSML, voice: voice, speakingRate: speakingRate, pitchSemitones: pitchSemitones, sampleRate: sampleRate
+        ).pcm
+    }
+
+    /// As `speak`, with when each sentence, word and mark of `text` is
+    /// spoken, from espeak's events (seconds, which resampling keeps).
+    func speakTimed(
+        text: String, isSSML: Bool, voice: EspeakVoice, speakingRate: Double, pitchSemitones: Double, sampleRate: Int
+    ) async throws -> (pcm: PCMAudio, timeline: SpeechTimeline) {
         let utterance = EspeakUtterance(
             text: text, isSSML: isSSML, voice: voice,
             wordsPerMinute: Int((175 * speakingRate).rounded()),
             pitch: Int((50 + pitchSemitones * 2.5).rounded()))
-        let native = try await engine.speak(utterance)
-        if native.sampleRate == sampleRate { return native }
+        let speech = try await engine.speakWithEvents(utterance)
+        let timeline = SpeechTimeline(text: text, isSSML: isSSML, speech: speech)
+        let native = speech.pcm
+        if native.sampleRate == sampleRate { return (native, timeline) }
         // libswresample is C work: keep it off the event loops and the cooperative pool.
-        return try await NIOThreadPool.singleton.runIfActive { try native.resampled(to: sampleRate) }
+        return (try await NIOThreadPool.singleton.runIfActive { try native.resampled(to: sampleRate) }, timeline)
     }
 
     /// Google spells language codes `en-US`; espeak spells them `en-us`.

@@ -29,10 +29,12 @@ extension SynthesisRoutes {
         var text: String?
         var textType: String?
         var voiceId: String?
+        /// With `OutputFormat: json`: which speech marks to answer instead of audio.
+        var speechMarkTypes: [String]?
 
         enum CodingKeys: String, CodingKey {
             case engine = "Engine", languageCode = "LanguageCode", outputFormat = "OutputFormat", sampleRate = "SampleRate"
-            case text = "Text", textType = "TextType", voiceId = "VoiceId"
+            case text = "Text", textType = "TextType", voiceId = "VoiceId", speechMarkTypes = "SpeechMarkTypes"
         }
     }
 
@@ -98,14 +100,15 @@ extension SynthesisRoutes {
             )
         }
         let format = parsed.outputFormat ?? ""
-        guard let rates = Self.pollySampleRates[format] else {
+        // json answers speech marks, not audio: no sample rate applies.
+        guard let rates = format == "json" ? [] : Self.pollySampleRates[format] else {
             return ErrorBody.polly(
                 400, "ValidationException",
                 "1 validation error detected: Value '\(format)' at 'outputFormat' failed to satisfy constraint: Member must satisfy enum value set: [json, mp3, ogg_vorbis, pcm]"
             )
         }
         let rateText = parsed.sampleRate ?? (format == "pcm" ? "16000" : "22050")
-        guard rates.contains(rateText), let sampleRate = Int(rateText) else {
+        guard format == "json" || rates.contains(rateText), let sampleRate = Int(rateText) else {
             return ErrorBody.polly(
                 400, "InvalidSampleRateException", "The specified sample rate \(rateText) is not valid for the \(format) output format.")
         }
@@ -116,6 +119,8 @@ extension SynthesisRoutes {
                 "1 validation error detected: Value '\(textType)' at 'textType' failed to satisfy constraint: Member must satisfy enum value set: [ssml, text]"
             )
         }
+        let markTypes = parsed.speechMarkTypes ?? []
+        if let refusal = Self.speechMarksRefusal(markTypes, format: format, textType: textType) { return refusal }
         let isSSML = textType == "ssml"
         if isSSML, let problem = SSML.validate(text).first {
             return ErrorBody.polly(400, "InvalidSsmlException", "Invalid SSML request: \(problem)")
@@ -135,6 +140,15 @@ extension SynthesisRoutes {
         var headers = HTTPFields()
         headers[HTTPField.Name("x-amzn-RequestCharacters")!] = String(billed)
         headers[HTTPField.Name("x-amzn-RequestId")!] = UUID().uuidString.lowercased()
+        if format == "json" {
+            // Speech marks bill like the audio; espeak's own rate needs no resampling.
+            return try await answer(
+                .polly, .pcm, text: text, billed: billed, headers: headers, envelope: Self.pollyMarksEnvelope(types: Set(markTypes))
+            ) {
+                try await voice.speakTimed(
+                    text: text, isSSML: isSSML, voice: speaker, speakingRate: 1, pitchSemitones: 0, sampleRate: 22_050)
+            }
+        }
         return try await answer(.polly, encoding, text: text, billed: billed, headers: headers) {
             try await voice.speak(text: text, isSSML: isSSML, voice: speaker, speakingRate: 1, pitchSemitones: 0, sampleRate: sampleRate)
         }
@@ -284,11 +298,17 @@ extension SynthesisRoutes {
         return nil
     }
 
-    func elevenLabsSpeech(_ request: Request, voiceID: String) async throws -> Response {
-        try await paced { try await elevenLabsAnswer(request, voiceID: voiceID) }
+    /// How an ElevenLabs route answers: the audio file (`/`, `/stream`) or
+    /// JSON with each character's times (`/with-timestamps`, and
+    /// `/stream/with-timestamps` as a newline-delimited stream of one chunk).
+    enum ElevenLabsAnswer: Sendable { case audio, timestamps, streamedTimestamps }
+
+    /// `POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps]`: one request body, answered as `shape` says.
+    func elevenLabsSpeech(_ request: Request, voiceID: String, shape: ElevenLabsAnswer = .audio) async throws -> Response {
+        try await paced { try await elevenLabsAnswer(request, voiceID: voiceID, shape: shape) }
     }
 
-    private func elevenLabsAnswer(_ request: Request, voiceID: String) async throws -> Response {
+    private func elevenLabsAnswer(_ request: Request, voiceID: String, shape: ElevenLabsAnswer) async throws -> Response {
         if let refusal = elevenLabsRefusal(request) { return refusal }
         let formatName = request.uri.queryParameters.get("output_format") ?? "mp3_44100_128"
         let parts = formatName.split(separator: "_")
@@ -343,6 +363,13 @@ extension SynthesisRoutes {
         headers[HTTPField.Name("request-id")!] = UUID().uuidString.lowercased()
         let encoding: ResponseEncoding = parts[0] == "pcm" ? .pcm : .mp3(kbps: 128)
         let sampleRate = parts[0] == "pcm" ? rate : 24_000
+        if shape != .audio {
+            let envelope = Self.elevenLabsTimestampsEnvelope(streamed: shape == .streamedTimestamps)
+            return try await answer(.elevenlabs, encoding, text: text, billed: credits, headers: headers, envelope: envelope) {
+                try await voice.speakTimed(
+                    text: text, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
+            }
+        }
         return try await answer(.elevenlabs, encoding, text: text, billed: credits, headers: headers) {
             try await voice.speak(text: text, isSSML: false, voice: speaker, speakingRate: speed, pitchSemitones: 0, sampleRate: sampleRate)
         }

@@ -5,10 +5,13 @@ import TourpackAudio
 import TourpackCore
 import TourpackHTTP
 
-/// The two synthesize endpoints and the voice list, with faults on top.
+/// Google's and OpenAI's synthesize endpoints and the voice list, with
+/// faults on top (Polly, Azure and ElevenLabs are in `ProviderRoutes`, the
+/// timing answers in `TimingRoutes`).
 ///
 /// `POST /v1/text:synthesize` validates as Google does and answers Google's
-/// JSON; `POST /v1/audio/speech` answers like OpenAI's endpoint. Both speak
+/// JSON, and `POST /v1beta1/text:synthesize` adds `<mark>` timepoints;
+/// `POST /v1/audio/speech` answers like OpenAI's endpoint. Both speak
 /// every encoding their service offers (`ResponseEncoding`).
 struct SynthesisRoutes: Sendable {
     let stats: ServerStats
@@ -38,13 +41,22 @@ struct SynthesisRoutes: Sendable {
         var input: Input?
         var voice: Voice?
         var audioConfig: AudioConfig?
+        /// v1beta1 only: `["SSML_MARK"]` asks for a timepoint per `<mark>`.
+        var enableTimePointing: [String]?
     }
 
+    /// `POST /v1/text:synthesize`.
     func googleSynthesize(_ request: Request) async throws -> Response {
-        try await paced { try await googleAnswer(request) }
+        try await paced { try await googleAnswer(request, beta: false) }
     }
 
-    private func googleAnswer(_ request: Request) async throws -> Response {
+    /// `POST /v1beta1/text:synthesize`: v1's request and answer, plus
+    /// `enableTimePointing` and, in the answer, `timepoints` and `audioConfig`.
+    func googleBetaSynthesize(_ request: Request) async throws -> Response {
+        try await paced { try await googleAnswer(request, beta: true) }
+    }
+
+    private func googleAnswer(_ request: Request, beta: Bool) async throws -> Response {
         if let requiredAPIKey {
             guard let key = request.headers[HTTPField.Name("x-goog-api-key")!] else {
                 return ErrorBody.google(
@@ -56,6 +68,7 @@ struct SynthesisRoutes: Sendable {
         guard let parsed = try? JSONDecoder().decode(GoogleRequest.self, from: Data(body.readableBytesView)) else {
             return ErrorBody.google(400, "Invalid JSON payload received.")
         }
+        if let refusal = Self.timePointingRefusal(parsed.enableTimePointing, beta: beta) { return refusal }
         let text = parsed.input?.text, ssml = parsed.input?.ssml
         guard (text == nil) != (ssml == nil) else {
             return ErrorBody.google(400, "Exactly one of `input.text` or `input.ssml` must be set.")
@@ -115,8 +128,17 @@ struct SynthesisRoutes: Sendable {
             return ErrorBody.google(400, "Input refused: it contains \"\(refused)\" (injected permanent failure).")
         }
         if dice.holds(input) { return await hold(openAI: false) }
-        return try await answer(.google, encoding, text: input) {
-            try await voice.speak(
+        guard beta else {
+            return try await answer(.google, encoding, text: input) {
+                try await voice.speak(
+                    text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
+            }
+        }
+        let echoed = GoogleAnswerConfig(
+            encodingName: encodingName, speakingRate: rate, pitch: pitch, sampleRateHertz: sampleRate,
+            marks: parsed.enableTimePointing?.contains("SSML_MARK") == true)
+        return try await answer(.google, encoding, text: input, envelope: Self.googleBetaEnvelope(echoed)) {
+            try await voice.speakTimed(
                 text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }
     }
@@ -233,6 +255,28 @@ struct SynthesisRoutes: Sendable {
         _ dialect: Dialect, _ encoding: ResponseEncoding, text: String, billed: Int? = nil, headers extra: HTTPFields = [:],
         speak: () async throws -> PCMAudio
     ) async throws -> Response {
+        try await answer(dialect, encoding, text: text, billed: billed, headers: extra, envelope: Envelope<Void>?.none) {
+            (try await speak(), ())
+        }
+    }
+
+    /// How an answer carries the encoded audio when the route's shape is not
+    /// its dialect's plain one: a JSON object around it (Google's v1beta1
+    /// with timepoints, ElevenLabs' with-timestamps) or marks in its place
+    /// (Polly's speech marks). `Extra` is what speaking learned besides the
+    /// audio, such as its timeline.
+    struct Envelope<Extra> {
+        var contentType: String
+        var wrap: (_ audio: [UInt8], _ extra: Extra) -> [UInt8]
+    }
+
+    /// `answer`, with the body made by `envelope` from the audio and what
+    /// `speak` returned beside it. Faults cut or garble that body as they do
+    /// the plain one: a JSON body is cut short, or replaced by a proxy's page.
+    func answer<Extra>(
+        _ dialect: Dialect, _ encoding: ResponseEncoding, text: String, billed: Int? = nil, headers extra: HTTPFields = [:],
+        envelope: Envelope<Extra>?, speak: () async throws -> (PCMAudio, Extra)
+    ) async throws -> Response {
         let characters = billed ?? text.unicodeScalars.count
         let fault = dice.draw()
         if let fault { stats.update { $0.faultsInjected[fault.rawValue, default: 0] += 1 } }
@@ -250,21 +294,29 @@ struct SynthesisRoutes: Sendable {
             break
         }
         let pcm: PCMAudio
-        do { pcm = dice.plan.leveled(try await speak(), for: text) } catch {
+        let learned: Extra
+        do {
+            let (spoken, extraSpoken) = try await speak()
+            pcm = dice.plan.leveled(spoken, for: text)
+            learned = extraSpoken
+        } catch {
             return ErrorBody.serverError(dialect, 500, "synthesis failed: \(error)")
         }
         var audio: [UInt8]
         do { audio = try await encoding.encode(pcm) } catch {
             return ErrorBody.serverError(dialect, 500, "encoding failed: \(error)")
         }
+        let wrap: (([UInt8]) -> [UInt8])? = envelope.map { envelope in { envelope.wrap($0, learned) } }
+        let googleJSON: ([UInt8]) -> [UInt8] =
+            wrap ?? { Array("{\"audioContent\":\"\(Data($0).base64EncodedString())\"}".utf8) }
         var body: [UInt8]
-        var contentType = dialect == .google ? "application/json; charset=utf-8" : encoding.contentType
+        var contentType = envelope?.contentType ?? (dialect == .google ? "application/json; charset=utf-8" : encoding.contentType)
         // One truncation in three happens at the HTTP level: a full
         // Content-Length, half the body, then the connection drops.
         let cutConnection = fault == .truncated && dice.next() % 3 == 0
         switch (fault, dialect) {
         case (.truncated, _) where cutConnection:
-            body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+            body = dialect == .google ? googleJSON(audio) : wrap?(audio) ?? audio
         case (.garbage, .google):
             body =
                 dice.next() % 2 == 0
@@ -279,18 +331,21 @@ struct SynthesisRoutes: Sendable {
         case (.truncated, .google):
             if dice.next() % 2 == 0 {  // the WAV inside is cut short
                 audio = Array(audio.prefix(max(48, audio.count / 2)))
-                body = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
+                body = googleJSON(audio)
             } else {  // the JSON itself is cut short
-                let full = Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8)
+                let full = googleJSON(audio)
                 body = Array(full.prefix(full.count * 3 / 5))
             }
+        case (.truncated, _) where wrap != nil:
+            let full = wrap?(audio) ?? audio
+            body = Array(full.prefix(full.count * 3 / 5))
         case (.truncated, .polly), (.truncated, .azure), (.truncated, .elevenlabs):
             // Cut inside a sample: the one cut a headerless body shows.
             body = Array(audio.prefix(max(49, audio.count / 2) | 1))
         case (.truncated, _):
             body = Array(audio.prefix(max(48, audio.count / 2)))
         default:
-            body = dialect == .google ? Array("{\"audioContent\":\"\(Data(audio).base64EncodedString())\"}".utf8) : audio
+            body = dialect == .google ? googleJSON(audio) : wrap?(audio) ?? audio
         }
         stats.update { $0.characters += characters }
         var response = Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: body)))
@@ -309,101 +364,3 @@ struct SynthesisRoutes: Sendable {
 
 /// Thrown mid-body to drop the connection: an answer cut short on the wire.
 struct CutConnection: Error {}
-
-/// Error answers in each API's shape.
-enum ErrorBody {
-    /// Names the injected fault on a response, for the access log (never set without faults).
-    static let faultHeader = HTTPField.Name("x-tourpack-fault")!
-
-    static func google(_ status: Int, _ message: String) -> Response {
-        let statusName =
-            switch status {
-            case 400: "INVALID_ARGUMENT"
-            case 403: "PERMISSION_DENIED"
-            case 404: "NOT_FOUND"
-            case 429: "RESOURCE_EXHAUSTED"
-            case 503: "UNAVAILABLE"
-            case 504: "DEADLINE_EXCEEDED"
-            default: "INTERNAL"
-            }
-        let object: [String: Any] = ["error": ["code": status, "message": message, "status": statusName]]
-        return json(
-            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
-    }
-
-    /// `param` names the request field at fault, as OpenAI does for a bad value.
-    static func openAI(_ status: Int, _ message: String, param: String? = nil) -> Response {
-        let type = status == 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error"
-        let object: [String: Any] = [
-            "error": ["message": message, "type": type, "param": param.map { $0 as Any } ?? NSNull(), "code": NSNull()]
-        ]
-        return json(
-            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
-    }
-
-    /// A 5xx in the dialect's own shape.
-    static func serverError(_ dialect: SynthesisRoutes.Dialect, _ status: Int, _ message: String) -> Response {
-        switch dialect {
-        case .google: return google(status, message.prefix(1).uppercased() + message.dropFirst() + ".")
-        case .openai: return openAI(status, message)
-        case .polly: return polly(status, status == 503 ? "ServiceUnavailableException" : "ServiceFailureException", message)
-        case .azure: return azure(status, message)
-        case .elevenlabs: return elevenLabs(status, status == 503 ? "service_unavailable" : "internal_error", message)
-        }
-    }
-
-    /// Each provider's throttling answer: Polly's is a 400 `ThrottlingException`.
-    static func throttled(_ dialect: SynthesisRoutes.Dialect) -> Response {
-        switch dialect {
-        case .google: return google(429, "Quota exceeded (injected).")
-        case .openai: return openAI(429, "Rate limit reached (injected).")
-        case .polly: return polly(400, "ThrottlingException", "Rate exceeded")
-        case .azure: return azure(429, "Too many requests. (injected)")
-        case .elevenlabs:
-            return elevenLabs(
-                429, "too_many_concurrent_requests",
-                "Too many concurrent requests. Your current subscription is associated with a maximum of 2 concurrent requests.")
-        }
-    }
-
-    /// Polly's REST-JSON error: the kind in `x-amzn-ErrorType`, the message in the body.
-    static func polly(_ status: Int, _ kind: String, _ message: String) -> Response {
-        var response = json(
-            .init(code: status),
-            (try? JSONSerialization.data(withJSONObject: ["message": message], options: [.sortedKeys])).map(Array.init) ?? [])
-        response.headers[HTTPField.Name("x-amzn-ErrorType")!] = "\(kind):http://internal.amazon.com/coral/com.amazonaws.polly.v1/"
-        response.headers[HTTPField.Name("x-amzn-RequestId")!] = UUID().uuidString.lowercased()
-        return response
-    }
-
-    /// Azure Speech's error: `{"error":{"code","message"}}`.
-    static func azure(_ status: Int, _ message: String) -> Response {
-        let object: [String: Any] = ["error": ["code": String(status), "message": message]]
-        return json(
-            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
-    }
-
-    /// ElevenLabs' error: `{"detail":{"status","message"}}`.
-    static func elevenLabs(_ status: Int, _ code: String, _ message: String) -> Response {
-        let object: [String: Any] = ["detail": ["status": code, "message": message]]
-        return json(
-            .init(code: status), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
-    }
-
-    /// FastAPI's validation error, as ElevenLabs sends for a malformed body (422).
-    static func elevenLabsValidation(_ location: [String], _ message: String) -> Response {
-        let object: [String: Any] = ["detail": [["loc": location, "msg": message, "type": "value_error"]]]
-        return json(.init(code: 422), (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init) ?? [])
-    }
-
-    static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-
-    static func tagged(_ response: Response, _ fault: Fault?) -> Response {
-        var response = response
-        if let fault { response.headers[faultHeader] = fault.rawValue }
-        return response
-    }
-}

@@ -50,11 +50,12 @@ public enum TTSServerInfo {
 /// (tests, benchmarks), or `run(onReady:)` under your own cancellation;
 /// the CLI uses `runUntilSignalled`, which shuts down cleanly on SIGINT/SIGTERM.
 ///
-/// Routes: `POST /v1/text:synthesize`, `GET /v1/voices` (Google's, or
+/// Routes: `POST /v1/text:synthesize`, `POST /v1beta1/text:synthesize`
+/// (with `<mark>` timepoints), `GET /v1/voices` (Google's, or
 /// Polly's or ElevenLabs' by the caller's credentials), `POST /v1/audio/speech`,
-/// `POST /v1/speech` (Polly), `POST /cognitiveservices/v1` and
+/// `POST /v1/speech` (Polly, audio or speech marks), `POST /cognitiveservices/v1` and
 /// `GET /cognitiveservices/voices/list` (Azure),
-/// `POST /v1/text-to-speech/{voice_id}[/stream]` (ElevenLabs),
+/// `POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps]` (ElevenLabs),
 /// `GET /debug/stats`, `POST /debug/stats/reset`, `GET /health`.
 public struct TTSServer: Sendable {
     public let configuration: TTSServerConfiguration
@@ -93,6 +94,7 @@ public struct TTSServer: Sendable {
         let router = Router()
         router.add(middleware: AccessLog(stats: stats))
         router.post("v1/text:synthesize") { request, _ in try await routes.googleSynthesize(request) }
+        router.post("v1beta1/text:synthesize") { request, _ in try await routes.googleBetaSynthesize(request) }
         router.get("v1/voices") { request, _ in try await routes.anyVoices(request) }
         router.post("v1/audio/speech") { request, _ in try await routes.openAISpeech(request) }
         router.post("v1/speech") { request, _ in try await routes.pollySpeech(request) }
@@ -103,6 +105,12 @@ public struct TTSServer: Sendable {
         }
         router.post("v1/text-to-speech/:voice/stream") { request, context in
             try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "")
+        }
+        router.post("v1/text-to-speech/:voice/with-timestamps") { request, context in
+            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "", shape: .timestamps)
+        }
+        router.post("v1/text-to-speech/:voice/stream/with-timestamps") { request, context in
+            try await routes.elevenLabsSpeech(request, voiceID: context.parameters.get("voice") ?? "", shape: .streamedTimestamps)
         }
         router.get("debug/stats") { _, _ in
             let encoder = JSONEncoder()

@@ -225,6 +225,8 @@ import TourpackTesting
     static let libraries = [
         "google_client.py": ("google.cloud.texttospeech", "google-cloud-texttospeech"), "openai_client.py": ("openai", "openai"),
         "polly_client.py": ("boto3", "boto3"), "elevenlabs_client.py": ("elevenlabs", "elevenlabs"),
+        // It needs boto3 and elevenlabs too; this is the one most often missing.
+        "timing_client.py": ("google.cloud.texttospeech_v1beta1", "google-cloud-texttospeech"),
     ]
 
     /// Runs `python3 Clients/<script> <port> <outdir>` without blocking a

@@ -219,8 +219,6 @@ import TourpackTesting
     }
 
     static func inode(_ url: URL) -> UInt64? {
-        var info = stat()
-        guard lstat(url.path, &info) == 0 else { return nil }
-        return UInt64(info.st_ino)
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.systemFileNumber] as? NSNumber)?.uint64Value
     }
 }

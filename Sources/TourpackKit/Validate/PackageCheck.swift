@@ -5,9 +5,11 @@ import TourpackMaps
 /// The checks of one `OfflineTours/<name>/package.json` that need no audio
 /// decoding: readable JSON, the schema, the package ID, the audio list, the
 /// dates, the map tiles and the two derived fields. It also turns each audio
-/// entry into an `AudioFileCheck`, and a named tile pack into a
-/// `TilePackCheck`, for the thread pool, after making sure the path cannot
-/// leave the root (a pack's is exactly `OfflineTours/<folder>/tiles.mbtiles`).
+/// entry into an `AudioFileCheck`, each entry's captions into a
+/// `CaptionFileCheck`, and a named tile pack into a `TilePackCheck`, for the
+/// thread pool, after making sure the path cannot leave the root (a pack's
+/// is exactly `OfflineTours/<folder>/tiles.mbtiles`, a caption file's
+/// `OfflineTours/<folder>/captions/<poiId>_<Phase>.vtt`).
 ///
 /// A package.json that is not JSON, or that cannot be read as a package,
 /// stops here; anything less keeps going, so one run reports every problem.

@@ -4,7 +4,7 @@ public import TourpackCore
 extension OutputTree {
     /// Refuses (exit 2) a tree a build of `plan` in `formats` with `voice` could
     /// write through: a symlinked or non-folder `AudioCache`, `OfflineTours`,
-    /// tour or package folder, or a symlink at a file the build will replace.
+    /// tour, package or `captions` folder, or a symlink at a file the build will replace.
     /// Every problem is listed in one error. Reads only; creates nothing.
     public static func check(
         _ layout: Layout, plan: BuildPlan, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:], voice: VoicePreset
@@ -34,6 +34,11 @@ extension OutputTree {
                 let packageID = PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrates[format])
                 folders[layout.packageFolder(packageID: packageID).url, default: []] +=
                     [layout.manifest(packageID: packageID).url, layout.tilePack(packageID: packageID).url]
+                // The caption files go in the package's own `captions` folder.
+                folders[layout.captionsFolder(packageID: packageID).url, default: []] += tourPlan.items.map { item in
+                    layout.root.appendingPathComponent(
+                        Layout.captionsRelativePath(packageID: packageID, poiID: item.poiID, phase: item.phase))
+                }
             }
         }
         for (folder, files) in folders.sorted(by: { $0.key.path < $1.key.path }) {

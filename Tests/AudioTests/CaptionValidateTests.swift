@@ -16,7 +16,8 @@ struct CaptionValidateTests {
 
     enum Defect: String, CaseIterable, CustomTestStringConvertible {
         case badSyntax, cuePastTheEnd, overlappingCues, wrongText, wrongSha256, wrongSize, wrongCueCount, missingFile
-        case strayFile, wrongPath, emptyCue, unknownTiming
+        case strayFile, wrongPath, emptyCue, unknownTiming, leftoverTemp, notACaptionFile, symlinkedFile
+        case symlinkInsideRoot
 
         var testDescription: String { rawValue }
     }
@@ -127,6 +128,27 @@ extension CaptionValidateTests.Defect {
         case .emptyCue:
             try bundle.replaceCaptions(format, 0, Array("WEBVTT\n\n1\n00:00:00.100 --> 00:00:01.000\n<b> </b>&nbsp;\n".utf8), cues: 1)
             return .init(path: path, check: .captions, words: ["cue 1 (line 4) has no text"])
+        case .leftoverTemp:
+            let temp = try AtomicFile.temporaryURL(for: bundle.url(path))
+            try Data("WEBVTT\n".utf8).write(to: temp)
+            let relative = String(temp.path.dropFirst(bundle.root.path.count + 1))
+            return .init(path: relative, check: .temporary, words: ["leftover temp file"], bundle: true)
+        case .notACaptionFile:
+            let notes = (path as NSString).deletingLastPathComponent + "/notes.txt"
+            try Data("notes".utf8).write(to: bundle.url(notes))
+            return .init(path: notes, check: .stray, words: ["not part of the layout"], strict: true, bundle: true)
+        case .symlinkedFile:
+            let outside = bundle.folder.appendingPathComponent("outside.vtt")
+            try FileManager.default.moveItem(at: bundle.url(path), to: outside)
+            try FileManager.default.createSymbolicLink(at: bundle.url(path), withDestinationURL: outside)
+            // A link out of the root is refused unopened, as an audio file's is.
+            return .init(path: path, check: .path, words: ["audio[0].captions.path is refused", "outside the output root"])
+        case .symlinkInsideRoot:
+            // The same bytes in the MP3 package: a link is still refused, since the app's reads would follow it.
+            let twin = try #require(bundle.manifest(.mp3).audio.first { $0.poiId == entry.poiId && $0.phase == entry.phase }?.captions)
+            try FileManager.default.removeItem(at: bundle.url(path))
+            try FileManager.default.createSymbolicLink(at: bundle.url(path), withDestinationURL: bundle.url(twin.path))
+            return .init(path: path, check: .symlink, words: ["audio[0].captions.path is a symlink to", twin.path])
         case .unknownTiming:
             try bundle.editText(format) { $0.replacingOccurrences(of: "\"timing\": \"provider\"", with: "\"timing\": \"guessed\"") }
             return .init(

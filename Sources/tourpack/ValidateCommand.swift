@@ -11,9 +11,11 @@ struct Validate: AsyncParsableCommand {
             paths, the audio list, expiry, map tiles, contentHash and sizeBytes. For each \
             audio file: present, size and sha256, a full decode, codec, sample rate, \
             channels and bit rate, duration, moov before mdat (m4a), the Xing/Info \
-            header (mp3), pre-skip and end granule (opus). For the bundle: stray files \
-            (warnings; errors with --strict), leftover temp files, and the cache budget \
-            when --pipeline names one.
+            header (mp3), pre-skip and end granule (opus). For each caption file: its \
+            path, size and sha256, valid WebVTT, the cue count, cues in order, apart and \
+            within the audio, and (when --pipeline's tours load) the narration's sentences. \
+            For the bundle: stray files (warnings; errors with --strict), leftover temp \
+            files, and the cache budget when --pipeline names one.
 
             Every problem is reported, then the run fails once. Exit codes: \(ExitStatus.ok) clean · \
             \(ExitStatus.failure) problems found · \(ExitStatus.badInput) bad usage or no such ROOT.
@@ -29,7 +31,8 @@ struct Validate: AsyncParsableCommand {
     var root: String
 
     @Option(
-        help: "A pipeline file whose budgets (cacheMaxMB, packageMaxAgeDays) and map tile size the bundle must meet.",
+        help:
+            "A pipeline file whose budgets (cacheMaxMB, packageMaxAgeDays) and map tile size the bundle must meet, and whose tours the captions must say.",
         completion: .file(extensions: ["yaml", "yml"]))
     var pipeline: String?
 
@@ -44,7 +47,17 @@ struct Validate: AsyncParsableCommand {
 
     func run() async throws {
         let config = try pipeline.map { try PipelineLoader.load(URL(fileURLWithPath: $0), overrides: PipelineOverrides()) }
-        let options = ValidationOptions(strict: strict, limits: config.map(ValidationLimits.init(pipeline:)))
+        var options = ValidationOptions(strict: strict, limits: config.map(ValidationLimits.init(pipeline:)))
+        if let config, let pipeline {
+            // The captions' texts are checked against the tours when they load; a bundle can be validated without them.
+            do {
+                options.tours = try TourLoader().loadAll(
+                    globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+                    pipelineFile: pipeline)
+            } catch {
+                Console.error("note: the pipeline's tours do not load, so caption texts are not compared: \(error)")
+            }
+        }
         let report = try await BundleValidator(options: options).validate(root: URL(fileURLWithPath: root))
         let rendered: String
         switch format {

@@ -96,6 +96,12 @@ import Glibc
         try setup.expectRefused(naming: link.path)
     }
 
+    @Test func captionsFolderSymlinkIsRefused() throws {
+        let setup = try Setup()
+        let link = try setup.link("OfflineTours/\(try setup.packageID())/captions", to: setup.outside)
+        try setup.expectRefused(naming: link.path)
+    }
+
     @Test func symlinkedPackageJSONIsRefused() throws {
         let setup = try Setup()
         let target = setup.outside.appendingPathComponent("package.json")

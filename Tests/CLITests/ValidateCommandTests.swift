@@ -145,6 +145,62 @@ import TourpackTesting
         #expect(result.stdout.contains("the pipeline's budgets.packageMaxAgeDays is 30 [expiry]"), "\(result.stdout)")
     }
 
+    /// Caption files listed in package.json: without `--pipeline` their texts
+    /// are not judged; with it, the pipeline's tours are loaded and a cue that
+    /// is not the narration's sentence fails, named by file, cue and line.
+    @Test func captionTextsAreHeldToThePipelineTours() throws {
+        var bundle = try Bundle()
+        defer { bundle.remove() }
+        let tourFile = Executable.packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/good-tour.json")
+        var diagnostics = DiagnosticCollector()
+        let tour = try #require(TourLoader().load(tourFile, into: &diagnostics))
+        var manifest = bundle.manifests[.aac]!
+        let packageID = try #require(SafeID(validating: manifest.packageId))
+        var wrong = ""
+        for index in manifest.audio.indices {
+            let entry = manifest.audio[index]
+            let poi = try #require(tour.pois.first { $0.id.value == entry.poiId })
+            var texts = CaptionScript.sentenceTexts(of: try #require(poi.narrations[entry.phase]))
+            if index == 0 {
+                wrong = "Not what the guide says."
+                texts[0] = wrong
+            }
+            let step = (entry.durationSeconds - 0.2) / Double(texts.count)
+            let cues = texts.enumerated().map { CaptionCue(start: 0.1 + Double($0) * step, end: 0.1 + Double($0 + 1) * step, text: $1) }
+            let bytes = WebVTT.encode(cues)
+            let path = Layout.captionsRelativePath(packageID: packageID, poiID: poi.id, phase: entry.phase)
+            let url = bundle.root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: url)
+            let captions = PackageCaptions(bytes: bytes, cues: cues.count, timing: .estimated)
+            // The entry's memberwise init is internal; its Codable form is the contract's.
+            let json = """
+                {"path": "\(path)", "sha256": "\(captions.sha256)", "sizeBytes": \(captions.sizeBytes), "cues": \(cues.count), "timing": "estimated"}
+                """
+            manifest.audio[index].captions = try JSONDecoder().decode(PackageManifest.CaptionsEntry.self, from: Data(json.utf8))
+        }
+        manifest.contentHash = manifest.computeContentHash()
+        try manifest.write(into: Layout(root: bundle.root))
+        bundle.manifests[.aac] = manifest
+
+        let plain = try Executable.run(["validate", bundle.root.path, "--strict"])
+        #expect(plain.status == 0, "\(plain.stdout)")
+        #expect(plain.stdout.contains("[captionText]") == false)
+
+        let pipeline = bundle.folder.appendingPathComponent("p.yaml")
+        try "version: 1\ntours: [\"\(tourFile.path)\"]\nbudgets: {cacheMaxMB: 50, packageMaxAgeDays: 90}\n".write(
+            to: pipeline, atomically: true, encoding: .utf8)
+        let result = try Executable.run(["validate", bundle.root.path, "--pipeline", pipeline.path])
+        #expect(result.status == 1, "\(result.stdout)")
+        let first = manifest.audio[0].captions!.path
+        let line =
+            result.stdout.split(separator: "\n").first { $0.contains("[captionText]") }.map { $0.trimmingCharacters(in: .whitespaces) }
+            ?? ""
+        #expect(line.hasPrefix("\(first): error: cue 1 (line 4): expected"), "\(result.stdout)")
+        #expect(line.contains("found \"\(wrong)\""), "\(line)")
+        #expect(result.stdout.split(separator: "\n").filter { $0.contains("[captionText]") }.count == 1, "\(result.stdout)")
+    }
+
     /// Numbers past Int's range in package.json are findings at their JSON
     /// path, not a trap (issue 27, defect 5: SIGILL converting a Double to an Int).
     @Test func extremeNumbersAreFindingsNotACrash() throws {

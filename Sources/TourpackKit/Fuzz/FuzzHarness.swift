@@ -29,6 +29,7 @@ package enum FuzzHarness {
         ("package-json", packageJSON),
         ("mbtiles", mbtiles),
         ("tile-magic", tileMagic),
+        ("webvtt", webVTT),
     ]
 
     /// Stops the run: libFuzzer records the input that broke `property`.
@@ -369,6 +370,80 @@ package enum FuzzHarness {
         if let ids = try? reader.tileIDs(), let first = ids.first { _ = try? reader.tile(first) }
         _ = try? reader.tile(TileID(z: 0, x: 0, y: 0))
         _ = try? MBTilesExtract.format(of: url)
+    }
+
+    // MARK: Captions
+
+    /// Any bytes as a caption file: the parser never traps, refuses a file
+    /// over its cap, reports at most `maxProblems` problems each at a line
+    /// of the file, and a file it reads holds cues that end after they start,
+    /// in order; written back with `WebVTT.encode`, they read back the same.
+    /// Then cues made from the bytes (times from a generator they seed, the
+    /// bytes as UTF-8 cut into texts) survive `encode` and `parse` exactly.
+    static func webVTT(_ bytes: [UInt8]) {
+        let lineCount = WebVTTParser.lines(of: bytes).count
+        do {
+            let cues = try WebVTTParser.parse(bytes)
+            if bytes.count > WebVTTParser.maxBytes { violated("webvtt", "read a file of \(bytes.count) bytes, over the cap") }
+            for (index, cue) in cues.enumerated() {
+                if cue.line < 1 || cue.line > lineCount { violated("webvtt", "cue \(index + 1) at line \(cue.line) of \(lineCount)") }
+                if cue.endMilliseconds <= cue.startMilliseconds || index > 0 && cue.startMilliseconds < cues[index - 1].startMilliseconds {
+                    violated("webvtt", "cue \(index + 1) is out of order or ends before it starts")
+                }
+            }
+            checkCaptionsRoundTrip(cues.map { CaptionCue(start: $0.start, end: $0.end, text: $0.text) })
+        } catch {
+            if error.problems.isEmpty || error.problems.count > WebVTTParser.maxProblems || error.count < error.problems.count {
+                violated("webvtt", "refused with \(error.problems.count) of \(error.count) problems")
+            }
+            if let stray = error.problems.first(where: { $0.line < 0 || $0.line > max(lineCount, 1) || $0.message.isEmpty }) {
+                violated("webvtt", "a problem at line \(stray.line) of \(lineCount): \(stray)")
+            }
+        }
+        var seed = bytes.reduce(UInt64(0xCBF2_9CE4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(seed >> 33) % bound
+        }
+        let text = Array(String(decoding: bytes, as: UTF8.self))
+        var cues: [CaptionCue] = []
+        var position = 0
+        var milliseconds = next(5_000)
+        while position < text.count || cues.isEmpty {
+            let length = min(text.count - position, 1 + next(40))
+            let start = milliseconds
+            milliseconds += 1 + next(4_000)
+            cues.append(
+                CaptionCue(start: Double(start) / 1000, end: Double(milliseconds) / 1000, text: String(text[position..<position + length])))
+            position += length
+            milliseconds += next(3) == 0 ? 0 : next(500)
+        }
+        checkCaptionsRoundTrip(cues)
+    }
+
+    /// `parse(encode(cues))` gives `cues` back: the times to the millisecond,
+    /// each text with its line breaks as spaces, as `WebVTT.escape` writes them.
+    static func checkCaptionsRoundTrip(_ cues: [CaptionCue]) {
+        let parsed: [WebVTTCue]
+        do {
+            parsed = try WebVTTParser.parse(WebVTT.encode(cues))
+        } catch {
+            violated("webvtt", "what WebVTT.encode wrote does not parse: \(error)")
+        }
+        if parsed.count != cues.count { violated("webvtt", "\(cues.count) cues written, \(parsed.count) read") }
+        let breaks: Set<Character> = ["\n", "\r", "\r\n", "\u{2028}", "\u{2029}"]
+        for (index, (cue, back)) in zip(cues, parsed).enumerated() {
+            let start = Int64((max(0, cue.start) * 1000).rounded())
+            let end = Int64((max(0, cue.end) * 1000).rounded())
+            if back.startMilliseconds != start || back.endMilliseconds != end {
+                violated(
+                    "webvtt", "cue \(index + 1) written \(start)...\(end) ms, read \(back.startMilliseconds)...\(back.endMilliseconds)")
+            }
+            let written = String(cue.text.map { breaks.contains($0) ? " " : $0 })
+            if back.text != written {
+                violated("webvtt", "cue \(index + 1) written \(written.debugDescription), read \(back.text.debugDescription)")
+            }
+        }
     }
 
     /// A tile body against each format's magic number: the signatures are

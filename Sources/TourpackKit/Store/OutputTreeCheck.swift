@@ -4,7 +4,7 @@ public import TourpackCore
 extension OutputTree {
     /// Refuses (exit 2) a tree a build of `plan` in `formats` with `voice` could
     /// write through: a symlinked or non-folder `AudioCache`, `OfflineTours`,
-    /// tour or package folder, or a symlink at a file the build will replace.
+    /// tour, package or `captions` folder, or a symlink at a file the build will replace.
     /// Every problem is listed in one error. Reads only; creates nothing.
     public static func check(
         _ layout: Layout, plan: BuildPlan, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:], voice: VoicePreset

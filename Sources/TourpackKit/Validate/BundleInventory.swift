@@ -10,8 +10,8 @@ import Darwin
 #endif
 
 /// Everything under a Documents root, listed once: the package folders to
-/// check, every file under `AudioCache` with its size, the tile packs in
-/// the package folders, and what does not belong (temps of an interrupted
+/// check, every file under `AudioCache` with its size, the tile packs and
+/// caption files in the package folders, and what does not belong (temps of an interrupted
 /// write, SQLite's side files beside a pack, entries outside the layout).
 /// `tourpack install`'s own folder (`Layout.installFolder`, a real folder
 /// at the top) is not the app's and is passed over.
@@ -39,6 +39,8 @@ struct BundleInventory: Sendable {
     var audioCacheBytes: Int64 = 0
     /// `OfflineTours/<name>/tiles.mbtiles` files, sorted by path: stray unless that folder's package.json names it.
     var tilePacks: [Entry] = []
+    /// `OfflineTours/<name>/captions/*.vtt` files, sorted by path: stray unless that folder's package.json lists them.
+    var captionFiles: [Entry] = []
     /// `tiles.mbtiles-journal`, `-wal` and `-shm` beside a pack: a pack that was
     /// opened for writing in place, or copied mid-write. The app never reads them.
     var tilePackSideFiles: [String] = []
@@ -78,6 +80,7 @@ struct BundleInventory: Sendable {
         }
         audioCacheFiles.sort { $0.path < $1.path }
         tilePacks.sort { $0.path < $1.path }
+        captionFiles.sort { $0.path < $1.path }
         tilePackSideFiles.sort()
         temporaries.sort()
         misplaced.sort()
@@ -116,6 +119,8 @@ struct BundleInventory: Sendable {
                     continue
                 } else if inner == Layout.manifestFileName {
                     hasManifest = true
+                } else if inner == Layout.captionsFolderName, innerInfo.isFolder {
+                    walkCaptions(packageFolder.appendingPathComponent(inner), relative: "\(relative)/\(inner)")
                 } else if inner == Layout.tilePackFileName, !innerInfo.isFolder {
                     tilePacks.append(Entry(path: "\(relative)/\(inner)", size: innerInfo.size, isSymlink: innerInfo.isSymlink))
                 } else if Self.sideFileSuffixes.contains(where: { inner == Layout.tilePackFileName + $0 }) {
@@ -127,6 +132,24 @@ struct BundleInventory: Sendable {
                 }
             }
             if hasManifest { packageFolders.append(name) } else { foldersWithoutManifest.append(relative) }
+        }
+    }
+
+    /// A package's `captions` folder: `.vtt` files, temps of the build's
+    /// atomic writes; links are listed and not followed; anything else is misplaced.
+    private mutating func walkCaptions(_ folder: URL, relative: String) {
+        for name in (try? Self.list(folder)) ?? [] {
+            let path = "\(relative)/\(name)"
+            let info = Self.info(folder, name)
+            if info.isSymlink {
+                addLink(folder, name, relative: path)
+            } else if AtomicFile.isTemporaryName(name) {
+                temporaries.append(path)
+            } else if !info.isFolder, name.hasSuffix(".vtt") {
+                captionFiles.append(Entry(path: path, size: info.size, isSymlink: false))
+            } else {
+                misplaced.append(path)
+            }
         }
     }
 

@@ -22,10 +22,12 @@ import Darwin
 ///    under AudioCache, temps, entries outside the layout.
 /// 2. `PackageCheck` reads each package.json: JSON, schema, IDs, the audio
 ///    list, expiry, map tiles, content hash, sizes, and each path's safety.
-/// 3. `AudioFileCheck` checks each listed file: size, sha256, a full FFmpeg
+/// 3. `AudioFileCheck` checks each listed audio file: size, sha256, a full FFmpeg
 ///    decode, the format table, duration, and the container details; and
 ///    `TilePackCheck` each named tile pack: size, sha256, SQLite's
-///    integrity check, the metadata and every tile. This is the expensive
+///    integrity check, the metadata and every tile; `CaptionFileCheck` each
+///    listed caption file: size, sha256, WebVTT, the cues' count, times and
+///    texts. This is the expensive
 ///    part, so it runs on a `NIOThreadPool`, one thread per core, with at
 ///    most two files per thread in flight; neither FFmpeg nor SQLite ever
 ///    blocks Swift's cooperative pool.
@@ -70,7 +72,7 @@ public struct BundleValidator: Sendable {
         let fileOutcomes = try await run(fileChecks, on: pool)
 
         // Report order: packages by folder name, each package.json's checks,
-        // then its audio files in list order and its tile pack; the bundle's own checks last.
+        // then its audio files in list order, its caption files and its tile pack; the bundle's own checks last.
         var outcomes: [CheckOutcome] = []
         var checkIndex = 0
         for package in packages {
@@ -95,9 +97,9 @@ public struct BundleValidator: Sendable {
         return ValidationReport(root: layout.root.path, strict: options.strict, packages: packages.map(\.summary), outcomes: outcomes)
     }
 
-    /// A package's files to check on the pool: its audio in list order, then its tile pack.
+    /// A package's files to check on the pool: its audio in list order, its caption files, then its tile pack.
     private static func fileChecks(_ package: PackageCheck.Result) -> [any FileCheck] {
-        package.audioChecks + (package.tilePackCheck.map { [$0] } ?? [])
+        package.audioChecks + package.captionChecks + (package.tilePackCheck.map { [$0] } ?? [])
     }
 
     /// Each file's checks on the pool, at most `2 × threads` at a time, results in input order.
@@ -162,13 +164,21 @@ public struct BundleValidator: Sendable {
                 .stray, "stray \(kind): its folder's package.json does not list it (\(PlanReport.bytes(Int(pack.size))))\(caveat)",
                 path: pack.path)
         }
+        for file in inventory.captionFiles where !listed.contains(file.path) {
+            bundle.warning(
+                .stray, "stray caption file: its folder's package.json does not list it (\(PlanReport.bytes(Int(file.size))))\(caveat)",
+                path: file.path)
+        }
         for path in inventory.tilePackSideFiles {
             bundle.warning(
                 .stray, "SQLite side file beside the tile pack (the pack was opened for writing in place?); the app never reads it",
                 path: path)
         }
         for path in inventory.misplaced {
-            bundle.warning(.stray, "not part of the layout (AudioCache/<tourId>/..., OfflineTours/<packageId>/package.json)", path: path)
+            bundle.warning(
+                .stray,
+                "not part of the layout (AudioCache/<tourId>/..., OfflineTours/<packageId>/package.json, tiles.mbtiles or captions/*.vtt)",
+                path: path)
         }
         if let limits = options.limits {
             bundle.ran(.cacheBudget)
@@ -190,3 +200,4 @@ protocol FileCheck: Sendable {
 
 extension AudioFileCheck: FileCheck {}
 extension TilePackCheck: FileCheck {}
+extension CaptionFileCheck: FileCheck {}

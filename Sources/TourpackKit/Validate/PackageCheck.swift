@@ -5,9 +5,11 @@ import TourpackMaps
 /// The checks of one `OfflineTours/<name>/package.json` that need no audio
 /// decoding: readable JSON, the schema, the package ID, the audio list, the
 /// dates, the map tiles and the two derived fields. It also turns each audio
-/// entry into an `AudioFileCheck`, and a named tile pack into a
-/// `TilePackCheck`, for the thread pool, after making sure the path cannot
-/// leave the root (a pack's is exactly `OfflineTours/<folder>/tiles.mbtiles`).
+/// entry into an `AudioFileCheck`, each entry's captions into a
+/// `CaptionFileCheck`, and a named tile pack into a `TilePackCheck`, for the
+/// thread pool, after making sure the path cannot leave the root (a pack's
+/// is exactly `OfflineTours/<folder>/tiles.mbtiles`, a caption file's
+/// `OfflineTours/<folder>/captions/<poiId>_<Phase>.vtt`).
 ///
 /// A package.json that is not JSON, or that cannot be read as a package,
 /// stops here; anything less keeps going, so one run reports every problem.
@@ -24,9 +26,11 @@ struct PackageCheck {
         var summary: ValidationReport.PackageSummary
         var outcomes: [CheckOutcome]
         var audioChecks: [AudioFileCheck]
+        /// The caption files' checks, in audio list order.
+        var captionChecks: [CaptionFileCheck] = []
         /// The pack's checks, when package.json names this folder's pack.
         var tilePackCheck: TilePackCheck?
-        /// Every audio path the package.json names, as written, even when it
+        /// Every audio and caption path the package.json names, as written, even when it
         /// could not be decoded as a package, and its folder's tile pack when it names that.
         var listedPaths: Set<String>
     }
@@ -104,6 +108,9 @@ struct PackageCheck {
         }
 
         (result.outcomes, result.audioChecks) = audioChecks(manifest)
+        let captions = captionChecks(manifest)
+        result.outcomes += captions.outcomes
+        result.captionChecks = captions.checks
         if let pack = tilePackCheck(manifest) {
             result.outcomes += pack.outcomes
             result.tilePackCheck = pack.check
@@ -373,7 +380,7 @@ struct PackageCheck {
         return (outcomes, checks)
     }
 
-    /// The `path` strings of the audio entries of a document that may be no package at all.
+    /// The `path` strings of the audio entries and their `captions` of a document that may be no package at all.
     static func listedPaths(in document: JSONValue) -> Set<String> {
         guard case .object(let members) = document, case .array(let audio)? = members.first(where: { $0.key == "audio" })?.value else {
             return []
@@ -381,6 +388,11 @@ struct PackageCheck {
         var paths = Set<String>()
         for case .object(let entry) in audio {
             if case .string(let path)? = entry.first(where: { $0.key == "path" })?.value { paths.insert(path) }
+            if case .object(let captions)? = entry.first(where: { $0.key == "captions" })?.value,
+                case .string(let path)? = captions.first(where: { $0.key == "path" })?.value
+            {
+                paths.insert(path)
+            }
         }
         return paths
     }
@@ -395,12 +407,12 @@ struct PackageCheck {
 
     /// What `url` links to when it is itself a symlink (`lstat`); nil for anything else.
     /// A listed file that is a link is its package's `symlink` finding, not the bundle's.
-    private static func symlinkTarget(_ url: URL) -> String? {
+    static func symlinkTarget(_ url: URL) -> String? {
         guard OutputTree.kind(url) == .symlink else { return nil }
         return (try? FileManager.default.destinationOfSymbolicLink(atPath: url.path)) ?? "?"
     }
 
-    private static func reason(_ error: any Error, path: String) -> String {
+    static func reason(_ error: any Error, path: String) -> String {
         let text = "\(error)"
         return text.hasPrefix("\(path): ") ? String(text.dropFirst(path.count + 2)) : text
     }

@@ -44,6 +44,18 @@ public enum PackageSchema {
         return folder.count == 36
             && folder.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == UInt8(ascii: "-") }
     }
+    /// `^OfflineTours/<uuid>/captions/<uuid>_(Approaching|Detailed|Guided Tour)\.vtt$`
+    static let captionsPathPattern = Pattern(name: "OfflineTours/<packageId>/captions/<poiId>_<Phase>.vtt") { text in
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == Layout.offlineToursFolder, parts[2] == Layout.captionsFolderName,
+            parts[3].hasSuffix(".vtt"), SafeID(validating: String(parts[1]))?.value == String(parts[1])
+        else { return false }
+        let name = parts[3].dropLast(".vtt".count)
+        guard name.count > 37, name[name.index(name.startIndex, offsetBy: 36)] == "_" else { return false }
+        let poi = String(name.prefix(36))
+        let label = String(name.dropFirst(37))
+        return SafeID(validating: poi)?.value == poi && Phase.allCases.contains { $0.fileLabel == label }
+    }
     /// `mapTiles`' pack fields: present all together or not at all.
     static let tilePackFields = ["file", "format", "storedTiles", "emptyTiles", "sizeBytes", "sha256", "attribution"]
 
@@ -133,7 +145,17 @@ public enum PackageSchema {
                                         ("limiterReductionDB", .number(minimum: 0)),
                                     ], optional: ["integratedLUFS", "truePeakDBTP"])
                             ),
-                        ], optional: ["loudness"], conditions: .audioEntry))
+                            (
+                                "captions",
+                                .object([
+                                    ("path", .string(pattern: captionsPathPattern)),
+                                    ("sha256", .string(pattern: sha256Pattern)),
+                                    ("sizeBytes", .integer(exclusiveMinimum: 0)),
+                                    ("cues", .integer(minimum: 0)),
+                                    ("timing", .oneOf([CaptionTiming.provider, .estimated].map { .string($0.rawValue) })),
+                                ])
+                            ),
+                        ], optional: ["loudness", "captions"], conditions: .audioEntry))
             ),
             (
                 "mapTiles",

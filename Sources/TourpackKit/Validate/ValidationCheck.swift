@@ -49,6 +49,16 @@ public enum ValidationCheck: String, Sendable, Hashable, CaseIterable, Codable, 
     /// 1 LU; a file of 3 s or more is within 1 LU of the package's target, its true peak under the ceiling.
     case loudness
 
+    // One audio entry's caption file (`captions`); its path, presence, size and
+    // sha256 are checked under `path`, `exists`, `size` and `sha256`, with the caption file as the path.
+    /// The file parses as WebVTT, holds package.json's `cues` cues, and each cue
+    /// ends after it starts, starts no earlier than the previous one ends, ends within the audio
+    /// (`ValidationTolerance.captionEndSeconds`) and has text.
+    case captions
+    /// With `--pipeline`, when its tours load: the cue texts are the sentences of the narration
+    /// (`CaptionScript.sentenceTexts(of:)`), tags left out, references resolved, whitespace collapsed.
+    case captionText
+
     // The tile pack a package.json names.
     /// `OfflineTours/<folder>/tiles.mbtiles` is there with package.json's size and sha256, opens as
     /// MBTiles with intact SQLite pages, its metadata agrees, and every tile is in range and of the format.
@@ -57,7 +67,7 @@ public enum ValidationCheck: String, Sendable, Hashable, CaseIterable, Codable, 
     // The bundle as a whole.
     /// OfflineTours holds at least one package.
     case packages
-    /// Every file under AudioCache and OfflineTours belongs to a package (a tile pack to its folder's package.json).
+    /// Every file under AudioCache and OfflineTours belongs to a package (a tile pack and caption files to their folder's package.json).
     case stray
     /// No temp file of an interrupted write is left behind.
     case temporary

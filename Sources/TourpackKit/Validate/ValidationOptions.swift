@@ -14,6 +14,10 @@ public struct ValidationOptions: Sendable {
     public var limits: ValidationLimits?
     /// How many files are checked at once; each check is one blocking thread.
     public var threads: Int
+    /// The pipeline's tours, when `--pipeline` names one and they load: each
+    /// caption file's cue texts are held to its narration in the tour of the
+    /// package's `tourId`. Empty: cue texts are only checked for being there.
+    public var tours: [Tour]
 
     /// One thread per core the process may use (affinity and cgroup quota
     /// included): decoding is CPU work. This is what NIO's `System.coreCount`
@@ -21,12 +25,15 @@ public struct ValidationOptions: Sendable {
     /// TourpackKit does not declare.
     public static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
 
-    public init(now: Date = Date(), strict: Bool = false, limits: ValidationLimits? = nil, threads: Int = ValidationOptions.defaultThreads)
-    {
+    public init(
+        now: Date = Date(), strict: Bool = false, limits: ValidationLimits? = nil, threads: Int = ValidationOptions.defaultThreads,
+        tours: [Tour] = []
+    ) {
         self.now = now
         self.strict = strict
         self.limits = limits
         self.threads = max(1, threads)
+        self.tours = tours
     }
 }
 
@@ -85,6 +92,11 @@ public enum ValidationTolerance {
     /// an error: true-peak meters oversample with different filters, and
     /// they disagree by a few tenths of a dB on the same file.
     public static let truePeakOverDB = 0.5
+    /// A caption cue may end this long after the audio's `durationSeconds`:
+    /// cue times and the duration are each rounded to the millisecond, and
+    /// the last sentence's end comes from the voice's timings or an estimate
+    /// on the joined PCM, not from a measurement of the encoded file.
+    public static let captionEndSeconds = 0.05
     /// A `createdAt` further in the future than this is a warning (clock skew between machines).
     public static let clockSkewSeconds: TimeInterval = 300
 

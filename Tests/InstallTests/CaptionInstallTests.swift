@@ -99,6 +99,25 @@ import TourpackTesting
         try InstallTests.expectInstalled(fixture, lakes, in: documents)
     }
 
+    @Test func rollbackRefusesAGenerationWhoseCaptionBlobIsGone() async throws {
+        let fixture = try SiteFixture()
+        let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 8_000, captions: true)[0]
+        try await fixture.publish()
+        let first = Self.captions(package)
+        try fixture.changeCaptions(of: package, index: 0)
+        try await fixture.publish()
+        let publisher = Publisher(
+            site: FolderSite(root: fixture.site), signingKey: fixture.key, settings: PublishSettings(target: .folder(fixture.site)))
+        try await publisher.rollback(to: 1, dryRun: true)
+        let gone = try #require(first.values.first { !Self.captions(fixture.package(package.packageId)).values.contains($0) })
+        try FileManager.default.removeItem(at: fixture.site.appendingPathComponent(Self.blob(gone)))
+        await #expect {
+            try await publisher.rollback(to: 1, dryRun: true)
+        } throws: { error in
+            "\(error)".contains(Self.blob(gone))
+        }
+    }
+
     @Test func aDamagedCaptionFileOnTheSiteIsRefusedAndTheInstalledPackageStays() async throws {
         let fixture = try SiteFixture()
         let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 20_000, pack: 30_000, captions: true)[0]

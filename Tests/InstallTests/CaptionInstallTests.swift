@@ -99,6 +99,24 @@ import TourpackTesting
         try InstallTests.expectInstalled(fixture, lakes, in: documents)
     }
 
+    @Test(arguments: ["AudioCache/%@/x_Detailed.vtt", "OfflineTours/%@/captions/../package.json", "OfflineTours/other/captions/%@"])
+    func aCaptionPathOutsideItsPackageIsRefused(_ pattern: String) throws {
+        let fixture = try SiteFixture()
+        let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 1_000, captions: true)[0]
+        var json = package.json
+        var audio = json["audio"] as! [[String: Any]]
+        var captions = audio[1]["captions"] as! [String: Any]
+        captions["path"] = pattern.replacingOccurrences(of: "%@", with: package.packageId)
+        audio[1]["captions"] = captions
+        json["audio"] = audio
+        let manifest = try PackageManifest.decode(Array(try JSONSerialization.data(withJSONObject: json)))
+        #expect(throws: TourpackError.self) { try PackageFiles.of(manifest, file: "package.json") }
+        #expect(
+            try PackageFiles.of(
+                PackageManifest.decode(Array(try JSONSerialization.data(withJSONObject: package.json))), file: "package.json"
+            ).filter { $0.kind == .captions }.count == 2)
+    }
+
     @Test func rollbackRefusesAGenerationWhoseCaptionBlobIsGone() async throws {
         let fixture = try SiteFixture()
         let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 8_000, captions: true)[0]

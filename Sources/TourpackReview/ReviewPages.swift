@@ -129,7 +129,7 @@ struct ReviewPages {
         let manifest = package.manifest
         var sections = ""
         for entry in manifest.audio where entry.poiId == poi.id {
-            let findings = package.findings.filter { $0.path == entry.path }
+            let findings = package.findings.filter { ReviewCatalog.Package.narrationPaths(entry).contains($0.path) }
             let src = "../../audio/" + entry.path.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
             let key = ReviewCatalog.narrationKey(tourID: manifest.tourId, poiID: poi.id, phase: entry.phase)
             let narration =

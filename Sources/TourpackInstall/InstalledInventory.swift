@@ -98,8 +98,8 @@ package struct InstalledInventory: Sendable {
 
     /// Deletes the package `id` (or every package of the tour `id`) with its
     /// files, under the install lock: package.json first, so the app stops
-    /// seeing the package at once, then its tile pack and folder, then the
-    /// audio files no other installed package lists.
+    /// seeing the package at once, then its tile pack, captions and folder,
+    /// then the audio files no other installed package lists.
     package func remove(_ id: String) throws -> Removal {
         guard OutputTree.kind(documents) == .folder else {
             throw TourpackError.invalidInput("\(documents.path): no such folder; is this a Documents root?")
@@ -121,18 +121,19 @@ package struct InstalledInventory: Sendable {
         for package in leaving {
             guard let packageID = SafeID(validating: package.packageId) else { continue }
             let folder = layout.packageFolder(packageID: packageID).url
-            let pack = layout.tilePack(packageID: packageID).url
-            let packBytes = Self.size(pack)
+            // The files in the package's own folder (tile pack, captions) go with it.
+            let own = try package.files.filter { $0.kind != .audio }.map { try layout.resolve(relativePath: $0.path) }
+            let sizes = own.map(Self.size)
             try Layout.removePackage(at: folder)
-            if packBytes > 0 {
+            for (url, bytes) in zip(own, sizes) where bytes > 0 && OutputTree.kind(url) == .absent {
                 removal.files += 1
-                removal.bytes += packBytes
+                removal.bytes += bytes
             }
             removal.bytes += Int64(package.manifestBytes.count)
             removal.packages.append(package.packageId)
         }
         var folders: Set<URL> = []
-        for path in Set(leaving.flatMap { $0.files.filter { !$0.isTilePack }.map(\.path) }).subtracting(kept).sorted() {
+        for path in Set(leaving.flatMap { $0.files.filter { $0.kind == .audio }.map(\.path) }).subtracting(kept).sorted() {
             let url = try layout.resolve(relativePath: path)
             let bytes = Self.size(url)
             if try AtomicFile.remove(url, under: documents) {

@@ -97,7 +97,18 @@ package struct Installer: Sendable {
         return try await NIOThreadPool.singleton.runIfActive {
             _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
             let staging = try StagingArea(state: folder.url, output: folder.documents)
-            _ = try staging.removeLeftovers(in: Layout(root: folder.documents))
+            let layout = Layout(root: folder.documents)
+            _ = try staging.removeLeftovers(in: layout)
+            // Caption temps wait beside their final paths when the state is on
+            // another file system: one level deeper than the sweep above looks.
+            if staging.folder == nil {
+                let tours = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
+                for name in ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted() {
+                    guard let packageID = SafeID(validating: name), packageID.value == name else { continue }
+                    let captions = layout.captionsFolder(packageID: packageID).url
+                    if OutputTree.kind(captions) == .folder { try AtomicFile.removeStaleTemporaries(in: captions) }
+                }
+            }
             return staging
         }
     }

@@ -58,16 +58,10 @@ package struct LocalPackage: Sendable {
             let url = tours.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName)
             guard let data = FileManager.default.contents(atPath: url.path) else { continue }
             let manifest = try PackageManifest.read(from: url)
-            var files = try manifest.audio.map { entry in
+            let files = try SiteLayout.files(of: manifest).map { file in
                 File(
-                    path: entry.path, url: try layout.resolve(relativePath: entry.path), sha256: entry.sha256, sizeBytes: entry.sizeBytes,
-                    contentType: SiteLayout.contentType(for: entry.format))
-            }
-            if let path = manifest.mapTiles.file, let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes {
-                files.append(
-                    File(
-                        path: path, url: try layout.resolve(relativePath: path), sha256: sha256, sizeBytes: size,
-                        contentType: SiteLayout.tilePackContentType))
+                    path: file.path, url: try layout.resolve(relativePath: file.path), sha256: file.sha256, sizeBytes: file.sizeBytes,
+                    contentType: file.contentType)
             }
             packages.append(
                 LocalPackage(

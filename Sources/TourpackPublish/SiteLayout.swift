@@ -1,5 +1,7 @@
 package import Foundation
 package import TourpackCore
+package import TourpackKit
+import TourpackMaps
 
 /// The keys of a published site, and how a CDN may cache each.
 ///
@@ -7,7 +9,7 @@ package import TourpackCore
 /// catalog.json, catalog.json.sig            the generation in force (short cache), written last
 /// generations/<n>.json, <n>.json.sig         every catalogue ever published
 /// packages/<packageId>/<contentHash>.json    each package.json, as built
-/// blobs/sha256/<2 hex>/<sha256>              every audio file and tile pack, once
+/// blobs/sha256/<2 hex>/<sha256>              every audio file, caption file and tile pack, once
 /// ```
 ///
 /// Everything but `catalog.json` and its signature is immutable and named
@@ -54,4 +56,34 @@ package enum SiteLayout {
     package static let jsonContentType = "application/json"
     /// A tile pack (MBTiles) is an SQLite database.
     package static let tilePackContentType = "application/vnd.sqlite3"
+    /// A narration's captions (WebVTT is UTF-8 by definition; the charset
+    /// keeps a CDN or browser from guessing).
+    package static let captionsContentType = "text/vtt; charset=utf-8"
+
+    /// Every file `manifest` names, as a site stores it: each audio file,
+    /// the captions of each narration that has them, then the tile pack.
+    /// The one list of a package's files on the publishing side: upload,
+    /// rollback's check and `--gc` all read it, so a new kind of file
+    /// needs naming only here.
+    package static func files(of manifest: PackageManifest) -> [File] {
+        var files = manifest.audio.map {
+            File(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, contentType: contentType(for: $0.format))
+        }
+        files += manifest.audio.compactMap(\.captions).map {
+            File(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, contentType: captionsContentType)
+        }
+        if let path = manifest.mapTiles.file, let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes {
+            files.append(File(path: path, sha256: sha256, sizeBytes: size, contentType: tilePackContentType))
+        }
+        return files
+    }
+
+    /// One file a package.json names, with what the site serves it as.
+    package struct File: Sendable, Hashable {
+        /// Relative to the root, as package.json names it.
+        package var path: String
+        package var sha256: String
+        package var sizeBytes: Int64
+        package var contentType: String
+    }
 }

@@ -78,13 +78,13 @@ extension Publisher {
         return missing
     }
 
-    /// The blob keys a package.json names: its audio files and its tile pack.
+    /// The blob keys a package.json names: its audio files, caption files and tile pack.
     static func blobs(named manifest: [UInt8], at key: String) throws -> [String] {
         let decoded: PackageManifest
         do { decoded = try PackageManifest.decode(manifest) } catch {
             throw TourpackError.invalidInput("\(key): not a package.json tourpack can read: \(error)")
         }
-        return (decoded.audio.map(\.sha256) + [decoded.mapTiles.sha256].compactMap { $0 }).map { SiteLayout.blob(sha256: $0) }
+        return SiteLayout.files(of: decoded).map { SiteLayout.blob(sha256: $0.sha256) }
     }
 
     // MARK: Garbage collection

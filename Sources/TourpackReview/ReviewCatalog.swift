@@ -32,16 +32,21 @@ public struct ReviewCatalog: Sendable {
         /// Every audio entry's duration added up, to the millisecond as package.json states each.
         public var durationSeconds: Double { (manifest.audio.reduce(0) { $0 + $1.durationSeconds } * 1000).rounded() / 1000 }
 
-        /// The findings about one POI's audio files.
+        /// The findings about one POI's audio and caption files.
         public func findings(poiID: String) -> [ValidationFinding] {
-            let paths = Set(manifest.audio.filter { $0.poiId == poiID }.map(\.path))
+            let paths = Set(manifest.audio.filter { $0.poiId == poiID }.flatMap(Self.narrationPaths))
             return findings.filter { paths.contains($0.path) }
         }
 
-        /// The findings about anything but the POIs' audio (package.json, the tile pack).
+        /// The findings about anything but the POIs' audio and captions (package.json, the tile pack).
         public var packageFindings: [ValidationFinding] {
-            let paths = Set(manifest.audio.map(\.path))
+            let paths = Set(manifest.audio.flatMap(Self.narrationPaths))
             return findings.filter { !paths.contains($0.path) }
+        }
+
+        /// A narration's files: its audio, and its captions when it has them.
+        static func narrationPaths(_ entry: PackageManifest.AudioEntry) -> [String] {
+            [entry.path] + [entry.captions?.path].compactMap { $0 }
         }
     }
 

@@ -7,11 +7,13 @@ import TourpackMaps
 /// same bytes at the same relative paths the server answers, so CI can keep
 /// it as an artefact and anyone can open `DIR/index.html` from disk: the
 /// pages, Leaflet, every tile of every pack as a file, and a copy of every
-/// audio file a package.json lists.
+/// audio and caption file a package.json lists.
 public struct ReviewExport: Sendable {
     public let site: ReviewSite
 
     public init(site: ReviewSite) {
+        var site = site
+        site.inlineCaptions = true
         self.site = site
     }
 
@@ -20,6 +22,7 @@ public struct ReviewExport: Sendable {
         public var pages = 0
         public var tiles = 0
         public var audioFiles = 0
+        public var captionFiles = 0
         public var bytes = 0
     }
 
@@ -54,13 +57,13 @@ public struct ReviewExport: Sendable {
                 guard let tileBytes = try pack.tile(tile) else { continue }
                 bytes = tileBytes
                 summary.tiles += 1
-            case .audio(let relativePath, _):
+            case .audio(let relativePath, _), .captions(let relativePath):
                 // A missing file or a link out of the root is validate's finding, shown on its POI; it is not copied.
                 guard let url = try? layout.resolve(relativePath: relativePath), let size = ReviewFiles.regularFileSize(url) else {
                     continue
                 }
                 bytes = try ReviewFiles.read(url, span: 0..<size)
-                summary.audioFiles += 1
+                if case .audio = resource { summary.audioFiles += 1 } else { summary.captionFiles += 1 }
             }
             let target = segments.reduce(folder) { $0.appendingPathComponent($1) }
             try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)

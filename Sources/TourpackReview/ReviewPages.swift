@@ -5,11 +5,15 @@ import TourpackKit
 import TourpackMaps
 
 /// The review site's HTML: the packages, a tour, a POI. Every link is
-/// relative, so the same bytes work served and exported (`file://`). Text
-/// from package.json is escaped; numbers carry their exact value in a
-/// `data-` attribute beside the rounded one a person reads.
+/// relative, so the same bytes work served and exported (`file://`), but
+/// for one thing: a browser loads no `<track>` from a `file://` page, so
+/// the export's POI pages carry each caption file in its track as a
+/// `data:` URI (`inlineCaptions`). Text from package.json is escaped;
+/// numbers carry their exact value in a `data-` attribute beside the
+/// rounded one a person reads.
 struct ReviewPages {
     let catalog: ReviewCatalog
+    var inlineCaptions = false
 
     // MARK: Pages
 
@@ -125,18 +129,33 @@ struct ReviewPages {
         let manifest = package.manifest
         var sections = ""
         for entry in manifest.audio where entry.poiId == poi.id {
-            let findings = package.findings.filter { $0.path == entry.path }
+            let findings = package.findings.filter { ReviewCatalog.Package.narrationPaths(entry).contains($0.path) }
             let src = "../../audio/" + entry.path.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
             let key = ReviewCatalog.narrationKey(tourID: manifest.tourId, poiID: poi.id, phase: entry.phase)
             let narration =
                 catalog.narrations[key].map { "<p class=\"narration\">\(Self.escape($0))</p>" }
                 ?? "<p class=\"narration missing\">The narration text is not in the package; run review with --pipeline to show it.</p>"
             let loudness = entry.loudness
+            // The captions ride on the player as a `<track>`; review.js shows
+            // the cue being spoken under it (`cuechange`), as text, never markup.
+            let track = entry.captions.map { captions in
+                let src =
+                    (inlineCaptions ? captionsDataURI(captions.path) : nil)
+                    ?? "../../captions/"
+                    + captions.path.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
+                return "<track kind=\"captions\" src=\"\(Self.escape(src))\" srclang=\"\(Self.escape(manifest.language))\" "
+                    + "label=\"\(Self.escape("Captions (\(manifest.language))"))\" default>"
+            }
+            let cue = entry.captions.map { "<p class=\"caption-cue\" aria-live=\"polite\" data-cues=\"\($0.cues)\"></p>\n" } ?? ""
+            let captionsFact =
+                entry.captions.map {
+                    "<dt>captions</dt><dd class=\"captions\" data-cues=\"\($0.cues)\">\($0.cues) cue(s), \(Self.escape($0.timing.rawValue)) timing</dd>"
+                } ?? ""
             sections += """
                 <section class="phase\(findings.isEmpty ? "" : " has-findings")" data-phase="\(entry.phase.rawValue)">
                 <h2>\(Self.escape(entry.phase.fileLabel))</h2>
-                <audio controls preload="metadata" src="\(Self.escape(src))" data-duration="\(Self.number(entry.durationSeconds))"></audio>
-                \(narration)
+                <audio controls preload="metadata" src="\(Self.escape(src))" data-duration="\(Self.number(entry.durationSeconds))">\(track ?? "")</audio>
+                \(cue)\(narration)
                 <dl class="facts">\
                 <dt>duration</dt><dd class="duration" data-seconds="\(Self.number(entry.durationSeconds))">\(Self.number(entry.durationSeconds)) s</dd>\
                 <dt>characters</dt><dd class="characters">\(entry.characters)</dd>\
@@ -145,14 +164,14 @@ struct ReviewPages {
                 <dt>gain</dt><dd class="gain">\(loudness.map { Self.decibels($0.gainDB) + " dB" } ?? "–")</dd>\
                 <dt>size</dt><dd class="size" data-bytes="\(entry.sizeBytes)">\(PlanReport.bytes(Int(entry.sizeBytes)))</dd>\
                 <dt>format</dt><dd class="format">\(Self.escape(entry.codec)), \(entry.bitrateKbps) kbps, \(entry.sampleRateHz) Hz</dd>\
-                <dt>file</dt><dd class="path"><code>\(Self.escape(entry.path))</code></dd></dl>
+                <dt>file</dt><dd class="path"><code>\(Self.escape(entry.path))</code></dd>\(captionsFact)</dl>
                 \(findings.isEmpty ? "<p class=\"passed\">validate: no findings</p>" : Self.findingsList(findings, id: nil))
                 </section>
 
                 """
         }
         return Self.document(
-            title: "\(poi.name) · \(manifest.tourName)", depth: 2,
+            title: "\(poi.name) · \(manifest.tourName)", depth: 2, script: manifest.audio.contains { $0.captions != nil },
             body: """
                 <header><p><a href="../../index.html">Packages</a> › <a href="../\(Self.escape(package.folder)).html">\
                 \(Self.escape(manifest.tourName))</a></p><h1>\(Self.escape(poi.name))</h1>
@@ -165,11 +184,22 @@ struct ReviewPages {
     // MARK: Pieces
 
     /// One page: `depth` is how many folders below the site's root it sits, for its relative links.
-    static func document(title: String, depth: Int, leaflet: Bool = false, body: String) -> String {
+    /// The caption file at `relativePath` as a `data:` URI, or nil when it
+    /// cannot be read (a missing file is validate's finding, shown on the POI).
+    func captionsDataURI(_ relativePath: String) -> String? {
+        guard let url = try? Layout(root: catalog.root).resolve(relativePath: relativePath),
+            let size = ReviewFiles.regularFileSize(url), let bytes = try? ReviewFiles.read(url, span: 0..<size)
+        else { return nil }
+        return "data:text/vtt;charset=utf-8;base64," + Data(bytes).base64EncodedString()
+    }
+
+    /// A page; `leaflet` brings Leaflet and review.js (a tour's map),
+    /// `script` review.js alone (a POI's captions).
+    static func document(title: String, depth: Int, leaflet: Bool = false, script: Bool = false, body: String) -> String {
         let up = String(repeating: "../", count: depth)
         let head = leaflet ? "<link rel=\"stylesheet\" href=\"\(up)assets/leaflet/leaflet.css\">\n" : ""
-        let scripts =
-            leaflet ? "<script src=\"\(up)assets/leaflet/leaflet.js\"></script>\n<script src=\"\(up)assets/review.js\"></script>\n" : ""
+        let review = "<script src=\"\(up)assets/review.js\"></script>\n"
+        let scripts = leaflet ? "<script src=\"\(up)assets/leaflet/leaflet.js\"></script>\n" + review : script ? review : ""
         return """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

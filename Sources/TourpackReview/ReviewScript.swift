@@ -3,8 +3,36 @@
 /// package's pack: a tile the pack does not hold is a blank data URI, never
 /// a request, so the map shows exactly what the device has offline.
 /// When the map is drawn it sets `data-map-ready` on the body (tests wait for it).
+///
+/// On a POI page it shows each player's current caption: the `<track>` is
+/// put in `hidden` mode (loaded and timed, but not drawn by the browser,
+/// which draws nothing for audio anyway) and every `cuechange` writes the
+/// active cues' text into the player's `.caption-cue`, as `textContent`:
+/// WebVTT's own markup and entities are parsed by the browser
+/// (`getCueAsHTML`), and only their text reaches the page.
 enum ReviewScript {
     static let javascript = #"""
+        // tourpack review: each player's current caption, read along as it plays.
+        (function () {
+          "use strict";
+          document.querySelectorAll("audio").forEach(function (audio) {
+            var line = audio.parentNode.querySelector(".caption-cue");
+            if (!line || !audio.textTracks || audio.textTracks.length === 0) { return; }
+            var track = audio.textTracks[0];
+            track.mode = "hidden";
+            var show = function () {
+              var text = [];
+              var active = track.activeCues || [];
+              for (var i = 0; i < active.length; i++) {
+                text.push(active[i].getCueAsHTML ? active[i].getCueAsHTML().textContent : active[i].text);
+              }
+              line.textContent = text.join(" ");
+            };
+            track.addEventListener("cuechange", show);
+            show();
+          });
+        })();
+
         // tourpack review: a tour's map, drawn from the data its page carries.
         (function () {
           "use strict";
@@ -82,6 +110,7 @@ enum ReviewStyle {
         dl.facts { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; margin: .4em 0; }
         dl.facts dt { color: #5a6470; }
         dl.facts dd { margin: 0; font-variant-numeric: tabular-nums; }
+        .caption-cue { min-height: 1.45em; margin: .2em 0; font-style: italic; color: #2d3a45; }
         .narration { white-space: pre-wrap; background: #f7f8fa; padding: .5em .7em; border-radius: 4px; }
         code { font-size: .92em; }
         """

@@ -31,6 +31,8 @@ public struct ReviewCounts: Sendable, Codable, Equatable {
     public var tiles = 0
     public var tileBytes = 0
     public var audio = 0
+    /// Caption files sent (the players' `<track>`s).
+    public var captions = 0
     /// Audio requests with a `Range` header answered 206.
     public var partial = 0
     /// Paths refused as unsafe (`..`, encoded dots, a link out of the root).
@@ -43,7 +45,7 @@ public struct ReviewCounts: Sendable, Codable, Equatable {
 /// Every request path is split and percent-decoded by `ReviewSite.segments`
 /// (refusing `.`/`..` in any spelling), then looked up in `ReviewSite`,
 /// which answers only its own paths: pages, assets, a pack's tiles, and the
-/// audio files package.json lists, each resolved under the root again per
+/// audio and caption files package.json lists, each resolved under the root again per
 /// request (`Layout.resolve`), so a symlink out of the root is refused even
 /// when package.json names it. Audio is served with `Range`, so players can seek.
 public struct ReviewServer: Sendable {
@@ -130,12 +132,18 @@ public struct ReviewServer: Sendable {
             }
             return Self.bytes(bytes, type: type, head: head)
         case .audio(let relativePath, let type):
-            return try await audio(relativePath, type: type, range: request.headers[.range], head: head)
+            return try await file(relativePath, type: type, range: request.headers[.range], head: head, captions: false)
+        case .captions(let relativePath):
+            return try await file(
+                relativePath, type: ReviewSite.captionsContentType, range: request.headers[.range], head: head, captions: true)
         }
     }
 
-    /// An audio file, whole or the one range asked for (RFC 9110 §14).
-    private func audio(_ relativePath: String, type: String, range: String?, head: Bool) async throws -> Response {
+    /// A file package.json lists (audio or captions), whole or the one
+    /// range asked for (RFC 9110 §14).
+    private func file(
+        _ relativePath: String, type: String, range: String?, head: Bool, captions: Bool
+    ) async throws -> Response {
         let url: URL
         do {
             url = try Layout(root: site.catalog.root).resolve(relativePath: relativePath)
@@ -147,7 +155,9 @@ public struct ReviewServer: Sendable {
             counts.update { $0.notFound += 1 }
             return Self.text(.notFound, "\(relativePath): no such file")
         }
-        counts.update { $0.audio += 1 }
+        counts.update {
+            if captions { $0.captions += 1 } else { $0.audio += 1 }
+        }
         var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes"]
         var status = HTTPResponse.Status.ok
         var span = 0..<size

@@ -12,6 +12,7 @@ import TourpackMaps
 ///     tours/<packageId>/<poiId>.html    a POI: its audio, numbers and findings
 ///     tiles/<packageId>/<z>/<x>/<y>.png a tile, exactly as the pack holds it
 ///     audio/AudioCache/<tourId>/<file>  an audio file a package.json lists
+///     captions/OfflineTours/<packageId>/captions/<file>.vtt  a narration's captions
 ///     assets/review.css, assets/review.js, assets/leaflet/…
 ///
 /// A path is a list of segments, already percent-decoded. Anything not on
@@ -19,6 +20,9 @@ import TourpackMaps
 public struct ReviewSite: Sendable {
     public let catalog: ReviewCatalog
     public let assets: ReviewAssets
+    /// POI pages carry their caption files as `data:` URIs (the export:
+    /// a `file://` page may load no track from a file).
+    public var inlineCaptions = false
 
     public init(catalog: ReviewCatalog, assets: ReviewAssets) {
         self.catalog = catalog
@@ -35,7 +39,12 @@ public struct ReviewSite: Sendable {
         case tile(folder: String, tile: TileID, contentType: String)
         /// An audio file, by its path relative to the root, as package.json lists it.
         case audio(relativePath: String, contentType: String)
+        /// A narration's WebVTT captions, by the path package.json lists them at.
+        case captions(relativePath: String)
     }
+
+    /// What the review serves a caption file as (a `<track>` needs `text/vtt`).
+    public static let captionsContentType = "text/vtt; charset=utf-8"
 
     /// The resource at `segments`, or nil when the site has no such path.
     public func resource(at segments: [String]) -> Resource? {
@@ -52,6 +61,12 @@ public struct ReviewSite: Sendable {
                 return nil
             }
             return .audio(relativePath: relativePath, contentType: Self.contentType(entry.format))
+        case "captions"?:
+            let relativePath = segments.dropFirst().joined(separator: "/")
+            guard catalog.packages.contains(where: { $0.manifest.audio.contains { $0.captions?.path == relativePath } }) else {
+                return nil
+            }
+            return .captions(relativePath: relativePath)
         case "assets"?:
             return assets.asset(at: Array(segments.dropFirst())).map { .asset(bytes: $0.bytes, contentType: $0.contentType) }
         default:
@@ -59,7 +74,7 @@ public struct ReviewSite: Sendable {
         }
     }
 
-    /// Every path of the site, for the export: pages first, then assets, tiles and audio.
+    /// Every path of the site, for the export: pages first, then assets, tiles, audio and captions.
     public func allPaths() -> [[String]] {
         var paths: [[String]] = [["index.html"]]
         for package in catalog.packages {
@@ -75,11 +90,14 @@ public struct ReviewSite: Sendable {
         for entry in catalog.packages.flatMap(\.manifest.audio) where seen.insert(entry.path).inserted {
             paths.append(["audio"] + entry.path.split(separator: "/").map(String.init))
         }
+        for captions in catalog.packages.flatMap({ $0.manifest.audio.compactMap(\.captions) }) where seen.insert(captions.path).inserted {
+            paths.append(["captions"] + captions.path.split(separator: "/").map(String.init))
+        }
         return paths
     }
 
     private func tourResource(_ rest: [String]) -> Resource? {
-        let pages = ReviewPages(catalog: catalog)
+        let pages = ReviewPages(catalog: catalog, inlineCaptions: inlineCaptions)
         if rest.count == 1, rest[0].hasSuffix(".html"), let package = catalog.package(String(rest[0].dropLast(5))) {
             return .page(pages.tour(package))
         }

@@ -75,6 +75,7 @@ struct Review: AsyncParsableCommand {
             let summary = try await ReviewExport(site: site).write(to: folder)
             print(
                 "exported \(summary.pages) page(s), \(summary.tiles) tile(s), \(summary.audioFiles) audio file(s) "
+                    + (summary.captionFiles > 0 ? "and \(summary.captionFiles) caption file(s) " : "")
                     + "(\(PlanReport.bytes(summary.bytes))) to \(folder.appendingPathComponent("index.html").path)")
             return
         }

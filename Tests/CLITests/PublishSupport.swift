@@ -231,6 +231,10 @@ struct SiteAudit {
         let map = manifest["mapTiles"] as? [String: Any] ?? [:]
         let mapBytes = (map["sizeBytes"] as? NSNumber)?.int64Value ?? 0
         if let sha256 = map["sha256"] as? String { files.append((sha256, mapBytes)) }
+        // Each narration's captions are a blob of the package too (not counted in audioBytes).
+        for captions in (manifest["audio"] as? [[String: Any]] ?? []).compactMap({ $0["captions"] as? [String: Any] }) {
+            files.append((captions["sha256"] as? String ?? "", (captions["sizeBytes"] as? NSNumber)?.int64Value ?? -1))
+        }
         let sizes = ["audioBytes", "mapBytes", "sizeBytes"].map { (package[$0] as? NSNumber)?.int64Value }
         if sizes != [audioBytes, mapBytes, audioBytes + mapBytes] {
             problems.append("audioBytes, mapBytes, sizeBytes are \(sizes), the manifest's files add up to \(audioBytes) + \(mapBytes)")

@@ -17,7 +17,7 @@ import Glibc
     )
     func killedUpdatesLeaveOldOrNew() async throws {
         let fixture = try SiteFixture()
-        let id = try fixture.addTour(name: "Alps", formats: [.aac], files: 6, bytes: 150_000)[0].packageId
+        let id = try fixture.addTour(name: "Alps", formats: [.aac], files: 6, bytes: 150_000, captions: true)[0].packageId
         try await fixture.publish()
         let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
@@ -32,6 +32,8 @@ import Glibc
             let old = try fixture.files(of: fixture.package(id))
             var changed = 0
             for index in 0..<3 { changed += try Self.size(of: fixture.changeFile(of: fixture.package(id), index: index), in: fixture) }
+            // Captions change too: one narration's whole, another's as it goes with its audio's edit.
+            for index in [1, 4] { changed += try Self.size(of: fixture.changeCaptions(of: fixture.package(id), index: index), in: fixture) }
             try await fixture.publish()
             let new = try fixture.files(of: fixture.package(id))
 
@@ -54,6 +56,11 @@ import Glibc
             let seen = Self.appView(documents, manifestPath: manifestPath)
             #expect(seen == old || seen == new, "round \(round): the app sees a mix: \(Self.describe(seen, old: old, new: new))")
             if seen == old { killedMidway += 1 }
+            // No caption file at a final name but the whole ones the package.json in force lists.
+            let captions = documents.appendingPathComponent("OfflineTours/\(id)/captions")
+            let named = ((try? FileManager.default.contentsOfDirectory(atPath: captions.path)) ?? []).filter { !$0.hasPrefix(".") }
+            #expect(
+                named.allSatisfy { seen["OfflineTours/\(id)/captions/\($0)"] != nil }, "round \(round): caption files \(named.sorted())")
 
             // The next install finishes, fetching only what had not arrived:
             // not the verified downloads, nor the bytes of a partial one.
@@ -130,7 +137,9 @@ import Glibc
             let json = try? JSONSerialization.jsonObject(with: manifest) as? [String: Any]
         else { return [:] }
         var view = [manifestPath: manifest]
-        var paths = ((json["audio"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String }
+        let audio = (json["audio"] as? [[String: Any]]) ?? []
+        var paths = audio.compactMap { $0["path"] as? String }
+        paths += audio.compactMap { ($0["captions"] as? [String: Any])?["path"] as? String }
         if let pack = (json["mapTiles"] as? [String: Any])?["file"] as? String { paths.append(pack) }
         for path in paths { view[path] = FileManager.default.contents(atPath: documents.appendingPathComponent(path).path) ?? Data() }
         return view

@@ -44,9 +44,13 @@ final class SiteFixture: @unchecked Sendable {
     func documents(_ name: String = "Documents") -> URL { work.appendingPathComponent(name) }
 
     /// Adds a tour with a package per format, each of `files` audio files of
-    /// `bytes` random bytes (give or take) and, with `pack`, a tile pack.
+    /// `bytes` random bytes (give or take), with `captions` a WebVTT file
+    /// per narration (`WebVTT.encode`, listed in its audio entry as the
+    /// build lists it) and, with `pack`, a tile pack.
     @discardableResult
-    func addTour(name: String, formats: [AudioFormat], files: Int, bytes: Int, pack: Int? = nil) throws -> [Package] {
+    func addTour(name: String, formats: [AudioFormat], files: Int, bytes: Int, pack: Int? = nil, captions: Bool = false) throws
+        -> [Package]
+    {
         let tourId = UUID().uuidString.lowercased()
         let pois = (0..<files).map { _ in UUID().uuidString.lowercased() }
         var added: [Package] = []
@@ -70,6 +74,13 @@ final class SiteFixture: @unchecked Sendable {
                 template["phase"] = "detailed"
                 template["sha256"] = Self.sha256(body)
                 template["sizeBytes"] = body.count
+                template["captions"] = nil
+                if captions {
+                    let cues = (0...(index % 3)).map {
+                        CaptionCue(start: Double($0) * 2.5, end: Double($0) * 2.5 + 2.4, text: "\(name) <\(index)> & sentence \($0 + 1).")
+                    }
+                    template["captions"] = try writeCaptions(cues, packageId: packageId, poi: poi)
+                }
                 entries.append(template)
             }
             json["audio"] = entries
@@ -108,6 +119,21 @@ final class SiteFixture: @unchecked Sendable {
         json["audio"] = audio
         try replace(package, json: json)
         return path
+    }
+
+    /// Gives the captions of one narration of `package` new cues (and its
+    /// manifest a new digest and contentHash); the caption file's path.
+    @discardableResult
+    func changeCaptions(of package: Package, index: Int = 0) throws -> String {
+        var json = package.json
+        var audio = json["audio"] as! [[String: Any]]
+        let poi = audio[index]["poiId"] as! String
+        let cues = [CaptionCue(start: 0, end: 3.25, text: "Rewritten \(UUID().uuidString).")]
+        let entry = try writeCaptions(cues, packageId: package.packageId, poi: poi)
+        audio[index]["captions"] = entry
+        json["audio"] = audio
+        try replace(package, json: json)
+        return entry["path"] as! String
     }
 
     /// Drops the last audio file of `package` from its manifest.
@@ -152,6 +178,9 @@ final class SiteFixture: @unchecked Sendable {
         for entry in package.json["audio"] as! [[String: Any]] {
             let path = entry["path"] as! String
             files[path] = try Data(contentsOf: source.appendingPathComponent(path))
+            if let captions = (entry["captions"] as? [String: Any])?["path"] as? String {
+                files[captions] = try Data(contentsOf: source.appendingPathComponent(captions))
+            }
         }
         if let path = (package.json["mapTiles"] as! [String: Any])["file"] as? String {
             files[path] = try Data(contentsOf: source.appendingPathComponent(path))
@@ -173,6 +202,15 @@ final class SiteFixture: @unchecked Sendable {
         var manifest = try PackageManifest.decode(Array(try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])))
         manifest.contentHash = manifest.computeContentHash()
         try write(Data(manifest.encoded()), to: "OfflineTours/\(package.packageId)/package.json")
+    }
+
+    /// Writes a narration's caption file; its package.json entry.
+    private func writeCaptions(_ cues: [CaptionCue], packageId: String, poi: String) throws -> [String: Any] {
+        let bytes = Data(WebVTT.encode(cues))
+        let path = Layout.captionsRelativePath(
+            packageID: SafeID(validating: packageId)!, poiID: SafeID(validating: poi)!, phase: .detailed)
+        try write(bytes, to: path)
+        return ["path": path, "sha256": Self.sha256(bytes), "sizeBytes": bytes.count, "cues": cues.count, "timing": "estimated"]
     }
 
     private func write(_ bytes: Data, to path: String) throws {

@@ -90,43 +90,46 @@ public struct Layout: Sendable, Hashable {
     }
 
     /// Deletes a package: its package.json (so nothing names what follows),
-    /// its tile pack and caption files, then its folders when nothing else
-    /// is in them, then fsyncs `OfflineTours`. A package already gone is fine.
+    /// its tile pack and its captions folder, then its folder when nothing
+    /// else is in it, then fsyncs `OfflineTours`. A package already gone is fine.
     /// The folder is reached from the root through real folders only
     /// (`AtomicFile.remove(_:under:)`): a package folder that is a symlink is
     /// refused, never emptied.
     public static func removePackage(at folder: URL) throws {
         let manifest = folder.appendingPathComponent(manifestFileName)
+        let captions = folder.appendingPathComponent(captionsFolderName, isDirectory: true)
         if let root = root(of: manifest) {
             try AtomicFile.remove(manifest, under: root)
             try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName), under: root)
+            try AtomicFile.removeFolder(captions, under: root)
         } else {
             try AtomicFile.remove(manifest)
             try AtomicFile.remove(folder.appendingPathComponent(tilePackFileName))
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: captions.path)) ?? [] {
+                try AtomicFile.remove(captions.appendingPathComponent(name))
+            }
+            try AtomicFile.removeFolderIfEmpty(captions)
         }
-        let captions = folder.appendingPathComponent(captionsFolderName, isDirectory: true)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: captions.path)) ?? []
-        for name in names.sorted() where name.hasSuffix(".vtt") {
-            let file = captions.appendingPathComponent(name)
-            if let root = root(of: file) { try AtomicFile.remove(file, under: root) } else { try AtomicFile.remove(file) }
-        }
-        if !names.isEmpty { try AtomicFile.removeFolderIfEmpty(captions) }
         try AtomicFile.removeFolderIfEmpty(folder)
         try AtomicFile.syncFolder(folder.deletingLastPathComponent())
     }
 
-    /// The output root of a file at `<root>/AudioCache/<tourId>/<name>` or
-    /// `<root>/OfflineTours/<packageId>/<name>`, or nil for any other path.
+    /// The output root of a file at `<root>/AudioCache/<tourId>/<name>`,
+    /// `<root>/OfflineTours/<packageId>/<name>` or
+    /// `<root>/OfflineTours/<packageId>/captions/<name>`, or nil for any other path.
     /// A commit journal records absolute paths; this recovers the root its
     /// renames must stay under.
     public static func root(of file: URL) -> URL? {
-        let parts = file.standardizedFileURL.pathComponents
-        // A caption file: `<root>/OfflineTours/<packageId>/captions/<name>`.
-        if parts.count >= 6, parts[parts.count - 2] == captionsFolderName, parts[parts.count - 4] == offlineToursFolder {
-            return root(of: file.standardizedFileURL.deletingLastPathComponent())
+        let standard = file.standardizedFileURL
+        let parts = standard.pathComponents
+        if parts.count >= 5, [audioCacheFolder, offlineToursFolder].contains(parts[parts.count - 3]) {
+            return standard.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         }
-        guard parts.count >= 5, [audioCacheFolder, offlineToursFolder].contains(parts[parts.count - 3]) else { return nil }
-        return file.standardizedFileURL.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        if parts.count >= 6, parts[parts.count - 4] == offlineToursFolder, parts[parts.count - 2] == captionsFolderName {
+            return standard.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+        }
+        return nil
     }
 
     /// What an `AudioCache` path names, or nil when it is not one of ours.

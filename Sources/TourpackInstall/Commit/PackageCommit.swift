@@ -8,8 +8,8 @@ import TourpackKit
 ///
 /// ```
 ///  downloads/<sha256> ─▶ AudioCache/.<tourId>.next-… (new files + links to every file that stays)
-///                     ─▶ staging/ (tile pack link, package.json temp)
-///  journal/<tourId>.json ─▶ swap AudioCache/<tourId> ⇄ next ─▶ tiles.mbtiles ─▶ package.json (last)
+///                     ─▶ staging/ (caption and tile pack links, package.json temp)
+///  journal/<tourId>.json ─▶ swap AudioCache/<tourId> ⇄ next ─▶ captions/*.vtt ─▶ tiles.mbtiles ─▶ package.json (last)
 ///                        ─▶ superseded packages and files no package lists any more go
 /// ```
 ///
@@ -35,6 +35,16 @@ struct PackageCommit: Sendable {
         do {
             next = try prepareAudioFolder(plan, tourID: tourID)
             var moves: [CommitJournal.Move] = []
+            // Captions wait as temps (their folder made now, under the root
+            // through real folders only) and are renamed by the journal, so
+            // a final caption path only ever holds a whole, verified file.
+            for file in plan.placements where file.kind == .captions {
+                let final = try layout.resolve(relativePath: file.path)
+                let temp = try staging.temporaryURL(for: final)
+                temps.append(temp)
+                try AtomicFile.link(folder.verified(file.sha256), to: temp)
+                moves.append(CommitJournal.Move(from: temp.path, to: final.path))
+            }
             let packFinal = layout.tilePack(packageID: packageID).url
             if let pack = plan.placements.first(where: \.isTilePack) {
                 let temp = try staging.temporaryURL(deferringFolderOf: packFinal)
@@ -49,6 +59,13 @@ struct PackageCommit: Sendable {
             moves.append(CommitJournal.Move(from: temp.path, to: manifestFinal.path))
             var deletions: [String] = []
             if !plan.files.contains(where: \.isTilePack), OutputTree.kind(packFinal) == .file { deletions.append(packFinal.path) }
+            // Files outside the swapped audio folder that nothing will list
+            // (a dropped narration's captions) go with the journal too.
+            let audioPrefix = layout.audioFolder(tourID: tourID).relativePath + "/"
+            for path in plan.obsolete where !path.hasPrefix(audioPrefix) {
+                let url = try layout.resolve(relativePath: path)
+                if !deletions.contains(url.path) { deletions.append(url.path) }
+            }
             let live = layout.audioFolder(tourID: tourID).url
             let swap = next.map { CommitJournal.FolderSwap(live: live.path, next: $0.path, liveInode: AtomicFile.inode(of: live)) }
             let removals = plan.superseded.compactMap { SafeID(validating: $0.packageId) }.map {
@@ -58,13 +75,15 @@ struct PackageCommit: Sendable {
         } catch {
             staging.discard(temps)
             if let next { try? AtomicFile.removeFolder(next, under: root) }
+            // A captions folder made for this commit's temps holds nothing now.
+            try? AtomicFile.removeFolderIfEmpty(layout.captionsFolder(packageID: packageID).url)
             throw error
         }
         try journal.commit(state: folder.url)
         for temp in temps { staging.committed(temp) }
-        // Obsolete files outside the swapped folder (none in today's layout) go last.
-        for path in plan.obsolete where !path.hasPrefix(layout.audioFolder(tourID: tourID).relativePath + "/") {
-            if let url = try? layout.resolve(relativePath: path) { _ = try? AtomicFile.remove(url, under: root) }
+        // A package left without captions keeps no empty captions folder.
+        if !plan.files.contains(where: { $0.kind == .captions }) {
+            try? AtomicFile.removeFolderIfEmpty(layout.captionsFolder(packageID: packageID).url)
         }
     }
 
@@ -73,7 +92,7 @@ struct PackageCommit: Sendable {
     /// link to every other file of the live folder but the obsolete ones,
     /// all synced. Nil when no audio file changes.
     private func prepareAudioFolder(_ plan: PackagePlan, tourID: SafeID) throws -> URL? {
-        let audio = plan.placements.filter { !$0.isTilePack }
+        let audio = plan.placements.filter { $0.kind == .audio }
         let tourFolder = layout.audioFolder(tourID: tourID)
         let obsolete = Set(plan.obsolete.filter { $0.hasPrefix(tourFolder.relativePath + "/") }.map { ($0 as NSString).lastPathComponent })
         guard !audio.isEmpty || !obsolete.isEmpty else { return nil }

@@ -13,13 +13,24 @@ import Musl
 import Darwin
 #endif
 
-/// One file a package.json names: an audio file or the tile pack.
+/// One file a package.json names: an audio file, a narration's captions or the tile pack.
 package struct PackageFile: Sendable, Hashable {
     /// Relative to the Documents root, as package.json records it.
     package var path: String
     package var sha256: String
     package var sizeBytes: Int64
-    package var isTilePack: Bool
+    package var kind: Kind
+
+    /// Where a file lives decides how it is committed: audio in the tour's
+    /// shared folder (swapped whole), captions and the tile pack in the
+    /// package's own folder (renamed into place, each by the journal).
+    package enum Kind: Sendable, Hashable {
+        case audio
+        case captions
+        case tilePack
+    }
+
+    package var isTilePack: Bool { kind == .tilePack }
 
     /// The blob that holds it on a site.
     var siteKey: String { SiteLayout.blob(sha256: sha256) }
@@ -27,8 +38,9 @@ package struct PackageFile: Sendable, Hashable {
 
 /// The files a package.json names, checked so that nothing it says can
 /// reach outside the package's own places: audio only at
-/// `AudioCache/<its tourId>/<poiId>_<Phase>.<ext>`, a tile pack only at
-/// `OfflineTours/<its packageId>/tiles.mbtiles`, every SHA-256 64 lowercase
+/// `AudioCache/<its tourId>/<poiId>_<Phase>.<ext>`, a narration's captions
+/// only at `OfflineTours/<its packageId>/captions/<that poiId>_<Phase>.vtt`,
+/// a tile pack only at `OfflineTours/<its packageId>/tiles.mbtiles`, every SHA-256 64 lowercase
 /// hex digits, no path twice. A catalogue published without a key is
 /// trusted for nothing more than its bytes say, so this holds for every
 /// manifest, signed or not.
@@ -46,7 +58,12 @@ package enum PackageFiles {
             guard let parsed = Layout.parseAudioPath(entry.path), parsed.tourID == tourID else {
                 throw refuse("audio path \(entry.path) is not AudioCache/\(tourID.value)/<poiId>_<Phase>.<ext>")
             }
-            files.append(try checked(entry.path, entry.sha256, entry.sizeBytes, tilePack: false, refuse))
+            files.append(try checked(entry.path, entry.sha256, entry.sizeBytes, .audio, refuse))
+            if let captions = entry.captions {
+                let expected = Layout.captionsRelativePath(packageID: packageID, poiID: parsed.poiID, phase: parsed.phase)
+                guard captions.path == expected else { throw refuse("captions path \(captions.path) is not \(expected)") }
+                files.append(try checked(captions.path, captions.sha256, captions.sizeBytes, .captions, refuse))
+            }
         }
         if let path = manifest.mapTiles.file {
             let expected = "\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.tilePackFileName)"
@@ -54,20 +71,20 @@ package enum PackageFiles {
             guard let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes else {
                 throw refuse("mapTiles names a file without its sha256 and sizeBytes")
             }
-            files.append(try checked(path, sha256, size, tilePack: true, refuse))
+            files.append(try checked(path, sha256, size, .tilePack, refuse))
         }
         for file in files where !seen.insert(file.path).inserted { throw refuse("\(file.path) is named twice") }
         return files
     }
 
     private static func checked(
-        _ path: String, _ sha256: String, _ size: Int64, tilePack: Bool, _ refuse: (String) -> TourpackError
+        _ path: String, _ sha256: String, _ size: Int64, _ kind: PackageFile.Kind, _ refuse: (String) -> TourpackError
     ) throws -> PackageFile {
         guard sha256.utf8.count == 64, sha256.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
             throw refuse("\(path): sha256 is not 64 lowercase hex digits")
         }
         guard size >= 0 else { throw refuse("\(path): negative sizeBytes") }
-        return PackageFile(path: path, sha256: sha256, sizeBytes: size, isTilePack: tilePack)
+        return PackageFile(path: path, sha256: sha256, sizeBytes: size, kind: kind)
     }
 
     /// The lowercase hex SHA-256 of `bytes`.

@@ -137,7 +137,10 @@ struct SynthesisRoutes: Sendable {
         let echoed = GoogleAnswerConfig(
             encodingName: encodingName, speakingRate: rate, pitch: pitch, sampleRateHertz: sampleRate,
             marks: parsed.enableTimePointing?.contains("SSML_MARK") == true)
-        return try await answer(.google, encoding, text: input, envelope: Self.googleBetaEnvelope(echoed)) {
+        // Google bills SSML's characters, but not its `<mark>` tags.
+        return try await answer(
+            .google, encoding, text: input, billed: BillingRule.googleCharacters(input), envelope: Self.googleBetaEnvelope(echoed)
+        ) {
             try await voice.speakTimed(
                 text: input, isSSML: ssml != nil, voice: speaker, speakingRate: rate, pitchSemitones: pitch, sampleRate: sampleRate)
         }

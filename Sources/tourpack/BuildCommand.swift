@@ -157,6 +157,9 @@ struct Build: AsyncParsableCommand {
                 }
                 let packageID = config.packageID(tourID: tourPlan.tour.id, format: format)
                 if config.maps.source != nil { writes.append(layout.tilePack(packageID: packageID).relativePath) }
+                if config.audio.captions == .webvtt {
+                    writes += tourPlan.items.map { Layout.captionsRelativePath(packageID: packageID, poiID: $0.poiID, phase: $0.phase) }
+                }
                 writes.append(layout.manifest(packageID: packageID).relativePath)
             }
         }

@@ -37,6 +37,10 @@ import Glibc
             for format in AudioFormat.allCases {
                 let id = PackageID.make(tourID: SafeID(validating: tour)!, voice: voice, format: format)
                 expected.insert("OfflineTours/\(id.value)/package.json")
+                // Each package's captions, one per narration (on by default for Google).
+                for (itemTour, poi, phases) in items where itemTour == tour {
+                    for phase in phases { expected.insert("OfflineTours/\(id.value)/captions/\(poi)_\(phase).vtt") }
+                }
             }
         }
         #expect(Set(RootCheck.allFiles(under: workspace.output)) == expected)
@@ -177,7 +181,8 @@ import Glibc
         // Port 9 (discard) on loopback: nothing listens there.
         let result = try Executable.run(["build", workspace.pipeline.path, "--endpoint", "http://127.0.0.1:9"], in: workspace.root)
         #expect(result.status == 1)
-        #expect(result.stdout.contains("network unavailable: http://127.0.0.1:9/v1/text:synthesize"), "\(result.stdout)")
+        // Captions ask Google's v1beta1 for timepoints.
+        #expect(result.stdout.contains("network unavailable: http://127.0.0.1:9/v1beta1/text:synthesize"), "\(result.stdout)")
         #expect(result.stdout.contains("stopped early"))
         #expect(
             !FileManager.default.fileExists(atPath: workspace.output.appendingPathComponent("OfflineTours").path)
@@ -207,7 +212,9 @@ import Glibc
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["dryRun"] as? Bool == true)
         let writes = try #require(object["writes"] as? [String])
-        #expect(writes.count == 5 * 2 + 2 * 2)
+        // Five narrations' audio and captions in each of two formats' packages, and two package.json each.
+        #expect(writes.count == 5 * 2 + 5 * 2 + 2 * 2)
+        #expect(writes.contains { $0.hasSuffix("/captions/\(BuildWorkspace.alpsPOIs[0])_Guided Tour.vtt") })
         #expect(writes.contains("AudioCache/\(BuildWorkspace.alpsID)/\(BuildWorkspace.alpsPOIs[0])_Guided Tour.opus"))
         #expect(!FileManager.default.fileExists(atPath: workspace.output.path))
         #expect(!FileManager.default.fileExists(atPath: workspace.state.path))

@@ -197,7 +197,11 @@ import TourpackTesting
         #expect(full.status == 1, "\(full.stdout)\n\(full.stderr)")
         #expect(full.stderr.contains(workspace.site.path) && full.stderr.contains("No space left on device"), "\(full.stderr)")
         let after = try site()
-        #expect(after == before, "the site, byte for byte: \(Set(after.keys).symmetricDifference(before.keys).sorted())")
+        // Every file the site had is as it was; a blob that fitted before the disk filled (a
+        // small caption file) may stay, named by nothing, until `publish --gc`.
+        #expect(
+            after.filter { before[$0.key] != nil } == before && after.keys.allSatisfy { before[$0] != nil || $0.hasPrefix("blobs/") },
+            "the site, byte for byte: \(Set(after.keys).symmetricDifference(before.keys).sorted())")
 
         disk.makeRoom()
         let next = try disk.run(["publish", workspace.pipeline.path], in: workspace.root, environment: key.environment)

@@ -109,7 +109,9 @@ import Glibc
     /// Two POIs that say the same words: one request serves both, and the plan charges it once.
     @Test func aChunkInTwoNarrationsIsSpokenOnce() throws {
         let server = try LocalVoiceServer()
-        let workspace = try BuildWorkspace()
+        // Captions off: a chunk then costs its characters, the sums this test makes (with them,
+        // Google's plain chunks go as SSML and cost their `<speak>` too).
+        let workspace = try BuildWorkspace(extraYAML: "captions: off")
         let twin = "Both stops share this sentence about the old mule track."
         try """
         {"id": "5d6e7f80-1a2b-4c3d-8e9f-0a1b2c3d4e5f", "name": "Twins", "language": "en-US", "version": 1,
@@ -372,7 +374,8 @@ import Glibc
     /// under-counts; every other chunk is paid once.
     @Test func aKilledBuildLeavesTheLedgerExactAfterTheRerun() throws {
         let server = try LocalVoiceServer(faults: ["--hold-text", "HELD-HERE", "--stall-ms", "6000"])
-        let workspace = try BuildWorkspace()
+        // Captions off: each chunk costs its narration's characters, which the sums below count.
+        let workspace = try BuildWorkspace(extraYAML: "captions: off")
         try workspace.writeTours(alps: "The road climbs in thirty-six hairpins.", lakes: "HELD-HERE is the lake.")
         let build = try workspace.startBuild(server, ["--concurrency", "1"])
         #expect(build.waitForEvent("itemDone") != nil)

@@ -64,6 +64,9 @@ import Glibc
         try #require(added.count == 1, "one audio file changed: \(added.keys)")
         let (sha256, entry) = try #require(added.first)
         let blob = "blobs/sha256/\(sha256.prefix(2))/\(sha256)"
+        // Its captions changed with it.
+        let captionsSHA = try #require((entry["captions"] as? [String: Any])?["sha256"] as? String)
+        let captionsBlob = "blobs/sha256/\(captionsSHA.prefix(2))/\(captionsSHA)"
 
         let dry = try workspace.publish(["--dry-run", "--json"], environment: environment)
         #expect(dry.status == 0, "\(dry.stderr)")
@@ -76,15 +79,15 @@ import Glibc
         let audit = try moto.audit(Self.bucket, prefix: Self.prefix, key: key)
         audit.expectSound("after the edit")
         let manifest = try #require((audit.packages[lakes]?["manifest"] as? [String: Any])?["path"] as? String)
-        #expect(Set(editLog.uploaded.keys) == [blob, manifest], "\(editLog.uploaded.keys)")
+        #expect(Set(editLog.uploaded.keys) == [blob, captionsBlob, manifest], "\(editLog.uploaded.keys)")
         #expect(editLog.uploaded[blob]?["file"] as? String == entry["path"] as? String)
         #expect(editLog.uploaded[blob]?["bytes"] as? Int == entry["sizeBytes"] as? Int)
-        #expect(PublishLog(dry).planned == [blob, manifest], "the dry run listed the same uploads")
+        #expect(Set(PublishLog(dry).planned) == [blob, captionsBlob, manifest], "the dry run listed the same uploads")
 
         let after = try moto.objects(Self.bucket, prefix: Self.prefix)
         let created = Set(after.keys).subtracting(before.keys)
         let rewritten = Set(before.keys.filter { after[$0] != nil && after[$0] != before[$0] })
-        #expect(created == [blob, manifest, "generations/2.json", "generations/2.json.sig"], "\(created)")
+        #expect(created == [blob, captionsBlob, manifest, "generations/2.json", "generations/2.json.sig"], "\(created)")
         #expect(rewritten == ["catalog.json", "catalog.json.sig"], "\(rewritten)")
         #expect(Set(before.keys).isSubset(of: after.keys), "nothing was removed")
     }

@@ -296,8 +296,10 @@ import TourpackTesting
         var expected: Set<String> = []
         for package in try workspace.localPackages().values {
             for entry in package.manifest["audio"] as? [[String: Any]] ?? [] {
-                let sha256 = entry["sha256"] as? String ?? ""
-                expected.insert("blobs/sha256/\(sha256.prefix(2))/\(sha256)")
+                // The audio file and its captions.
+                for sha256 in [entry["sha256"] as? String ?? "", (entry["captions"] as? [String: Any])?["sha256"] as? String ?? ""] {
+                    expected.insert("blobs/sha256/\(sha256.prefix(2))/\(sha256)")
+                }
             }
         }
         #expect(planned.filter { $0.hasPrefix("blobs/") } == expected)

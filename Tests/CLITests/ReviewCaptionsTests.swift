@@ -49,6 +49,18 @@ import TourpackTesting
         return manifest
     }
 
+    /// Makes the package in `folder` one from before captions: no entries, no files.
+    static func removeCaptions(from folder: String, in root: URL) throws -> PackageManifest {
+        let manifestURL = root.appendingPathComponent("OfflineTours/\(folder)/package.json")
+        var json = try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as! [String: Any]
+        json["audio"] = (json["audio"] as! [[String: Any]]).map { $0.filter { $0.key != "captions" } }
+        try? FileManager.default.removeItem(at: root.appendingPathComponent("OfflineTours/\(folder)/captions"))
+        var manifest = try PackageManifest.decode(Array(try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])))
+        manifest.contentHash = manifest.computeContentHash()
+        try Data(manifest.encoded()).write(to: manifestURL)
+        return manifest
+    }
+
     struct Report: Decodable {
         struct Shown: Decodable {
             var text: String
@@ -87,7 +99,8 @@ import TourpackTesting
         let root = try ReviewCommandTests.root()
         let manifests = try ReviewCommandTests.manifests(root)
         let (folder, _) = try #require(manifests.sorted { $0.key < $1.key }.first { $0.value.audio.first?.format == .aac })
-        let (olderFolder, older) = try #require(manifests.sorted { $0.key < $1.key }.first { $0.value.audio.first?.format == .mp3 })
+        let (olderFolder, _) = try #require(manifests.sorted { $0.key < $1.key }.first { $0.value.audio.first?.format == .mp3 })
+        let older = try Self.removeCaptions(from: olderFolder, in: root)
         let manifest = try Self.addCaptions(to: folder, in: root)
         let poi = try #require(manifest.pois.first { poi in manifest.audio.filter { $0.poiId == poi.id }.count > 1 } ?? manifest.pois.first)
         let olderPOI = try #require(older.pois.first)

@@ -47,9 +47,9 @@ struct StateScratch {
         case .sqlite:
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
-                "sent reservations", "loudness", "synthesis claims", "chunk digests",
+                "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times",
             ]
-        case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims", "chunk digests"]
+        case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims", "chunk digests", "sentence times"]
         }
     }
 

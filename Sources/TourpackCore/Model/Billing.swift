@@ -5,7 +5,9 @@ import Foundation
 /// these units, and `plan` and `quota` show them, so every figure agrees
 /// with the provider's own bill.
 ///
-/// - Google and OpenAI: characters of the input as sent (Unicode scalars).
+/// - Google and OpenAI: characters of the input as sent (Unicode scalars);
+///   Google's `<mark>` tags are not billed (its pricing page), but the
+///   `<speak>` that carries them around plain text is.
 /// - Polly: characters of the text, SSML tags not counted.
 /// - Azure: characters of the SSML inside `<voice>` (markup included, the
 ///   `<speak>` and `<voice>` elements not), a CJK ideograph or kana counting two.
@@ -14,8 +16,9 @@ import Foundation
 ///
 /// With sentence timings asked for (captions), Polly's chunk costs two
 /// requests, the audio and its sentence speech marks, each billed like the
-/// other; Google's `<mark>`s and ElevenLabs' `with-timestamps` cost nothing
-/// more (see the Voices article).
+/// other; Google's chunk of plain text is sent as SSML (`<speak>`, escaped,
+/// its marks free); ElevenLabs' `with-timestamps` costs nothing more (see
+/// the Voices article).
 public struct BillingRule: Sendable, Hashable {
     public var api: TTSAPI
     public var tier: PricingTier
@@ -53,6 +56,9 @@ public struct BillingRule: Sendable, Hashable {
     /// request it sends in these.
     public func requestUnits(for chunk: Chunk) -> Int {
         switch api {
+        case .google where timings && !chunk.isSSML:
+            // Sent as SSML to carry its marks, which are free.
+            return Self.googleCharacters("<speak>" + SSML.escape(chunk.text) + "</speak>")
         case .google, .openai:
             return chunk.characters
         case .polly:
@@ -64,6 +70,24 @@ public struct BillingRule: Sendable, Hashable {
             let characters = chunk.isSSML ? Self.textCharacters(chunk) : chunk.characters
             return tier == .halfCredit ? (characters + 1) / 2 : characters
         }
+    }
+
+    /// What Google bills for an input: its characters, `<mark …/>` tags left out.
+    public static func googleCharacters(_ input: String) -> Int {
+        var count = input.unicodeScalars.count
+        var rest = input[...]
+        while let open = rest.range(of: "<mark") {
+            let after = rest[open.upperBound...]
+            guard let next = after.unicodeScalars.first, next == " " || next == "/" || next == ">" || next == "\t" || next == "\n",
+                let close = after.firstIndex(of: ">")
+            else {
+                rest = after
+                continue
+            }
+            count -= input.unicodeScalars[open.lowerBound...close].count
+            rest = input[input.index(after: close)...]
+        }
+        return count
     }
 
     /// Characters outside tags; an entity counts as the one character it stands for.

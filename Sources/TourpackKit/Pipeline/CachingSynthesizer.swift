@@ -70,6 +70,14 @@ struct CachingSynthesizer: Sendable {
         }
     }
 
+    /// The chunk's shape, for captions when every file of its item was
+    /// reused: from the local cache without counting a hit (no audio is
+    /// read), or, when it is no longer there, as `chunk` gets it.
+    func shape(_ request: SynthesisRequest, key: SynthesisKey) async throws -> ChunkShape {
+        if let cached = try await lookup.local(key, counting: false) { return cached.shape }
+        return try await chunk(request, key: key).shape
+    }
+
     /// A miss: found after all (kept meanwhile by another item or process),
     /// or claimed, then paid for.
     private func fetch(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk {

@@ -26,10 +26,13 @@ struct ChunkLookup: Sendable {
     let counters: CacheCounters
 
     /// The chunk from the local cache; nil on a miss.
-    func local(_ key: SynthesisKey) async throws -> SpokenChunk? {
+    /// - Parameter counting: whether a hit counts as one in the summary
+    ///   (not when only the chunk's shape is wanted, for captions of files
+    ///   that were all reused).
+    func local(_ key: SynthesisKey, counting: Bool = true) async throws -> SpokenChunk? {
         let cache = cache
         guard let cached = try await pool.runIfActive({ try cache.lookup(key) }) else { return nil }
-        counters.update { $0.hits += 1 }
+        if counting { counters.update { $0.hits += 1 } }
         return SpokenChunk(cached)
     }
 

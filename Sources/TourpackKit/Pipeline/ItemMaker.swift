@@ -267,7 +267,7 @@ struct ItemMaker: Sendable {
             let request = SynthesisRequest(
                 chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
                 sentenceBoundaries: item.captions?.boundaries[index])
-            shapes.append(try await synthesizer.chunk(request, key: item.keys[index]).shape)
+            shapes.append(try await synthesizer.shape(request, key: item.keys[index]))
         }
         return shapes
     }

@@ -127,6 +127,11 @@ public final class StagingArea: @unchecked Sendable {
                     continue
                 }
                 removed += try AtomicFile.removeStaleTemporaries(in: folder).count
+                // A package's captions wait beside their final paths too.
+                let captions = folder.appendingPathComponent(Layout.captionsFolderName, isDirectory: true)
+                if top == Layout.offlineToursFolder, OutputTree.kind(captions) == .folder {
+                    removed += try AtomicFile.removeStaleTemporaries(in: captions).count
+                }
             }
         }
         return removed

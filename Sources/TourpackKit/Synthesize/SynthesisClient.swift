@@ -60,7 +60,11 @@ final class SynthesisClient: Sendable {
     /// What one request costs in the provider's unit (Polly's speech marks
     /// request costs what its audio request does).
     private func billed(_ request: SynthesisRequest) -> Int {
-        BillingRule(api: settings.api, voice: request.voice).requestUnits(for: request.chunk)
+        if settings.api == .google {
+            // What is actually sent: with marks (free) when the request carries them.
+            return GoogleDialect.markedInput(for: request).map(BillingRule.googleCharacters) ?? request.chunk.characters
+        }
+        return BillingRule(api: settings.api, voice: request.voice).requestUnits(for: request.chunk)
     }
 
     deinit { pool.shutdownGracefully { _ in } }

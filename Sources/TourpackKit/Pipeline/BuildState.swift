@@ -98,7 +98,11 @@ public struct BuildState: Sendable {
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }
                 for (chunk, key) in zip(item.chunks, item.keys) {
-                    if reusable || fresh.contains(key) || !paidFor.insert(key).inserted { hits += 1 } else { billable += config.billing.units(for: chunk) }
+                    if reusable || fresh.contains(key) || !paidFor.insert(key).inserted {
+                        hits += 1
+                    } else {
+                        billable += config.billing.units(for: chunk)
+                    }
                 }
             }
             plan.tours[tourIndex].cacheHits = hits

@@ -66,7 +66,8 @@ import Testing
         // 14 characters a second at rate 1.0, scaled by the voice's 1.25.
         #expect(abs(plan.estimatedDurationSeconds - Double(expectedCharacters) / (14 * 1.25)) < 0.001)
         #expect(plan.monthlyQuota == 1_000_000)
-        #expect(plan.quotaLeftAfter == 1_000_000 - expectedCharacters)
+        // Captions on: each plain chunk goes to Google as SSML, so its `<speak>` is billed too.
+        #expect(plan.quotaLeftAfter == 1_000_000 - expectedCharacters - plan.chunks * "<speak></speak>".count)
         #expect(plan.estimatedBytes(.opus) > 0 && plan.estimatedBytes(.mp3) == 0)
         let json = try PlanReport(plan: plan, config: config).json()
         let decoded = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])

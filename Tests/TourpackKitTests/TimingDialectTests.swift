@@ -338,12 +338,15 @@ import TourpackTesting
             let plain = BillingRule(api: api, voice: Self.voice(api))
             let timed = BillingRule(api: api, voice: Self.voice(api), timings: true)
             #expect(plain.units(for: chunk) == plain.requestUnits(for: chunk))
-            let expected = api == .google ? "<speak>Hello &amp; there. Again.</speak>".count : plain.units(for: chunk) * (api == .polly ? 2 : 1)
+            let expected =
+                api == .google ? "<speak>Hello &amp; there. Again.</speak>".count : plain.units(for: chunk) * (api == .polly ? 2 : 1)
             #expect(timed.units(for: chunk) == expected, "\(api)")
         }
         // What the Google dialect sends, its marks not counted, is what was reserved.
         let marked = SentenceTimings.googleMarkedSSML(chunk, boundaries: CaptionScript.boundaries(of: chunk))
-        #expect(marked.map(BillingRule.googleCharacters) == BillingRule(api: .google, voice: Self.voice(.google), timings: true).units(for: chunk))
+        #expect(
+            marked.map(BillingRule.googleCharacters)
+                == BillingRule(api: .google, voice: Self.voice(.google), timings: true).units(for: chunk))
         let ssml = Chunk(text: #"<speak>One. <mark name="x"/>Two.</speak>"#, isSSML: true)
         #expect(BillingRule.googleCharacters(ssml.text) == "<speak>One. Two.</speak>".count)
         #expect(BillingRule.googleCharacters("<speak><marker/>a</speak>") == "<speak><marker/>a</speak>".count)

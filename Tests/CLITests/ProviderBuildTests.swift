@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackCore
+import TourpackKit
 import TourpackTesting
 
 /// The demo tours built under Polly, Azure Speech and ElevenLabs against
@@ -66,6 +67,20 @@ import TourpackTesting
         #expect(build.stdout.contains(api == "elevenlabs" ? "credits billed" : "characters billed"), "\(build.stdout)")
         let validate = try Executable.run(["validate", workspace.output.path], in: workspace.root)
         #expect(validate.status == 0, "\(validate.stdout)\n\(validate.stderr)")
+        // Captions: on by default where the provider reports sentence starts (Polly's speech
+        // marks, ElevenLabs' alignment, each answered by serve-tts from espeak-ng), off for Azure.
+        for package in try FileManager.default.contentsOfDirectory(
+            at: workspace.output.appendingPathComponent("OfflineTours"), includingPropertiesForKeys: nil)
+        {
+            let manifest = try PackageManifest.read(from: package.appendingPathComponent("package.json"))
+            for entry in manifest.audio {
+                if api == "azure" {
+                    #expect(entry.captions == nil, "\(entry.path)")
+                } else {
+                    #expect(entry.captions?.timing == .provider, "\(entry.path): \(String(describing: entry.captions))")
+                }
+            }
+        }
 
         let stats = try server.stats()
         let faults = (stats["faultsInjected"] as? [String: Int] ?? [:]).values.reduce(0, +)

@@ -33,19 +33,7 @@ struct AudioFileCheck: Sendable {
     }
 
     private func checkFile(_ record: inout OutcomeRecorder) {
-        record.ran(.exists)
-        var status = stat()
-        guard stat(url.path, &status) == 0 else {
-            let code = errno
-            record.error(
-                .exists,
-                code == ENOENT ? "missing: package.json lists this file but it is not there" : "cannot be read: \(errnoDescription(code))")
-            return
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            record.error(.exists, "not a regular file")
-            return
-        }
+        guard record.regularFile(url, missing: "package.json lists this file") != nil else { return }
 
         record.ran(.size)
         record.ran(.sha256)

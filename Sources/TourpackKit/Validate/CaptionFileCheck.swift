@@ -42,21 +42,7 @@ struct CaptionFileCheck: Sendable {
     }
 
     private func check(_ record: inout OutcomeRecorder) {
-        record.ran(.exists)
-        var status = stat()
-        guard stat(url.path, &status) == 0 else {
-            let code = errno
-            record.error(
-                .exists,
-                code == ENOENT
-                    ? "missing: audio[\(index)].captions lists this caption file but it is not there"
-                    : "cannot be read: \(errnoDescription(code))")
-            return
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            record.error(.exists, "not a regular file")
-            return
-        }
+        guard let status = record.regularFile(url, missing: "audio[\(index)].captions lists this caption file") else { return }
         record.ran(.size)
         record.ran(.sha256)
         let size = Int64(status.st_size)

@@ -1,4 +1,13 @@
+import Foundation
 public import TourpackCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One problem `validate` found, with the file a person has to look at.
 ///
@@ -85,6 +94,24 @@ struct OutcomeRecorder {
         if !outcomes.contains(where: { $0.check == check }) {
             outcomes.append(CheckOutcome(package: package, subject: subject, check: check))
         }
+    }
+
+    /// The `exists` check of a listed file: its status when it is a regular
+    /// file; nil, with the error recorded, when it is missing (`missing`
+    /// says which list names it), unreadable or anything else.
+    mutating func regularFile(_ url: URL, missing: String) -> stat? {
+        ran(.exists)
+        var status = stat()
+        guard stat(url.path, &status) == 0 else {
+            let code = errno
+            error(.exists, code == ENOENT ? "missing: \(missing) but it is not there" : "cannot be read: \(errnoDescription(code))")
+            return nil
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            error(.exists, "not a regular file")
+            return nil
+        }
+        return status
     }
 
     mutating func error(_ check: ValidationCheck, _ message: String, path: String? = nil) {

@@ -112,6 +112,7 @@ final class BuildDisplay: @unchecked Sendable {
                 "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "
                 + "\(PlanReport.bytes(Int(packaged.bytes))) → \(packaged.packages.joined(separator: ", "))"
             if !packaged.tilePacks.isEmpty { text += " + \(packaged.tilePacks.count) tile pack\(packaged.tilePacks.count == 1 ? "" : "s")" }
+            if packaged.captionFiles > 0 { text += " + \(packaged.captionFiles) caption file\(packaged.captionFiles == 1 ? "" : "s")" }
             if !packaged.superseded.isEmpty { text += " (replaced \(packaged.superseded.joined(separator: ", ")))" }
             return text
         case .tourFailed(let failure):

@@ -103,6 +103,8 @@ public struct TourPackaged: Sendable, Hashable, Codable {
     public var superseded: [String]
     /// Root-relative paths of the tile packs written (unchanged packs are not).
     public var tilePacks: [String] = []
+    /// Caption files written, in every package (unchanged ones are not).
+    public var captionFiles = 0
 }
 
 /// A tour that was not packaged.

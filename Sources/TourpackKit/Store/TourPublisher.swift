@@ -128,7 +128,8 @@ package struct TourPublisher: Sendable {
             tourId: tour.id.value, tourName: tour.name, packages: packagePaths, unchangedPackages: unchangedPaths,
             files: fresh.count, reusedFiles: assembly.staged.count - fresh.count,
             bytes: fresh.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
-            superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" }, tilePacks: packPaths)
+            superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" }, tilePacks: packPaths,
+            captionFiles: captionMoves.count)
     }
 
     /// The caption files of one format's package: a temp and a move for

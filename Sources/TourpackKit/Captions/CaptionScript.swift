@@ -44,7 +44,14 @@ public struct CaptionScript: Sendable, Hashable {
     /// The script of `narration`, spoken as `chunks` (after the lexicons).
     public init(narration: Narration, chunks: [Chunk]) {
         let layouts = chunks.map { try? Self.layout($0.text, isSSML: $0.isSSML) }
-        boundaries = chunks.map(Self.boundaries(of:))
+        // Each chunk's own sentence starts, and its spoken characters before each unit, worked out once.
+        let marks = layouts.map { $0.map(Self.boundaryUnits) ?? [] }
+        let spokenBefore = layouts.map { layout -> [Int] in
+            var sums = [0]
+            for unit in layout?.units ?? [] { sums.append(sums.last! + Self.spokenText(of: unit).count) }
+            return sums
+        }
+        boundaries = zip(layouts, marks).map { layout, marks in layout.map { Self.offsets(of: marks, in: $0) } ?? [] }
         // The chunks' units in a row, a space between chunks (where the
         // chunker trimmed one), so the sentence rules read across seams.
         var row: [SegmentedNarration.Unit] = []
@@ -78,10 +85,11 @@ public struct CaptionScript: Sendable, Hashable {
         let written = Self.sentenceTexts(of: narration)
         let texts = written.count == spoken.count ? written : spoken.map(\.text)
         sentences = zip(spoken, texts).map { place, text in
-            let layout = layouts[place.chunk]
-            let marks = layout.map(Self.boundaryUnits) ?? []
-            let mark = place.unit == 0 ? 0 : marks.firstIndex(of: place.unit).map { $0 + 1 }
-            return Sentence(text: text, chunk: place.chunk, mark: mark, fraction: layout.map { Self.fraction(place.unit, in: $0) } ?? 0)
+            let mark = place.unit == 0 ? 0 : marks[place.chunk].firstIndex(of: place.unit).map { $0 + 1 }
+            let sums = spokenBefore[place.chunk]
+            let total = sums.last ?? 0
+            let fraction = total > 0 ? Double(sums[min(place.unit, sums.count - 1)]) / Double(total) : 0
+            return Sentence(text: text, chunk: place.chunk, mark: mark, fraction: fraction)
         }
     }
 
@@ -89,9 +97,14 @@ public struct CaptionScript: Sendable, Hashable {
     /// byte offsets into its text (`SynthesisRequest.sentenceBoundaries`).
     public static func boundaries(of chunk: Chunk) -> [Int] {
         guard let layout = try? layout(chunk.text, isSSML: chunk.isSSML) else { return [] }
+        return offsets(of: boundaryUnits(layout), in: layout)
+    }
+
+    /// The UTF-8 offsets in the chunk's text of the units `marks`.
+    private static func offsets(of marks: [Int], in layout: SegmentedNarration) -> [Int] {
         var offsets: [Int] = []
         var offset = layout.prefix.utf8.count
-        let marks = Set(boundaryUnits(layout))
+        let marks = Set(marks)
         for (index, unit) in layout.units.enumerated() {
             if marks.contains(index) { offsets.append(offset) }
             offset += unit.markup.utf8.count
@@ -113,14 +126,6 @@ public struct CaptionScript: Sendable, Hashable {
         for index in 1..<units.count where levels[index] == .sentence { cuts.append(index) }
         cuts.append(units.count)
         return zip(cuts, cuts.dropFirst()).map { layout.trimmed($0..<$1) }.filter { !$0.isEmpty }
-    }
-
-    /// Spoken characters before `unit`, over all of them: how far into the chunk it is.
-    private static func fraction(_ unit: Int, in layout: SegmentedNarration) -> Double {
-        let weights = layout.units.map { spokenText(of: $0).count }
-        let total = weights.reduce(0, +)
-        guard total > 0 else { return 0 }
-        return Double(weights[..<min(unit, weights.count)].reduce(0, +)) / Double(total)
     }
 
     private static func text(of layout: SegmentedNarration, _ range: Range<Int>) -> String {

@@ -183,6 +183,45 @@ package enum FuzzHarness {
             guard let halves = Chunker(limit: limit).split(chunk) else { continue }
             if halves.count != 2 || halves.contains(where: { $0.text.isEmpty }) { violated("ssml-chunker", "split gave \(halves)") }
         }
+        checkCaptions(narration, chunks)
+    }
+
+    /// The captions' script of any chunked narration: its sentences are the
+    /// narration's (no lexicon here), each placed in a chunk at a start that
+    /// chunk is asked the time of, and every asked-for place a UTF-8
+    /// boundary of the chunk's text outside any tag; the WebVTT written
+    /// from them reads back the same.
+    static func checkCaptions(_ narration: Narration, _ chunks: [Chunk]) {
+        let script = CaptionScript(narration: narration, chunks: chunks)
+        if script.sentences.map(\.text) != CaptionScript.sentenceTexts(of: narration) {
+            violated("ssml-chunker", "caption texts \(script.sentences.map(\.text)) are not the narration's sentences")
+        }
+        for sentence in script.sentences {
+            guard sentence.chunk < chunks.count, (0...1).contains(sentence.fraction),
+                sentence.mark.map({ $0 <= script.boundaries[sentence.chunk].count }) ?? true
+            else { violated("ssml-chunker", "a caption placed outside its chunks: \(sentence)") }
+        }
+        for (chunk, offsets) in zip(chunks, script.boundaries) {
+            let bytes = Array(chunk.text.utf8)
+            for offset in offsets {
+                guard offset > 0, offset < bytes.count, bytes[offset] & 0xC0 != 0x80,
+                    !chunk.isSSML
+                        || (String(decoding: bytes[..<offset], as: UTF8.self).split(separator: "<", omittingEmptySubsequences: false).last?
+                            .contains(">") ?? true)
+                else { violated("ssml-chunker", "a sentence boundary at \(offset) inside \(chunk.text.debugDescription)") }
+            }
+        }
+        let cues = script.sentences.enumerated().map {
+            CaptionCue(start: Double($0.offset), end: Double($0.offset) + 0.5, text: $0.element.text)
+        }
+        do {
+            let parsed = try WebVTTParser.parse(WebVTT.encode(cues))
+            if parsed.map(\.text) != cues.map({ WebVTTParser.plainText(WebVTT.escape($0.text)) }) {
+                violated("ssml-chunker", "captions did not read back: \(cues.map(\.text))")
+            }
+        } catch {
+            violated("ssml-chunker", "captions written as WebVTT do not parse (\(error)): \(cues.map(\.text))")
+        }
     }
 
     static func checkChunks(_ target: String, _ chunks: [Chunk], limit: ChunkLimit) {

@@ -241,15 +241,16 @@ struct ReviewPages {
 
     /// Text for HTML content and attribute values.
     static func escape(_ text: String) -> String {
+        // By scalar: "<" followed by a combining mark is one Character, not "<".
         var escaped = ""
-        for character in text {
-            switch character {
+        for scalar in text.unicodeScalars {
+            switch scalar {
             case "&": escaped += "&amp;"
             case "<": escaped += "&lt;"
             case ">": escaped += "&gt;"
             case "\"": escaped += "&quot;"
             case "'": escaped += "&#39;"
-            default: escaped.append(character)
+            default: escaped.unicodeScalars.append(scalar)
             }
         }
         return escaped

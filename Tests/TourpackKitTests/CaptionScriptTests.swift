@@ -163,3 +163,14 @@ import TourpackAudio
         )
     }
 }
+
+@Suite struct CaptionEscapeTests {
+    /// `<` followed by a combining mark is one `Character`: escaping by
+    /// characters missed it, and a WebVTT reader (or a browser) saw a tag.
+    @Test func aMarkupCharacterFollowedByACombiningMarkIsStillEscaped() throws {
+        let text = "a <\u{0747}b> & c"
+        #expect(WebVTT.escape(text) == "a &lt;\u{0747}b&gt; &amp; c")
+        let parsed = try WebVTTParser.parse(WebVTT.encode([CaptionCue(start: 0, end: 1, text: text)]))
+        #expect(parsed.map(\.text) == [text])
+    }
+}

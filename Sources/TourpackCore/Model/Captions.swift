@@ -64,14 +64,19 @@ public enum WebVTT {
 
     /// Cue text as WebVTT carries it (the inverse of what a parser unescapes).
     public static func escape(_ text: String) -> String {
+        // By scalar: "<" followed by a combining mark is one Character, not "<".
         var out = ""
-        for character in text {
-            switch character {
+        var afterCR = false
+        for scalar in text.unicodeScalars {
+            // CR LF is one line break, one space.
+            defer { afterCR = scalar == "\r" }
+            if scalar == "\n", afterCR { continue }
+            switch scalar {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
             case ">": out += "&gt;"
-            case "\n", "\r", "\r\n", "\u{2028}", "\u{2029}": out += " "
-            default: out.append(character)
+            case "\n", "\r", "\u{2028}", "\u{2029}": out += " "
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out

@@ -37,8 +37,7 @@ public struct CaptionScript: Sendable, Hashable {
     /// The cue texts of a narration, in order: what `validate --pipeline`
     /// holds a caption file to.
     public static func sentenceTexts(of narration: Narration) -> [String] {
-        guard let layout = try? layout(narration.text, isSSML: narration.isSSML) else { return [] }
-        return sentenceRanges(of: layout).map { text(of: layout, $0) }.filter { !$0.isEmpty }
+        writtenSentences(of: narration).map(\.text)
     }
 
     /// The script of `narration`, spoken as `chunks` (after the lexicons).
@@ -53,9 +52,11 @@ public struct CaptionScript: Sendable, Hashable {
         }
         boundaries = zip(layouts, marks).map { layout, marks in layout.map { Self.offsets(of: marks, in: $0) } ?? [] }
         // The chunks' units in a row, a space between chunks (where the
-        // chunker trimmed one), so the sentence rules read across seams.
+        // chunker trimmed one), so the sentence rules read across seams;
+        // and every spoken (non-space) unit's place, by its number.
         var row: [SegmentedNarration.Unit] = []
         var owner: [(chunk: Int, unit: Int)?] = []
+        var places: [(chunk: Int, unit: Int)] = []
         for (index, layout) in layouts.enumerated() {
             guard let layout else { continue }
             if !row.isEmpty {
@@ -65,32 +66,58 @@ public struct CaptionScript: Sendable, Hashable {
             for unit in layout.units.indices {
                 row.append(layout.units[unit])
                 owner.append((index, unit))
+                if !CutRules.isSpace(layout.units[unit].display) { places.append((index, unit)) }
             }
         }
+        // Where the spoken text's sentences start, by spoken unit number.
         let levels = CutRules.levels(row.map(\.display), blocks: row.map(\.isBlock))
-        var starts = [0]
-        for index in 1..<max(row.count, 1) where levels[index] == .sentence { starts.append(index) }
-        var spoken: [(text: String, chunk: Int, unit: Int)] = []
-        for (number, start) in starts.enumerated() {
-            let end = number + 1 < starts.count ? starts[number + 1] : row.count
-            var first = start
-            while first < end, owner[first] == nil || CutRules.isSpace(row[first].display) { first += 1 }
-            guard first < end, let place = owner[first] else { continue }
-            let text = Self.text(of: row[start..<end])
-            guard !text.isEmpty else { continue }
-            spoken.append((text, place.chunk, place.unit))
+        var spokenStarts: [Int] = []
+        var number = 0
+        var atStart = true
+        for index in row.indices {
+            if index > 0, levels[index] == .sentence { atStart = true }
+            guard owner[index] != nil, !CutRules.isSpace(row[index].display) else { continue }
+            // A `<break/>` says nothing: the sentence starts after it, as the written one does.
+            let silent = row[index].isBlock && Self.spokenText(of: row[index]).allSatisfy(\.isWhitespace)
+            if atStart, !silent {
+                spokenStarts.append(number)
+                atStart = false
+            }
+            number += 1
         }
-        // The narration as written: the same sentences, unless a lexeme
-        // changed where one ends; then the spoken text's own.
-        let written = Self.sentenceTexts(of: narration)
-        let texts = written.count == spoken.count ? written : spoken.map(\.text)
-        sentences = zip(spoken, texts).map { place, text in
+        // The narration as written: its sentences are the cues, whatever the
+        // lexicons did. Each is placed at the spoken sentence start of the
+        // same number when the two agree (they do unless a lexeme moved a
+        // sentence end); otherwise at the spoken unit as far into the
+        // chunks as the sentence is into the narration, or the spoken
+        // sentence start beside it.
+        let written = Self.writtenSentences(of: narration)
+        let writtenTotal = max(1, (try? Self.layout(narration.text, isSSML: narration.isSSML))?.units.count { !CutRules.isSpace($0.display) } ?? 1)
+        sentences = written.enumerated().compactMap { index, sentence in
+            guard !places.isEmpty else { return nil }
+            var at: Int
+            if written.count == spokenStarts.count {
+                at = spokenStarts[index]
+            } else {
+                at = min(places.count - 1, Int((Double(sentence.spokenUnit) * Double(places.count) / Double(writtenTotal)).rounded()))
+                if let near = spokenStarts.min(by: { abs($0 - at) < abs($1 - at) }), abs(near - at) <= 2 { at = near }
+            }
+            let place = places[at]
             let mark = place.unit == 0 ? 0 : marks[place.chunk].firstIndex(of: place.unit).map { $0 + 1 }
             let sums = spokenBefore[place.chunk]
             let total = sums.last ?? 0
             let fraction = total > 0 ? Double(sums[min(place.unit, sums.count - 1)]) / Double(total) : 0
-            return Sentence(text: text, chunk: place.chunk, mark: mark, fraction: fraction)
+            return Sentence(text: sentence.text, chunk: place.chunk, mark: mark, fraction: fraction)
         }
+    }
+
+    /// The narration's sentences as written (empty ones left out), each
+    /// with how many spoken (non-space) units come before it.
+    private static func writtenSentences(of narration: Narration) -> [(text: String, spokenUnit: Int)] {
+        guard let layout = try? layout(narration.text, isSSML: narration.isSSML) else { return [] }
+        var spokenBefore = [0]
+        for unit in layout.units { spokenBefore.append(spokenBefore.last! + (CutRules.isSpace(unit.display) ? 0 : 1)) }
+        return sentenceRanges(of: layout).map { (text(of: layout, $0), spokenBefore[$0.lowerBound]) }.filter { !$0.text.isEmpty }
     }
 
     /// Where sentences start inside `chunk` after its own start, as UTF-8

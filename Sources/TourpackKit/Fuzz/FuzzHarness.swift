@@ -470,7 +470,7 @@ package enum FuzzHarness {
             violated("webvtt", "what WebVTT.encode wrote does not parse: \(error)")
         }
         if parsed.count != cues.count { violated("webvtt", "\(cues.count) cues written, \(parsed.count) read") }
-        let breaks: Set<Character> = ["\n", "\r", "\r\n", "\u{2028}", "\u{2029}"]
+        let breaks: Set<Unicode.Scalar> = ["\n", "\r", "\u{2028}", "\u{2029}"]
         for (index, (cue, back)) in zip(cues, parsed).enumerated() {
             let start = Int64((max(0, cue.start) * 1000).rounded())
             let end = Int64((max(0, cue.end) * 1000).rounded())
@@ -478,7 +478,12 @@ package enum FuzzHarness {
                 violated(
                     "webvtt", "cue \(index + 1) written \(start)...\(end) ms, read \(back.startMilliseconds)...\(back.endMilliseconds)")
             }
-            let written = String(cue.text.map { breaks.contains($0) ? " " : $0 })
+            var written = ""
+            var afterCR = false
+            for scalar in cue.text.unicodeScalars {
+                if !(scalar == "\n" && afterCR) { written.unicodeScalars.append(breaks.contains(scalar) ? " " : scalar) }
+                afterCR = scalar == "\r"
+            }
             if back.text != written {
                 violated("webvtt", "cue \(index + 1) written \(written.debugDescription), read \(back.text.debugDescription)")
             }

@@ -92,7 +92,8 @@ public struct CaptionScript: Sendable, Hashable {
         // chunks as the sentence is into the narration, or the spoken
         // sentence start beside it.
         let written = Self.writtenSentences(of: narration)
-        let writtenTotal = max(1, (try? Self.layout(narration.text, isSSML: narration.isSSML))?.units.count { !CutRules.isSpace($0.display) } ?? 1)
+        let writtenTotal = max(
+            1, (try? Self.layout(narration.text, isSSML: narration.isSSML))?.units.count { !CutRules.isSpace($0.display) } ?? 1)
         sentences = written.enumerated().compactMap { index, sentence in
             guard !places.isEmpty else { return nil }
             var at: Int

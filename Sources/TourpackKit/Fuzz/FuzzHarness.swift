@@ -156,6 +156,8 @@ package enum FuzzHarness {
             }
             guard let chunks = try? rewriter.chunks(for: narration, using: Chunker(limit: limit)) else { continue }
             checkChunks("lexicon-rewriter", chunks, limit: limit)
+            // Captions show the narration as written, never an alias.
+            checkCaptions(narration, chunks, target: "lexicon-rewriter")
         }
     }
 
@@ -183,7 +185,7 @@ package enum FuzzHarness {
             guard let halves = Chunker(limit: limit).split(chunk) else { continue }
             if halves.count != 2 || halves.contains(where: { $0.text.isEmpty }) { violated("ssml-chunker", "split gave \(halves)") }
         }
-        checkCaptions(narration, chunks)
+        checkCaptions(narration, chunks, target: "ssml-chunker")
     }
 
     /// The captions' script of any chunked narration: its sentences are the
@@ -191,15 +193,15 @@ package enum FuzzHarness {
     /// chunk is asked the time of, and every asked-for place a UTF-8
     /// boundary of the chunk's text outside any tag; the WebVTT written
     /// from them reads back the same.
-    static func checkCaptions(_ narration: Narration, _ chunks: [Chunk]) {
+    static func checkCaptions(_ narration: Narration, _ chunks: [Chunk], target: String) {
         let script = CaptionScript(narration: narration, chunks: chunks)
         if script.sentences.map(\.text) != CaptionScript.sentenceTexts(of: narration) {
-            violated("ssml-chunker", "caption texts \(script.sentences.map(\.text)) are not the narration's sentences")
+            violated(target, "caption texts \(script.sentences.map(\.text)) are not the narration's sentences")
         }
         for sentence in script.sentences {
             guard sentence.chunk < chunks.count, (0...1).contains(sentence.fraction),
                 sentence.mark.map({ $0 <= script.boundaries[sentence.chunk].count }) ?? true
-            else { violated("ssml-chunker", "a caption placed outside its chunks: \(sentence)") }
+            else { violated(target, "a caption placed outside its chunks: \(sentence)") }
         }
         for (chunk, offsets) in zip(chunks, script.boundaries) {
             let bytes = Array(chunk.text.utf8)
@@ -208,7 +210,7 @@ package enum FuzzHarness {
                     !chunk.isSSML
                         || (String(decoding: bytes[..<offset], as: UTF8.self).split(separator: "<", omittingEmptySubsequences: false).last?
                             .contains(">") ?? true)
-                else { violated("ssml-chunker", "a sentence boundary at \(offset) inside \(chunk.text.debugDescription)") }
+                else { violated(target, "a sentence boundary at \(offset) inside \(chunk.text.debugDescription)") }
             }
         }
         let cues = script.sentences.enumerated().map {
@@ -217,10 +219,10 @@ package enum FuzzHarness {
         do {
             let parsed = try WebVTTParser.parse(WebVTT.encode(cues))
             if parsed.map(\.text) != cues.map({ WebVTTParser.plainText(WebVTT.escape($0.text)) }) {
-                violated("ssml-chunker", "captions did not read back: \(cues.map(\.text))")
+                violated(target, "captions did not read back: \(cues.map(\.text))")
             }
         } catch {
-            violated("ssml-chunker", "captions written as WebVTT do not parse (\(error)): \(cues.map(\.text))")
+            violated(target, "captions written as WebVTT do not parse (\(error)): \(cues.map(\.text))")
         }
     }
 

@@ -174,3 +174,15 @@ import TourpackAudio
         #expect(parsed.map(\.text) == [text])
     }
 }
+
+@Suite struct GoogleOwnMarksTests {
+    /// An author's own `<mark>`s could carry our names (`s0`): such a chunk is sent untimed.
+    @Test func ssmlWithItsOwnMarksIsSentUntimed() {
+        let own = Chunk(text: #"<speak>One. <mark name="s1"/>Two.</speak>"#, isSSML: true)
+        #expect(SentenceTimings.googleMarkedSSML(own, boundaries: CaptionScript.boundaries(of: own)) == nil)
+        let plain = Chunk(text: "One. <mark> Two.", isSSML: false)
+        #expect(
+            SentenceTimings.googleMarkedSSML(plain, boundaries: CaptionScript.boundaries(of: plain))
+                == #"<speak><mark name="s0"/>One. <mark name="s1"/>&lt;mark&gt; Two.</speak>"#)
+    }
+}

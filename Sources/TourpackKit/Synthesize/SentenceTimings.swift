@@ -46,8 +46,11 @@ enum SentenceTimings {
     /// a plain chunk is escaped and wrapped in `<speak>`. Nil when the
     /// boundaries do not fit the chunk, or when the marks would take the
     /// input past Google's 5,000-byte limit (the chunk is then sent as it
-    /// is, untimed, rather than refused and split).
+    /// is, untimed, rather than refused and split), or when the SSML has
+    /// marks of its own (its names could be ours, and Google would time
+    /// them too).
     static func googleMarkedSSML(_ chunk: Chunk, boundaries: [Int]) -> String? {
+        guard !(chunk.isSSML && chunk.text.contains("<mark")) else { return nil }
         guard let (starts, end) = sentenceStarts(chunk, boundaries: boundaries) else { return nil }
         let utf8 = Array(chunk.text.utf8)
         func piece(_ range: Range<Int>) -> String {

@@ -18,24 +18,7 @@ import Testing
 
     /// Feeds `body` in pieces of the given sizes (cycled) and collects the samples.
     static func decode(_ body: [UInt8], with decoder: any AnswerDecoder, pieces: [Int]) throws -> PCMAudio {
-        var decoder = decoder
-        var samples: [Int16] = []
-        var rate = 0
-        var start = 0
-        var turn = 0
-        while start < body.count {
-            let end = min(body.count, start + pieces[turn % pieces.count])
-            try body[start..<end].withUnsafeBytes { bytes in
-                try decoder.feed(bytes) { block, blockRate in
-                    samples.append(contentsOf: block)
-                    rate = blockRate
-                }
-            }
-            start = end
-            turn += 1
-        }
-        try decoder.finish()
-        return PCMAudio(samples: samples, sampleRate: rate)
+        try decodeTimed(body, with: decoder, pieces: pieces).0
     }
 
     static let splits: [[Int]] = [[1], [3, 1, 4, 1, 5], [4_096], [1 << 20], [43, 2, 7]]

@@ -9,7 +9,8 @@ import TourpackKit
 /// ```
 ///  downloads/<sha256> ─▶ AudioCache/.<tourId>.next-… (new files + links to every file that stays)
 ///                     ─▶ staging/ (caption and tile pack links, package.json temp)
-///  journal/<tourId>.json ─▶ swap AudioCache/<tourId> ⇄ next ─▶ captions/*.vtt ─▶ tiles.mbtiles ─▶ package.json (last)
+///                     ─▶ OfflineTours/<id>/.captions.next-… (new captions + links to those that stay)
+///  journal/<tourId>.json ─▶ swap AudioCache/<tourId> ⇄ next ─▶ swap captions ⇄ next ─▶ tiles.mbtiles ─▶ package.json (last)
 ///                        ─▶ superseded packages and files no package lists any more go
 /// ```
 ///
@@ -31,19 +32,36 @@ struct PackageCommit: Sendable {
         let root = layout.root
         var temps: [URL] = []
         var next: URL?
+        var captionSwaps: [CommitJournal.FolderSwap] = []
         let journal: CommitJournal
         do {
             next = try prepareAudioFolder(plan, tourID: tourID)
             var moves: [CommitJournal.Move] = []
-            // Captions wait as temps (their folder made now, under the root
-            // through real folders only) and are renamed by the journal, so
-            // a final caption path only ever holds a whole, verified file.
-            for file in plan.placements where file.kind == .captions {
-                let final = try layout.resolve(relativePath: file.path)
-                let temp = try staging.temporaryURL(for: final)
-                temps.append(temp)
-                try AtomicFile.link(folder.verified(file.sha256), to: temp)
-                moves.append(CommitJournal.Move(from: temp.path, to: final.path))
+            // The package's captions folder is made whole beside the live one
+            // (verified downloads and links to the files that stay) and swapped
+            // in by the journal, so a final caption path only ever holds a
+            // whole, verified file, and the package.json in force names its own.
+            let captionsPrefix = layout.captionsFolder(packageID: packageID).relativePath + "/"
+            let placedCaptions = plan.placements.filter { $0.kind == .captions }
+            let obsoleteCaptions = Set(plan.obsolete.filter { $0.hasPrefix(captionsPrefix) }.map { ($0 as NSString).lastPathComponent })
+            if !placedCaptions.isEmpty || !obsoleteCaptions.isEmpty {
+                let live = layout.captionsFolder(packageID: packageID).url
+                let placed = Set(placedCaptions.map { ($0.path as NSString).lastPathComponent })
+                let folder = self.folder
+                captionSwaps.append(
+                    try CaptionsFolder.prepare(packageFolder: layout.packageFolder(packageID: packageID).url, root: root) { next in
+                        for file in placedCaptions {
+                            try AtomicFile.link(
+                                folder.verified(file.sha256), to: next.appendingPathComponent((file.path as NSString).lastPathComponent))
+                        }
+                        let kept = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).sorted().filter {
+                            $0.hasSuffix(".vtt") && !placed.contains($0) && !obsoleteCaptions.contains($0)
+                                && !AtomicFile.isTemporaryName($0)
+                        }
+                        for name in kept {
+                            try AtomicFile.hardLink(live.appendingPathComponent(name), to: next.appendingPathComponent(name), under: root)
+                        }
+                    })
             }
             let packFinal = layout.tilePack(packageID: packageID).url
             if let pack = plan.placements.first(where: \.isTilePack) {
@@ -62,7 +80,7 @@ struct PackageCommit: Sendable {
             // Files outside the swapped audio folder that nothing will list
             // (a dropped narration's captions) go with the journal too.
             let audioPrefix = layout.audioFolder(tourID: tourID).relativePath + "/"
-            for path in plan.obsolete where !path.hasPrefix(audioPrefix) {
+            for path in plan.obsolete where !path.hasPrefix(audioPrefix) && !path.hasPrefix(captionsPrefix) {
                 let url = try layout.resolve(relativePath: path)
                 if !deletions.contains(url.path) { deletions.append(url.path) }
             }
@@ -71,9 +89,11 @@ struct PackageCommit: Sendable {
             let removals = plan.superseded.compactMap { SafeID(validating: $0.packageId) }.map {
                 layout.packageFolder(packageID: $0).url.path
             }
-            journal = CommitJournal(tourId: tourID.value, moves: moves, removals: removals, deletions: deletions, swap: swap)
+            journal = CommitJournal(
+                tourId: tourID.value, moves: moves, removals: removals, deletions: deletions, swap: swap, captionSwaps: captionSwaps)
         } catch {
             staging.discard(temps)
+            CaptionsFolder.discard(captionSwaps, root: root)
             if let next { try? AtomicFile.removeFolder(next, under: root) }
             // A captions folder made for this commit's temps holds nothing now.
             try? AtomicFile.removeFolderIfEmpty(layout.captionsFolder(packageID: packageID).url)

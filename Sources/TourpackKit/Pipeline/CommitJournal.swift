@@ -62,6 +62,11 @@ public struct CommitJournal: Sendable, Hashable, Codable {
     /// The tour's audio folder and the complete new one beside it, swapped
     /// before the moves. Optional, so journals written before it existed still replay.
     public var swap: FolderSwap?
+    /// Each changed package's `captions` folder and its complete new one
+    /// (`CaptionsFolder.prepare`), swapped right after `swap`, so an old
+    /// package.json never names a new caption file for longer than the
+    /// audio swap lets it. Optional, so journals written before it still replay.
+    public var captionSwaps: [FolderSwap]?
 
     /// `next` takes `live`'s place; `liveInode` is the old folder's inode
     /// (nil: there was none), by which a replay tells whether the swap happened.
@@ -77,12 +82,16 @@ public struct CommitJournal: Sendable, Hashable, Codable {
         }
     }
 
-    public init(tourId: String, moves: [Move], removals: [String], deletions: [String] = [], swap: FolderSwap? = nil) {
+    public init(
+        tourId: String, moves: [Move], removals: [String], deletions: [String] = [], swap: FolderSwap? = nil,
+        captionSwaps: [FolderSwap] = []
+    ) {
         self.tourId = tourId
         self.moves = moves
         self.removals = removals
         self.deletions = deletions.isEmpty ? nil : deletions
         self.swap = swap
+        self.captionSwaps = captionSwaps.isEmpty ? nil : captionSwaps
     }
 
     /// Set once a commit had to fall back to renaming file by file: the build says so, once.
@@ -169,6 +178,11 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             try Self.swapFolders(live: live, next: next, liveInode: swap.liveInode)
             folders.append(live.deletingLastPathComponent().path)
         }
+        for captions in captionSwaps ?? [] {
+            let live = URL(fileURLWithPath: captions.live, isDirectory: true)
+            try Self.swapFolders(live: live, next: URL(fileURLWithPath: captions.next, isDirectory: true), liveInode: captions.liveInode)
+            if !folders.contains(live.deletingLastPathComponent().path) { folders.append(live.deletingLastPathComponent().path) }
+        }
         for move in moves {
             let from = URL(fileURLWithPath: move.from)
             let to = URL(fileURLWithPath: move.to)
@@ -193,6 +207,18 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             {
                 try AtomicFile.removeFolder(next, under: root)
             }
+        }
+        for captions in captionSwaps ?? [] {
+            // The old captions folder, at the `.next` name; reached from the root through the live one's path.
+            let next = URL(fileURLWithPath: captions.next, isDirectory: true)
+            let live = URL(fileURLWithPath: captions.live, isDirectory: true)
+            if let inode = AtomicFile.inode(of: next), inode == captions.liveInode,
+                let root = Layout.root(of: live.appendingPathComponent("file"))
+            {
+                try AtomicFile.removeFolder(next, under: root)
+            }
+            // A package whose captions went (`captions: off`) keeps no empty folder.
+            try? AtomicFile.removeFolderIfEmpty(live)
         }
         for removal in removals {
             try Layout.removePackage(at: URL(fileURLWithPath: removal, isDirectory: true))

@@ -33,6 +33,11 @@ struct JournalConfinement: Sendable {
         // A removal is a package folder, a swap's two folders a tour's audio folders: one level down.
         for removal in journal.removals { checks.append((removal, isInside(removal, [offlineTours], depth: 1))) }
         for deletion in journal.deletions ?? [] { checks.append((deletion, isInside(deletion, [audioCache, offlineTours]))) }
+        // A captions swap's two folders: in a package folder, two levels down.
+        for captions in journal.captionSwaps ?? [] {
+            checks.append((captions.live, isInside(captions.live, [offlineTours], depth: 2)))
+            checks.append((captions.next, isInside(captions.next, [offlineTours], depth: 2)))
+        }
         if let swap = journal.swap {
             checks.append((swap.live, isInside(swap.live, [audioCache], depth: 1)))
             checks.append((swap.next, isInside(swap.next, [audioCache], depth: 1)))

@@ -127,10 +127,13 @@ public final class StagingArea: @unchecked Sendable {
                     continue
                 }
                 removed += try AtomicFile.removeStaleTemporaries(in: folder).count
-                // A package's captions wait beside their final paths too.
-                let captions = folder.appendingPathComponent(Layout.captionsFolderName, isDirectory: true)
-                if top == Layout.offlineToursFolder, OutputTree.kind(captions) == .folder {
-                    removed += try AtomicFile.removeStaleTemporaries(in: captions).count
+                // A package's next captions folder from a run killed before its journal: never committed.
+                if top == Layout.offlineToursFolder {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+                    for name in names where name.hasPrefix(CaptionsFolder.nextMarker) {
+                        try AtomicFile.removeFolder(folder.appendingPathComponent(name, isDirectory: true), under: layout.root)
+                        removed += 1
+                    }
                 }
             }
         }

@@ -37,8 +37,8 @@ package struct TourPublisher: Sendable {
         var packTemps: [URL] = []
         var packSource = assembly.pack?.temp
         var packDeletions: [String] = []
-        var captionMoves: [CommitJournal.Move] = []
-        var captionTemps: [URL] = []
+        var captionSwaps: [CommitJournal.FolderSwap] = []
+        var captionFiles = 0
         do {
             for format in config.formats {
                 let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
@@ -67,10 +67,10 @@ package struct TourPublisher: Sendable {
                         packPaths.append(target.relativePath)
                     }
                 }
-                let captions = try stageCaptions(
-                    assembly.staged.filter { $0.audio.encoded.format == format }, packageID: packageID, temps: &captionTemps)
-                captionMoves += captions.moves
-                packDeletions += captions.stale
+                if let captions = try prepareCaptions(assembly.staged.filter { $0.audio.encoded.format == format }, packageID: packageID) {
+                    captionSwaps.append(captions.swap)
+                    captionFiles += captions.written
+                }
                 let final = layout.manifest(packageID: packageID)
                 let previous = Self.readManifest(final.url)
                 let manifest = try PackageManifest(
@@ -93,7 +93,8 @@ package struct TourPublisher: Sendable {
             if let unused = packSource { staging.discard([unused]) }
             for temp in assembly.staged.compactMap(\.temp) { try AtomicFile.syncFile(temp) }
         } catch {
-            staging.discard(manifestTemps + packTemps + captionTemps)
+            staging.discard(manifestTemps + packTemps)
+            CaptionsFolder.discard(captionSwaps, root: layout.root)
             throw error
         }
         let removals = index.superseded(tourID: tour.id, formats: writtenFormats, keeping: packageIDs)
@@ -103,23 +104,24 @@ package struct TourPublisher: Sendable {
         do {
             swap = try prepareAudioFolder(tourID: tour.id, fresh: fresh)
         } catch {
-            staging.discard(manifestTemps + packTemps + captionTemps)
+            staging.discard(manifestTemps + packTemps)
+            CaptionsFolder.discard(captionSwaps, root: layout.root)
             throw error
         }
-        // Captions before the package.json files that list them.
-        let moves = packMoves + captionMoves + manifestMoves
+        let moves = packMoves + manifestMoves
         // The new files are recorded before the commit, so a build killed
         // during it, whose journal the next build finishes, has its files
         // reused rather than encoded again. A record is only trusted while the
         // file at its path has its size and SHA-256, so a commit rolled back
         // leaves records that match nothing. Losing them costs an encode, not this tour.
         try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
-        if swap != nil || !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty {
+        if swap != nil || !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty || !captionSwaps.isEmpty {
             let journal = CommitJournal(
-                tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions, swap: swap)
+                tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions, swap: swap,
+                captionSwaps: captionSwaps)
             try journal.commit(state: state.rootFolder)
         }
-        for temp in assembly.temps + manifestTemps + packTemps + captionTemps { staging.committed(temp) }
+        for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
         try? outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
         if let pack = assembly.pack {
             for path in packPaths { try? tilePacks.save(pack.record, for: path) }
@@ -129,40 +131,46 @@ package struct TourPublisher: Sendable {
             files: fresh.count, reusedFiles: assembly.staged.count - fresh.count,
             bytes: fresh.reduce(0) { $0 + $1.audio.encoded.sizeBytes },
             superseded: removals.map { "\(Layout.offlineToursFolder)/\($0.lastPathComponent)" }, tilePacks: packPaths,
-            captionFiles: captionMoves.count)
+            captionFiles: captionFiles)
     }
 
-    /// The caption files of one format's package: a temp and a move for
-    /// each whose bytes differ from the file at its final path (a missing
-    /// or damaged one is written again even when package.json is not), and
-    /// the stale files in the package's `captions` folder: those of
-    /// narrations the tour no longer has, or all of them with `captions: off`.
-    private func stageCaptions(_ staged: [StagedFile], packageID: SafeID, temps: inout [URL]) throws -> (
-        moves: [CommitJournal.Move], stale: [String]
-    ) {
-        var moves: [CommitJournal.Move] = []
-        var wanted: Set<String> = []
+    /// One format's package's next captions folder (`CaptionsFolder`), when
+    /// its captions differ from the live folder's: a file whose bytes
+    /// changed, a missing or damaged one (written again even when
+    /// package.json is not), a narration the tour no longer has, or
+    /// `captions: off` (an empty folder, which the commit removes). Nil
+    /// when the live folder is already exactly right. `written` counts the
+    /// files that are new.
+    private func prepareCaptions(_ staged: [StagedFile], packageID: SafeID) throws -> (swap: CommitJournal.FolderSwap, written: Int)? {
+        var wanted: [String: [UInt8]] = [:]
         for file in staged {
             guard let bytes = file.captions else { continue }
             let relative = Layout.captionsRelativePath(packageID: packageID, poiID: file.audio.poiID, phase: file.audio.phase)
-            let final = layout.root.appendingPathComponent(relative)
-            wanted.insert(final.lastPathComponent)
-            let attributes = try? FileManager.default.attributesOfItem(atPath: final.path)  // lstat: a symlink is not followed
-            if attributes?[.type] as? FileAttributeType == .typeRegular, (attributes?[.size] as? NSNumber)?.intValue == bytes.count,
-                (try? Data(contentsOf: final)).map(Array.init) == bytes
-            {
-                continue
-            }
-            let temp = try staging.temporaryURL(for: final)
-            temps.append(temp)
-            try AtomicFile.fill(temp, with: bytes)
-            try AtomicFile.syncFile(temp)
-            moves.append(CommitJournal.Move(from: temp.path, to: final.path))
+            wanted[(relative as NSString).lastPathComponent] = bytes
         }
-        let folder = layout.captionsFolder(packageID: packageID).url
-        let present = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        let stale = present.filter { $0.hasSuffix(".vtt") && !wanted.contains($0) && !AtomicFile.isTemporaryName($0) }.sorted()
-        return (moves, stale.map { folder.appendingPathComponent($0).path })
+        let live = layout.captionsFolder(packageID: packageID).url
+        let present = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
+        func holds(_ name: String, _ bytes: [UInt8]) -> Bool {
+            let url = live.appendingPathComponent(name)
+            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)  // lstat: a symlink is not followed
+            return attributes?[.type] as? FileAttributeType == .typeRegular
+                && (attributes?[.size] as? NSNumber)?.intValue == bytes.count && (try? Data(contentsOf: url)).map(Array.init) == bytes
+        }
+        let same = wanted.filter { holds($0.key, $0.value) }
+        guard same.count != wanted.count || Set(present) != Set(wanted.keys) else { return nil }
+        guard !wanted.isEmpty || !present.isEmpty else { return nil }
+        let root = layout.root
+        let swap = try CaptionsFolder.prepare(packageFolder: layout.packageFolder(packageID: packageID).url, root: root) { next in
+            for (name, bytes) in wanted.sorted(by: { $0.key < $1.key }) {
+                let target = next.appendingPathComponent(name)
+                if same[name] != nil {
+                    try AtomicFile.hardLink(live.appendingPathComponent(name), to: target, under: root)
+                } else {
+                    try AtomicFile.write(bytes, to: target)
+                }
+            }
+        }
+        return (swap, wanted.count - same.count)
     }
 
     /// Makes the tour's next audio folder beside the live one: the new files

@@ -94,7 +94,8 @@ import TourpackServer
     @Test func stalledRequestTimesOutAndIsRetried() async throws {
         let faults = FaultInjection(stallRate: 0.5, stallMilliseconds: 1500, seed: 7)
         try await withServer(faults: faults) { port, server in
-            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, maxAttempts: 20, timeout: 0.6), apiKey: nil)
+            // 1 s: well under the 1.5 s stall, and room for espeak on a loaded machine (0.6 s timed out whole runs under the full suite).
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, maxAttempts: 20, timeout: 1.0), apiKey: nil)
             for index in 0..<4 {
                 _ = try await synthesizer.synthesize(speechRequest("Stall \(index)."))
             }

@@ -65,9 +65,12 @@ if [ -d "$documents/OfflineTours" ]; then
 	echo
 	echo "Documents folder: $(cd "$documents" && pwd)"
 	packs=$(find "$documents/OfflineTours" -name tiles.mbtiles | wc -l)
-	echo "  $packages packages, $files audio files, $packs tile packs, $size"
+	captions=$(find "$documents/OfflineTours" -path '*/captions/*.vtt' | wc -l)
+	echo "  $packages packages, $files audio files, $captions caption files, $packs tile packs, $size"
 	[ -n "$example" ] && echo "  listen to one: $example"
-	echo "  see and hear them in a browser: $bin review $documents --pipeline $pipeline"
+	caption=$(find "$documents/OfflineTours" -path '*/captions/*.vtt' | sort | head -n 1)
+	[ -n "$caption" ] && echo "  read a narration's captions: $caption"
+	echo "  see and hear them, captions playing, in a browser: $bin review $documents --pipeline $pipeline"
 	pack=$(find "$documents/OfflineTours" -name tiles.mbtiles | sort | head -n 1)
 	[ -n "$pack" ] && echo "  list a map's tiles: sqlite3 '$pack' 'SELECT zoom_level, tile_column, tile_row, length(tile_data) FROM tiles LIMIT 5'"
 fi

@@ -95,16 +95,10 @@ struct PackageCommit: Sendable {
             staging.discard(temps)
             CaptionsFolder.discard(captionSwaps, root: root)
             if let next { try? AtomicFile.removeFolder(next, under: root) }
-            // A captions folder made for this commit's temps holds nothing now.
-            try? AtomicFile.removeFolderIfEmpty(layout.captionsFolder(packageID: packageID).url)
             throw error
         }
         try journal.commit(state: folder.url)
         for temp in temps { staging.committed(temp) }
-        // A package left without captions keeps no empty captions folder.
-        if !plan.files.contains(where: { $0.kind == .captions }) {
-            try? AtomicFile.removeFolderIfEmpty(layout.captionsFolder(packageID: packageID).url)
-        }
     }
 
     /// The tour's next audio folder beside the live one: the files this

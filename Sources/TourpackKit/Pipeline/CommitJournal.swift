@@ -228,12 +228,7 @@ public struct CommitJournal: Sendable, Hashable, Codable {
             let folder = URL(fileURLWithPath: deletion).deletingLastPathComponent().path
             if !deletedFrom.contains(folder) { deletedFrom.append(folder) }
         }
-        for folder in deletedFrom {
-            let url = URL(fileURLWithPath: folder, isDirectory: true)
-            try AtomicFile.syncFolder(url)
-            // A package's captions folder that lost its last file (`captions: off`) goes too.
-            if url.lastPathComponent == Layout.captionsFolderName { try AtomicFile.removeFolderIfEmpty(url) }
-        }
+        for folder in deletedFrom { try AtomicFile.syncFolder(URL(fileURLWithPath: folder, isDirectory: true)) }
     }
 
     /// Puts the folder at `next` in `live`'s place: one exchange, unless the

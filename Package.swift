@@ -25,6 +25,8 @@ let package = Package(
         .executable(name: "tourpack", targets: ["tourpack"]),
         .executable(name: "tourpack-bench", targets: ["TourpackBench"]),
         .library(name: "TourpackKit", targets: ["TourpackKit"]),
+        // The touring app's offline layer: catalogue, downloads, installed packages.
+        .library(name: "TourpackClient", targets: ["TourpackClient"]),
     ],
     dependencies: [
         // CLI parsing for the thin executable.
@@ -57,7 +59,6 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .target(name: "CCurlShims", dependencies: ["CCurl"], linkerSettings: [.linkedLibrary("curl")]),
-        .target(name: "CSystemShims"),
         // SQLite from a descriptor (a read-only VFS) and a time limit on a connection's statements.
         .target(name: "CSQLiteShims", linkerSettings: [.linkedLibrary("sqlite3")]),
         .systemLibrary(
@@ -89,11 +90,25 @@ let package = Package(
         // (`Settings/`), errors and diagnostics, and the file primitives every
         // layer writes through (atomic files, the output root's lock, the
         // Documents layout).
+        // A tour package as it ships, and nothing of how it is made: package.json
+        // and the catalogue (models, canonical coding, the Ed25519 signature),
+        // the files a package names and where each may go in Documents, and the
+        // atomic commit (atomic files, the journal, the staging area). Foundation
+        // and swift-crypto only, so the app's library (`TourpackClient`) can sit
+        // on it; the builder and the publisher use the same code through Core.
+        .target(
+            name: "TourpackPackage",
+            dependencies: [
+                // SHA-256 of files and manifests; Ed25519 catalogue signatures.
+                .product(name: "Crypto", package: "swift-crypto")
+            ]
+        ),
         .target(
             name: "TourpackCore",
             dependencies: [
-                "CSystemShims",
-                // SHA-256 of files (`FileDigest`): package.json's digests, tile packs.
+                // Re-exported: every layer above speaks in its types.
+                "TourpackPackage",
+                // SHA-256 of the synthesis cache's keys and texts.
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -162,19 +177,26 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The device's side of publishing: a site's signed catalogue read
-        // conditionally, packages downloaded with resume, verified, and moved
-        // into the Documents layout with the build's journalled commit.
+        // The touring app's download manager, as a library the app embeds:
+        // a site's signed catalogue read conditionally, packages downloaded
+        // with resume over URLSession, verified, and moved into the Documents
+        // layout with the build's journalled commit; what is installed, its
+        // files, budget and expiry. Foundation and swift-crypto only (through
+        // TourpackPackage), so it builds for iOS and macOS as well as Linux,
+        // and links nothing under the GPL (`make lint` checks both).
+        .target(
+            name: "TourpackClient",
+            dependencies: [
+                "TourpackPackage",
+                // SHA-256 of downloaded files and manifests; the catalogue's Ed25519 signature.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // `tourpack install` over HTTP: the client's site source on libcurl,
+        // as every other request of the CLI goes (the app uses URLSession).
         .target(
             name: "TourpackInstall",
-            dependencies: [
-                // Maps: a package.json's tile pack (`MapCoverage`) is declared there.
-                "TourpackCore", "TourpackHTTP", "TourpackMaps", "TourpackKit", "TourpackPublish",
-                // SHA-256 of downloaded files and manifests.
-                .product(name: "Crypto", package: "swift-crypto"),
-                // Hashing, fsyncs and renames run on its thread pool, off the cooperative pool.
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ]
+            dependencies: ["TourpackCore", "TourpackHTTP", "TourpackClient"]
         ),
         .target(
             name: "TourpackServer",
@@ -209,7 +231,8 @@ let package = Package(
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackServer",
+                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackClient", "TourpackInstall",
+                "TourpackServer",
                 "TourpackReview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -223,7 +246,7 @@ let package = Package(
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
                 "TourpackServer", "TourpackTesting",
                 // The install bench: a published site installed over HTTP from TourpackTesting's site server.
-                "TourpackInstall",
+                "TourpackClient", "TourpackInstall",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -238,9 +261,19 @@ let package = Package(
         // end, and `.offThePool`, which keeps blocking tests off the cooperative pool.
         .target(
             name: "TourpackTesting",
-            // The site server's ETags are the SHA-256 of each file.
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                // `SiteFixture`: a published site made without a build, through the real publisher.
+                "TourpackCore", "TourpackKit", "TourpackPublish",
+                // The site server's ETags are the SHA-256 of each file.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Tests/TourpackTesting"
+        ),
+        // The app's library as an app uses it: `import TourpackClient`, never
+        // `@testable`, against sites served over loopback HTTP.
+        .testTarget(
+            name: "TourpackClientTests",
+            dependencies: ["TourpackClient", "TourpackTesting"]
         ),
         .testTarget(
             name: "TourpackKitTests",
@@ -279,7 +312,7 @@ let package = Package(
             name: "InstallTests",
             // TourpackTesting's loopback site server (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`.
             dependencies: [
-                "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackInstall", "TourpackTesting",
+                "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackClient", "TourpackInstall", "TourpackTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -20,6 +20,7 @@
 //   and the first check after a republish that changed 10 installed ones.
 import Crypto
 import Foundation
+import TourpackClient
 import TourpackCore
 import TourpackHTTP
 import TourpackInstall

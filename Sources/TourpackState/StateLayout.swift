@@ -90,14 +90,14 @@ public struct StateLayout: Sendable, Hashable {
     public var lockFile: URL { rootFolder.appendingPathComponent(BuildLock.fileName) }
 
     /// Names of the per-root folders, the one place they are spelled.
-    package static let stagingFolderName = "staging"
-    package static let journalFolderName = "journal"
+    package static let stagingFolderName = CommitFolders.stagingName
+    package static let journalFolderName = CommitFolders.journalName
 
     /// `<root folder>/staging`: encoded temps waiting for their tour's commit.
     public var stagingFolder: URL { Self.stagingFolder(in: rootFolder) }
     /// `<root folder>/journal`: commit journals a killed run left to replay.
     public var journalFolder: URL { Self.journalFolder(in: rootFolder) }
 
-    package static func stagingFolder(in rootFolder: URL) -> URL { rootFolder.appendingPathComponent(stagingFolderName, isDirectory: true) }
-    package static func journalFolder(in rootFolder: URL) -> URL { rootFolder.appendingPathComponent(journalFolderName, isDirectory: true) }
+    package static func stagingFolder(in rootFolder: URL) -> URL { CommitFolders.staging(in: rootFolder) }
+    package static func journalFolder(in rootFolder: URL) -> URL { CommitFolders.journal(in: rootFolder) }
 }

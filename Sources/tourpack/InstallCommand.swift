@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TourpackClient
 import TourpackCore
 import TourpackInstall
 import TourpackKit

@@ -1,4 +1,5 @@
 import Foundation
+import TourpackClient
 import TourpackCore
 import TourpackInstall
 import TourpackKit

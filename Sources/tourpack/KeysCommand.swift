@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TourpackCore
 import TourpackPublish
 
 struct Keys: ParsableCommand {

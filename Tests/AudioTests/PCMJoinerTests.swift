@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackCore
 import TourpackTesting
 
 @testable import TourpackAudio

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackCore
 import TourpackKit
 import TourpackTesting
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackClient
 import TourpackCore
 import TourpackHTTP
 import TourpackInstall

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackCore
 
 @testable import TourpackAudio
 @testable import TourpackKit

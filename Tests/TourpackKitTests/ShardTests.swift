@@ -115,9 +115,9 @@ import Testing
         let scope = OutputScope(tours: [Self.alps], voice: Self.voice, formats: [.aac, .opus])
         let packages = [AudioFormat.aac, .opus].map { PackageID.make(tourID: Self.alps, voice: Self.voice, format: $0).value }
         #expect(scope.owns(Self.alps.value, in: Layout.audioCacheFolder))
-        #expect(scope.owns(".\(Self.alps.value)\(TourPublisher.nextFolderMarker)123", in: Layout.audioCacheFolder))
+        #expect(scope.owns(".\(Self.alps.value)\(Layout.nextFolderMarker)123", in: Layout.audioCacheFolder))
         #expect(!scope.owns(Self.lakes.value, in: Layout.audioCacheFolder))
-        #expect(!scope.owns(".\(Self.lakes.value)\(TourPublisher.nextFolderMarker)123", in: Layout.audioCacheFolder))
+        #expect(!scope.owns(".\(Self.lakes.value)\(Layout.nextFolderMarker)123", in: Layout.audioCacheFolder))
         #expect(!scope.owns(".\(Self.alps.value)", in: Layout.audioCacheFolder))
         #expect(packages.allSatisfy { scope.owns($0, in: Layout.offlineToursFolder) })
         #expect(!scope.owns(PackageID.make(tourID: Self.lakes, voice: Self.voice, format: .aac).value, in: Layout.offlineToursFolder))
@@ -165,7 +165,7 @@ import Testing
             try fm.createDirectory(at: folder, withIntermediateDirectories: true)
             let temp = folder.appendingPathComponent(".x_Detailed.m4a\(AtomicFile.temporaryMarker)0123456789abcdef")
             try Data([1]).write(to: temp)
-            let next = root.appendingPathComponent("AudioCache/.\(tour.value)\(TourPublisher.nextFolderMarker)42")
+            let next = root.appendingPathComponent("AudioCache/.\(tour.value)\(Layout.nextFolderMarker)42")
             try fm.createDirectory(at: next, withIntermediateDirectories: true)
             planted[tour.value] = temp
             planted[tour.value + "next"] = next

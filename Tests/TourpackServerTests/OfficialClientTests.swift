@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackAudio
+import TourpackCore
 import TourpackKit
 import TourpackServer
 import TourpackTesting

@@ -30,41 +30,6 @@ public struct Tour: Sendable, Hashable {
     public var coordinates: [Coordinate] { route.waypoints.map(\.coordinate) + pois.map(\.location) }
 }
 
-/// A UUID that passed validation, kept in lowercase: the only kind of ID that
-/// may ever become part of a path.
-public struct SafeID: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public let value: String
-
-    /// Accepts only the canonical 8-4-4-4-12 hex form; returns nil otherwise.
-    public init?(validating raw: String) {
-        let lower = raw.lowercased()
-        let utf8 = Array(lower.utf8)
-        guard utf8.count == 36 else { return nil }
-        for (index, byte) in utf8.enumerated() {
-            switch index {
-            case 8, 13, 18, 23:
-                guard byte == UInt8(ascii: "-") else { return nil }
-            default:
-                let isHex = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
-                guard isHex else { return nil }
-            }
-        }
-        self.value = lower
-    }
-
-    public var description: String { value }
-    public static func < (lhs: SafeID, rhs: SafeID) -> Bool { lhs.value < rhs.value }
-}
-
-public struct Coordinate: Sendable, Hashable, Codable {
-    public var latitude: Double
-    public var longitude: Double
-    public init(latitude: Double, longitude: Double) {
-        self.latitude = latitude
-        self.longitude = longitude
-    }
-}
-
 public struct Route: Sendable, Hashable {
     public struct Waypoint: Sendable, Hashable {
         public var coordinate: Coordinate
@@ -134,26 +99,5 @@ public struct Narration: Sendable, Hashable {
             rest = rest[end.upperBound...].drop { $0.isWhitespace }
         }
         return rest.hasPrefix("<speak")
-    }
-}
-
-/// The three narration phases. The raw value is the JSON key; `fileLabel` is
-/// the exact spelling the app expects in file names.
-public enum Phase: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
-    case approaching
-    case detailed
-    case guidedTour
-
-    /// `Approaching`, `Detailed` or `Guided Tour` (with the space), as in `<poiId>_<Phase>.<ext>`.
-    public var fileLabel: String {
-        switch self {
-        case .approaching: return "Approaching"
-        case .detailed: return "Detailed"
-        case .guidedTour: return "Guided Tour"
-        }
-    }
-
-    public static func < (lhs: Phase, rhs: Phase) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }

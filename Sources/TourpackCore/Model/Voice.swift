@@ -1,27 +1,3 @@
-/// Pricing tiers; each has its own monthly quota in the unit its provider
-/// bills (`BillingRule`). `local` (the embedded espeak-ng voice) costs
-/// nothing and is unlimited.
-///
-/// Google's tiers are its voice families. Polly's are its engines
-/// (`standard`, `neural`, `long-form`, `generative`); Azure's is its voice
-/// type (`neural`); ElevenLabs' is the model's credit class (`full-credit`:
-/// one credit a character, `half-credit`: Flash and Turbo, half a credit).
-/// A tier's ledger is kept per provider account, so Google's `standard`
-/// and Polly's `standard` never share a count.
-public enum PricingTier: String, Sendable, Hashable, CaseIterable, Codable {
-    case standard
-    case wavenet
-    case neural2
-    case studio
-    case chirp3HD = "chirp3-hd"
-    case neural
-    case longForm = "long-form"
-    case generative
-    case fullCredit = "full-credit"
-    case halfCredit = "half-credit"
-    case local
-}
-
 /// ElevenLabs' `voice_settings`, as a voice preset gives them; nil fields
 /// are left to the voice's stored settings.
 public struct VoiceSettings: Sendable, Hashable, Codable {

@@ -1,7 +1,7 @@
 package import Foundation
+package import TourpackClient
 import TourpackCore
 package import TourpackHTTP
-import TourpackPublish
 
 #if canImport(Glibc)
 import Glibc
@@ -275,10 +275,7 @@ package final class HTTPSiteSource: SiteSource {
         return start == have && (whole == "*" || Int64(whole) == total)
     }
 
-    static func size(of file: URL) -> Int64 {
-        var info = stat()
-        return lstat(file.path, &info) == 0 ? Int64(info.st_size) : 0
-    }
+    static func size(of file: URL) -> Int64 { InstallFolder.size(of: file) }
 
     static func startOver(_ file: URL, _ validatorFile: URL) throws {
         try AtomicFile.remove(file)

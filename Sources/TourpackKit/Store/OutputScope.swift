@@ -12,7 +12,7 @@ public import TourpackCore
 /// audio that no package lists yet is audio whose package.json is about to
 /// be renamed into place. A whole-root build has no scope and holds the
 /// root's lock alone.
-public struct OutputScope: Sendable, Hashable {
+public struct OutputScope: SweepScope, Hashable {
     /// Lowercase tour IDs: the `AudioCache/<tourId>` folders.
     public let tourIDs: Set<String>
     /// The `OfflineTours/<packageId>` folders of those tours in this voice and these formats.
@@ -35,7 +35,7 @@ public struct OutputScope: Sendable, Hashable {
         switch top {
         case Layout.audioCacheFolder:
             if tourIDs.contains(name) { return true }
-            guard name.hasPrefix("."), let marker = name.range(of: TourPublisher.nextFolderMarker) else { return false }
+            guard name.hasPrefix("."), let marker = name.range(of: Layout.nextFolderMarker) else { return false }
             return tourIDs.contains(String(name[name.index(after: name.startIndex)..<marker.lowerBound]))
         case Layout.offlineToursFolder:
             return packageIDs.contains(name)

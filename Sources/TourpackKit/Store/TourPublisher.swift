@@ -180,7 +180,7 @@ package struct TourPublisher: Sendable {
         guard !fresh.isEmpty else { return nil }
         let live = layout.audioFolder(tourID: tourID).url
         let next = live.deletingLastPathComponent()
-            .appendingPathComponent(".\(tourID.value)\(Self.nextFolderMarker)\(UInt32.random(in: .min ... .max))", isDirectory: true)
+            .appendingPathComponent(".\(tourID.value)\(Layout.nextFolderMarker)\(UInt32.random(in: .min ... .max))", isDirectory: true)
         let root = layout.root
         try AtomicFile.createFolder(next, under: root)
         do {
@@ -204,11 +204,6 @@ package struct TourPublisher: Sendable {
         }
         return CommitJournal.FolderSwap(live: live.path, next: next.path, liveInode: AtomicFile.inode(of: live))
     }
-
-    /// In the name of a tour's next audio folder, `.<tourId>.next-<random>`;
-    /// a build's preflight removes any that a killed run left. `install`
-    /// makes its tour folders the same way, under the same name.
-    package static let nextFolderMarker = ".next-"
 
     /// The package.json at `url` and its bytes; nil when there is none, or
     /// none that reads.

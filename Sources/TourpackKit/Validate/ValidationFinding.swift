@@ -41,20 +41,8 @@ public struct ValidationFinding: Sendable, Hashable, CustomStringConvertible {
         "\(Self.printable(path)): \(severity.rawValue): \(Self.printable(message)) [\(check.rawValue)]"
     }
 
-    /// `text` with control and format characters (newlines, bidi overrides) as `\u{...}`,
-    /// cut after `limit` characters.
-    static func printable(_ text: String, limit: Int = .max) -> String {
-        var shown = ""
-        for scalar in text.unicodeScalars.prefix(limit) {
-            let category = scalar.properties.generalCategory
-            if category == .control || category == .format || scalar == "\u{2028}" || scalar == "\u{2029}" {
-                shown += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                shown.unicodeScalars.append(scalar)
-            }
-        }
-        return text.unicodeScalars.count > limit ? shown + "…" : shown
-    }
+    /// `text` as `PrintableText` shows it, cut after `limit` characters.
+    static func printable(_ text: String, limit: Int = .max) -> String { PrintableText.of(text, limit: limit) }
 }
 
 /// One check run on one subject (a package.json, an audio file, the cache),

@@ -1,0 +1,18 @@
+import Dispatch
+
+/// Blocking file work (fsync, hashing, renames, copies) run off Swift's
+/// cooperative pool: on a concurrent Dispatch queue of its own, bridged
+/// back with a continuation. The app's library has no swift-nio, so this is
+/// its `NIOThreadPool`.
+enum Blocking {
+    private static let queue = DispatchQueue(label: "tourpack.client.blocking", qos: .utility, attributes: .concurrent)
+
+    /// Runs `work` on the queue and returns its result; a cancelled task
+    /// still waits for `work` to finish (it cannot be interrupted halfway).
+    static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try Task.checkCancellation()
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}

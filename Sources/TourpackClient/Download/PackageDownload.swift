@@ -1,0 +1,105 @@
+import Foundation
+import TourpackPackage
+
+/// The download phase: every file the plans need, `concurrency` at a time,
+/// each package's audio before its tile pack (the app's phases), each
+/// SHA-256 once however many packages name it.
+///
+/// A file downloads to `downloads/<sha256>.part` (resumed if a part is
+/// there), is synced and hashed on NIO's thread pool, and only when its
+/// size and SHA-256 are the ones its package.json names is it renamed to
+/// `downloads/<sha256>`, where the commit takes it from. A mismatch after a
+/// resume may be stale bytes from an older try: the file is fetched once
+/// more from byte 0, and a fresh mismatch is an integrity failure.
+extension Installer {
+    func download(_ plans: [PackagePlan], board: JobBoard) async throws {
+        var queue: [(plan: PackagePlan, file: PackageFile)] = []
+        var seen: Set<String> = []
+        for plan in plans {
+            let ordered = plan.downloads.filter { !$0.isTilePack } + plan.downloads.filter(\.isTilePack)
+            for file in ordered where seen.insert(file.sha256).inserted { queue.append((plan, file)) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var running = 0
+            for (plan, file) in queue {
+                if running == max(1, concurrency) {
+                    try await group.next()
+                    running -= 1
+                }
+                group.addTask { try await fetch(file, of: plan, board: board) }
+                running += 1
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private func fetch(_ file: PackageFile, of plan: PackagePlan, board: JobBoard) async throws {
+        let verified = folder.verified(file.sha256)
+        if OutputTree.kind(verified) == .file {
+            // Downloaded whole by an install that stopped before its commit.
+            if try await Self.digest(verified) == (file.sizeBytes, file.sha256) {
+                board.received(plan.packageId, file: file, bytes: file.sizeBytes)
+                return
+            }
+            try AtomicFile.remove(verified)
+        }
+        let partial = folder.partial(file.sha256)
+        let validator = partial.appendingPathExtension("validator")
+        var fromScratch = InstallFolder.size(of: partial) == 0
+        let report = self.report
+        while true {
+            do {
+                try await source.download(file.siteKey, into: partial, size: file.sizeBytes) { observation in
+                    switch observation {
+                    case .bytes(let bytes):
+                        board.received(plan.packageId, file: file, bytes: bytes)
+                    case .retrying(let seconds, let reason):
+                        board.move(plan.packageId, to: .paused, message: "\(file.path): \(reason); retrying in \(Self.seconds(seconds))")
+                        report(.retrying(packageId: plan.packageId, file: file.path, seconds: seconds, reason: reason))
+                    }
+                }
+            } catch let failure as SiteSourceFailure {
+                let error = failure.installError(package: plan.name, file: file.path, tilePack: file.isTilePack)
+                board.move(plan.packageId, to: .failed, message: error.description)
+                throw error
+            }
+            let (size, sha256) = try await Self.digest(partial)
+            if size == file.sizeBytes, sha256 == file.sha256 {
+                try AtomicFile.move(partial, to: verified)
+                try AtomicFile.remove(validator)
+                board.received(plan.packageId, file: file, bytes: size)
+                return
+            }
+            try AtomicFile.remove(partial)
+            try AtomicFile.remove(validator)
+            board.received(plan.packageId, file: file, bytes: 0)
+            if fromScratch {
+                let error = TourpackError.integrityFailed(
+                    package: plan.name, file: file.path,
+                    message:
+                        "the site's \(file.siteKey) is \(size) bytes with SHA-256 \(sha256); package.json names \(file.sizeBytes) bytes with SHA-256 \(file.sha256)"
+                )
+                board.move(plan.packageId, to: .failed, message: error.description)
+                throw error
+            }
+            fromScratch = true
+        }
+    }
+
+    /// The file's size and SHA-256, after an fsync: read on NIO's thread pool.
+    static func digest(_ url: URL) async throws -> (Int64, String) {
+        try await Blocking.run {
+            try AtomicFile.syncFile(url)
+            do {
+                let digest = try FileDigest.sha256(of: url)
+                return (digest.size, digest.hex)
+            } catch {
+                throw TourpackError.storageFailed(path: url.path, operation: "read", reason: "\(error)")
+            }
+        }
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value < 10 ? String(format: "%.1f s", value) : String(format: "%.0f s", value)
+    }
+}

@@ -1,0 +1,189 @@
+package import Foundation
+package import TourpackPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `tourpack install`: the device's side of publishing. The packages a
+/// person chose, from a site's catalogue into a Documents root, as the app
+/// would download them:
+///
+/// ```
+///  lock ─▶ finish a killed commit ─▶ catalog.json (If-None-Match; signature) ─▶ choose ─▶ plan
+///        (journal)                  (CatalogReader)                          (PackageSelection, PackagePlanner:
+///                                                                             package.json checked, files that differ)
+///  ─▶ download every file (resume, retry) ─▶ verify size and SHA-256 ─▶ commit each package (PackageCommit)
+///     (SiteSource)                          (downloads/<sha256>)        (package.json last; superseded, obsolete go)
+/// ```
+///
+/// Nothing is committed until every file of every chosen package has
+/// arrived and matched its SHA-256: a tampered or missing file, manifest or
+/// catalogue installs nothing, and every installed package stays as it was,
+/// byte for byte. An up-to-date package costs the conditional catalogue
+/// request and nothing more. A cancelled install (SIGINT, SIGTERM) removes
+/// its partial downloads; one that fails otherwise keeps them, and the next
+/// install resumes them.
+package struct Installer: Sendable {
+    package let folder: InstallFolder
+    package let source: any SiteSource
+    package let publicKey: VerifyingKey?
+    /// Files downloading at once.
+    package var concurrency = 4
+    package var report: @Sendable (InstallEvent) -> Void = { _ in }
+
+    package init(documents: URL, source: any SiteSource, publicKey: VerifyingKey?) {
+        self.folder = InstallFolder(documents: documents)
+        self.source = source
+        self.publicKey = publicKey
+    }
+
+    package var documents: URL { folder.documents }
+
+    /// What an install did.
+    package struct Outcome: Sendable, Hashable, Codable {
+        package var catalog: CatalogSummary
+        package var installed: [String] = []
+        package var updated: [String] = []
+        /// Only package.json changed (a renewed expiry): no file was downloaded.
+        package var refreshed: [String] = []
+        package var upToDate: [String] = []
+        /// Packages of another voice whose files the new ones replaced, now removed.
+        package var superseded: [String] = []
+        package var downloadedFiles = 0
+        package var downloadedBytes: Int64 = 0
+        package var removedFiles = 0
+        package var jobs: [DownloadJob] = []
+    }
+
+    /// Installs or updates the chosen packages.
+    /// - Parameter noReinstall: a chosen package installed at the
+    ///   catalogue's version is `alreadyDownloaded` (nothing is done), not
+    ///   quietly up to date.
+    package func install(_ choice: PackageChoice, noReinstall: Bool = false) async throws -> Outcome {
+        try folder.prepare()
+        let lock = try InstallLock.acquire(documents: documents)
+        defer { lock.release() }
+        let staging = try await recover()
+        let board = JobBoard(report: report)
+        do {
+            return try await run(choice, noReinstall: noReinstall, staging: staging, board: board)
+        } catch {
+            if error is CancellationError || (error as? TourpackError)?.kind == .cancelled || Task.isCancelled {
+                // Cancelled: nothing partial stays behind.
+                folder.discardDownloads()
+                staging.discardAll()
+                board.settleOthers(as: .cancelled, message: "cancelled")
+                throw TourpackError.cancelled
+            }
+            staging.discardAll()
+            let message = (error as? TourpackError)?.description ?? "\(error)"
+            board.settleOthers(as: .failed, message: "not installed: \(message)")
+            throw error
+        }
+    }
+
+    /// Finishes a commit a killed install left (its journal), then removes
+    /// what such an install left half made.
+    private func recover() async throws -> StagingArea {
+        let folder = self.folder
+        return try await Blocking.run {
+            _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
+            let staging = try StagingArea(state: folder.url, output: folder.documents)
+            let layout = Layout(root: folder.documents)
+            _ = try staging.removeLeftovers(in: layout)
+            // Caption temps wait beside their final paths when the state is on
+            // another file system: one level deeper than the sweep above looks.
+            if staging.folder == nil {
+                let tours = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
+                for name in ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted() {
+                    guard let packageID = SafeID(validating: name), packageID.value == name else { continue }
+                    let captions = layout.captionsFolder(packageID: packageID).url
+                    if OutputTree.kind(captions) == .folder { try AtomicFile.removeStaleTemporaries(in: captions) }
+                }
+            }
+            return staging
+        }
+    }
+
+    private func run(_ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, board: JobBoard) async throws -> Outcome {
+        let (catalog, summary) = try await CatalogReader(source: source, folder: folder, publicKey: publicKey).read()
+        report(.catalog(summary))
+        var outcome = Outcome(catalog: summary)
+        let (installed, unreadable) = PackageOnDisk.read(documents: documents)
+        for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }
+        let chosen = try PackageSelection.choose(catalog, installed: installed, choice: choice) { report(.warning($0)) }
+        if chosen.isEmpty { report(.warning("no package of the catalogue was chosen")) }
+
+        let planner = PackagePlanner(source: source, documents: documents)
+        var plans: [PackagePlan] = []
+        for entry in chosen { plans.append(try await planner.plan(entry, installed: installed)) }
+        let current = plans.filter { $0.action == .upToDate }
+        if noReinstall, !current.isEmpty {
+            throw TourpackError.alreadyDownloaded(
+                package: current.map(\.name).joined(separator: ", "),
+                message: "installed at the catalogue's version already (generation \(catalog.generation)); nothing was downloaded")
+        }
+        for plan in current {
+            outcome.upToDate.append(plan.packageId)
+            report(.upToDate(packageId: plan.packageId, tourName: plan.entry.tour.tourName))
+        }
+        let work = plans.filter { $0.action != .upToDate }
+        for plan in work {
+            let audio = plan.downloads.filter { !$0.isTilePack }.reduce(Int64(0)) { $0 + $1.sizeBytes }
+            board.add(
+                DownloadJob(
+                    packageId: plan.packageId, tourId: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
+                    mapBytes: plan.downloadBytes - audio))
+        }
+        try checkSpace(for: work)
+        try await download(work, board: board)
+
+        let commit = PackageCommit(folder: folder, staging: staging)
+        for plan in work {
+            board.move(plan.packageId, to: .downloading, step: .bundling)
+            do {
+                try await Blocking.run { try commit.commit(plan) }
+            } catch {
+                board.move(plan.packageId, to: .failed, message: (error as? TourpackError)?.description ?? "\(error)")
+                throw error
+            }
+            folder.discardDownloads(of: plan.downloads.map(\.sha256))
+            board.move(plan.packageId, to: .completed)
+            switch plan.action {
+            case .install: outcome.installed.append(plan.packageId)
+            case .update: outcome.updated.append(plan.packageId)
+            case .refresh: outcome.refreshed.append(plan.packageId)
+            case .upToDate: break
+            }
+            outcome.superseded += plan.superseded.map(\.packageId)
+            outcome.downloadedFiles += plan.downloads.count
+            outcome.downloadedBytes += plan.downloadBytes
+            outcome.removedFiles += plan.obsolete.count
+        }
+        outcome.jobs = board.all
+        return outcome
+    }
+
+    /// Refuses up front a download the file system has no room for, naming the root.
+    private func checkSpace(for plans: [PackagePlan]) throws {
+        var needed: Int64 = 0
+        var seen: Set<String> = []
+        for file in plans.flatMap(\.downloads) where seen.insert(file.sha256).inserted {
+            if FileManager.default.fileExists(atPath: folder.verified(file.sha256).path) { continue }
+            needed += file.sizeBytes - InstallFolder.size(of: folder.partial(file.sha256))
+        }
+        guard needed > 0, let attributes = try? FileManager.default.attributesOfFileSystem(forPath: documents.path),
+            let free = (attributes[.systemFreeSize] as? NSNumber)?.int64Value
+        else { return }
+        if needed > free {
+            throw TourpackError.storageFailed(
+                path: documents.path, errno: ENOSPC,
+                operation: "download \(needed) bytes (\(free) free)")
+        }
+    }
+}

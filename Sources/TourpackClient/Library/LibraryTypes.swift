@@ -1,0 +1,229 @@
+public import Foundation
+public import TourpackPackage
+
+/// What the device trusts to sign the catalogue.
+public struct TrustAnchor: Sendable, Hashable, CustomStringConvertible {
+    let key: VerifyingKey
+
+    /// An anchor from the Ed25519 public key's base64 (its 32 raw bytes), as
+    /// `tourpack keys generate` prints it and `install --public-key` takes it.
+    public static func publicKey(base64: String) throws -> TrustAnchor {
+        do { return TrustAnchor(key: try VerifyingKey(base64: base64)) } catch {
+            throw OfflineError(.integrityFailed, "\(error)")
+        }
+    }
+
+    /// The key's id, as the catalogue's `signedBy` names it.
+    public var keyId: String { key.keyId }
+    public var description: String { key.description }
+}
+
+/// How the library may spend the device's storage and network.
+public struct DownloadPolicy: Sendable, Hashable {
+    /// The packages' budget on disk. Before a download that would pass it,
+    /// the least recently accessed packages are evicted: never a pinned
+    /// one, the one playing, or one downloading.
+    public var maxStorageBytes: Int64
+    /// Tours whose packages are never evicted.
+    public var pinned: Set<UUID>
+    /// Whether downloads may use a cellular or otherwise expensive network;
+    /// handed to URLSession. The app's own connectivity monitor decides when to ask.
+    public var allowsCellular: Bool
+    /// A try slower than this, over 15 s, is abandoned and tried again.
+    public var minimumBytesPerSecond: Int64
+    /// How long one file may take, every try included.
+    public var fileDeadline: TimeInterval
+    /// Tries of one file without progress before the download fails with `networkUnavailable`.
+    public var maximumAttempts: Int
+
+    public init(
+        maxStorageBytes: Int64 = 500_000_000, pinned: Set<UUID> = [], allowsCellular: Bool = false,
+        minimumBytesPerSecond: Int64 = 1024, fileDeadline: TimeInterval = 3600, maximumAttempts: Int = 6
+    ) {
+        self.maxStorageBytes = maxStorageBytes
+        self.pinned = pinned
+        self.allowsCellular = allowsCellular
+        self.minimumBytesPerSecond = minimumBytesPerSecond
+        self.fileDeadline = fileDeadline
+        self.maximumAttempts = maximumAttempts
+    }
+
+    var transfer: TransferPolicy {
+        TransferPolicy(maximumAttempts: maximumAttempts, minimumBytesPerSecond: minimumBytesPerSecond, fileDeadlineSeconds: fileDeadline)
+    }
+}
+
+/// The three narrations of a point of interest.
+public enum NarrationPhase: String, Sendable, Hashable, CaseIterable, Codable {
+    case approaching
+    case detailed
+    case guidedTour
+
+    var phase: Phase {
+        switch self {
+        case .approaching: return .approaching
+        case .detailed: return .detailed
+        case .guidedTour: return .guidedTour
+        }
+    }
+}
+
+/// One package the catalogue offers for a tour: what the app shows before a download.
+public struct Offer: Sendable, Hashable, Identifiable {
+    public var id: String { packageId }
+    public var packageId: String
+    public var format: AudioFormat
+    public var quality: AudioQuality
+    public var bitrateKbps: Int
+    /// The voice's name.
+    public var voice: String
+    /// What the download takes on the device: `audioBytes` + `mapBytes`.
+    public var sizeBytes: Int64
+    public var audioBytes: Int64
+    public var mapBytes: Int64
+    public var contentHash: String
+    public var expiresAt: Date
+
+    init(_ package: CatalogPackage) {
+        packageId = package.packageId
+        format = package.format
+        quality = package.quality
+        bitrateKbps = package.bitrateKbps
+        voice = package.voice.name
+        sizeBytes = package.sizeBytes
+        audioBytes = package.audioBytes
+        mapBytes = package.mapBytes
+        contentHash = package.contentHash
+        expiresAt = package.expiresAt
+    }
+}
+
+/// One tour of the catalogue.
+public struct TourListing: Sendable, Hashable, Identifiable {
+    public var id: UUID
+    public var name: String
+    public var version: Int
+    public var language: String
+    public var offers: [Offer]
+}
+
+/// The catalogue last verified: what the app lists, with or without a signal.
+public struct CatalogSnapshot: Sendable, Hashable {
+    /// The publication's number; a device never goes back to a lower one.
+    public var generation: Int
+    public var publishedAt: Date
+    public var tours: [TourListing]
+    /// The key id that signed it.
+    public var signedBy: String?
+    /// The site answered 304: the snapshot held was still the one in force.
+    public var notModified: Bool
+
+    init(_ catalog: Catalog, notModified: Bool) {
+        generation = catalog.generation
+        publishedAt = catalog.publishedAt
+        signedBy = catalog.signedBy
+        self.notModified = notModified
+        tours = catalog.tours.compactMap { tour in
+            UUID(uuidString: tour.tourId).map {
+                TourListing(
+                    id: $0, name: tour.tourName, version: tour.tourVersion, language: tour.language,
+                    offers: tour.packages.map(Offer.init))
+            }
+        }
+    }
+}
+
+/// A package on the device.
+public struct InstalledPackage: Sendable, Hashable, Identifiable {
+    public var id: String { packageId }
+    public var packageId: String
+    public var tourId: UUID
+    public var tourName: String
+    public var format: AudioFormat
+    public var quality: AudioQuality
+    public var voice: String
+    public var contentHash: String
+    public var createdAt: Date
+    public var expiresAt: Date
+    /// Its files and package.json on disk (a file shared with another package counted here too).
+    public var bytesOnDisk: Int64
+    /// When the app last called `markAccessed`; nil if never.
+    public var lastAccessed: Date?
+    /// Files package.json names that are missing or not at their size.
+    public var damagedFiles: Int
+}
+
+/// What `state(of:)` says of a tour.
+public enum PackState: Sendable, Hashable {
+    case notDownloaded(offers: [Offer])
+    case downloading(DownloadJob)
+    case paused(DownloadJob)
+    case downloaded(InstalledPackage)
+    /// The catalogue has a newer version of the installed package; `bytesToDownload` is what the update fetches.
+    case updateAvailable(InstalledPackage, offer: Offer, bytesToDownload: Int64)
+    case expired(InstalledPackage)
+}
+
+/// What the packages take on the device.
+public struct StorageStatistics: Sendable, Hashable {
+    public var packageCount: Int
+    /// Every file once, however many packages name it, plus their package.json files.
+    public var bytesOnDisk: Int64
+    public var downloaded: Int
+    /// Packages with a damaged or missing file, and package.json files that do not read.
+    public var failed: Int
+    public var expired: Int
+    /// Per tour, each shared file once.
+    public var bytesPerTour: [UUID: Int64]
+}
+
+/// Why the library could not do what it was asked, in the app's taxonomy.
+/// Each names the package and the file where there is one.
+public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case networkUnavailable
+        case alreadyDownloading
+        case alreadyDownloaded
+        case mapDownloadFailed
+        case storageFailed
+        case integrityFailed
+        /// The request named no tour the catalogue has, or no offer of it.
+        case notOffered
+        case cancelled
+    }
+
+    public var kind: Kind
+    public var message: String
+    /// `package <id> (<tour name>)`, when one is concerned.
+    public var package: String?
+    /// The file, relative to Documents or to the site.
+    public var file: String?
+
+    init(_ kind: Kind, _ message: String, package: String? = nil, file: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.package = package
+        self.file = file
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+
+    /// The library's error for whatever the engine threw.
+    static func from(_ error: any Error) -> OfflineError {
+        if let error = error as? OfflineError { return error }
+        if error is CancellationError { return OfflineError(.cancelled, "cancelled") }
+        guard let error = error as? TourpackError else { return OfflineError(.storageFailed, "\(error)") }
+        let kind: Kind
+        switch error.kind {
+        case .networkUnavailable: kind = .networkUnavailable
+        case .alreadyDownloading, .alreadyBuilding: kind = .alreadyDownloading
+        case .alreadyDownloaded: kind = .alreadyDownloaded
+        case .mapDownloadFailed: kind = .mapDownloadFailed
+        case .integrityFailed: kind = .integrityFailed
+        case .cancelled: kind = .cancelled
+        case .invalidInput: kind = .notOffered
+        default: kind = .storageFailed
+        }
+        return OfflineError(kind, error.description, package: error.context.item, file: error.context.path)
+    }
+}

@@ -1,0 +1,166 @@
+public import Foundation
+public import TourpackPackage
+
+extension OfflineLibrary {
+    /// Downloads the tour's package (or its update) and installs it.
+    ///
+    /// The stream yields the job at every change of status or step and
+    /// otherwise about four times a second, and finishes after the job
+    /// completes, or throws an `OfflineError`. One download runs at a time;
+    /// another waits as `queued`. Before it starts, least recently accessed
+    /// packages are evicted to keep `maxStorageBytes`.
+    ///
+    /// - Parameters:
+    ///   - format: the format to take where the tour offers several (the installed one, else AAC, by default).
+    ///   - quality: likewise (the installed one, else the best).
+    public nonisolated func download(
+        tourId: UUID, format: AudioFormat? = nil, quality: AudioQuality? = nil
+    ) -> AsyncThrowingStream<DownloadJob, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task { await self.enqueue(tourId: tourId, format: format, quality: quality, continuation: continuation) }
+            continuation.onTermination = { termination in
+                if case .cancelled = termination { task.cancel() }
+            }
+        }
+    }
+
+    /// Stops the tour's download and removes its partial data; the package
+    /// installed before (if any) stays as it was.
+    public func cancelDownload(tourId: UUID) async {
+        guard let task = tasks[tourId] else { return }
+        task.cancel()
+        await task.value
+    }
+
+    private func enqueue(
+        tourId: UUID, format: AudioFormat?, quality: AudioQuality?, continuation: AsyncThrowingStream<DownloadJob, any Error>.Continuation
+    ) async {
+        if let job = jobs[tourId], job.status == .queued || job.status == .downloading || job.status == .paused {
+            continuation.finish(
+                throwing: OfflineError(.alreadyDownloading, "tour \(tourId.uuidString.lowercased()) is downloading already"))
+            return
+        }
+        let key = tourId.uuidString.lowercased()
+        var job = DownloadJob(packageId: "", tourId: key, tourName: catalogTour(key)?.tourName ?? key, audioBytes: 0, mapBytes: 0)
+        jobs[tourId] = job
+        continuation.yield(job)
+        let previous = queue
+        let task = Task {
+            await previous?.value
+            await self.run(tourId: tourId, format: format, quality: quality, continuation: continuation)
+        }
+        tasks[tourId] = task
+        queue = task
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+        if tasks[tourId] == task { tasks[tourId] = nil }
+        job = jobs[tourId] ?? job
+        if job.status == .queued { jobs[tourId] = nil }
+    }
+
+    private func run(
+        tourId: UUID, format: AudioFormat?, quality: AudioQuality?, continuation: AsyncThrowingStream<DownloadJob, any Error>.Continuation
+    ) async {
+        let key = tourId.uuidString.lowercased()
+        do {
+            try Task.checkCancellation()
+            if catalog == nil { _ = try await refreshCatalog() }
+            guard let tour = catalogTour(key) else {
+                throw OfflineError(.notOffered, "tour \(key) is not in the catalogue")
+            }
+            let choice = PackageChoice(tours: [key], format: format, quality: quality)
+            let installed = installedPackages()
+            guard let entry = try PackageSelection.choose(verified!.catalog, installed: installed, choice: choice).first else {
+                throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
+            }
+            try await makeRoom(for: entry, tourId: tourId)
+            var installer = Installer(documents: documents, source: source, publicKey: trust?.key)
+            installer.concurrency = 4
+            installer.report = { [weak self] event in
+                guard case .job(let job) = event else { return }
+                continuation.yield(job)
+                Task { await self?.record(job, tourId: tourId) }
+            }
+            let outcome = try await installer.install(choice, noReinstall: true)
+            var done =
+                outcome.jobs.first ?? jobs[tourId]
+                ?? DownloadJob(
+                    packageId: entry.package.packageId, tourId: key, tourName: tour.tourName, audioBytes: 0, mapBytes: 0)
+            if outcome.jobs.isEmpty { done.move(to: .completed) }
+            jobs[tourId] = done
+            updateBytes = [:]
+            markAccessed(tourId: tourId)
+            continuation.yield(done)
+            continuation.finish()
+        } catch {
+            let failure = OfflineError.from(error)
+            var job = jobs[tourId] ?? DownloadJob(packageId: "", tourId: key, tourName: key, audioBytes: 0, mapBytes: 0)
+            job.move(to: failure.kind == .cancelled ? .cancelled : .failed, message: failure.description)
+            jobs[tourId] = job
+            continuation.yield(job)
+            continuation.finish(throwing: failure)
+        }
+    }
+
+    private func record(_ job: DownloadJob, tourId: UUID) {
+        if let held = jobs[tourId], held.status == .completed || held.status == .failed || held.status == .cancelled,
+            job.status != held.status, job.packageId == held.packageId
+        {
+            return
+        }
+        jobs[tourId] = job
+    }
+
+    /// Evicts least recently accessed packages until the new one fits the
+    /// budget; refuses (`storageFailed`) when only pinned, playing or
+    /// downloading packages stand in the way.
+    private func makeRoom(for entry: CatalogEntry, tourId: UUID) async throws {
+        let installed = installedPackages()
+        let others = installed.filter { $0.manifest.tourId != entry.tour.tourId }
+        // What the tour's own packages hold now is replaced, not added to.
+        let current = storageStatistics().bytesOnDisk - (storageStatistics().bytesPerTour[tourId] ?? 0)
+        let need = current + entry.package.sizeBytes - policy.maxStorageBytes
+        guard need > 0 else { return }
+        let busy = Set(
+            jobs.filter { $0.value.status == .downloading || $0.value.status == .paused }.keys.map { $0.uuidString.lowercased() })
+        let times = AccessLog.read(folder)
+        let pinned = Set(policy.pinned.map { $0.uuidString.lowercased() })
+        let playing = self.playing?.uuidString.lowercased()
+        let candidates = others.filter {
+            !pinned.contains($0.manifest.tourId) && $0.manifest.tourId != playing && !busy.contains($0.manifest.tourId)
+        }
+        .sorted {
+            let a = times[$0.manifest.tourId] ?? $0.manifest.createdAt
+            let b = times[$1.manifest.tourId] ?? $1.manifest.createdAt
+            return a != b ? a < b : $0.packageId < $1.packageId
+        }
+        var freed: Int64 = 0
+        var evict: [PackageOnDisk] = []
+        for package in candidates where freed < need {
+            evict.append(package)
+            freed = bytesFreed(removing: evict, from: installed)
+        }
+        guard freed >= need else {
+            throw OfflineError(
+                .storageFailed,
+                "package \(entry.package.packageId) (\(entry.tour.tourName)) needs \(entry.package.sizeBytes) bytes; the budget of \(policy.maxStorageBytes) bytes is \(need) bytes short, and only pinned, playing or downloading packages could make room",
+                package: "package \(entry.package.packageId) (\(entry.tour.tourName))")
+        }
+        for package in evict {
+            do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
+        }
+    }
+
+    /// What removing `leaving` frees: their package.json files, and each
+    /// of their files that no package staying also names, once.
+    private func bytesFreed(removing leaving: [PackageOnDisk], from installed: [PackageOnDisk]) -> Int64 {
+        let gone = Set(leaving.map(\.packageId))
+        let kept = Set(installed.filter { !gone.contains($0.packageId) }.flatMap { $0.files.map(\.path) })
+        var sizes: [String: Int64] = [:]
+        for file in leaving.flatMap(\.files) where !kept.contains(file.path) { sizes[file.path] = file.sizeBytes }
+        return leaving.reduce(Int64(0)) { $0 + Int64($1.manifestBytes.count) } + sizes.values.reduce(0, +)
+    }
+}

@@ -1,0 +1,133 @@
+package import Foundation
+package import TourpackPackage
+
+/// One package's work, decided before a byte of its files is downloaded.
+package struct PackagePlan: Sendable {
+    package enum Action: String, Sendable, Hashable, Codable {
+        /// Not installed: every file not already in place, then package.json.
+        case install
+        /// Installed at another `contentHash`: the files whose SHA-256 changed.
+        case update
+        /// The same content under a new package.json (a rebuild renewed
+        /// `createdAt` and `expiresAt`): no file, only package.json.
+        case refresh
+        /// The installed package.json is the one the catalogue names, and
+        /// every file it lists is there at its size: nothing to do.
+        case upToDate
+    }
+
+    package var entry: CatalogEntry
+    package var action: Action
+    package var installed: PackageOnDisk?
+    /// package.json as published, checked against the catalogue (empty when up to date).
+    package var manifestBytes: [UInt8] = []
+    package var manifest: PackageManifest?
+    /// Every file the new package.json names.
+    package var files: [PackageFile] = []
+    /// The files not already in place at their path with their SHA-256.
+    package var placements: [PackageFile] = []
+    /// What to download for them: one file per SHA-256.
+    package var downloads: [PackageFile] = []
+    /// Other packages of the tour whose files the new one replaces at the
+    /// same paths (another voice in the same format): removed with the commit.
+    package var superseded: [PackageOnDisk] = []
+    /// Paths the old version (or a superseded package) lists that nothing
+    /// installed will list afterwards: removed with the commit.
+    package var obsolete: [String] = []
+
+    package var packageId: String { entry.package.packageId }
+    /// `package <id> (<tour name>)`, for messages.
+    package var name: String { TourpackError.packageName(packageId, tourName: entry.tour.tourName) }
+    package var downloadBytes: Int64 { downloads.reduce(0) { $0 + $1.sizeBytes } }
+}
+
+/// Decides each package's `PackagePlan`: whether it is up to date (from
+/// the installed package.json alone, so an up-to-date package costs no
+/// request), else its new package.json, fetched and checked against the
+/// catalogue, and the files that differ.
+package struct PackagePlanner: Sendable {
+    package let source: any SiteSource
+    package let documents: URL
+
+    package init(source: any SiteSource, documents: URL) {
+        self.source = source
+        self.documents = documents
+    }
+
+    /// The plan for `entry`, given every package installed now.
+    package func plan(_ entry: CatalogEntry, installed all: [PackageOnDisk]) async throws -> PackagePlan {
+        let installed = all.first { $0.packageId == entry.package.packageId }
+        var plan = PackagePlan(entry: entry, action: .install, installed: installed)
+        if let installed, installed.manifestSHA256 == entry.package.manifest.sha256, installed.damagedPaths(in: documents).isEmpty {
+            plan.action = .upToDate
+            return plan
+        }
+        let (bytes, manifest) = try await fetchManifest(entry)
+        plan.manifestBytes = bytes
+        plan.manifest = manifest
+        plan.files = try PackageFiles.of(manifest, file: entry.package.manifest.path)
+        plan.superseded = all.filter { other in
+            other.packageId != entry.package.packageId && other.manifest.tourId == manifest.tourId
+                && !Set(other.files.map(\.path)).isDisjoint(with: plan.files.map(\.path))
+        }
+        // In place: a path installed packages list with this SHA-256 alone, at its size.
+        // Two packages claiming one path with two digests leave it in doubt: fetched again.
+        var claims: [String: Set<String>] = [:]
+        for package in all {
+            let damaged = package.damagedPaths(in: documents)
+            for file in package.files { claims[file.path, default: []].insert(damaged.contains(file.path) ? "" : file.sha256) }
+        }
+        plan.placements = plan.files.filter { claims[$0.path] != [$0.sha256] }
+        var seen: Set<String> = []
+        plan.downloads = plan.placements.filter { seen.insert($0.sha256).inserted }
+        let newPaths = Set(plan.files.map(\.path))
+        let leaving = Set(([installed].compactMap { $0 } + plan.superseded).map(\.packageId))
+        let kept = Set(all.filter { !leaving.contains($0.packageId) }.flatMap { $0.files.map(\.path) })
+        let old = Set(([installed].compactMap { $0 } + plan.superseded).flatMap { $0.files.map(\.path) })
+        plan.obsolete = old.subtracting(newPaths).subtracting(kept).sorted()
+        if installed == nil {
+            plan.action = .install
+        } else if plan.placements.isEmpty, plan.obsolete.isEmpty, installed?.manifest.contentHash == manifest.contentHash {
+            plan.action = .refresh
+        } else {
+            plan.action = .update
+        }
+        return plan
+    }
+
+    /// The package.json the catalogue names, checked: its SHA-256, then that
+    /// it is the package and content the catalogue says.
+    package func fetchManifest(_ entry: CatalogEntry) async throws -> ([UInt8], PackageManifest) {
+        let package = entry.package
+        let name = TourpackError.packageName(package.packageId, tourName: entry.tour.tourName)
+        let path = package.manifest.path
+        guard path == CatalogPackage.manifestPath(packageId: package.packageId, contentHash: package.contentHash) else {
+            throw TourpackError.integrityFailed(
+                package: name, file: path, message: "the catalogue names a package.json outside packages/<packageId>/<contentHash>.json")
+        }
+        let fetched: [UInt8]?
+        do { fetched = try await source.object(path) } catch let failure as SiteSourceFailure {
+            throw failure.installError(package: name, file: path)
+        }
+        guard let bytes = fetched else {
+            throw TourpackError.integrityFailed(
+                package: name, file: path, message: "the site has no \(path), though the catalogue names it")
+        }
+        let digest = PackageFiles.sha256(bytes)
+        guard digest == package.manifest.sha256 else {
+            throw TourpackError.integrityFailed(
+                package: name, file: path, message: "SHA-256 \(digest), but the catalogue names \(package.manifest.sha256)")
+        }
+        let manifest: PackageManifest
+        do { manifest = try PackageManifest.decode(bytes) } catch {
+            throw TourpackError.integrityFailed(package: name, file: path, message: "not a package.json: \(error)")
+        }
+        guard manifest.packageId == package.packageId, manifest.tourId == entry.tour.tourId,
+            manifest.contentHash == package.contentHash
+        else {
+            throw TourpackError.integrityFailed(
+                package: name, file: path, message: "its packageId, tourId or contentHash is not the catalogue's")
+        }
+        return (bytes, manifest)
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+/// One package's download as the app's download manager shows it: the same
+/// fields under the same names, so a script reading `install --json` and
+/// the app's own job list read alike.
+///
+/// `progress` weighs the app's three phases: audio 70%, maps 25%,
+/// bundling 5% (`BuildProgress`'s weights). A phase with nothing to
+/// download counts as done once the job has moved past it.
+public struct DownloadJob: Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
+        case queued, downloading, paused, completed, failed, cancelled
+    }
+
+    /// The phase the job is in, as `currentStep` names it.
+    public enum Step: String, Sendable, Hashable, Codable, CaseIterable {
+        case audio, maps, bundling
+    }
+
+    package static let audioWeight = 0.70
+    package static let mapsWeight = 0.25
+    package static let bundlingWeight = 0.05
+
+    public internal(set) var packageId: String
+    public internal(set) var tourId: String
+    public internal(set) var tourName: String
+    public internal(set) var status: Status
+    /// 0…1 by the phase weights.
+    public internal(set) var progress: Double
+    public internal(set) var currentStep: Step?
+    /// Bytes this job downloads (files already in place are not counted).
+    public internal(set) var totalBytes: Int64
+    public internal(set) var downloadedBytes: Int64
+    /// Why the job failed or is paused; nil otherwise.
+    public internal(set) var errorMessage: String?
+
+    /// Seconds until the job's bytes have arrived at the rate seen so far;
+    /// nil before any byte has, or once none are left to fetch.
+    public internal(set) var estimatedSecondsRemaining: Double?
+
+    /// The audio and map shares of `totalBytes`, and what has arrived of each.
+    var audioBytes: Int64 = 0
+    var audioDone: Int64 = 0
+    var mapBytes: Int64 = 0
+    var mapDone: Int64 = 0
+
+    enum CodingKeys: String, CodingKey {
+        case packageId, tourId, tourName, status, progress, currentStep, totalBytes, downloadedBytes, errorMessage
+    }
+
+    /// Every field, `null` included, so a reader finds each one in every event.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(packageId, forKey: .packageId)
+        try container.encode(tourId, forKey: .tourId)
+        try container.encode(tourName, forKey: .tourName)
+        try container.encode(status, forKey: .status)
+        try container.encode((progress * 1000).rounded() / 1000, forKey: .progress)
+        try container.encode(currentStep, forKey: .currentStep)
+        try container.encode(totalBytes, forKey: .totalBytes)
+        try container.encode(downloadedBytes, forKey: .downloadedBytes)
+        try container.encode(errorMessage, forKey: .errorMessage)
+    }
+
+    package init(packageId: String, tourId: String, tourName: String, audioBytes: Int64, mapBytes: Int64) {
+        self.packageId = packageId
+        self.tourId = tourId
+        self.tourName = tourName
+        status = .queued
+        progress = 0
+        totalBytes = audioBytes + mapBytes
+        downloadedBytes = 0
+        self.audioBytes = audioBytes
+        self.mapBytes = mapBytes
+    }
+
+    /// Records `bytes` more of the audio or the map, and moves the step on.
+    mutating func received(_ bytes: Int64, map: Bool) {
+        if map {
+            mapDone = min(mapBytes, max(0, mapDone + bytes))
+        } else {
+            audioDone = min(audioBytes, max(0, audioDone + bytes))
+        }
+        downloadedBytes = audioDone + mapDone
+        if status == .queued || status == .paused { status = .downloading }
+        if status == .downloading { errorMessage = nil }
+        currentStep = audioDone < audioBytes ? .audio : (mapDone < mapBytes ? .maps : .bundling)
+        update()
+    }
+
+    mutating func move(to status: Status, step: Step? = nil, message: String? = nil) {
+        self.status = status
+        if let step { currentStep = step }
+        errorMessage = message
+        update()
+    }
+
+    private mutating func update() {
+        let reached = currentStep.flatMap { Step.allCases.firstIndex(of: $0) }
+        func past(_ step: Step) -> Bool {
+            guard let reached, let index = Step.allCases.firstIndex(of: step) else { return false }
+            return reached > index
+        }
+        let audio = audioBytes > 0 ? Double(audioDone) / Double(audioBytes) : (past(.audio) || status == .completed ? 1 : 0)
+        let maps = mapBytes > 0 ? Double(mapDone) / Double(mapBytes) : (past(.maps) || status == .completed ? 1 : 0)
+        let bundled: Double = status == .completed ? 1 : 0
+        progress = min(1, Self.audioWeight * audio + Self.mapsWeight * maps + Self.bundlingWeight * bundled)
+    }
+}
+
+/// What an install tells whoever watches it (`--json` prints each as a line).
+package enum InstallEvent: Sendable, Equatable {
+    /// The catalogue in use: read anew, or (`notModified`) the one remembered, confirmed by a 304.
+    case catalog(CatalogSummary)
+    /// A job changed: its status, its step, or its bytes.
+    case job(DownloadJob)
+    /// A download of `file` failed and is tried again after `seconds`.
+    case retrying(packageId: String, file: String, seconds: Double, reason: String)
+    /// A package whose installed files already match the catalogue.
+    case upToDate(packageId: String, tourName: String)
+    case warning(String)
+}
+
+/// The catalogue an install works from.
+package struct CatalogSummary: Sendable, Hashable, Codable {
+    package var site: String
+    package var generation: Int
+    /// The site answered 304: the remembered catalogue is still the one in force.
+    package var notModified: Bool
+    /// The key id that signed it, when a public key checked it.
+    package var verifiedBy: String?
+    package var tours: Int
+    package var packages: Int
+}

@@ -1,0 +1,247 @@
+import Dispatch
+import Foundation
+import TourpackPackage
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The session's delegate: hands each task's events to the `Receiver`
+/// registered for it. One per `URLSessionSiteSource`.
+final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var receivers: [Int: Receiver] = [:]
+
+    func register(_ receiver: Receiver, for task: Int) { lock.withLock { receivers[task] = receiver } }
+    func remove(_ task: Int) { _ = lock.withLock { receivers.removeValue(forKey: task) } }
+    private func receiver(_ task: URLSessionTask) -> Receiver? { lock.withLock { receivers[task.taskIdentifier] } }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        completionHandler(receiver(dataTask)?.head(response) ?? .cancel)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        receiver(dataTask)?.body(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        receiver(task)?.finish(error)
+    }
+
+    /// Redirects are followed only to the same scheme (never from HTTPS to HTTP).
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        let same = request.url?.scheme?.lowercased() == task.originalRequest?.url?.scheme?.lowercased()
+        completionHandler(same ? request : nil)
+    }
+}
+
+/// One exchange's answer as it arrives: the head checked, the body
+/// streamed into memory (bounded) or onto the file (continuing it only when
+/// `Content-Range` says so, never past its size), and the rate watched, so
+/// that a trickle is abandoned as a failed try.
+final class Receiver: @unchecked Sendable {
+    private let lock = NSLock()
+    private let sink: URLSessionSiteSource.Sink
+    private let policy: TransferPolicy
+    private let deadline: Double
+    private var task: URLSessionTask?
+    private var continuation: CheckedContinuation<URLSessionSiteSource.Outcome, Never>?
+    private var status = 0
+    private var headers: [String: String] = [:]
+    private var memory: [UInt8] = []
+    private var handle: FileHandle?
+    private var written: Int64 = 0
+    private var accepted = false
+    private var failure: URLSessionSiteSource.Failure?
+    private var timer: (any DispatchSourceTimer)?
+    private let started = ContinuousClock.now
+    /// Bytes received at each watchdog tick, for the rate over the window.
+    private var samples: [(at: ContinuousClock.Instant, bytes: Int64)] = []
+    private var received: Int64 = 0
+    private var lastReport = ContinuousClock.now
+
+    init(sink: URLSessionSiteSource.Sink, policy: TransferPolicy, deadline: Double) {
+        self.sink = sink
+        self.policy = policy
+        self.deadline = deadline
+    }
+
+    func start(task: URLSessionTask, continuation: CheckedContinuation<URLSessionSiteSource.Outcome, Never>) {
+        lock.withLock {
+            self.task = task
+            self.continuation = continuation
+            samples = [(started, 0)]
+        }
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in self?.watch() }
+        lock.withLock { self.timer = timer }
+        timer.resume()
+        task.resume()
+    }
+
+    /// Once a second: past the deadline, or slower than the minimum rate over a whole window, the try is abandoned.
+    private func watch() {
+        let cancel: URLSessionTask? = lock.withLock {
+            guard failure == nil, continuation != nil else { return nil }
+            let now = ContinuousClock.now
+            samples.append((now, received))
+            let elapsed = started.duration(to: now).seconds
+            if elapsed > deadline {
+                failure = .init(
+                    kind: .retryable, reason: "no whole answer within the file's deadline", status: statusOrNil, sinkAccepted: accepted)
+                return task
+            }
+            let window = policy.rateWindowSeconds
+            guard elapsed >= window, policy.minimumBytesPerSecond > 0 else { return nil }
+            samples.removeAll { $0.at.duration(to: now).seconds > window + 1 }
+            guard let first = samples.first else { return nil }
+            let span = max(first.at.duration(to: now).seconds, 1)
+            let rate = Double(received - first.bytes) / span
+            if span >= window, rate < Double(policy.minimumBytesPerSecond) {
+                failure = .init(
+                    kind: .retryable,
+                    reason: "slower than \(policy.minimumBytesPerSecond) bytes a second over \(Int(window)) s (\(Int(rate)) B/s)",
+                    status: statusOrNil, sinkAccepted: accepted)
+                return task
+            }
+            return nil
+        }
+        cancel?.cancel()
+    }
+
+    private var statusOrNil: Int? { status == 0 ? nil : status }
+
+    func head(_ response: URLResponse) -> URLSession.ResponseDisposition {
+        lock.withLock {
+            guard let http = response as? HTTPURLResponse else {
+                failure = .init(kind: .retryable, reason: "not an HTTP answer", status: nil, sinkAccepted: false)
+                return .cancel
+            }
+            status = http.statusCode
+            for (name, value) in http.allHeaderFields {
+                if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            }
+            guard case .file(let file, let validator, let have, let size, _) = sink, (200..<300).contains(status) else { return .allow }
+            if status == 206 {
+                guard have > 0, URLSessionSiteSource.continues(headers["content-range"], from: have, total: size) else {
+                    failure = .init(
+                        kind: .retryable,
+                        reason: "a range that does not continue the file (Content-Range: \(headers["content-range"] ?? "none"))",
+                        status: status, sinkAccepted: false)
+                    return .cancel
+                }
+            } else if status != 200 {
+                failure = .init(kind: .retryable, reason: "HTTP \(status) is not a file's answer", status: status, sinkAccepted: false)
+                return .cancel
+            }
+            do {
+                if status == 200 {
+                    // The whole file from byte 0: what was there goes.
+                    try URLSessionSiteSource.startOver(file, validator)
+                    written = 0
+                } else {
+                    written = have
+                }
+                if !FileManager.default.fileExists(atPath: file.path) {
+                    guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+                        throw CocoaError(.fileWriteUnknown)
+                    }
+                }
+                let opened = try FileHandle(forWritingTo: file)
+                try opened.seekToEnd()
+                handle = opened
+                if let tag = headers["etag"] ?? headers["last-modified"] { try Data(tag.utf8).write(to: validator) }
+                accepted = true
+            } catch {
+                failure = .init(kind: .storage(path: file.path), reason: "\(error)", status: status, sinkAccepted: false)
+                return .cancel
+            }
+            return .allow
+        }
+    }
+
+    func body(_ data: Data) {
+        var report: (@Sendable (DownloadObservation) -> Void, Int64)?
+        let cancel: URLSessionTask? = lock.withLock {
+            guard failure == nil else { return task }
+            received += Int64(data.count)
+            switch sink {
+            case .memory(let cap, let what):
+                guard memory.count + data.count <= cap else {
+                    failure = .init(
+                        kind: .tooLong, reason: "the \(what) is over its cap of \(cap) bytes", status: status, sinkAccepted: false)
+                    return task
+                }
+                memory.append(contentsOf: data)
+            case .file(let file, _, _, let size, let observe):
+                guard accepted, let handle else {
+                    // An error's body: its first bytes are the server's message.
+                    if memory.count < 400 { memory.append(contentsOf: data.prefix(400 - memory.count)) }
+                    return nil
+                }
+                guard written + Int64(data.count) <= size else {
+                    failure = .init(
+                        kind: .tooLong, reason: "the answer is longer than the \(size) bytes the package.json names", status: status,
+                        sinkAccepted: false)
+                    return task
+                }
+                do { try handle.write(contentsOf: data) } catch {
+                    failure = .init(kind: .storage(path: file.path), reason: "\(error)", status: status, sinkAccepted: true)
+                    return task
+                }
+                written += Int64(data.count)
+                let now = ContinuousClock.now
+                if lastReport.duration(to: now) >= .milliseconds(250) {
+                    lastReport = now
+                    report = (observe, written)
+                }
+            }
+            return nil
+        }
+        cancel?.cancel()
+        if let (observe, bytes) = report { observe(.bytes(bytes)) }
+    }
+
+    func finish(_ error: (any Error)?) {
+        let resumed: (CheckedContinuation<URLSessionSiteSource.Outcome, Never>, URLSessionSiteSource.Outcome)? = lock.withLock {
+            timer?.cancel()
+            timer = nil
+            try? handle?.close()
+            handle = nil
+            guard let continuation else { return nil }
+            self.continuation = nil
+            let outcome: URLSessionSiteSource.Outcome
+            if let failure {
+                outcome = .failed(failure)
+            } else if let error {
+                outcome = .failed(.init(kind: .retryable, reason: Self.describe(error), status: statusOrNil, sinkAccepted: accepted))
+            } else {
+                outcome = .answered(.init(status: status, headers: headers, body: memory, sinkAccepted: accepted))
+            }
+            return (continuation, outcome)
+        }
+        if let (continuation, outcome) = resumed { continuation.resume(returning: outcome) }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let error = error as NSError
+        if error.domain == NSURLErrorDomain {
+            switch error.code {
+            case NSURLErrorCancelled: return "cancelled"
+            case NSURLErrorTimedOut: return "no bytes for the session's timeout"
+            case NSURLErrorNetworkConnectionLost: return "the connection was cut"
+            case NSURLErrorCannotConnectToHost: return "could not connect"
+            case NSURLErrorNotConnectedToInternet: return "not connected"
+            default: break
+            }
+        }
+        return error.localizedDescription
+    }
+}

@@ -1,0 +1,145 @@
+package import Foundation
+import TourpackPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `install`'s own folder in a Documents root (`Layout.installFolder`):
+///
+/// ```
+/// .tourpack-install/
+///   site.json                 the site last read and its catalogue's ETag (or Last-Modified)
+///   catalog.json, .sig        that catalogue's exact bytes (and signature), reused on a 304
+///   downloads/<sha256>.part   a file on its way, resumed next time (+ .part.validator: its ETag)
+///   downloads/<sha256>        a file downloaded whole and verified, waiting for its package's commit
+///   staging/                  package.json temps and links for a commit (`StagingArea`)
+///   journal/<tourId>.json     a commit in progress (`CommitJournal`), finished by the next run
+/// ```
+///
+/// It lives inside the root, so every rename from it into the layout is on
+/// one file system and atomic. The app never reads it (hidden), and
+/// `validate` passes over it.
+package struct InstallFolder: Sendable {
+    package let documents: URL
+
+    package init(documents: URL) { self.documents = documents.standardizedFileURL }
+
+    package var url: URL { documents.appendingPathComponent(Layout.installFolder, isDirectory: true) }
+    var downloads: URL { url.appendingPathComponent("downloads", isDirectory: true) }
+    var siteFile: URL { url.appendingPathComponent("site.json") }
+    var catalogFile: URL { url.appendingPathComponent("catalog.json") }
+    var signatureFile: URL { url.appendingPathComponent("catalog.json.sig") }
+
+    /// Where the file with this SHA-256 downloads.
+    func partial(_ sha256: String) -> URL { downloads.appendingPathComponent("\(sha256).part") }
+    /// Where it waits once whole and verified.
+    func verified(_ sha256: String) -> URL { downloads.appendingPathComponent(sha256) }
+
+    /// Creates the folder and its downloads folder, refusing a symlink in
+    /// their place: the staging must stay inside the root.
+    package func prepare() throws {
+        try AtomicFile.createFolder(documents)
+        for folder in [url, downloads] {
+            if let problem = OutputTree.folderProblem(folder) { throw TourpackError.invalidInput(problem) }
+        }
+        try AtomicFile.createFolder(downloads, under: documents)
+    }
+
+    // MARK: The remembered catalogue
+
+    /// What `site.json` says.
+    struct Remembered: Codable, Equatable {
+        var site: String
+        var version: CatalogVersion
+    }
+
+    /// The catalogue last read from `site`, its signature when there was
+    /// one, and the version to ask about; nil when none is remembered for it.
+    package func rememberedCatalog(site: String) -> (bytes: [UInt8], signature: [UInt8]?, version: CatalogVersion)? {
+        guard let data = FileManager.default.contents(atPath: siteFile.path),
+            let remembered = try? JSONDecoder().decode(Remembered.self, from: data), remembered.site == site,
+            let bytes = FileManager.default.contents(atPath: catalogFile.path)
+        else { return nil }
+        return (Array(bytes), FileManager.default.contents(atPath: signatureFile.path).map(Array.init), remembered.version)
+    }
+
+    /// Keeps a catalogue that passed its checks, for the next conditional read.
+    package func remember(site: String, bytes: [UInt8], signature: [UInt8]?, version: CatalogVersion) throws {
+        try AtomicFile.write(bytes, to: catalogFile)
+        if let signature { try AtomicFile.write(signature, to: signatureFile) } else { try AtomicFile.remove(signatureFile) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data: Data
+        do { data = try encoder.encode(Remembered(site: site, version: version)) } catch {
+            throw TourpackError.internalInvariant("site.json could not be encoded: \(error)")
+        }
+        try AtomicFile.write(data, to: siteFile)
+    }
+
+    // MARK: Downloads
+
+    /// How many bytes `file` holds; 0 when there is none (a symlink is not followed).
+    package static func size(of file: URL) -> Int64 {
+        var info = stat()
+        return lstat(file.path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    /// Deletes the downloads in progress and those waiting for a commit
+    /// (a cancelled install leaves no partial data behind).
+    package func discardDownloads() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? [] {
+            _ = try? AtomicFile.remove(downloads.appendingPathComponent(name))
+        }
+    }
+
+    /// Deletes what is downloaded for these files: they are in place now.
+    func discardDownloads(of sha256s: some Sequence<String>) {
+        for sha256 in sha256s {
+            for file in [verified(sha256), partial(sha256), partial(sha256).appendingPathExtension("validator")] {
+                _ = try? AtomicFile.remove(file)
+            }
+        }
+    }
+}
+
+/// One install per Documents root: an exclusive `flock` on the root folder
+/// itself, as a build holds its output root, so an install, a removal and
+/// a build of one folder never run together. The kernel drops it when the
+/// process ends, however it ends.
+package final class InstallLock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var descriptor: Int32?
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { release() }
+
+    /// Takes the lock at once, or throws `alreadyDownloading` naming the root.
+    package static func acquire(documents: URL) throws -> InstallLock {
+        try AtomicFile.createFolder(documents)
+        let fd = open(documents.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw TourpackError.storageFailed(path: documents.path, errno: errno, operation: "open Documents folder") }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            _ = close(fd)
+            if code == EWOULDBLOCK { throw TourpackError.alreadyDownloading(lockPath: documents.path) }
+            throw TourpackError.storageFailed(path: documents.path, errno: code, operation: "flock")
+        }
+        return InstallLock(descriptor: fd)
+    }
+
+    package func release() {
+        lock.withLock {
+            guard let fd = descriptor else { return }
+            descriptor = nil
+            _ = flock(fd, LOCK_UN)
+            _ = close(fd)
+        }
+    }
+}

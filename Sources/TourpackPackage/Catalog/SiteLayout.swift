@@ -1,0 +1,86 @@
+import Foundation
+
+/// The keys of a published site, and how a CDN may cache each.
+///
+/// ```
+/// catalog.json, catalog.json.sig            the generation in force (short cache), written last
+/// generations/<n>.json, <n>.json.sig         every catalogue ever published
+/// packages/<packageId>/<contentHash>.json    each package.json, as built
+/// blobs/sha256/<2 hex>/<sha256>              every audio file, caption file and tile pack, once
+/// ```
+///
+/// Everything but `catalog.json` and its signature is immutable and named
+/// by what it holds, so a CDN keeps it forever and a device resuming a
+/// download after a week gets the same bytes.
+package enum SiteLayout {
+    package static let catalog = "catalog.json"
+    package static let signatureSuffix = ".sig"
+    package static let generationsFolder = "generations/"
+    package static let packagesFolder = "packages/"
+    package static let blobsFolder = "blobs/sha256/"
+
+    /// Immutable objects: a year, and never revalidated.
+    package static let immutable = "public, max-age=31536000, immutable"
+    /// The catalogue: a minute, so "Update available" shows soon after a publish.
+    package static let catalogCacheControl = "public, max-age=60"
+
+    package static func blob(sha256: String) -> String {
+        blobsFolder + sha256.prefix(2) + "/" + sha256
+    }
+
+    package static func generation(_ number: Int) -> String {
+        generationsFolder + "\(number).json"
+    }
+
+    package static func signature(of key: String) -> String { key + signatureSuffix }
+
+    /// The generation a key under `generations/` names (`7` for
+    /// `generations/7.json`); nil for its signature or anything else.
+    package static func generationNumber(_ key: String) -> Int? {
+        guard key.hasPrefix(generationsFolder), key.hasSuffix(".json") else { return nil }
+        return Int(key.dropFirst(generationsFolder.count).dropLast(".json".count))
+    }
+
+    /// What a CDN serves a file of `format` as.
+    package static func contentType(for format: AudioFormat) -> String {
+        switch format {
+        case .aac: "audio/mp4"
+        case .mp3: "audio/mpeg"
+        case .opus: "audio/ogg"
+        }
+    }
+
+    package static let jsonContentType = "application/json"
+    /// A tile pack (MBTiles) is an SQLite database.
+    package static let tilePackContentType = "application/vnd.sqlite3"
+    /// A narration's captions (WebVTT is UTF-8 by definition; the charset
+    /// keeps a CDN or browser from guessing).
+    package static let captionsContentType = "text/vtt; charset=utf-8"
+
+    /// Every file `manifest` names, as a site stores it: each audio file,
+    /// the captions of each narration that has them, then the tile pack.
+    /// The one list of a package's files on the publishing side: upload,
+    /// rollback's check and `--gc` all read it, so a new kind of file
+    /// needs naming only here.
+    package static func files(of manifest: PackageManifest) -> [File] {
+        var files = manifest.audio.map {
+            File(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, contentType: contentType(for: $0.format))
+        }
+        files += manifest.audio.compactMap(\.captions).map {
+            File(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, contentType: captionsContentType)
+        }
+        if let path = manifest.mapTiles.file, let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes {
+            files.append(File(path: path, sha256: sha256, sizeBytes: size, contentType: tilePackContentType))
+        }
+        return files
+    }
+
+    /// One file a package.json names, with what the site serves it as.
+    package struct File: Sendable, Hashable {
+        /// Relative to the root, as package.json names it.
+        package var path: String
+        package var sha256: String
+        package var sizeBytes: Int64
+        package var contentType: String
+    }
+}

@@ -1,0 +1,139 @@
+import Crypto
+package import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One file a package.json names: an audio file, a narration's captions or the tile pack.
+package struct PackageFile: Sendable, Hashable {
+    /// Relative to the Documents root, as package.json records it.
+    package var path: String
+    package var sha256: String
+    package var sizeBytes: Int64
+    package var kind: Kind
+
+    /// Where a file lives decides how it is committed: audio in the tour's
+    /// shared folder (swapped whole), captions and the tile pack in the
+    /// package's own folder (renamed into place, each by the journal).
+    package enum Kind: Sendable, Hashable {
+        case audio
+        case captions
+        case tilePack
+    }
+
+    package var isTilePack: Bool { kind == .tilePack }
+
+    /// The blob that holds it on a site.
+    package var siteKey: String { SiteLayout.blob(sha256: sha256) }
+}
+
+/// The files a package.json names, checked so that nothing it says can
+/// reach outside the package's own places: audio only at
+/// `AudioCache/<its tourId>/<poiId>_<Phase>.<ext>`, a narration's captions
+/// only at `OfflineTours/<its packageId>/captions/<that poiId>_<Phase>.vtt`,
+/// a tile pack only at `OfflineTours/<its packageId>/tiles.mbtiles`, every SHA-256 64 lowercase
+/// hex digits, no path twice. A catalogue published without a key is
+/// trusted for nothing more than its bytes say, so this holds for every
+/// manifest, signed or not.
+package enum PackageFiles {
+    package static func of(_ manifest: PackageManifest, file: String) throws -> [PackageFile] {
+        func refuse(_ why: String) -> TourpackError {
+            .integrityFailed(package: "package \(manifest.packageId)", file: file, message: why)
+        }
+        guard let packageID = SafeID(validating: manifest.packageId), packageID.value == manifest.packageId,
+            let tourID = SafeID(validating: manifest.tourId), tourID.value == manifest.tourId
+        else { throw refuse("packageId and tourId must be lowercase UUIDs") }
+        var files: [PackageFile] = []
+        var seen: Set<String> = []
+        for entry in manifest.audio {
+            guard let parsed = Layout.parseAudioPath(entry.path), parsed.tourID == tourID else {
+                throw refuse("audio path \(entry.path) is not AudioCache/\(tourID.value)/<poiId>_<Phase>.<ext>")
+            }
+            files.append(try checked(entry.path, entry.sha256, entry.sizeBytes, .audio, refuse))
+            if let captions = entry.captions {
+                let expected = Layout.captionsRelativePath(packageID: packageID, poiID: parsed.poiID, phase: parsed.phase)
+                guard captions.path == expected else { throw refuse("captions path \(captions.path) is not \(expected)") }
+                files.append(try checked(captions.path, captions.sha256, captions.sizeBytes, .captions, refuse))
+            }
+        }
+        if let path = manifest.mapTiles.file {
+            let expected = "\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.tilePackFileName)"
+            guard path == expected else { throw refuse("mapTiles.file \(path) is not \(expected)") }
+            guard let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes else {
+                throw refuse("mapTiles names a file without its sha256 and sizeBytes")
+            }
+            files.append(try checked(path, sha256, size, .tilePack, refuse))
+        }
+        for file in files where !seen.insert(file.path).inserted { throw refuse("\(file.path) is named twice") }
+        return files
+    }
+
+    private static func checked(
+        _ path: String, _ sha256: String, _ size: Int64, _ kind: PackageFile.Kind, _ refuse: (String) -> TourpackError
+    ) throws -> PackageFile {
+        guard sha256.utf8.count == 64, sha256.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw refuse("\(path): sha256 is not 64 lowercase hex digits")
+        }
+        guard size >= 0 else { throw refuse("\(path): negative sizeBytes") }
+        return PackageFile(path: path, sha256: sha256, sizeBytes: size, kind: kind)
+    }
+
+    /// The lowercase hex SHA-256 of `bytes`.
+    package static func sha256(_ bytes: some DataProtocol) -> String {
+        SHA256.hash(data: bytes).lowercaseHex
+    }
+}
+
+/// A package installed in a Documents root: its package.json as it is on
+/// disk (the bytes, whose SHA-256 the catalogue's `manifest.sha256` names
+/// when it is the published one) and the files it names.
+package struct PackageOnDisk: Sendable {
+    package var manifest: PackageManifest
+    package var manifestBytes: [UInt8]
+    package var manifestSHA256: String
+    package var files: [PackageFile]
+
+    package var packageId: String { manifest.packageId }
+
+    /// Every package under `OfflineTours` whose package.json reads, by
+    /// package ID; what does not read is listed in `unreadable` (the
+    /// install leaves it alone).
+    package static func read(documents: URL) -> (packages: [PackageOnDisk], unreadable: [String]) {
+        let tours = documents.appendingPathComponent(Layout.offlineToursFolder)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted()
+        var packages: [PackageOnDisk] = []
+        var unreadable: [String] = []
+        for name in names where !name.hasPrefix(".") {
+            let url = tours.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName)
+            guard OutputTree.kind(url) == .file, let data = FileManager.default.contents(atPath: url.path) else { continue }
+            let relative = "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"
+            guard let manifest = try? PackageManifest.decode(Array(data)), manifest.packageId == name,
+                let files = try? PackageFiles.of(manifest, file: relative)
+            else {
+                unreadable.append(relative)
+                continue
+            }
+            packages.append(
+                PackageOnDisk(manifest: manifest, manifestBytes: Array(data), manifestSHA256: PackageFiles.sha256(data), files: files))
+        }
+        return (packages, unreadable)
+    }
+
+    /// The files whose size on disk differs from what package.json says
+    /// (missing ones too): what an update must fetch even if unchanged.
+    /// A size, not a hash: reading every file on every run would cost more
+    /// than the catalogue request it accompanies.
+    package func damagedPaths(in documents: URL) -> Set<String> {
+        Set(
+            files.filter { file in
+                var info = stat()
+                let url = documents.appendingPathComponent(file.path)
+                return lstat(url.path, &info) != 0 || info.st_mode & S_IFMT != S_IFREG || Int64(info.st_size) != file.sizeBytes
+            }.map(\.path))
+    }
+}

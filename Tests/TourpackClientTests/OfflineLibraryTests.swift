@@ -1,0 +1,265 @@
+import Foundation
+import Testing
+import TourpackClient
+import TourpackTesting
+
+/// The app's flow, as an app writes it: only `import TourpackClient`'s
+/// public API, against a site published by the real publisher and served
+/// over loopback HTTP (TourpackTesting's site server: Range, If-Range,
+/// ETag, injected faults), read with URLSession.
+@Suite(.offThePool) struct OfflineLibraryTests {
+    /// A library over `fixture`'s site served by `server`, into a fresh Documents folder.
+    static func library(
+        _ fixture: SiteFixture, _ server: SiteServer, documents: String = "Documents", policy: DownloadPolicy = DownloadPolicy(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws -> OfflineLibrary {
+        OfflineLibrary(
+            documents: fixture.documents(documents), site: URL(string: server.base)!,
+            trust: try .publicKey(base64: fixture.publicKeyBase64),
+            policy: policy, now: now)
+    }
+
+    /// Every job the download reported, the last one first-class.
+    static func download(_ library: OfflineLibrary, _ tour: UUID, format: AudioFormat? = nil) async throws -> [DownloadJob] {
+        var jobs: [DownloadJob] = []
+        for try await job in library.download(tourId: tour, format: format) { jobs.append(job) }
+        return jobs
+    }
+
+    static func tourId(_ package: SiteFixture.Package) -> UUID { UUID(uuidString: package.tourId)! }
+
+    @Test func theAppsFlowFromRefreshToDelete() async throws {
+        let fixture = try SiteFixture()
+        let alps = try fixture.addTour(name: "Alps", formats: [.aac, .mp3], files: 6, bytes: 40_000, pack: 60_000, captions: true)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        let tour = Self.tourId(alps[0])
+
+        #expect(await library.catalog == nil)
+        let catalog = try await library.refreshCatalog()
+        #expect(catalog.tours.map(\.name) == ["Alps"])
+        let offers = try #require(catalog.tours.first?.offers)
+        #expect(Set(offers.map(\.format)) == [.aac, .mp3])
+        for offer in offers {
+            #expect(offer.sizeBytes == offer.audioBytes + offer.mapBytes)
+            #expect(offer.mapBytes > 0 && offer.audioBytes > 0)
+        }
+        guard case .notDownloaded(let listed) = await library.state(of: tour) else { Issue.record("not notDownloaded"); return }
+        #expect(listed == offers)
+        #expect(await library.storageStatistics().packageCount == 0)
+
+        let jobs = try await Self.download(library, tour, format: .aac)
+        let last = try #require(jobs.last)
+        #expect(last.status == .completed)
+        #expect(last.progress == 1)
+        #expect(last.totalBytes == offers.first { $0.format == .aac }!.sizeBytes)
+        // Progress only goes forward, and the steps come in the app's order.
+        let progress = jobs.map(\.progress)
+        #expect(progress == progress.sorted())
+        #expect(jobs.contains { $0.status == .downloading && $0.currentStep == .audio })
+
+        guard case .downloaded(let installed) = await library.state(of: tour) else { Issue.record("not downloaded"); return }
+        #expect(installed.format == .aac)
+        #expect(installed.damagedFiles == 0)
+        let poi = try #require(UUID(uuidString: alps[0].poiIds[0]))
+        let audio = try #require(await library.audioFile(tourId: tour, poiId: poi, phase: .detailed))
+        #expect(try Data(contentsOf: audio) == fixture.files(of: alps[0])[alps[0].audioPaths[0]])
+        #expect(await library.captionFile(tourId: tour, poiId: poi, phase: .detailed) != nil)
+        #expect(await library.audioFile(tourId: tour, poiId: poi, phase: .approaching) == nil)
+        #expect(await library.tilePack(tourId: tour) != nil)
+        let statistics = await library.storageStatistics()
+        #expect(statistics.packageCount == 1 && statistics.downloaded == 1 && statistics.failed == 0)
+        #expect(statistics.bytesPerTour[tour] == statistics.bytesOnDisk)
+
+        // A second download of the same package is refused, not repeated.
+        await #expect(throws: OfflineError.self) { _ = try await Self.download(library, tour) }
+
+        // A republish with an edited narration: an update, of that file alone.
+        let changed = try fixture.changeFile(of: alps[0])
+        try await fixture.publish()
+        _ = try await library.refreshCatalog()
+        guard case .updateAvailable(_, let offer, let bytes) = await library.state(of: tour) else {
+            Issue.record("no update seen")
+            return
+        }
+        let changedSize = try #require(fixture.files(of: alps[0])[changed]).count
+        #expect(bytes == Int64(changedSize))
+        #expect(offer.format == .aac)
+        server.resetLog()
+        let update = try await Self.download(library, tour)
+        #expect(update.last?.status == .completed)
+        #expect(update.last?.totalBytes == Int64(changedSize))
+        guard case .downloaded = await library.state(of: tour) else { Issue.record("not downloaded after the update"); return }
+
+        try await library.delete(tourId: tour)
+        guard case .notDownloaded = await library.state(of: tour) else { Issue.record("still installed"); return }
+        let after = await library.storageStatistics()
+        #expect(after.packageCount == 0 && after.bytesOnDisk == 0)
+        #expect(await library.audioFile(tourId: tour, poiId: poi, phase: .detailed) == nil)
+    }
+
+    @Test func withNoSignalTheLastVerifiedCatalogueStays() async throws {
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        let library = try Self.library(fixture, server)
+        let first = try await library.refreshCatalog()
+        server.stop()
+        do {
+            _ = try await library.refreshCatalog()
+            Issue.record("a refresh with the server gone succeeded")
+        } catch let error as OfflineError {
+            #expect(error.kind == .networkUnavailable)
+        }
+        #expect(await library.catalog == first)
+        // A new library (the app restarted, still offline) finds it on disk.
+        let restarted = try Self.library(fixture, server)
+        #expect(await restarted.catalog?.generation == first.generation)
+    }
+
+    @Test func aCatalogueSignedByAnotherKeyIsRefused() async throws {
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
+        try await fixture.publish()
+        let other = try SiteFixture()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let library = OfflineLibrary(
+            documents: fixture.documents(), site: URL(string: server.base)!, trust: try .publicKey(base64: other.publicKeyBase64))
+        do {
+            _ = try await library.refreshCatalog()
+            Issue.record("a catalogue signed by another key was accepted")
+        } catch let error as OfflineError {
+            #expect(error.kind == .integrityFailed)
+        }
+        #expect(await library.catalog == nil)
+    }
+
+    @Test func cancelRemovesThePartialDataAndKeepsNothingHalfInstalled() async throws {
+        let fixture = try SiteFixture()
+        let alps = try fixture.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        // Each blob trickles, so the cancel lands mid-file.
+        server.inject { _, _, path, _ in path.contains("/blobs/") ? .stall(seconds: 5) : nil }
+        let library = try Self.library(fixture, server)
+        let tour = Self.tourId(alps[0])
+        _ = try await library.refreshCatalog()
+        let stream = library.download(tourId: tour)
+        let watcher = Task {
+            var seen: [DownloadJob] = []
+            do { for try await job in stream { seen.append(job) } } catch {}
+            return seen
+        }
+        let downloads = fixture.documents().appendingPathComponent(".tourpack-install/downloads")
+        var partial = false
+        for _ in 0..<200 where !partial {
+            try await Task.sleep(for: .milliseconds(25))
+            partial = ((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).contains { $0.hasSuffix(".part") }
+        }
+        #expect(partial, "no partial download was seen before the cancel")
+        await library.cancelDownload(tourId: tour)
+        let jobs = await watcher.value
+        #expect(jobs.last?.status == .cancelled)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).isEmpty)
+        guard case .notDownloaded = await library.state(of: tour) else { Issue.record("a cancelled download installed"); return }
+        #expect(!FileManager.default.fileExists(atPath: fixture.documents().appendingPathComponent("AudioCache/\(alps[0].tourId)").path))
+    }
+
+    @Test func blobsSharedByTwoPackagesAreDownloadedOnceAndServeBoth() async throws {
+        let fixture = try SiteFixture()
+        // Two tours whose narrations (audio and captions) are the same bytes.
+        let twins = try fixture.addTwinTours(files: 3, bytes: 30_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        _ = try await library.refreshCatalog()
+        for package in twins {
+            let jobs = try await Self.download(library, Self.tourId(package))
+            #expect(jobs.last?.status == .completed)
+        }
+        for package in twins {
+            guard case .downloaded(let installed) = await library.state(of: Self.tourId(package)) else {
+                Issue.record("\(package.tourId) not installed")
+                continue
+            }
+            #expect(installed.damagedFiles == 0)
+            let poi = try #require(UUID(uuidString: package.poiIds[0]))
+            #expect(await library.captionFile(tourId: Self.tourId(package), poiId: poi, phase: .detailed) != nil)
+        }
+        let blobs = server.requests.filter { $0.path.contains("/blobs/") && $0.status == 200 }.map(\.path)
+        #expect(blobs.count == Set(blobs).count, "a shared blob was downloaded twice: \(blobs)")
+    }
+
+    @Test func evictionTakesTheLeastRecentlyUsedAndSparesPinnedAndPlaying() async throws {
+        let fixture = try SiteFixture()
+        var tours: [SiteFixture.Package] = []
+        for name in ["A", "B", "C", "D"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 50_000) }
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let ids = tours.map(Self.tourId)
+        // Room for three packages, not four.
+        let library = try Self.library(fixture, server, policy: DownloadPolicy(maxStorageBytes: 330_000), now: clock.now)
+        _ = try await library.refreshCatalog()
+        for id in ids.prefix(3) {
+            _ = try await Self.download(library, id)
+            clock.advance(60)
+        }
+        // A was used last, B is pinned, C plays: nothing may go, so D is refused.
+        await library.markAccessed(tourId: ids[0])
+        await library.update(policy: DownloadPolicy(maxStorageBytes: 330_000, pinned: [ids[1]]))
+        await library.setPlaying(tourId: ids[2])
+        do {
+            _ = try await Self.download(library, ids[3])
+            Issue.record("a download past the budget was not refused")
+        } catch let error as OfflineError {
+            #expect(error.kind == .storageFailed)
+            #expect(error.message.contains("short"))
+        }
+        // C stops playing: it is the least recently used one that may go.
+        await library.setPlaying(tourId: nil)
+        _ = try await Self.download(library, ids[3])
+        let installed = Set(await library.installed().map(\.tourId))
+        #expect(installed == [ids[0], ids[1], ids[3]])
+        #expect(await library.storageStatistics().bytesOnDisk <= 330_000)
+    }
+
+    @Test func statesFollowThePackageToItsExpiry() async throws {
+        let fixture = try SiteFixture()
+        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let clock = TestClock(Date())
+        let library = try Self.library(fixture, server, now: clock.now)
+        let tour = Self.tourId(lakes[0])
+        _ = try await library.refreshCatalog()
+        guard case .notDownloaded = await library.state(of: tour) else { Issue.record("not notDownloaded"); return }
+        _ = try await Self.download(library, tour)
+        guard case .downloaded(let package) = await library.state(of: tour) else { Issue.record("not downloaded"); return }
+        clock.set(package.expiresAt.addingTimeInterval(1))
+        guard case .expired = await library.state(of: tour) else { Issue.record("not expired past expiresAt"); return }
+        #expect(await library.storageStatistics().expired == 1)
+        #expect(try await library.clearExpired() == 1)
+        guard case .notDownloaded = await library.state(of: tour) else { Issue.record("expired package not cleared"); return }
+    }
+}
+
+/// A clock the tests set by hand.
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+
+    init(_ start: Date) { current = start }
+
+    var now: @Sendable () -> Date { { [self] in lock.withLock { current } } }
+    func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
+    func set(_ date: Date) { lock.withLock { current = date } }
+}

@@ -144,7 +144,7 @@ package struct Installer: Sendable {
         try await download(work, board: board)
 
         let commit = PackageCommit(folder: folder, staging: staging)
-        for plan in work {
+        for (index, plan) in work.enumerated() {
             board.move(plan.packageId, to: .downloading, step: .bundling)
             do {
                 try await Blocking.run { try commit.commit(plan) }
@@ -152,7 +152,10 @@ package struct Installer: Sendable {
                 board.move(plan.packageId, to: .failed, message: (error as? TourpackError)?.description ?? "\(error)")
                 throw error
             }
-            folder.discardDownloads(of: plan.downloads.map(\.sha256))
+            // A blob that a later package of this install names too (the same
+            // sentence in two tours) stays until that package's commit.
+            let later = Set(work.dropFirst(index + 1).flatMap { $0.downloads.map(\.sha256) })
+            folder.discardDownloads(of: plan.downloads.map(\.sha256).filter { !later.contains($0) })
             board.move(plan.packageId, to: .completed)
             switch plan.action {
             case .install: outcome.installed.append(plan.packageId)

@@ -13,6 +13,7 @@ import TourpackPackage
 /// more from byte 0, and a fresh mismatch is an integrity failure.
 extension Installer {
     func download(_ plans: [PackagePlan], board: JobBoard) async throws {
+        try await Blocking.run { [folder] in Self.reuseInstalledCopies(of: plans, folder: folder) }
         var queue: [(plan: PackagePlan, file: PackageFile)] = []
         var seen: Set<String> = []
         for plan in plans {
@@ -86,7 +87,26 @@ extension Installer {
         }
     }
 
-    /// The file's size and SHA-256, after an fsync: read on NIO's thread pool.
+    /// A file that another installed package already holds (the same
+    /// sentence in two tours) is hard-linked into `downloads/<sha256>` rather
+    /// than downloaded again; the digest check before the commit still reads
+    /// it whole, so a copy damaged on the device is fetched after all.
+    static func reuseInstalledCopies(of plans: [PackagePlan], folder: InstallFolder) {
+        let wanted = Set(plans.flatMap(\.downloads).map(\.sha256))
+        guard !wanted.isEmpty else { return }
+        var held: [String: URL] = [:]
+        for package in PackageOnDisk.read(documents: folder.documents).packages {
+            for file in package.files where wanted.contains(file.sha256) && held[file.sha256] == nil {
+                let url = folder.documents.appendingPathComponent(file.path)
+                if OutputTree.kind(url) == .file, InstallFolder.size(of: url) == file.sizeBytes { held[file.sha256] = url }
+            }
+        }
+        for (sha256, url) in held.sorted(by: { $0.key < $1.key }) where OutputTree.kind(folder.verified(sha256)) == .absent {
+            try? AtomicFile.hardLink(url, to: folder.verified(sha256), under: folder.documents)
+        }
+    }
+
+    /// The file's size and SHA-256, after an fsync: read off the cooperative pool.
     static func digest(_ url: URL) async throws -> (Int64, String) {
         try await Blocking.run {
             try AtomicFile.syncFile(url)

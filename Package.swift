@@ -238,6 +238,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The sample of the "Embedding the client in an app" article, compiled
+        // by every `swift build`: an app's flow on `TourpackClient` alone.
+        .executableTarget(
+            name: "OfflineTourExample",
+            dependencies: ["TourpackClient"],
+            path: "Examples/OfflineTourApp"
+        ),
         // `make bench`: speed and memory figures, never timed tests.
         .executableTarget(
             name: "TourpackBench",

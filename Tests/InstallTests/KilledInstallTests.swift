@@ -131,18 +131,9 @@ import Glibc
         #expect(Self.appView(documents, manifestPath: manifestPath) == old, "the installed package stays byte for byte")
     }
 
-    /// What the app reads: the package.json in force and every file it lists, by path.
+    /// What the app reads (`SiteFixture.appView`).
     static func appView(_ documents: URL, manifestPath: String) -> [String: Data] {
-        guard let manifest = FileManager.default.contents(atPath: documents.appendingPathComponent(manifestPath).path),
-            let json = try? JSONSerialization.jsonObject(with: manifest) as? [String: Any]
-        else { return [:] }
-        var view = [manifestPath: manifest]
-        let audio = (json["audio"] as? [[String: Any]]) ?? []
-        var paths = audio.compactMap { $0["path"] as? String }
-        paths += audio.compactMap { ($0["captions"] as? [String: Any])?["path"] as? String }
-        if let pack = (json["mapTiles"] as? [String: Any])?["file"] as? String { paths.append(pack) }
-        for path in paths { view[path] = FileManager.default.contents(atPath: documents.appendingPathComponent(path).path) ?? Data() }
-        return view
+        SiteFixture.appView(documents, manifestPath: manifestPath)
     }
 
     /// The bytes in the install's downloads folder: verified files and partial ones.

@@ -151,6 +151,16 @@ public struct InstalledPackage: Sendable, Hashable, Identifiable {
     public var lastAccessed: Date?
     /// Files package.json names that are missing or not at their size.
     public var damagedFiles: Int
+    /// What it narrates, in tour order: what `audioFile` and `captionFile` take.
+    public var narrations: [Narration]
+
+    /// One narration of a point of interest.
+    public struct Narration: Sendable, Hashable {
+        public var poiId: UUID
+        public var poiName: String
+        public var phase: NarrationPhase
+        public var durationSeconds: Double
+    }
 }
 
 /// What `state(of:)` says of a tour.

@@ -234,7 +234,14 @@ public actor OfflineLibrary {
             packageId: manifest.packageId, tourId: UUID(uuidString: manifest.tourId) ?? UUID(), tourName: manifest.tourName,
             format: manifest.audio.first?.format ?? .aac, quality: manifest.quality ?? .high, voice: manifest.voice.name,
             contentHash: manifest.contentHash, createdAt: manifest.createdAt, expiresAt: manifest.expiresAt, bytesOnDisk: bytes,
-            lastAccessed: AccessLog.read(folder)[manifest.tourId], damagedFiles: damaged.count)
+            lastAccessed: AccessLog.read(folder)[manifest.tourId], damagedFiles: damaged.count,
+            narrations: manifest.audio.compactMap { entry in
+                guard let poi = UUID(uuidString: entry.poiId), let phase = NarrationPhase(rawValue: entry.phase.rawValue) else {
+                    return nil
+                }
+                let name = manifest.pois.first { $0.id == entry.poiId }?.name ?? entry.poiId
+                return InstalledPackage.Narration(poiId: poi, poiName: name, phase: phase, durationSeconds: entry.durationSeconds)
+            })
     }
 
     private func bytesToUpdate(_ entry: CatalogEntry) async -> Int64 {

@@ -35,7 +35,7 @@ help:
 	@echo "make bench  speed and memory figures"
 	@echo "make fuzz   build the libFuzzer targets (ASan) and run each for FUZZ_SECONDS (60); new inputs in build/fuzz"
 	@echo "make docs   build the documentation (the DocC catalog) into build/docs"
-	@echo "make lint   swift format lint --strict, as CI runs it (make format fixes the tree)"
+	@echo "make lint   swift format lint --strict and the client library's dependency check, as CI runs them (make format fixes the tree)"
 	@echo "make clean  remove build products and the demo output"
 
 setup:
@@ -157,9 +157,13 @@ clean:
 
 # The toolchain's swift-format, with the project's .swift-format. CI fails on
 # any finding (`.ci/run`); `make format` rewrites the tree to match.
+# scripts/check-client.py: the app's library (TourpackClient) reaches only
+# this package's Swift targets and swift-crypto, and imports nothing else:
+# no C library, so nothing under the GPL, and nothing an iOS app lacks.
 lint:
-	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
+	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Examples
+	python3 scripts/check-client.py
 
 format:
-	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests
+	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Examples
 

@@ -3,14 +3,17 @@
 // tourpack: the batch pipeline that builds the touring app's offline audio
 // packages. The targets are the layers, and their dependencies the architecture:
 //
-//   TourpackCore   values between stages, settings, SSML rules, errors, atomic files
+//   TourpackPackage a package as it ships: package.json, the catalogue, their files,
+//                  the Documents layout, the atomic commit  (Foundation, swift-crypto)
+//   TourpackCore   values between stages, settings, SSML rules  (re-exports TourpackPackage)
 //   TourpackHTTP   libcurl, SigV4, retries, limits, S3      (Core)
 //   TourpackAudio  FFmpeg, libebur128, FLAC, join, leveller  (Core)
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
 //   TourpackPublish the signed catalogue and the sites it goes to (Core, HTTP, Maps, Kit)
-//   TourpackInstall the device's side: download, verify, install (Core, HTTP, Maps, Kit, Publish)
+//   TourpackClient the app's library: catalogue, download, verify, install (TourpackPackage only)
+//   TourpackInstall `tourpack install`'s libcurl site source for the client  (Core, HTTP, Client)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Maps, Kit)
 //

@@ -1,0 +1,19 @@
+import Foundation
+import Testing
+import TourpackTesting
+
+/// The article's sample is the example's code, which `swift build` compiles.
+@Suite struct DocsTests {
+    @Test func theArticlesSampleIsTheCompiledExample() throws {
+        let root = Executable.packageRoot
+        let example = try String(contentsOf: root.appendingPathComponent("Examples/OfflineTourApp/main.swift"), encoding: .utf8)
+        let article = try String(
+            contentsOf: root.appendingPathComponent("Sources/TourpackKit/TourpackKit.docc/Articles/EmbeddingTheClient.md"), encoding: .utf8)
+        let start = try #require(example.range(of: "    // snippet: flow\n"))
+        let end = try #require(example.range(of: "    // snippet: end\n"))
+        let code = example[start.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("    ") ? String($0.dropFirst(4)) : String($0) }.joined(separator: "\n")
+        #expect(code.contains("refreshCatalog()") && code.contains("download(tourId:") && code.contains("storageStatistics()"))
+        #expect(article.contains("```swift\n" + code + "```"), "the article's sample differs from Examples/OfflineTourApp/main.swift")
+    }
+}

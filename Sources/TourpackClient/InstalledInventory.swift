@@ -40,6 +40,8 @@ package struct InstalledInventory: Sendable {
         package var tourName: String
         /// On disk, each shared file once.
         package var bytes: Int64
+        /// When the app last used the tour (`OfflineLibrary.markAccessed`); nil if never.
+        package var lastAccessed: Date?
         package var packages: [Package]
     }
 
@@ -60,6 +62,7 @@ package struct InstalledInventory: Sendable {
             throw TourpackError.invalidInput("\(documents.path): no such folder; is this a Documents root?")
         }
         let (installed, unreadable) = PackageOnDisk.read(documents: documents)
+        let accessed = AccessLog.read(InstallFolder(documents: documents))
         var tours: [String: Tour] = [:]
         var counted: Set<String> = []
         var total: Int64 = 0
@@ -78,14 +81,40 @@ package struct InstalledInventory: Sendable {
                 bitrateKbps: manifest.audio.first?.bitrateKbps ?? 0, quality: manifest.quality ?? .high, voice: manifest.voice.name,
                 contentHash: manifest.contentHash, createdAt: manifest.createdAt, expiresAt: manifest.expiresAt,
                 expired: manifest.isExpired(at: now), bytes: bytes, files: package.files.count, damagedFiles: damaged.count)
-            tours[manifest.tourId, default: Tour(tourId: manifest.tourId, tourName: manifest.tourName, bytes: 0, packages: [])]
-                .packages.append(entry)
+            tours[
+                manifest.tourId,
+                default: Tour(
+                    tourId: manifest.tourId, tourName: manifest.tourName, bytes: 0, lastAccessed: accessed[manifest.tourId], packages: [])
+            ]
+            .packages.append(entry)
             tours[manifest.tourId]!.bytes += tourBytes
         }
         let sorted = tours.values.sorted { $0.tourId < $1.tourId }
         return Statistics(
             documents: documents.path, packages: installed.count, bytes: total,
             expired: sorted.flatMap(\.packages).filter(\.expired).count, tours: sorted, unreadable: unreadable)
+    }
+
+    /// Removes the least recently accessed packages until what is installed
+    /// fits `budget` (`installed --max-storage`), sparing its protected
+    /// tours; throws `storageFailed` when those alone pass it.
+    package func enforce(_ budget: StorageBudget) throws -> Removal {
+        let installed = PackageOnDisk.read(documents: documents).packages
+        guard let (evict, _) = budget.evictions(from: installed, accessed: AccessLog.read(InstallFolder(documents: documents))) else {
+            throw TourpackError.storageFailed(
+                path: documents.path, operation: "keep \(budget.maxBytes) bytes",
+                reason:
+                    "the pinned packages alone take \(StorageBudget.bytes(of: installed.filter { budget.protected.contains($0.manifest.tourId) })) bytes"
+            )
+        }
+        var total = Removal(packages: [], files: 0, bytes: 0)
+        for package in evict {
+            let removal = try remove(package.packageId)
+            total.packages += removal.packages
+            total.files += removal.files
+            total.bytes += removal.bytes
+        }
+        return total
     }
 
     /// What a removal deleted.

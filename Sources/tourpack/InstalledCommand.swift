@@ -13,6 +13,10 @@ struct Installed: AsyncParsableCommand {
             size on disk, expiry and any file missing or not at its size; the totals count a \
             file two packages share once. TOURPACK_NOW pins the clock expiry is judged by.
 
+            --max-storage SIZE keeps what the packages take within SIZE (bytes, or with KB, MB or GB): \
+            the least recently used tours go first (last used: when the app last played them; \
+            else when they were built), never one named by --pin.
+
             --remove ID deletes the package with that id (or every package of the tour with that \
             id), under the install lock: package.json first, so the app stops seeing it at once, \
             then its tile pack and folder, then the audio files no other installed package lists.
@@ -29,8 +33,28 @@ struct Installed: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Delete this package (its id), or every package of this tour, with its files.", valueName: "ID"))
     var remove: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Remove the least recently used packages until the rest take at most SIZE (bytes; or 500MB, 2GB).", valueName: "SIZE"))
+    var maxStorage: String?
+
+    @Option(help: ArgumentHelp("With --max-storage: a tour whose packages never go (repeatable).", valueName: "TOUR_ID"))
+    var pin: [String] = []
+
     @Flag(help: "Print one JSON document on stdout.")
     var json = false
+
+    /// `500MB`, `2GB`, `1048576`: decimal units, as storage is sold.
+    static func bytes(_ text: String) throws -> Int64 {
+        let upper = text.uppercased().trimmingCharacters(in: .whitespaces)
+        for (suffix, scale) in [("GB", 1_000_000_000.0), ("MB", 1_000_000.0), ("KB", 1_000.0), ("B", 1.0)] where upper.hasSuffix(suffix) {
+            if let value = Double(upper.dropLast(suffix.count).trimmingCharacters(in: .whitespaces)), value >= 0, value.isFinite {
+                return Int64(min(value * scale, Double(Int64.max / 2)))
+            }
+        }
+        if let value = Int64(upper), value >= 0 { return value }
+        throw ValidationError("--max-storage \(text): not a size; give bytes, or a number with KB, MB or GB")
+    }
 
     func run() async throws {
         let inventory = InstalledInventory(documents: URL(fileURLWithPath: documents))
@@ -48,6 +72,17 @@ struct Installed: AsyncParsableCommand {
             }
             return
         }
+        if let maxStorage {
+            let budget = StorageBudget(maxBytes: try Self.bytes(maxStorage), protected: Set(pin.map { $0.lowercased() }))
+            let removal = try inventory.enforce(budget)
+            if !json {
+                print(
+                    removal.packages.isEmpty
+                        ? "within \(PlanReport.bytes(Int(budget.maxBytes))): nothing removed"
+                        : "removed \(removal.packages.joined(separator: ", ")) (least recently used) to keep within \(PlanReport.bytes(Int(budget.maxBytes))): \(removal.files) file(s), \(PlanReport.bytes(Int(removal.bytes)))"
+                )
+            }
+        }
         let statistics = try inventory.statistics(now: CommandClock.now())
         if json {
             FileHandle.standardOutput.write(try encoder.encode(statistics) + Data("\n".utf8))
@@ -57,7 +92,8 @@ struct Installed: AsyncParsableCommand {
             "\(statistics.documents): \(statistics.packages) package(s), \(PlanReport.bytes(Int(statistics.bytes))), \(statistics.expired) expired"
         ]
         for tour in statistics.tours {
-            lines.append("  \(tour.tourName) (\(tour.tourId)): \(PlanReport.bytes(Int(tour.bytes)))")
+            let used = tour.lastAccessed.map { "last used \(PackageManifest.timestamp($0))" } ?? "never used"
+            lines.append("  \(tour.tourName) (\(tour.tourId)): \(PlanReport.bytes(Int(tour.bytes))), \(used)")
             for package in tour.packages {
                 var line =
                     "    \(package.packageId)  \(package.format) \(package.bitrateKbps) kbps (\(package.quality.rawValue))  \(package.voice)  \(PlanReport.bytes(Int(package.bytes)))  \(package.files) file(s)  "

@@ -99,6 +99,37 @@ import Glibc
         #expect(result.status == 2, "an unknown ID is bad input: \(result.stderr)")
     }
 
+    @Test func installedKeepsABudgetByLeastRecentUseAndSparesPinnedTours() async throws {
+        let fixture = try SiteFixture()
+        var tours: [SiteFixture.Package] = []
+        for name in ["A", "B", "C"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 40_000) }
+        try await fixture.publish()
+        let documents = fixture.documents().path
+        var result = try Self.run(["install", fixture.site.path, "--into", documents, "--all"])
+        try #require(result.status == 0, "\(result.stderr)")
+        let onDisk = SiteFixture.snapshot(URL(fileURLWithPath: documents)).values.reduce(0) { $0 + $1.count }
+
+        // Nothing used yet: the oldest builds go first, but A is pinned; room for one package.
+        result = try Self.run([
+            "installed", documents, "--max-storage", "\(onDisk / 3 + 4_000)", "--pin", tours[0].tourId.uppercased(), "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let statistics = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
+        let left = (statistics["tours"] as! [[String: Any]]).map { $0["tourId"] as! String }
+        #expect(left == [tours[0].tourId], "only the pinned tour stays: \(left)")
+        #expect((statistics["bytes"] as! Int) <= onDisk / 3 + 4_000)
+        result = try Self.run(["installed", documents])
+        #expect(result.stdout.contains("never used"), "\(result.stdout)")
+
+        // A budget the pinned tour alone passes is refused, and nothing goes.
+        result = try Self.run(["installed", documents, "--max-storage", "1KB", "--pin", tours[0].tourId])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("pinned"), "\(result.stderr)")
+        #expect(FileManager.default.fileExists(atPath: "\(documents)/OfflineTours/\(tours[0].packageId)/package.json"))
+        result = try Self.run(["installed", documents, "--max-storage", "lots"])
+        #expect(result.status == 2, "\(result.stderr)")
+    }
+
     @Test func badUsageExitsTwo() async throws {
         let fixture = try SiteFixture()
         try fixture.addTour(name: "Alps", formats: [.aac], files: 1, bytes: 1_000)

@@ -118,49 +118,26 @@ extension OfflineLibrary {
     /// budget; refuses (`storageFailed`) when only pinned, playing or
     /// downloading packages stand in the way.
     private func makeRoom(for entry: CatalogEntry, tourId: UUID) async throws {
-        let installed = installedPackages()
-        let others = installed.filter { $0.manifest.tourId != entry.tour.tourId }
-        // What the tour's own packages hold now is replaced, not added to.
-        let current = storageStatistics().bytesOnDisk - (storageStatistics().bytesPerTour[tourId] ?? 0)
-        let need = current + entry.package.sizeBytes - policy.maxStorageBytes
-        guard need > 0 else { return }
-        let busy = Set(
-            jobs.filter { $0.value.status == .downloading || $0.value.status == .paused }.keys.map { $0.uuidString.lowercased() })
-        let times = AccessLog.read(folder)
-        let pinned = Set(policy.pinned.map { $0.uuidString.lowercased() })
-        let playing = self.playing?.uuidString.lowercased()
-        let candidates = others.filter {
-            !pinned.contains($0.manifest.tourId) && $0.manifest.tourId != playing && !busy.contains($0.manifest.tourId)
+        var protected = Set(policy.pinned.map { $0.uuidString.lowercased() })
+        if let playing { protected.insert(playing.uuidString.lowercased()) }
+        for (id, job) in jobs where id != tourId && (job.status == .downloading || job.status == .paused || job.status == .queued) {
+            protected.insert(id.uuidString.lowercased())
         }
-        .sorted {
-            let a = times[$0.manifest.tourId] ?? $0.manifest.createdAt
-            let b = times[$1.manifest.tourId] ?? $1.manifest.createdAt
-            return a != b ? a < b : $0.packageId < $1.packageId
-        }
-        var freed: Int64 = 0
-        var evict: [PackageOnDisk] = []
-        for package in candidates where freed < need {
-            evict.append(package)
-            freed = bytesFreed(removing: evict, from: installed)
-        }
-        guard freed >= need else {
+        let budget = StorageBudget(maxBytes: policy.maxStorageBytes, protected: protected)
+        guard
+            let (evict, short) = budget.evictions(
+                from: installedPackages(), adding: entry.package.sizeBytes, replacing: entry.tour.tourId, accessed: AccessLog.read(folder))
+        else {
+            let name = "package \(entry.package.packageId) (\(entry.tour.tourName))"
             throw OfflineError(
                 .storageFailed,
-                "package \(entry.package.packageId) (\(entry.tour.tourName)) needs \(entry.package.sizeBytes) bytes; the budget of \(policy.maxStorageBytes) bytes is \(need) bytes short, and only pinned, playing or downloading packages could make room",
-                package: "package \(entry.package.packageId) (\(entry.tour.tourName))")
+                "\(name) needs \(entry.package.sizeBytes) bytes and the budget of \(policy.maxStorageBytes) bytes is short of it; "
+                    + "only pinned, playing or downloading packages could make room",
+                package: name)
         }
+        _ = short
         for package in evict {
             do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
         }
-    }
-
-    /// What removing `leaving` frees: their package.json files, and each
-    /// of their files that no package staying also names, once.
-    private func bytesFreed(removing leaving: [PackageOnDisk], from installed: [PackageOnDisk]) -> Int64 {
-        let gone = Set(leaving.map(\.packageId))
-        let kept = Set(installed.filter { !gone.contains($0.packageId) }.flatMap { $0.files.map(\.path) })
-        var sizes: [String: Int64] = [:]
-        for file in leaving.flatMap(\.files) where !kept.contains(file.path) { sizes[file.path] = file.sizeBytes }
-        return leaving.reduce(Int64(0)) { $0 + Int64($1.manifestBytes.count) } + sizes.values.reduce(0, +)
     }
 }

@@ -65,6 +65,15 @@ final class Receiver: @unchecked Sendable {
     private var samples: [(at: ContinuousClock.Instant, bytes: Int64)] = []
     private var received: Int64 = 0
     private var lastReport = ContinuousClock.now
+    /// Whether this receiver suspended its task to let the delegate queue catch up.
+    private var heldBack = false
+
+    /// How far the session may run ahead of what has been written. URLSession
+    /// hands each chunk to the delegate queue as it arrives, however fast; on
+    /// a fast link the queue (and memory) would grow with the file. Past this
+    /// backlog the task is suspended (the transfer pauses, the socket's
+    /// window closes) until the queue has drained below a quarter of it.
+    static let maximumBacklog: Int64 = 4 << 20
 
     init(sink: URLSessionSiteSource.Sink, policy: TransferPolicy, deadline: Double) {
         self.sink = sink
@@ -207,6 +216,28 @@ final class Receiver: @unchecked Sendable {
         }
         cancel?.cancel()
         if let (observe, bytes) = report { observe(.bytes(bytes)) }
+        throttle()
+    }
+
+    /// Suspends the task while the delegate queue holds more than
+    /// `maximumBacklog` bytes it has not handled yet, and resumes it once
+    /// the backlog is under a quarter of that.
+    private func throttle() {
+        let (running, change): (URLSessionTask?, Bool?) = lock.withLock {
+            guard let current = self.task, failure == nil else { return (nil, nil) }
+            let backlog = current.countOfBytesReceived - received
+            if !heldBack, backlog > Self.maximumBacklog {
+                heldBack = true
+                return (current, true)
+            }
+            if heldBack, backlog < Self.maximumBacklog / 4 {
+                heldBack = false
+                return (current, false)
+            }
+            return (nil, nil)
+        }
+        guard let running, let change else { return }
+        if change { running.suspend() } else { running.resume() }
     }
 
     func finish(_ error: (any Error)?) {

@@ -57,22 +57,19 @@ package enum SiteLayout {
     /// keeps a CDN or browser from guessing).
     package static let captionsContentType = "text/vtt; charset=utf-8"
 
-    /// Every file `manifest` names, as a site stores it: each audio file,
-    /// the captions of each narration that has them, then the tile pack.
-    /// The one list of a package's files on the publishing side: upload,
-    /// rollback's check and `--gc` all read it, so a new kind of file
-    /// needs naming only here.
+    /// Every file `manifest` names (`PackageFiles.listed(in:)`), with what
+    /// a site serves it as: upload, rollback's check and `--gc` read it.
     package static func files(of manifest: PackageManifest) -> [File] {
-        var files = manifest.audio.map {
-            File(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, contentType: contentType(for: $0.format))
+        let formats = Dictionary(manifest.audio.map { ($0.path, $0.format) }, uniquingKeysWith: { first, _ in first })
+        return PackageFiles.listed(in: manifest).map { file in
+            let type: String
+            switch file.kind {
+            case .audio: type = formats[file.path].map(contentType(for:)) ?? "application/octet-stream"
+            case .captions: type = captionsContentType
+            case .tilePack: type = tilePackContentType
+            }
+            return File(path: file.path, sha256: file.sha256, sizeBytes: file.sizeBytes, contentType: type)
         }
-        files += manifest.audio.compactMap(\.captions).map {
-            File(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, contentType: captionsContentType)
-        }
-        if let path = manifest.mapTiles.file, let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes {
-            files.append(File(path: path, sha256: sha256, sizeBytes: size, contentType: tilePackContentType))
-        }
-        return files
     }
 
     /// One file a package.json names, with what the site serves it as.

@@ -48,39 +48,52 @@ package enum PackageFiles {
         guard let packageID = SafeID(validating: manifest.packageId), packageID.value == manifest.packageId,
             let tourID = SafeID(validating: manifest.tourId), tourID.value == manifest.tourId
         else { throw refuse("packageId and tourId must be lowercase UUIDs") }
-        var files: [PackageFile] = []
-        var seen: Set<String> = []
         for entry in manifest.audio {
             guard let parsed = Layout.parseAudioPath(entry.path), parsed.tourID == tourID else {
                 throw refuse("audio path \(entry.path) is not AudioCache/\(tourID.value)/<poiId>_<Phase>.<ext>")
             }
-            files.append(try checked(entry.path, entry.sha256, entry.sizeBytes, .audio, refuse))
             if let captions = entry.captions {
                 let expected = Layout.captionsRelativePath(packageID: packageID, poiID: parsed.poiID, phase: parsed.phase)
                 guard captions.path == expected else { throw refuse("captions path \(captions.path) is not \(expected)") }
-                files.append(try checked(captions.path, captions.sha256, captions.sizeBytes, .captions, refuse))
             }
         }
         if let path = manifest.mapTiles.file {
             let expected = "\(Layout.offlineToursFolder)/\(packageID.value)/\(Layout.tilePackFileName)"
             guard path == expected else { throw refuse("mapTiles.file \(path) is not \(expected)") }
-            guard let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes else {
+            guard manifest.mapTiles.sha256 != nil, manifest.mapTiles.sizeBytes != nil else {
                 throw refuse("mapTiles names a file without its sha256 and sizeBytes")
             }
-            files.append(try checked(path, sha256, size, .tilePack, refuse))
         }
-        for file in files where !seen.insert(file.path).inserted { throw refuse("\(file.path) is named twice") }
+        let files = listed(in: manifest)
+        var seen: Set<String> = []
+        for file in files {
+            try check(file, refuse)
+            guard seen.insert(file.path).inserted else { throw refuse("\(file.path) is named twice") }
+        }
         return files
     }
 
-    private static func checked(
-        _ path: String, _ sha256: String, _ size: Int64, _ kind: PackageFile.Kind, _ refuse: (String) -> TourpackError
-    ) throws -> PackageFile {
-        guard sha256.utf8.count == 64, sha256.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
-            throw refuse("\(path): sha256 is not 64 lowercase hex digits")
+    /// Every file `manifest` names, as it names them, unchecked: each audio
+    /// file, the captions of each narration that has them, then the tile
+    /// pack. The one list of a package's files: the install (through `of`),
+    /// the publisher (`SiteLayout.files(of:)`) and the review read it, so a
+    /// new kind of file needs naming only here.
+    package static func listed(in manifest: PackageManifest) -> [PackageFile] {
+        var files = manifest.audio.map { PackageFile(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, kind: .audio) }
+        files += manifest.audio.compactMap(\.captions).map {
+            PackageFile(path: $0.path, sha256: $0.sha256, sizeBytes: $0.sizeBytes, kind: .captions)
         }
-        guard size >= 0 else { throw refuse("\(path): negative sizeBytes") }
-        return PackageFile(path: path, sha256: sha256, sizeBytes: size, kind: kind)
+        if let path = manifest.mapTiles.file, let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes {
+            files.append(PackageFile(path: path, sha256: sha256, sizeBytes: size, kind: .tilePack))
+        }
+        return files
+    }
+
+    private static func check(_ file: PackageFile, _ refuse: (String) -> TourpackError) throws {
+        guard file.sha256.utf8.count == 64, file.sha256.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw refuse("\(file.path): sha256 is not 64 lowercase hex digits")
+        }
+        guard file.sizeBytes >= 0 else { throw refuse("\(file.path): negative sizeBytes") }
     }
 
     /// The lowercase hex SHA-256 of `bytes`.

@@ -11,7 +11,8 @@ public import TourpackCore
 ///
 /// Inside a chunk, a sentence starts:
 /// - at the chunk's first audible sample, when it is the chunk's first;
-/// - at the time the voice reported for it (`ChunkShape.sentenceTimes`);
+/// - at the time the voice reported for it (`ChunkShape.sentenceTimes`),
+///   when the chunk's times obey `ChunkShape.timesFit(rate:)`;
 /// - otherwise at an estimate: its share of the chunk's spoken characters
 ///   laid over the chunk's measured speech, from its first audible sample
 ///   to its last.
@@ -52,11 +53,14 @@ public struct CaptionTimer: Sendable {
             let span = shape.audible ?? 0..<shape.samples
             let position: Int
             let wanted = script.boundaries.indices.contains(sentence.chunk) ? script.boundaries[sentence.chunk].count + 1 : -1
-            if let times = shape.sentenceTimes, times.count == wanted, let mark = sentence.mark {
-                position = mark == 0 ? span.lowerBound : Int((times[mark] * Double(rate)).rounded())
+            if let times = shape.sentenceTimes, times.count == wanted, shape.timesFit(rate: rate), let mark = sentence.mark,
+                let at = Int(checked: times[mark] * Double(rate))
+            {
+                position = mark == 0 ? span.lowerBound : min(at, shape.samples)
             } else {
                 timing = .estimated
-                position = span.lowerBound + Int((Double(span.count) * sentence.fraction).rounded())
+                let share = min(max(sentence.fraction.isFinite ? sentence.fraction : 0, 0), 1)
+                position = span.lowerBound + Int(clamping: Double(span.count) * share, to: 0...span.count)
             }
             starts.append(fileOffset(of: position, chunk: sentence.chunk, placed: placed, chunks: shapes.count, total: total))
         }

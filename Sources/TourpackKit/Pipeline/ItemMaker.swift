@@ -166,7 +166,7 @@ struct ItemMaker: Sendable {
                         chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
                         previousText: index > 0 ? ElevenLabsDialect.plain(neighbours[index - 1]) : nil,
                         nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil,
-                        sentenceBoundaries: item.captions?.boundaries[index])
+                        sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: neighbours.count)
                     do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
                     {
                         return ChunkOutcome(index: index, result: .failure(error))
@@ -266,7 +266,7 @@ struct ItemMaker: Sendable {
         for (index, chunk) in item.chunks.enumerated() {
             let request = SynthesisRequest(
                 chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
-                sentenceBoundaries: item.captions?.boundaries[index])
+                sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: item.chunks.count)
             shapes.append(try await synthesizer.shape(request, key: item.keys[index]))
         }
         return shapes

@@ -99,6 +99,12 @@ final class SynthesisClient: Sendable {
         if let followUp = dialect as? any TimingFollowUp, shape.samples > 0 {
             shape.sentenceTimes = try await followUpTimings(followUp, request: request, beside: destination)
         }
+        if !shape.timesFit(rate: request.sampleRateHz) {
+            options.logger.notice(
+                "tts sentence times do not fit the audio; the audio is kept and its captions estimated",
+                metadata: ["item": "\(request.itemLabel)", "chunk": "\(request.chunkLabel)", "samples": "\(shape.samples)"])
+            shape.sentenceTimes = nil
+        }
         return shape
     }
 
@@ -318,6 +324,12 @@ final class SynthesisClient: Sendable {
     {
         switch await decode(response, request: request, spool: spool, into: destination) {
         case .success(let shape):
+            // Too little audio for the words sent (SpeechLength): billed like a corrupt body, retried, never kept.
+            if let shortfall = request.shortfall(of: shape) {
+                try? FileManager.default.removeItem(at: destination)
+                return .retryable(
+                    status: response.status, reason: "\(request.chunkLabel): \(shortfall)", retryAfter: nil, transport: nil)
+            }
             return .answered(shape)
         case .failure(let undecodable as UndecodableBody):
             return .retryable(

@@ -73,10 +73,16 @@ struct ItemMaker: Sendable {
         var temps: [AudioFormat: URL] = [:]
         do {
             let outputs = self.outputs
+            let spoken = item.chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
+            let speakingRate = recipe.voice.speakingRate
             let reused = try await pool.runIfActive {
                 var found: [AudioFormat: EncodedAudio] = [:]
                 for (format, target) in wanted {
-                    found[format] = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash)
+                    // A file an older version made too short for its text (an empty answer joined in) is made again.
+                    guard let file = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash),
+                        SpeechLength.shortfall(seconds: file.durationSeconds, spokenCharacters: spoken, speakingRate: speakingRate) == nil
+                    else { continue }
+                    found[format] = file
                 }
                 return found
             }

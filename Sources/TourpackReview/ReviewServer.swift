@@ -100,7 +100,7 @@ public struct ReviewServer: Sendable {
     }
 
     private func answer(_ request: Request) async throws -> Response {
-        switch ReviewHostCheck(bound: configuration.host).verdict(request.head.authority ?? request.headers[.host]) {
+        switch ReviewHostCheck(bound: configuration.host).verdict(request.head.authority) {
         case .allowed:
             break
         case .missing:

@@ -73,14 +73,23 @@ public struct CaptionTimer: Sendable {
         let millisecond = max(1, rate / 1000)
         var cues: [CaptionCue] = []
         var previous = -millisecond
+        // Each start at least a millisecond after the one before, then each
+        // early enough to leave a millisecond to every later cue before the
+        // end: so cues never overlap, even where estimates crowd the end of
+        // a short file (in a file too short for a millisecond each, the last
+        // ones are empty, at its end).
         for index in starts.indices {
-            starts[index] = min(max(starts[index], previous + millisecond), max(0, total - millisecond))
+            starts[index] = max(starts[index], previous + millisecond)
             previous = starts[index]
         }
+        var latest = total - millisecond
+        for index in starts.indices.reversed() {
+            starts[index] = max(0, min(starts[index], latest))
+            latest = starts[index] - millisecond
+        }
         for (index, start) in starts.enumerated() {
-            var end = index + 1 < starts.count ? starts[index + 1] : max(speechEnd, start + millisecond)
-            end = min(max(end, start + millisecond), total)
-            cues.append(CaptionCue(start: seconds(start), end: seconds(end), text: script.sentences[index].text))
+            let end = index + 1 < starts.count ? starts[index + 1] : min(max(speechEnd, start + millisecond), total)
+            cues.append(CaptionCue(start: seconds(start), end: seconds(max(end, start)), text: script.sentences[index].text))
         }
         return (cues, timing)
     }

@@ -67,9 +67,16 @@ final class HostileProxy: @unchecked Sendable {
             else { continue }
             request.setValue(parts[1], forHTTPHeaderField: parts[0])
         }
+        // What the request asks to be spoken: ElevenLabs' neighbouring text (for prosody) is not aimed at.
+        var spoken = text
+        if var object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
+            object["previous_text"] = nil
+            object["next_text"] = nil
+            spoken = String(decoding: Self.serialize(object), as: UTF8.self)
+        }
         let fault: Fault? = lock.withLock {
             forwarded.append(text)
-            guard !faults.isEmpty, markers.isEmpty || markers.contains(where: { text.contains($0) }) else { return nil }
+            guard !faults.isEmpty, markers.isEmpty || markers.contains(where: { spoken.contains($0) }) else { return nil }
             return faults[(forwarded.count - 1) % faults.count]
         }
         let done = DispatchSemaphore(value: 0)

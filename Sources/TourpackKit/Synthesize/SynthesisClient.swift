@@ -190,10 +190,12 @@ final class SynthesisClient: Sendable {
                 let outOfTime = deadline.map { clock.now.advanced(by: Duration.clamped(seconds: wait)) > $0 } ?? false
                 if attempt >= retry.maxAttempts || outOfTime {
                     if countsFailures { counters.update { $0.failures += 1 } }
+                    // A build's request knows its place: the error names the chunk that failed.
+                    let chunk = request.chunkIndex == nil ? "" : " on \(request.chunkLabel)"
                     let why =
                         outOfTime
-                        ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
-                        : "gave up after \(attempt) tries"
+                        ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries\(chunk)"
+                        : "gave up after \(attempt) tries\(chunk)"
                     options.logger.notice(
                         "tts request failed",
                         metadata: [
@@ -327,8 +329,7 @@ final class SynthesisClient: Sendable {
             // Too little audio for the words sent (SpeechLength): billed like a corrupt body, retried, never kept.
             if let shortfall = request.shortfall(of: shape) {
                 try? FileManager.default.removeItem(at: destination)
-                return .retryable(
-                    status: response.status, reason: "\(request.chunkLabel): \(shortfall)", retryAfter: nil, transport: nil)
+                return .retryable(status: response.status, reason: shortfall, retryAfter: nil, transport: nil)
             }
             return .answered(shape)
         case .failure(let undecodable as UndecodableBody):

@@ -119,7 +119,7 @@ package struct Publisher: Sendable {
         do {
             return (try Catalog.decode(Data(read.bytes)), read.bytes, read.etag)
         } catch {
-            throw TourpackError.invalidInput("\(site.location)\(SiteLayout.catalog): not a catalogue tourpack can read: \(error)")
+            throw TourpackError.invalidInput("\(site.locate(SiteLayout.catalog)): not a catalogue tourpack can read: \(error)")
         }
     }
 

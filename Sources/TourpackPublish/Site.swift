@@ -47,3 +47,15 @@ package protocol Site: Sendable {
     /// (a folder, under a lock); a bucket relies on its conditional writes.
     func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
 }
+
+extension Site {
+    /// Where `key` is, for messages: `location` and `key` joined as a path,
+    /// with exactly one `/` between them (`…/site/generations/1.json`,
+    /// never `…/sitegenerations/1.json`).
+    package func locate(_ key: String) -> String {
+        let base = location.hasSuffix("/") ? String(location.dropLast()) : location
+        let rest = key.hasPrefix("/") ? String(key.dropFirst()) : key
+        guard !base.isEmpty else { return rest }
+        return base + "/" + rest
+    }
+}

@@ -17,12 +17,12 @@ extension Publisher {
                 let kept = try await site.list(prefix: SiteLayout.generationsFolder).compactMap { SiteLayout.generationNumber($0.key) }
                     .sorted()
                 throw TourpackError.invalidInput(
-                    "publish --rollback \(number): \(site.location)\(key) does not exist; the site keeps generations "
+                    "publish --rollback \(number): \(site.locate(key)) does not exist; the site keeps generations "
                         + (kept.isEmpty ? "none" : kept.map(String.init).joined(separator: ", ")))
             }
             let catalog: Catalog
             do { catalog = try Catalog.decode(Data(generation.bytes)) } catch {
-                throw TourpackError.invalidInput("\(site.location)\(key): not a catalogue tourpack can read: \(error)")
+                throw TourpackError.invalidInput("\(site.locate(key)): not a catalogue tourpack can read: \(error)")
             }
             let missing = try await missingObjects(of: catalog)
             guard missing.isEmpty else {

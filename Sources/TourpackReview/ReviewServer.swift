@@ -47,7 +47,8 @@ public struct ReviewCounts: Sendable, Codable, Equatable {
 /// which answers only its own paths: pages, assets, a pack's tiles, and the
 /// audio and caption files package.json lists, each resolved under the root again per
 /// request (`Layout.resolve`), so a symlink out of the root is refused even
-/// when package.json names it. Audio is served with `Range`, so players can seek.
+/// when package.json names it. Only requests whose `Host` names this server
+/// are answered (`ReviewHostCheck`), so a DNS-rebinding page cannot read it. Audio is served with `Range`, so players can seek.
 public struct ReviewServer: Sendable {
     public let configuration: ReviewServerConfiguration
     public let site: ReviewSite
@@ -99,6 +100,16 @@ public struct ReviewServer: Sendable {
     }
 
     private func answer(_ request: Request) async throws -> Response {
+        switch ReviewHostCheck(bound: configuration.host).verdict(request.head.authority) {
+        case .allowed:
+            break
+        case .missing:
+            counts.update { $0.refused += 1 }
+            return Self.text(.badRequest, "refused: the request names no Host")
+        case .misdirected:
+            counts.update { $0.refused += 1 }
+            return Self.text(.misdirectedRequest, "refused: this review answers only its own address, localhost and loopback")
+        }
         guard request.method == .get || request.method == .head else {
             return Self.text(.methodNotAllowed, "review is read-only: GET and HEAD only", headers: [.allow: "GET, HEAD"])
         }

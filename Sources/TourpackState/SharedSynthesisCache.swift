@@ -65,6 +65,7 @@ public struct SharedSynthesisCache: Sendable {
                 }
                 // A shared index keeps the sentence times the worker who paid recorded.
                 var shape = meter.finish()
+                // (Times that do not fit the audio are dropped as `adopt` keeps the row.)
                 shape.sentenceTimes = (try? local.index.entry(key.hex))??.sentenceTimes.flatMap(SentenceTimes.decode)
                 return try local.adopt(temp, for: key, shape: shape, sampleRate: rate, characters: characters, alongWith: nil)
             } catch {

@@ -25,6 +25,10 @@ public import TourpackCore
 ///   eviction; that is a miss too.
 /// - Files are written to a temp and renamed, without fsync: a file lost to
 ///   a power cut is a miss, not a wrong answer.
+/// - Sentence times that break `ChunkShape.timesFit(rate:)` (not numbers,
+///   negative, out of order, or past the chunk's end) are repaired on read:
+///   the row's times are cleared, so the chunk's captions are estimated,
+///   and its audio is still a hit. The same holds for the shared index.
 ///
 /// All of it blocks (the index and file I/O); call it from a thread pool.
 public struct SynthesisCache: Sendable {
@@ -115,7 +119,18 @@ public struct SynthesisCache: Sendable {
             }
             shape = measured
         }
-        shape.sentenceTimes = entry.sentenceTimes.flatMap(SentenceTimes.decode)
+        if let stored = entry.sentenceTimes {
+            let times = SentenceTimes.decode(stored)
+            if let times, ChunkShape.timesFit(times, samples: samples, rate: rate) {
+                shape.sentenceTimes = times
+            } else {
+                // Impossible times (an older version kept a provider's 1e15 s, say): repaired
+                // here, for every later build and every worker sharing the index. The
+                // captions of this chunk are estimated; its audio is kept.
+                entry.sentenceTimes = nil
+                try index.keep(entry, settling: nil)
+            }
+        }
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
         try index.touch(
@@ -187,6 +202,8 @@ public struct SynthesisCache: Sendable {
         try AtomicFile.move(temp, to: url)
         let bytes = digest.size
         let now = clock().timeIntervalSince1970
+        // Times that do not fit the audio are never kept.
+        shape = shape.withFittingTimes(rate: sampleRate)
         try index.keep(
             SynthesisEntry(
                 key: key.hex, characters: characters, sampleRate: sampleRate, samples: shape.samples, fileBytes: bytes, createdAt: now,

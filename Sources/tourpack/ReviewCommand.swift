@@ -52,7 +52,7 @@ struct Review: AsyncParsableCommand {
         let rootURL = URL(fileURLWithPath: root).standardizedFileURL
         let assets = try ReviewAssets()
         let config = try pipeline.map { try PipelineLoader.load(URL(fileURLWithPath: $0), overrides: PipelineOverrides()) }
-        let options = ValidationOptions(limits: config.map(ValidationLimits.init(pipeline:)))
+        let options = ValidationOptions(now: CommandClock.now(), limits: config.map(ValidationLimits.init(pipeline:)))
         var catalog = try await ReviewCatalog.load(root: rootURL, options: options)
         if let config {
             let tours = try TourLoader().loadAll(globs: config.tourGlobs)

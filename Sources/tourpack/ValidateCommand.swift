@@ -47,7 +47,7 @@ struct Validate: AsyncParsableCommand {
 
     func run() async throws {
         let config = try pipeline.map { try PipelineLoader.load(URL(fileURLWithPath: $0), overrides: PipelineOverrides()) }
-        var options = ValidationOptions(strict: strict, limits: config.map(ValidationLimits.init(pipeline:)))
+        var options = ValidationOptions(now: CommandClock.now(), strict: strict, limits: config.map(ValidationLimits.init(pipeline:)))
         if let config, let pipeline {
             // The captions' texts are checked against the tours when they load; a bundle can be validated without them.
             do {

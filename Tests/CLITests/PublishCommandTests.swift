@@ -175,6 +175,8 @@ import TourpackTesting
         let missing = try workspace.publish(["--rollback", "9"], environment: key.environment)
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("generations/9.json does not exist") && missing.stderr.contains("1, 2"), "\(missing.stderr)")
+        // Joined as a path: the site's folder, one "/", the key (issue 35: "…/sitegenerations/9.json").
+        #expect(missing.stderr.contains(site.standardizedFileURL.path + "/generations/9.json does not exist"), "\(missing.stderr)")
         #expect(bytes("catalog.json") == bytes("generations/1.json"))
 
         // The next publish puts the built packages back on top, as a generation newer than any.

@@ -167,6 +167,41 @@ import FoundationNetworking
         #expect(beyond.status == 416)
     }
 
+    /// Issue 35: a DNS-rebinding page reaches the review under its own name;
+    /// any `Host` but the server's own is refused, for pages and audio alike.
+    @Test func onlyRequestsNamingTheServerItselfAreAnswered() throws {
+        let root = try Self.root()
+        let entry = try #require(try Self.manifests(root).values.first?.audio.first)
+        let server = try ReviewProcess(root: root)
+        defer { server.stop() }
+        let port = try #require(URL(string: server.url)?.port)
+        let audio =
+            "/audio/" + entry.path.split(separator: "/").map { $0.replacingOccurrences(of: " ", with: "%20") }.joined(separator: "/")
+        let script = """
+            import http.client, sys
+            port, path, host = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
+            if host != "-":
+                connection.putheader("Host", host)
+            connection.endheaders()
+            response = connection.getresponse()
+            body = response.read()
+            print(response.status, len(body))
+            """
+        func status(_ path: String, host: String) throws -> Int {
+            let run = try Tool.run("python3", ["-c", script, "\(port)", path, host])
+            return Int(run.stdout.split(separator: " ").first ?? "") ?? -1
+        }
+        for path in ["/", audio] {
+            #expect(try status(path, host: "attacker.example") == 421, "\(path)")
+            #expect(try status(path, host: "attacker.example:\(port)") == 421, "\(path)")
+            #expect(try status(path, host: "-") == 400, "\(path) without a Host")
+            #expect(try status(path, host: "127.0.0.1:\(port)") == 200, "\(path)")
+            #expect(try status(path, host: "localhost:\(port)") == 200, "\(path)")
+        }
+    }
+
     @Test func narrationTextsWithThePipelineAndARouteWithoutItsTilePack() throws {
         let root = try Self.root()
         let manifests = try Self.manifests(root)

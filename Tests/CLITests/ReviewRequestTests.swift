@@ -32,6 +32,25 @@ import Testing
         #expect(ByteRange.parse(" bytes=999-999 ", size: 1000) == 999..<1000)
     }
 
+    /// Issue 35: a DNS-rebinding page's `Host` is refused; the bound address,
+    /// localhost and (on loopback) the loopback literals are answered, any port.
+    @Test func onlyItsOwnHostNamesAreAnswered() {
+        let loopback = ReviewHostCheck(bound: "127.0.0.1")
+        for host in ["127.0.0.1:8790", "127.0.0.1", "localhost:8790", "LOCALHOST", "[::1]:8790", "localhost."] {
+            #expect(loopback.verdict(host) == .allowed, "\(host)")
+        }
+        for host in ["attacker.example", "attacker.example:8790", "127.0.0.1.attacker.example", "10.0.0.5:8790", "[fe80::1]"] {
+            #expect(loopback.verdict(host) == .misdirected(host), "\(host)")
+        }
+        #expect(loopback.verdict(nil) == .missing && loopback.verdict("") == .missing)
+        let shared = ReviewHostCheck(bound: "192.168.1.20")
+        #expect(shared.verdict("192.168.1.20:8790") == .allowed && shared.verdict("127.0.0.1") == .misdirected("127.0.0.1"))
+        let wildcard = ReviewHostCheck(bound: "0.0.0.0")
+        #expect(wildcard.verdict("10.0.0.5:8790") == .allowed && wildcard.verdict("[fe80::1]:8790") == .allowed)
+        #expect(wildcard.verdict("attacker.example") == .misdirected("attacker.example"))
+        #expect(wildcard.verdict("999.1.1.1") == .misdirected("999.1.1.1"))
+    }
+
     @Test(arguments: [
         "bytes=1000-", "bytes=5-4", "bytes=0-1,5-6", "items=0-1", "bytes=-0", "bytes=-", "bytes=a-b", "bytes=+1-2", "0-1", "",
     ])

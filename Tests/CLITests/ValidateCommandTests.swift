@@ -234,6 +234,61 @@ import TourpackTesting
         #expect(messages.contains { $0.hasPrefix(opus.packageId) && $0.contains("mapTiles.bufferMiles") }, "\(messages)")
     }
 
+    /// Issue 35: with `--pipeline`, a file far too short for its narration's
+    /// text (`SpeechLength`: 60 spoken characters a second at rate 1.0) is an
+    /// error naming its POI and phase, captions or not; the same file under
+    /// its own short text passes.
+    @Test func aNarrationTooShortForItsTextIsAnErrorNamingPOIAndPhase() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let source = Executable.packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/good-tour.json")
+        var tour = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: source)) as? [String: Any])
+        var pois = try #require(tour["pois"] as? [[String: Any]])
+        var narrations = try #require(pois[0]["narrations"] as? [String: Any])
+        let phase = try #require(narrations.keys.sorted().first)
+        let poiID = try #require(pois[0]["id"] as? String)
+        // 90 sentences: about 2,600 spoken characters, at least 43 s; the file lasts 1.2 s.
+        narrations[phase] = Array(repeating: "The road climbs in thirty-six hairpins.", count: 90).joined(separator: " ")
+        pois[0]["narrations"] = narrations
+        tour["pois"] = pois
+        let tourFile = bundle.folder.appendingPathComponent("long-tour.json")
+        try JSONSerialization.data(withJSONObject: tour).write(to: tourFile)
+        let pipeline = bundle.folder.appendingPathComponent("p.yaml")
+        try "version: 1\ntours: [\"\(tourFile.path)\"]\nbudgets: {cacheMaxMB: 50, packageMaxAgeDays: 90}\n".write(
+            to: pipeline, atomically: true, encoding: .utf8)
+
+        let plain = try Executable.run(["validate", bundle.root.path])
+        #expect(plain.status == 0, "without the pipeline the text is unknown: \(plain.stdout)")
+        let result = try Executable.run(["validate", bundle.root.path, "--pipeline", pipeline.path])
+        #expect(result.status == 1, "\(result.stdout)")
+        let lines = result.stdout.split(separator: "\n").filter { $0.contains("[duration]") }
+        #expect(lines.count == AudioFormat.allCases.count, "one per package: \(result.stdout)")
+        for line in lines {
+            #expect(line.contains("POI \(poiID) \(phase)") && line.contains("implausible"), "\(line)")
+            #expect(line.contains("too little audio: 1.2"), "\(line)")
+        }
+
+        // The tour as built: every file's length fits its text.
+        let fitting = bundle.folder.appendingPathComponent("p2.yaml")
+        try "version: 1\ntours: [\"\(source.path)\"]\nbudgets: {cacheMaxMB: 50, packageMaxAgeDays: 90}\n".write(
+            to: fitting, atomically: true, encoding: .utf8)
+        let fine = try Executable.run(["validate", bundle.root.path, "--pipeline", fitting.path])
+        #expect(fine.status == 0, "\(fine.stdout)")
+    }
+
+    /// Issue 35: validate judges expiry by `TOURPACK_NOW`, as `install` and `installed` do.
+    @Test func expiryIsJudgedAtTourpackNow() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let now = try Executable.run(["validate", bundle.root.path])
+        #expect(now.status == 0, "\(now.stdout)")
+        let later = PackageManifest.timestamp(Date().addingTimeInterval(100 * 86_400))
+        let result = try Executable.run(["validate", bundle.root.path], environment: ["TOURPACK_NOW": later])
+        #expect(result.status == 1, "\(result.stdout)")
+        #expect(result.stdout.split(separator: "\n").filter { $0.contains("[expiry]") && $0.contains("expired at") }.count == 3)
+        #expect(result.stdout.contains("(now \(later))"), "\(result.stdout)")
+    }
+
     @Test func usageErrorsExitTwo() throws {
         #expect(try Executable.run(["validate"]).status == 2)
         #expect(try Executable.run(["validate", "/nonexistent/tourpack-root"]).status == 2)

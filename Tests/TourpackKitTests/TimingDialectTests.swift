@@ -12,7 +12,12 @@ import TourpackTesting
 /// nothing and never cost a chunk its audio; with captions off the wire
 /// format is what it was.
 @Suite struct TimingDialectTests {
-    static let pcm = PCMAudio(samples: (0..<2_400).map { Int16(truncatingIfNeeded: ($0 * 7_919) % 20_000 - 10_000) }, sampleRate: 24_000)
+    /// 5 s: long enough for every time the answers below report (times past
+    /// the audio are dropped), and for the words of each request (`SpeechLength`).
+    static let pcm = PCMAudio(samples: (0..<120_000).map { Int16(truncatingIfNeeded: ($0 * 7_919) % 20_000 - 10_000) }, sampleRate: 24_000)
+    /// 62 s, for the 3,663 spoken characters of the 5,000-byte chunk (at least 61 s at speaking rate 1.0).
+    static let longPCM = PCMAudio(
+        samples: (0..<(62 * 24_000)).map { Int16(truncatingIfNeeded: ($0 * 7_919) % 20_000 - 10_000) }, sampleRate: 24_000)
 
     static func settings(port: Int, api: TTSAPI, maxAttempts: Int = 3) -> TTSSettings {
         var settings = TTSSettings(
@@ -78,7 +83,7 @@ import TourpackTesting
 
     // MARK: Google
 
-    static func googleAnswer(timepoints: String?, first: Bool = false) -> [UInt8] {
+    static func googleAnswer(timepoints: String?, first: Bool = false, audio pcm: PCMAudio = pcm) -> [UInt8] {
         let audio = "\"audioContent\": \"\(Data(WAV.encode(pcm)).base64EncodedString())\""
         guard let timepoints else { return Array("{\(audio)}".utf8) }
         let members = first ? ["\"timepoints\": \(timepoints)", audio] : [audio, "\"timepoints\": \(timepoints)"]
@@ -143,12 +148,13 @@ import TourpackTesting
 
         let long = String(repeating: "Word and word. ", count: 333)  // 4,995 bytes
         let boundaries = stride(from: 15, to: long.utf8.count - 1, by: 15).map { $0 }
+        let answer = Self.googleAnswer(timepoints: nil, audio: Self.longPCM)
         let full = try await Self.speak(Self.request(long, api: .google, boundaries: boundaries), api: .google) { _, _ in
-            (200, [], Self.googleAnswer(timepoints: nil))
+            (200, [], answer)
         }
         #expect(Self.path(full.heads[0]) == "/v1/text:synthesize")
         #expect(try Self.json(full.bodies[0])["enableTimePointing"] == nil)
-        #expect(full.shape.sentenceTimes == nil && full.shape.samples == Self.pcm.samples.count)
+        #expect(full.shape.sentenceTimes == nil && full.shape.samples == Self.longPCM.samples.count)
     }
 
     @Test(

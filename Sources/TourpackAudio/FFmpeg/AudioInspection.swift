@@ -1,6 +1,7 @@
 import CFFmpeg
 import CFFmpegShims
 public import Foundation
+import TourpackCore
 
 #if canImport(Glibc)
 import Glibc
@@ -188,7 +189,7 @@ public struct AudioFileInspector: Sendable {
             result.truePeakDBTP = meter.finishedProfile.truePeakDBTP
         }
         if encodedSamples > 0 && rate > 0 {
-            result.bitRate = Int((Double(payloadBytes * 8) * Double(rate) / Double(encodedSamples)).rounded())
+            result.bitRate = Int(clamping: Double(payloadBytes * 8) * Double(rate) / Double(encodedSamples), to: 0...Int.max)
         }
         return result
     }

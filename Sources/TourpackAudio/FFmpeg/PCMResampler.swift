@@ -1,5 +1,6 @@
 import CFFmpeg
 import CFFmpegShims
+import TourpackCore
 
 /// Changes the sample rate of mono s16 PCM with libswresample.
 ///
@@ -34,7 +35,7 @@ public final class PCMResampler {
     /// output is the whole signal at the new rate.
     public func convertAll(_ samples: [Int16]) throws -> [Int16] {
         var output: [Int16] = []
-        output.reserveCapacity(Int(Double(samples.count) * Double(outputRate) / Double(inputRate)) + 64)
+        output.reserveCapacity(Int(clamping: Double(samples.count) * Double(outputRate) / Double(inputRate), to: 0...(1 << 32)) + 64)
         try samples.withUnsafeBufferPointer { input in
             try convert(input, into: &output)
         }

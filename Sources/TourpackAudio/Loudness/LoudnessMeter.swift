@@ -36,7 +36,7 @@ public struct LoudnessProfile: Sendable, Hashable {
     /// Adds one gating block of loudness `lufs`; below the absolute gate it is not kept.
     mutating func addBlock(lufs: Double) {
         guard lufs.isFinite, lufs >= Self.floorLUFS else { return }
-        let bin = min(Self.binCount - 1, Int(((lufs - Self.floorLUFS) * 10).rounded(.down)))
+        let bin = Int(clamping: (lufs - Self.floorLUFS) * 10, to: 0...(Self.binCount - 1), rounding: .down)
         bins[bin, default: 0] += 1
     }
 
@@ -78,7 +78,8 @@ public struct LoudnessProfile: Sendable, Hashable {
     /// This profile with every block `decibels` louder (blocks pushed under
     /// the absolute gate are dropped).
     func shifted(by decibels: Double) -> LoudnessProfile {
-        let steps = Int((decibels * 10).rounded())
+        // Past ±binCount steps every block lands in the top bin or under the gate alike.
+        let steps = Int(clamping: decibels * 10, to: -Self.binCount...Self.binCount)
         var moved: [Int: Int] = [:]
         for (bin, count) in bins where bin + steps >= 0 { moved[min(Self.binCount - 1, bin + steps), default: 0] += count }
         return LoudnessProfile(bins: moved, truePeak: truePeak * pow(10, decibels / 20), limiting: [])

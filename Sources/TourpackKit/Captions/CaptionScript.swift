@@ -100,7 +100,7 @@ public struct CaptionScript: Sendable, Hashable {
             if written.count == spokenStarts.count {
                 at = spokenStarts[index]
             } else {
-                at = min(places.count - 1, Int((Double(sentence.spokenUnit) * Double(places.count) / Double(writtenTotal)).rounded()))
+                at = Int(clamping: Double(sentence.spokenUnit) * Double(places.count) / Double(writtenTotal), to: 0...(places.count - 1))
                 if let near = spokenStarts.min(by: { abs($0 - at) < abs($1 - at) }), abs(near - at) <= 2 { at = near }
             }
             let place = places[at]

@@ -11,7 +11,8 @@ public import TourpackCore
 ///
 /// Inside a chunk, a sentence starts:
 /// - at the chunk's first audible sample, when it is the chunk's first;
-/// - at the time the voice reported for it (`ChunkShape.sentenceTimes`);
+/// - at the time the voice reported for it (`ChunkShape.sentenceTimes`),
+///   when the chunk's times obey `ChunkShape.timesFit(rate:)`;
 /// - otherwise at an estimate: its share of the chunk's spoken characters
 ///   laid over the chunk's measured speech, from its first audible sample
 ///   to its last.
@@ -52,11 +53,14 @@ public struct CaptionTimer: Sendable {
             let span = shape.audible ?? 0..<shape.samples
             let position: Int
             let wanted = script.boundaries.indices.contains(sentence.chunk) ? script.boundaries[sentence.chunk].count + 1 : -1
-            if let times = shape.sentenceTimes, times.count == wanted, let mark = sentence.mark {
-                position = mark == 0 ? span.lowerBound : Int((times[mark] * Double(rate)).rounded())
+            if let times = shape.sentenceTimes, times.count == wanted, shape.timesFit(rate: rate), let mark = sentence.mark,
+                let at = Int(checked: times[mark] * Double(rate))
+            {
+                position = mark == 0 ? span.lowerBound : min(at, shape.samples)
             } else {
                 timing = .estimated
-                position = span.lowerBound + Int((Double(span.count) * sentence.fraction).rounded())
+                let share = min(max(sentence.fraction.isFinite ? sentence.fraction : 0, 0), 1)
+                position = span.lowerBound + Int(clamping: Double(span.count) * share, to: 0...span.count)
             }
             starts.append(fileOffset(of: position, chunk: sentence.chunk, placed: placed, chunks: shapes.count, total: total))
         }
@@ -69,14 +73,23 @@ public struct CaptionTimer: Sendable {
         let millisecond = max(1, rate / 1000)
         var cues: [CaptionCue] = []
         var previous = -millisecond
+        // Each start at least a millisecond after the one before, then each
+        // early enough to leave a millisecond to every later cue before the
+        // end: so cues never overlap, even where estimates crowd the end of
+        // a short file (in a file too short for a millisecond each, the last
+        // ones are empty, at its end).
         for index in starts.indices {
-            starts[index] = min(max(starts[index], previous + millisecond), max(0, total - millisecond))
+            starts[index] = max(starts[index], previous + millisecond)
             previous = starts[index]
         }
+        var latest = total - millisecond
+        for index in starts.indices.reversed() {
+            starts[index] = max(0, min(starts[index], latest))
+            latest = starts[index] - millisecond
+        }
         for (index, start) in starts.enumerated() {
-            var end = index + 1 < starts.count ? starts[index + 1] : max(speechEnd, start + millisecond)
-            end = min(max(end, start + millisecond), total)
-            cues.append(CaptionCue(start: seconds(start), end: seconds(end), text: script.sentences[index].text))
+            let end = index + 1 < starts.count ? starts[index + 1] : min(max(speechEnd, start + millisecond), total)
+            cues.append(CaptionCue(start: seconds(start), end: seconds(max(end, start)), text: script.sentences[index].text))
         }
         return (cues, timing)
     }

@@ -53,7 +53,7 @@ struct CachingSynthesizer: Sendable {
 
     /// The chunk's audio, from the cache or the endpoint.
     func chunk(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk {
-        if let cached = try await lookup.local(key) { return cached }
+        if let cached = try await lookup.local(request, key: key) { return cached }
         let inFlight = inFlight
         let (task, ticket) = inFlight.join(key) {
             Task {
@@ -74,7 +74,7 @@ struct CachingSynthesizer: Sendable {
     /// reused: from the local cache without counting a hit (no audio is
     /// read), or, when it is no longer there, as `chunk` gets it.
     func shape(_ request: SynthesisRequest, key: SynthesisKey) async throws -> ChunkShape {
-        if let cached = try await lookup.local(key, counting: false) { return cached.shape }
+        if let cached = try await lookup.local(request, key: key, counting: false) { return cached.shape }
         return try await chunk(request, key: key).shape
     }
 

@@ -25,13 +25,15 @@ struct ChunkLookup: Sendable {
     let pool: NIOThreadPool
     let counters: CacheCounters
 
-    /// The chunk from the local cache; nil on a miss.
+    /// The chunk from the local cache; nil on a miss. A chunk too short for
+    /// `request`'s text (`SpeechLength`), kept by an older version, is a
+    /// miss: it is asked again, and the new answer replaces it.
     /// - Parameter counting: whether a hit counts as one in the summary
     ///   (not when only the chunk's shape is wanted, for captions of files
     ///   that were all reused).
-    func local(_ key: SynthesisKey, counting: Bool = true) async throws -> SpokenChunk? {
+    func local(_ request: SynthesisRequest, key: SynthesisKey, counting: Bool = true) async throws -> SpokenChunk? {
         let cache = cache
-        guard let cached = try await pool.runIfActive({ try cache.lookup(key) }) else { return nil }
+        guard let cached = try await pool.runIfActive({ try cache.lookup(key) }), Self.fits(cached, request) else { return nil }
         if counting { counters.update { $0.hits += 1 } }
         return SpokenChunk(cached)
     }
@@ -39,8 +41,16 @@ struct ChunkLookup: Sendable {
     /// The chunk from the local cache or the bucket, without a request; nil
     /// on a miss in both.
     func anywhere(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
-        if let found = try await local(key) { return found }
+        if let found = try await local(request, key: key) { return found }
         return try await restore(request, key: key)
+    }
+
+    /// Whether a kept chunk is audio enough for the request's text; one of
+    /// an empty chunk's kind (no spoken characters) always is.
+    static func fits(_ cached: CachedChunk, _ request: SynthesisRequest) -> Bool {
+        var asked = request
+        asked.sampleRateHz = cached.sampleRate
+        return asked.shortfall(of: cached.shape) == nil
     }
 
     /// The chunk from the fleet's bucket, kept in the local cache and paid
@@ -49,7 +59,8 @@ struct ChunkLookup: Sendable {
     private func restore(_ request: SynthesisRequest, key: SynthesisKey) async throws -> SpokenChunk? {
         guard let shared, !counters.snapshot.bucketGivenUp else { return nil }
         do {
-            guard let restored = try await shared.restore(key, characters: request.chunk.characters, sampleRate: request.sampleRateHz)
+            guard let restored = try await shared.restore(key, characters: request.chunk.characters, sampleRate: request.sampleRateHz),
+                Self.fits(restored, request)
             else {
                 counters.update { $0.failuresInARow = 0 }
                 return nil

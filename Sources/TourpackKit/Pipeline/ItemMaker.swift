@@ -73,10 +73,16 @@ struct ItemMaker: Sendable {
         var temps: [AudioFormat: URL] = [:]
         do {
             let outputs = self.outputs
+            let spoken = item.chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
+            let speakingRate = recipe.voice.speakingRate
             let reused = try await pool.runIfActive {
                 var found: [AudioFormat: EncodedAudio] = [:]
                 for (format, target) in wanted {
-                    found[format] = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash)
+                    // A file an older version made too short for its text (an empty answer joined in) is made again.
+                    guard let file = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash),
+                        SpeechLength.shortfall(seconds: file.durationSeconds, spokenCharacters: spoken, speakingRate: speakingRate) == nil
+                    else { continue }
+                    found[format] = file
                 }
                 return found
             }
@@ -166,7 +172,7 @@ struct ItemMaker: Sendable {
                         chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
                         previousText: index > 0 ? ElevenLabsDialect.plain(neighbours[index - 1]) : nil,
                         nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil,
-                        sentenceBoundaries: item.captions?.boundaries[index])
+                        sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: neighbours.count)
                     do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
                     {
                         return ChunkOutcome(index: index, result: .failure(error))
@@ -266,7 +272,7 @@ struct ItemMaker: Sendable {
         for (index, chunk) in item.chunks.enumerated() {
             let request = SynthesisRequest(
                 chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
-                sentenceBoundaries: item.captions?.boundaries[index])
+                sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: item.chunks.count)
             shapes.append(try await synthesizer.shape(request, key: item.keys[index]))
         }
         return shapes

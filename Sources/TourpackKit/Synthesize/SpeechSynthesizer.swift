@@ -22,18 +22,39 @@ public struct SynthesisRequest: Sendable, Hashable {
     /// when each is spoken and reports it in `ChunkShape.sentenceTimes`.
     /// Not part of the cache key: they follow from the chunk's text.
     public var sentenceBoundaries: [Int]?
+    /// Which of the item's chunks this is (0-based) and how many it has,
+    /// for error messages ("chunk 2 of 3"); nil outside a build.
+    public var chunkIndex: Int?
+    public var chunkCount: Int?
 
     public init(
         chunk: Chunk, voice: VoicePreset, sampleRateHz: Int, itemLabel: String, previousText: String? = nil, nextText: String? = nil,
-        sentenceBoundaries: [Int]? = nil
+        sentenceBoundaries: [Int]? = nil, chunkIndex: Int? = nil, chunkCount: Int? = nil
     ) {
         self.sentenceBoundaries = sentenceBoundaries
+        self.chunkIndex = chunkIndex
+        self.chunkCount = chunkCount
         self.chunk = chunk
         self.voice = voice
         self.sampleRateHz = sampleRateHz
         self.itemLabel = itemLabel
         self.previousText = previousText
         self.nextText = nextText
+    }
+
+    /// "chunk 2 of 3", or "the chunk" when the request does not know its place.
+    public var chunkLabel: String {
+        guard let chunkIndex, let chunkCount else { return "the chunk" }
+        return "chunk \(chunkIndex + 1) of \(chunkCount)"
+    }
+
+    /// Why `shape` is too little audio for this request's text
+    /// (`SpeechLength`); nil when it is enough.
+    public func shortfall(of shape: ChunkShape) -> String? {
+        guard sampleRateHz > 0 else { return nil }
+        return SpeechLength.shortfall(
+            seconds: Double(shape.samples) / Double(sampleRateHz),
+            spokenCharacters: SpeechLength.spokenCharacters(chunk.text, isSSML: chunk.isSSML), speakingRate: voice.speakingRate)
     }
 }
 

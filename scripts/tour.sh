@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# `make tour`: start the embedded TTS endpoint and the embedded tile server
-# on free ports, build the demo pipeline against them, stop both whatever
-# happens (success, failure, Ctrl-C), then publish the packages into
-# build/site with a catalogue signed by a demo key (made once, kept in
-# build/demo-signing.key). Extra arguments go to `tourpack build`;
-# SERVE_TTS_ARGS and SERVE_TILES_ARGS go to the servers (e.g.
-# SERVE_TTS_ARGS="--latency-ms 150", SERVE_TILES_ARGS="--failure-rate 0.07").
+# `make tour`: start the local voice and the embedded tile server on free
+# ports, build the demo pipeline against them, stop both whatever happens
+# (success, failure, Ctrl-C), then publish the packages into build/site
+# with a catalogue signed by a demo key (made once, kept in
+# build/demo-signing.key). The voice is Piper (voices/piper-joe.yaml, its
+# HTTP server on a free loopback port); VOICE=espeak speaks with the
+# embedded espeak-ng voice (`tourpack serve-tts`) instead. Extra arguments
+# go to `tourpack build`; SERVE_TTS_ARGS and SERVE_TILES_ARGS go to the
+# servers (e.g. SERVE_TTS_ARGS="--latency-ms 150",
+# SERVE_TILES_ARGS="--failure-rate 0.07").
 set -uo pipefail
 
 bin=${TOURPACK_BIN:-.build/release/tourpack}
@@ -18,9 +21,41 @@ tiles_port_file=build/.serve-tiles.port
 tiles_log=build/serve-tiles.log
 rm -f "$port_file" "$tiles_port_file"
 
-# shellcheck disable=SC2086 # SERVE_TTS_ARGS is a list of flags, e.g. "--latency-ms 150".
-"$bin" serve-tts --port 0 ${SERVE_TTS_ARGS:-} >"$port_file" 2>"$log" &
-server=$!
+voice=${VOICE:-piper}
+case "$voice" in
+piper)
+	# The pinned voice, checked (scripts/piper-voice.sh); a free loopback
+	# port, printed to the port file once Piper answers on it.
+	model=$(scripts/piper-voice.sh) || exit 1
+	piper_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+	log=build/piper.log
+	(
+		python3 -m piper.http_server --host 127.0.0.1 --port "$piper_port" -m "$model" --data-dir "$(dirname "$model")" \
+			>"$log" 2>&1 &
+		piper=$!
+		trap 'kill $piper 2>/dev/null; wait $piper 2>/dev/null; exit 0' TERM INT
+		for _ in $(seq 600); do
+			kill -0 "$piper" 2>/dev/null || exit 1
+			if curl -fs -o /dev/null "http://127.0.0.1:$piper_port/info"; then
+				echo "$piper_port" >"$port_file"
+				break
+			fi
+			sleep 0.1
+		done
+		wait "$piper"
+	) &
+	server=$!
+	;;
+espeak)
+	# shellcheck disable=SC2086 # SERVE_TTS_ARGS is a list of flags, e.g. "--latency-ms 150".
+	"$bin" serve-tts --port 0 ${SERVE_TTS_ARGS:-} >"$port_file" 2>"$log" &
+	server=$!
+	;;
+*)
+	echo "tour: VOICE is piper or espeak, not $voice" >&2
+	exit 2
+	;;
+esac
 # shellcheck disable=SC2086 # SERVE_TILES_ARGS is a list of flags.
 "$bin" serve-tiles --port 0 ${SERVE_TILES_ARGS:-} >"$tiles_port_file" 2>"$tiles_log" &
 tiles=$!
@@ -34,7 +69,7 @@ trap 'exit 130' INT TERM
 
 # wait_for_port NAME PID PORT_FILE LOG: the port a server printed, or exit.
 wait_for_port() {
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		[ -s "$3" ] && break
 		if ! kill -0 "$2" 2>/dev/null; then
 			echo "tour: $1 did not start; its log ($4):" >&2
@@ -44,17 +79,24 @@ wait_for_port() {
 		sleep 0.1
 	done
 	if [ ! -s "$3" ]; then
-		echo "tour: $1 printed no port within 10 s; its log is $4" >&2
+		echo "tour: $1 printed no port within 60 s; its log is $4" >&2
 		exit 1
 	fi
 	head -n 1 "$3"
 }
-port=$(wait_for_port serve-tts "$server" "$port_file" "$log") || exit 1
+port=$(wait_for_port "$voice" "$server" "$port_file" "$log") || exit 1
 tiles_port=$(wait_for_port serve-tiles "$tiles" "$tiles_port_file" "$tiles_log") || exit 1
-echo "tour: local voice (serve-tts, espeak-ng) on 127.0.0.1:$port"
+voice_args=()
+if [ "$voice" = piper ]; then
+	echo "tour: local voice (Piper, en_US-joe-medium) on 127.0.0.1:$port"
+	# Piper runs on this machine's cores: two requests in flight keep two busy.
+	voice_args=(--api piper --voice voices/piper-joe.yaml --concurrency 2)
+else
+	echo "tour: local voice (serve-tts, espeak-ng) on 127.0.0.1:$port"
+fi
 echo "tour: local map tiles (serve-tiles, generated z/x/y tiles) on 127.0.0.1:$tiles_port"
 
-"$bin" build "$pipeline" --endpoint "http://127.0.0.1:$port" --tiles-url "http://127.0.0.1:$tiles_port/{z}/{x}/{y}.png" "$@"
+"$bin" build "$pipeline" "${voice_args[@]}" --endpoint "http://127.0.0.1:$port" --tiles-url "http://127.0.0.1:$tiles_port/{z}/{x}/{y}.png" "$@"
 status=$?
 
 if [ -d "$documents/OfflineTours" ]; then

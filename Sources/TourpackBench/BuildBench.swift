@@ -104,7 +104,7 @@ enum BuildBench {
     /// time, warm the next), against a fresh in-process server. With
     /// `tiles`, an in-process serve-tiles too: the demo pipeline names a map
     /// source, and without a server there its tours fail.
-    private static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int, tiles: Bool = false)
+    static func measure(_ executable: URL, pipeline: URL, scratch: URL, name: String, latencyMs: Int, tiles: Bool = false)
         async throws -> Measurement
     {
         let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -127,7 +127,9 @@ enum BuildBench {
     /// `port`. `StreamBench` and `PeerBench` run it against a server they
     /// keep for several builds. It blocks the calling thread until the
     /// child exits, as `measure` always has.
-    static func build(_ executable: URL, pipeline: URL, folder: URL, port: Int, tilesURL: String? = nil) throws -> Measurement {
+    static func build(_ executable: URL, pipeline: URL, folder: URL, port: Int, tilesURL: String? = nil, extra: [String] = []) throws
+        -> Measurement
+    {
         let events = folder.appendingPathComponent("events.ndjson")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let started = ContinuousClock.now
@@ -136,7 +138,7 @@ enum BuildBench {
             [
                 "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
                 "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
-            ] + (tilesURL.map { ["--tiles-url", $0] } ?? []), stdout: events.path)
+            ] + (tilesURL.map { ["--tiles-url", $0] } ?? []) + extra, stdout: events.path)
         let wall = started.duration(to: .now)
         let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
         let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]

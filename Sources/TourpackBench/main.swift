@@ -10,6 +10,7 @@ guard let name = arguments.first else {
 switch name {
 case "tts": exit(await TTSBench.run(Array(arguments.dropFirst())))
 case "build": exit(await BuildBench.run(Array(arguments.dropFirst())))
+case "piper": exit(await PiperBench.run(Array(arguments.dropFirst())))
 case "stream": exit(await StreamBench.run(Array(arguments.dropFirst())))
 case "peer": exit(await PeerBench.run(Array(arguments.dropFirst())))
 case "maps": exit(await MapsBench.run(Array(arguments.dropFirst())))

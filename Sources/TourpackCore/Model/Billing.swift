@@ -13,6 +13,8 @@ import Foundation
 ///   `<speak>` and `<voice>` elements not), a CJK ideograph or kana counting two.
 /// - ElevenLabs: credits, one a character, half a character rounded up
 ///   per request for Flash and Turbo models.
+/// - Piper: characters of the text sent (no markup), in the `local` tier:
+///   counted, never refused, nothing to pay.
 ///
 /// With sentence timings asked for (captions), Polly's chunk costs two
 /// requests, the audio and its sentence speech marks, each billed like the
@@ -66,6 +68,9 @@ public struct BillingRule: Sendable, Hashable {
         case .azure:
             let inner = AzureSSML.voiceContent(chunk, speakingRate: speakingRate, pitch: pitch)
             return inner.unicodeScalars.reduce(0) { $0 + (Self.isDoubleWidth($1) ? 2 : 1) }
+        case .piper:
+            // What Piper is sent: the text, no markup.
+            return Self.textCharacters(chunk)
         case .elevenlabs:
             let characters = chunk.isSSML ? Self.textCharacters(chunk) : chunk.characters
             return tier == .halfCredit ? (characters + 1) / 2 : characters

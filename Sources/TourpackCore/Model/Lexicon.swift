@@ -82,12 +82,12 @@ public enum PronunciationDialect: String, Sendable, Hashable {
 
     /// The dialect for an endpoint's API and the voice it speaks with: SSML
     /// for the APIs that read it (Google, Polly, Azure) with a voice that is
-    /// not the local one; the alias for OpenAI and ElevenLabs.
+    /// not the local one; the alias for OpenAI, ElevenLabs and Piper.
     public init(api: TTSAPI, voice: VoicePreset) {
         let isLocal = voice.provider == "local" || voice.tier == .local
         switch api {
         case .google, .polly, .azure: self = isLocal ? .alias : .ssml
-        case .openai, .elevenlabs: self = .alias
+        case .openai, .elevenlabs, .piper: self = .alias
         }
     }
 
@@ -96,6 +96,7 @@ public enum PronunciationDialect: String, Sendable, Hashable {
         switch api {
         case .openai: return "the OpenAI-style endpoint"
         case .elevenlabs: return "ElevenLabs (model \(voice.elevenLabsModel), which reads no phoneme tags)"
+        case .piper: return "Piper (voice \(voice.name), which reads no SSML)"
         default: return "the local voice (\(voice.name))"
         }
     }

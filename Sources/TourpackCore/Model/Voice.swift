@@ -19,7 +19,7 @@ public struct VoiceSettings: Sendable, Hashable, Codable {
 
 /// A voice preset (`voices/*.yaml`), resolved and range-checked.
 public struct VoicePreset: Sendable, Hashable, Codable {
-    /// Who provides the voice: `google`, `openai`, `polly`, `azure`, `elevenlabs` or `local`.
+    /// Who provides the voice: `google`, `openai`, `polly`, `azure`, `elevenlabs`, `piper` or `local`.
     public var provider: String
     public var languageCode: String
     /// The provider's voice: Google's or Azure's voice name, Polly's `VoiceId`, ElevenLabs' voice ID.
@@ -104,6 +104,9 @@ public enum TTSAPI: String, Sendable, Hashable, CaseIterable, Codable {
     case azure
     /// ElevenLabs: `POST {endpoint}/v1/text-to-speech/{voice_id}`, key in `xi-api-key`.
     case elevenlabs
+    /// Piper's HTTP server (`python3 -m piper.http_server`): `POST {endpoint}/synthesize`,
+    /// JSON `{text, length_scale}`, a WAV back; no key, no SSML, no pitch.
+    case piper
 
     /// The most one request may carry with the default model, as the chunker measures it.
     public var requestLimit: ChunkLimit { requestLimit(for: nil) }
@@ -122,8 +125,27 @@ public enum TTSAPI: String, Sendable, Hashable, CaseIterable, Codable {
         case .elevenlabs:
             let model = voice?.elevenLabsModel ?? ElevenLabsModel.defaultID
             return .characters(ElevenLabsModel.characterLimits[model] ?? 5000)
+        case .piper: return .characters(Self.piperSentenceLimit)
         }
     }
+
+    /// The most one Piper request carries. Piper is sent one sentence a
+    /// request (`sendsSentencePerRequest`), so this only cuts a sentence
+    /// too long to speak well in one breath: Piper runs each sentence as one
+    /// ONNX inference, its memory and latency growing with the phonemes,
+    /// and its voices were trained on utterances of a few seconds to about
+    /// 15 s. 400 characters is about 25 s of speech at 14 characters a
+    /// second, so a sentence is cut (at a clause, then a space) only where
+    /// a reader would breathe anyway.
+    public static let piperSentenceLimit = 400
+
+    /// Whether every sentence goes in a request of its own. Piper reports no
+    /// times, so each sentence is its own chunk: the join places each
+    /// chunk's first audible sample exactly, so every caption starts where
+    /// its sentence's speech starts, and a sentence edited asks again for
+    /// that sentence alone. A `<break/>` in the narration cuts the chunk
+    /// too, and becomes the join's pause.
+    public var sendsSentencePerRequest: Bool { self == .piper }
 
     /// Whether the provider can say when each sentence starts (Google's
     /// timepoints, ElevenLabs' alignment, Polly's speech marks): captions
@@ -133,6 +155,8 @@ public enum TTSAPI: String, Sendable, Hashable, CaseIterable, Codable {
     public var reportsSentenceTimes: Bool {
         switch self {
         case .google, .polly, .elevenlabs: return true
+        // One sentence a request: each start is the chunk's own, placed by the join.
+        case .piper: return true
         case .openai, .azure: return false
         }
     }
@@ -145,6 +169,8 @@ public enum TTSAPI: String, Sendable, Hashable, CaseIterable, Codable {
         case .polly: return [.standard, .neural, .longForm, .generative, .local]
         case .azure: return [.neural, .local]
         case .elevenlabs: return [.fullCredit, .halfCredit, .local]
+        // Piper runs on our own machine: counted, never refused, nothing to pay.
+        case .piper: return [.local]
         }
     }
 }

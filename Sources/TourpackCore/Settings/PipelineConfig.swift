@@ -139,7 +139,8 @@ public struct TTSSettings: Sendable, Hashable {
     public var requestedSampleRateHz: Int {
         let offered: [Int]
         switch api {
-        case .google, .openai: return sampleRateHz
+        // Piper answers at its voice's own rate, whatever is asked.
+        case .google, .openai, .piper: return sampleRateHz
         case .polly: offered = [8000, 16_000]
         case .azure: offered = [8000, 16_000, 22_050, 24_000, 44_100, 48_000]
         case .elevenlabs: offered = [8000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]

@@ -28,10 +28,16 @@ public struct Chunker: Sendable {
     /// wrapper around plain text), counted against the limit so the marked
     /// request still fits; 0 when nothing is added.
     public var sentenceMarkCost: Int
+    /// One sentence (or top-level SSML block, a `<break/>` included) per
+    /// chunk, cut further only when over the limit: for a voice that reports
+    /// no times (Piper), so every sentence's start is a chunk's start, which
+    /// the join places exactly (`TTSAPI.sendsSentencePerRequest`).
+    public var sentencePerChunk: Bool
 
-    public init(limit: ChunkLimit, sentenceMarkCost: Int = 0) {
+    public init(limit: ChunkLimit, sentenceMarkCost: Int = 0, sentencePerChunk: Bool = false) {
         self.limit = limit
         self.sentenceMarkCost = max(0, sentenceMarkCost)
+        self.sentencePerChunk = sentencePerChunk
     }
 
     /// The requests for one narration, in order. Throws when the narration is
@@ -43,7 +49,22 @@ public struct Chunker: Sendable {
             throw ChunkingError(message: "the narration has nothing to speak")
         }
         let packer = try Packer(text: text, limit: limit, markCost: sentenceMarkCost)
-        let ranges = try packer.pack(0..<text.units.count, from: .sentence)
+        var ranges: [Range<Int>] = []
+        if sentencePerChunk {
+            // A piece with nothing to speak (a lone `<break/>`) joins the
+            // sentence before it: its pause is then the seam after that chunk.
+            var sentences: [Range<Int>] = []
+            for piece in packer.cut(0..<text.units.count, at: .sentence) {
+                if let last = sentences.last, SSML.hasNothingToSpeak(text.render(piece)) || SSML.hasNothingToSpeak(text.render(last)) {
+                    sentences[sentences.count - 1] = last.lowerBound..<piece.upperBound
+                } else {
+                    sentences.append(piece)
+                }
+            }
+            for sentence in sentences { ranges += try packer.pack(sentence, from: .clause) }
+        } else {
+            ranges = try packer.pack(0..<text.units.count, from: .sentence)
+        }
         return ranges.map { Chunk(text: text.render($0), isSSML: text.isSSML) }
     }
 
@@ -167,7 +188,7 @@ private struct Packer {
     }
 
     /// `range` cut at every place of `level` or better, each piece trimmed.
-    private func cut(_ range: Range<Int>, at level: CutLevel) -> [Range<Int>] {
+    func cut(_ range: Range<Int>, at level: CutLevel) -> [Range<Int>] {
         var pieces: [Range<Int>] = []
         var start = range.lowerBound
         for index in range.lowerBound + 1..<range.upperBound {

@@ -250,7 +250,9 @@ public enum PipelineLoader {
         }
         if let pitch = overrides.pitch {
             // `--pitch -0` is 0: a negative zero would print, and hash into the package ID, as "-0".
-            if VoiceLoader.pitchRange.contains(pitch) {
+            if tts.api == .piper, pitch != 0 {
+                diagnostics.error("--pitch", "", "Piper has no pitch control; \(pitch.compactText) must be 0")
+            } else if VoiceLoader.pitchRange.contains(pitch) {
                 voice.pitch = pitch == 0 ? 0 : pitch
             } else {
                 diagnostics.error("--pitch", "", "\(pitch) is out of range -20...20")

@@ -122,6 +122,9 @@ public enum VoiceLoader {
             diagnostics.error(
                 displayName, "speakingRate", "ElevenLabs speaks at 0.7...1.2 (its speed); \(voice.speakingRate) is out of range")
         }
+        if api == .piper, voice.pitch != 0 {
+            diagnostics.error(displayName, "pitch", "Piper has no pitch control; \(voice.pitch.compactText) must be 0 (or left out)")
+        }
         if api == .elevenlabs, voice.tier != .local {
             let expected = ElevenLabsModel.tier(of: voice.elevenLabsModel)
             if voice.tier != expected {

@@ -23,7 +23,8 @@ public struct Planner: Sendable {
     public var chunker: Chunker {
         Chunker(
             limit: config.requestLimit.reduced(by: config.chunking.headroom),
-            sentenceMarkCost: config.audio.captions == .webvtt && config.tts.api == .google ? Self.googleMarkBytes : 0)
+            sentenceMarkCost: config.audio.captions == .webvtt && config.tts.api == .google ? Self.googleMarkBytes : 0,
+            sentencePerChunk: config.tts.api.sendsSentencePerRequest)
     }
 
     /// The pipeline's and the voice's lexicons, for this endpoint. They
@@ -74,6 +75,17 @@ public struct Planner: Sendable {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
                     let chunks = try rewriter.chunks(for: narration, using: chunker)
+                    if config.tts.api == .piper {
+                        // Refused before anything is sent, rather than spoken as markup or dropped.
+                        let problems = Set(chunks.filter(\.isSSML).flatMap { PiperText.unsupported($0.text) }).sorted()
+                        for problem in problems {
+                            diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", problem)
+                        }
+                        if !problems.isEmpty {
+                            failed = true
+                            continue
+                        }
+                    }
                     var item = PlanItem(
                         tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
                         keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) })

@@ -87,6 +87,7 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         case .polly: return PollyDialect()
         case .azure: return AzureDialect(rate: settings.requestedSampleRateHz)
         case .elevenlabs: return ElevenLabsDialect()
+        case .piper: return PiperDialect()
         }
     }
 

@@ -297,7 +297,7 @@ let package = Package(
         .testTarget(
             name: "AudioTests",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "CFFmpeg", "CFFmpegShims", "TourpackTesting",
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "CFFmpeg", "CFFmpegShims", "CEbur128", "TourpackTesting",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

@@ -8,7 +8,7 @@ import TourpackServer
 import Glibc
 #endif
 
-/// `tourpack-bench build [--pois 300]`
+/// `tourpack-bench build [--pois 300] [--warm-items 3000,12000]`
 ///
 /// Runs the real `tourpack build` (the executable beside this one)
 /// as a child process against an in-process serve-tts, and reports its wall
@@ -22,7 +22,9 @@ import Glibc
 ///    peak memory must stay flat as the tours grow, because the build keeps
 ///    only `concurrency` + cores items in flight;
 /// 4. a warm rebuild of the demo and of the `--pois` set, nothing changed:
-///    every file comes from the output cache (0 requests, 0 encodes).
+///    every file comes from the output cache (0 requests, 0 encodes);
+/// 5. `WarmRebuildBench`: cold, then warm with captions, at 3,000 and
+///    12,000 items, in ms per item beyond start-up.
 ///
 /// The `--pois` build is also held to the streaming issue's ceiling, peak
 /// RSS ≤ 200 MB (`StreamBench.peakGoalMB`; `tourpack-bench stream` holds
@@ -30,6 +32,10 @@ import Glibc
 enum BuildBench {
     static func run(_ arguments: [String]) async -> Int32 {
         let pois = arguments.firstIndex(of: "--pois").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 300
+        // `--warm-items 3000,12000`: the sizes of issue 39's warm rebuild with captions (0 leaves it out).
+        let warmSizes =
+            arguments.firstIndex(of: "--warm-items").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+            .map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? [3_000, 12_000]
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-\(UUID().uuidString)")
@@ -82,10 +88,25 @@ enum BuildBench {
                     format: "build memory: %d → %d POIs grows peak RSS %.2f× (bounded by concurrency: %@)", 30, pois, growth,
                     bounded ? "PASS" : "FAIL"))
             print("build memory goal: \(pois) POIs, \(pois * 3) items: \(goal.text)")
-            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded && goal.passed ? 0 : 1
+            var reusedEverything = true
+            for items in warmSizes {
+                let result = try await warmRebuild(executable, items: items, scratch: scratch)
+                print(WarmRebuildBench.report(result))
+                reusedEverything = reusedEverything && result.reusedEverything
+            }
+            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded && goal.passed && reusedEverything ? 0 : 1
         } catch {
             print("build bench failed: \(error)")
             return 1
+        }
+    }
+
+    /// `WarmRebuildBench` against a fresh in-process serve-tts.
+    private static func warmRebuild(_ executable: URL, items: Int, scratch: URL) async throws -> WarmRebuildBench.Result {
+        var configuration = TTSServerConfiguration(port: 0)
+        configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        return try await TTSServer(configuration).withRunning { port in
+            try await OffPool.run { try WarmRebuildBench.run(executable, items: items, scratch: scratch, port: port) }
         }
     }
 

@@ -145,9 +145,10 @@ public struct LoudnessProfile: Sendable, Hashable {
     }
 }
 
-/// Measures mono audio with libebur128 as it streams past: integrated
-/// loudness, true peak (4× oversampled below 96 kHz), and the gating
-/// blocks as a `LoudnessProfile`.
+/// Measures mono audio as it streams past: integrated loudness and the
+/// gating blocks (a `LoudnessProfile`) with libebur128, and the true peak
+/// (4× oversampled below 96 kHz) with `TruePeakMeter`, which gives
+/// libebur128's figure to the bit at a fraction of its cost.
 ///
 /// Blocking C work, one owner at a time.
 public final class LoudnessMeter {
@@ -159,6 +160,7 @@ public final class LoudnessMeter {
     private var intoHop = 0
     private var hops = 0
     private(set) public var profile = LoudnessProfile()
+    private var peaks: TruePeakMeter
 
     public init(rate: Int) throws {
         guard rate > 0, let state = ebur128_init(1, UInt(rate), Self.mode) else {
@@ -167,23 +169,26 @@ public final class LoudnessMeter {
         self.state = state
         self.rate = rate
         hop = (rate + 5) / 10
+        peaks = TruePeakMeter(rate: rate)
     }
 
-    /// Integrated loudness and true peak; the histogram keeps libebur128's
-    /// own memory fixed however long the audio is.
-    private static let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue | EBUR128_MODE_HISTOGRAM.rawValue)
+    /// Integrated loudness; the histogram keeps libebur128's own memory
+    /// fixed however long the audio is. The true peak is `peaks`'.
+    private static let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_HISTOGRAM.rawValue)
 
     deinit { ebur128_destroy(&state) }
 
     /// Feeds 16-bit samples.
     public func add(_ samples: UnsafeBufferPointer<Int16>) {
         guard let base = samples.baseAddress else { return }
+        peaks.add(samples)
         feed(samples.count) { offset, count in ebur128_add_frames_short(state, base + offset, count) }
     }
 
     /// Feeds float samples (full scale ±1).
     public func add(_ samples: UnsafeBufferPointer<Float>) {
         guard let base = samples.baseAddress else { return }
+        peaks.add(samples)
         feed(samples.count) { offset, count in ebur128_add_frames_float(state, base + offset, count) }
     }
 
@@ -217,11 +222,7 @@ public final class LoudnessMeter {
     }
 
     /// The true peak of everything fed, linear.
-    public var truePeak: Double {
-        var value = 0.0
-        guard ebur128_true_peak(state, 0, &value) == 0 else { return 0 }
-        return value
-    }
+    public var truePeak: Double { peaks.truePeak }
 
     /// The profile with the true peak filled in.
     public var finishedProfile: LoudnessProfile {

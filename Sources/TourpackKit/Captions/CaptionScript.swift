@@ -37,7 +37,8 @@ public struct CaptionScript: Sendable, Hashable {
     /// The cue texts of a narration, in order: what `validate --pipeline`
     /// holds a caption file to.
     public static func sentenceTexts(of narration: Narration) -> [String] {
-        writtenSentences(of: narration).map(\.text)
+        guard let layout = try? layout(narration.text, isSSML: narration.isSSML) else { return [] }
+        return writtenSentences(of: layout).map(\.text)
     }
 
     /// The script of `narration`, spoken as `chunks` (after the lexicons).
@@ -91,9 +92,10 @@ public struct CaptionScript: Sendable, Hashable {
         // sentence end); otherwise at the spoken unit as far into the
         // chunks as the sentence is into the narration, or the spoken
         // sentence start beside it.
-        let written = Self.writtenSentences(of: narration)
-        let writtenTotal = max(
-            1, (try? Self.layout(narration.text, isSSML: narration.isSSML))?.units.count { !CutRules.isSpace($0.display) } ?? 1)
+        // The narration is laid out once, for its sentences and its spoken units alike.
+        let narrationLayout = try? Self.layout(narration.text, isSSML: narration.isSSML)
+        let written = narrationLayout.map(Self.writtenSentences(of:)) ?? []
+        let writtenTotal = max(1, narrationLayout?.units.count { !CutRules.isSpace($0.display) } ?? 1)
         sentences = written.enumerated().compactMap { index, sentence in
             guard !places.isEmpty else { return nil }
             var at: Int
@@ -112,10 +114,9 @@ public struct CaptionScript: Sendable, Hashable {
         }
     }
 
-    /// The narration's sentences as written (empty ones left out), each
-    /// with how many spoken (non-space) units come before it.
-    private static func writtenSentences(of narration: Narration) -> [(text: String, spokenUnit: Int)] {
-        guard let layout = try? layout(narration.text, isSSML: narration.isSSML) else { return [] }
+    /// The sentences of a narration's layout as written (empty ones left
+    /// out), each with how many spoken (non-space) units come before it.
+    private static func writtenSentences(of layout: SegmentedNarration) -> [(text: String, spokenUnit: Int)] {
         var spokenBefore = [0]
         for unit in layout.units { spokenBefore.append(spokenBefore.last! + (CutRules.isSpace(unit.display) ? 0 : 1)) }
         return sentenceRanges(of: layout).map { (text(of: layout, $0), spokenBefore[$0.lowerBound]) }.filter { !$0.text.isEmpty }

@@ -145,7 +145,16 @@ enum CutRules {
     /// Whitespace that may be collapsed and cut at. No-break spaces (as in
     /// French `« Bonjour »` or `10 km`) are glue and are kept as they are.
     static func isSpace(_ c: Character) -> Bool {
-        c.unicodeScalars.allSatisfy { $0.properties.isWhitespace && !noBreakSpaces.contains($0) }
+        c.unicodeScalars.allSatisfy(isSpace)
+    }
+
+    /// One scalar of `isSpace`. ASCII is answered without Unicode's property
+    /// tables (tab, line feed, vertical tab, form feed, carriage return and
+    /// space are its whitespace), which a build's planning asks for every
+    /// character of every narration, several times over.
+    private static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return scalar.value == 0x20 || (0x09...0x0D).contains(scalar.value) }
+        return scalar.properties.isWhitespace && !noBreakSpaces.contains(scalar)
     }
 
     static let noBreakSpaces: Set<Unicode.Scalar> = ["\u{00A0}", "\u{2007}", "\u{202F}", "\u{2060}", "\u{FEFF}"]
@@ -154,7 +163,8 @@ enum CutRules {
     /// string (a combining mark or a joiner that came from an SSML
     /// character reference), so a cut before it would split a cluster.
     private static func continuesCluster(_ c: Character) -> Bool {
-        guard let first = c.unicodeScalars.first else { return false }
+        // No ASCII scalar is a mark, a joiner, a variation selector or an emoji modifier.
+        guard let first = c.unicodeScalars.first, !first.isASCII else { return false }
         switch first.properties.generalCategory {
         case .nonspacingMark, .spacingMark, .enclosingMark: return true
         default: return first.value == 0x200D || first.properties.isVariationSelector || first.properties.isEmojiModifier

@@ -154,6 +154,9 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     /// AudioCache files evicted after the build to keep within cacheMaxMB.
     public var evictedFiles = 0
     public var evictedBytes: Int64 = 0
+    /// From taking the output root's lock to the summary; loading the tours
+    /// and planning them (chunking, captions' sentences), which come before
+    /// the build starts, are not in it.
     public var wallSeconds: Double = 0
     /// The process's peak resident memory (`VmHWM`), when `/proc` tells it.
     public var peakMemoryBytes: Int64?

@@ -1,0 +1,66 @@
+import Foundation
+import TourpackCore
+
+/// The warm-rebuild goal of issue 39, run by `tourpack-bench build`: a
+/// catalogue of `items` generated items (`BuildBench.generate`, three
+/// phases per POI, `captions` on, as the Google dialect of serve-tts gives
+/// them) is built cold, then rebuilt with nothing changed. The rebuild must
+/// reuse every file with 0 requests and 0 encodes (a goal the machine's
+/// load cannot miss, so a miss fails the bench); its cost per item beyond
+/// start-up is printed beside its goal of 0.2 ms, which depends on the load
+/// and so only reports.
+enum WarmRebuildBench {
+    static let goalMillisecondsPerItem = 0.2
+
+    struct Result {
+        var items: Int
+        var warm: BuildBench.Measurement
+        var startupSeconds: Double
+        /// The rebuild's wall time beyond start-up, per item.
+        var millisecondsPerItem: Double { max(0, warm.wallSeconds - startupSeconds) * 1000 / Double(max(1, items)) }
+        /// What the machine's load cannot change: every file reused, nothing requested or encoded.
+        var reusedEverything: Bool { warm.exitStatus == 0 && warm.reused == items && warm.requests == 0 && warm.encodes == 0 }
+    }
+
+    /// Cold, then warm, for `items` items under `scratch`, against serve-tts on `port`.
+    static func run(_ executable: URL, items: Int, scratch: URL, port: Int) throws -> Result {
+        let folder = scratch.appendingPathComponent("warm\(items)")
+        let pipeline = try BuildBench.generate(pois: (items + 2) / 3, into: folder)
+        let output = folder.appendingPathComponent("run")
+        _ = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
+        // The first rebuild may still rewrite what the cold build left to it; the second changes nothing.
+        _ = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
+        let warm = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
+        return Result(items: (items + 2) / 3 * 3, warm: warm, startupSeconds: try startup(executable, scratch: scratch))
+    }
+
+    /// The process's start-up: the wall time of `tourpack --help`, the fastest of three.
+    static func startup(_ executable: URL, scratch: URL) throws -> Double {
+        let sink = scratch.appendingPathComponent("help.txt").path
+        var best = Double.infinity
+        for _ in 0..<3 {
+            let started = ContinuousClock.now
+            _ = try Child.run(executable.path, ["--help"], stdout: sink)
+            best = min(best, started.duration(to: .now).seconds)
+        }
+        return best
+    }
+
+    /// One line per size, with the goal beside the figure.
+    static func report(_ result: Result) -> String {
+        String(
+            format:
+                "build warm rebuild, %d items, captions on: %.2f s wall (summary %.2f s), start-up %.3f s, %.3f ms per item beyond start-up "
+                + "(goal ≤ %.1f ms: %@; depends on the machine's load, reported only); %d reused, %d requests, %d encodes (goal: all reused, "
+                + "0 requests, 0 encodes: %@); load average %@",
+            result.items, result.warm.wallSeconds, result.warm.pipelineSeconds, result.startupSeconds, result.millisecondsPerItem,
+            goalMillisecondsPerItem, result.millisecondsPerItem <= goalMillisecondsPerItem ? "met" : "missed", result.warm.reused,
+            result.warm.requests, result.warm.encodes, result.reusedEverything ? "PASS" : "FAIL", loadAverage())
+    }
+
+    /// The first three fields of /proc/loadavg, beside every timed figure.
+    static func loadAverage() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
+    }
+}

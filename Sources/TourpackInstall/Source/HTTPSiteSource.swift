@@ -239,9 +239,15 @@ package final class HTTPSiteSource: SiteSource {
             throw CancellationError()
         case .failure(.spoolFailed(let path, let reason, let status)):
             throw SiteSourceFailure(.storage(path: path, reason: reason), url: shown(key), status: status, reason: reason)
-        case .failure(.responseTooLarge(_, let status)):
-            throw SiteSourceFailure(
-                .refused, url: shown(key), status: status, reason: "the answer is longer than the file the manifest names")
+        case .failure(.responseTooLarge(let limit, let status)):
+            // A file is bounded by the size its package.json names; the
+            // catalogue and a package.json by the cap on whole objects.
+            let reason =
+                file != nil
+                ? "the answer is longer than the file the manifest names"
+                : key == SiteLayout.catalog
+                    ? "the catalogue is over its cap of \(limit) bytes" : "the answer is over the cap of \(limit) bytes on \(key)"
+            throw SiteSourceFailure(.refused, url: shown(key), status: status, reason: reason)
         case .failure(let failure) where failure.isRetryable:
             return .retry(status: failure.answeredStatus, reason: failure.reason, retryAfter: nil)
         case .failure(let failure):

@@ -132,6 +132,7 @@ setup-bench: setup
 # make. `install`'s goal counts bytes, not time, so the machine's load cannot miss it.
 bench: setup-bench build-release
 	$(SWIFT) build -c release --product tourpack-bench
+	$(SWIFT) build -c release --product OfflineTourExample
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench loudness
 	.build/release/tourpack-bench tts

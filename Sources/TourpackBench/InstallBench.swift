@@ -40,6 +40,7 @@ enum InstallBench {
         defer { try? FileManager.default.removeItem(at: work) }
         print("install: a folder site on a loopback site server, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         try await throughput(work.appendingPathComponent("big"), packages: packages, files: files, bytes: kb * 1024)
+        try await library(work.appendingPathComponent("library"), packages: packages, files: files, bytes: kb * 1024)
         try await check(work.appendingPathComponent("many"), packages: checkPackages)
     }
 
@@ -99,6 +100,70 @@ enum InstallBench {
         )
         guard cut > 0 else { throw BenchError("the draw cut no blob request") }
         guard ratio <= faultGoal else { throw BenchError(String(format: "%.3f× the packages' bytes sent, above %.1f×", ratio, faultGoal)) }
+    }
+
+    // MARK: The app's library
+
+    /// The same site installed through `TourpackClient` as an app does it
+    /// (`OfflineLibrary.download`, one tour after another, URLSession), and
+    /// the peak RSS of the article's example app installing one package of
+    /// 300 MB: a child process, measured by `wait4`.
+    static func library(_ work: URL, packages: Int, files: Int, bytes: Int) async throws {
+        let source = work.appendingPathComponent("built"), site = work.appendingPathComponent("site")
+        _ = try PublishBench.makeRoot(at: source, packages: packages, files: files, bytes: bytes, tilePack: bytes)
+        let key = try await publish(source, to: site)
+        let server = try SiteServer(root: site)
+        defer { server.stop() }
+        var times: [Double] = []
+        var downloaded: Int64 = 0
+        for run in 0..<3 {
+            let documents = work.appendingPathComponent("Documents-\(run)")
+            let library = OfflineLibrary(
+                documents: documents, site: URL(string: server.base)!, trust: try .publicKey(base64: key.verifyingKey.base64),
+                policy: DownloadPolicy(maxStorageBytes: .max))
+            let started = ContinuousClock.now
+            let catalog = try await library.refreshCatalog()
+            downloaded = 0
+            for tour in catalog.tours {
+                var last: DownloadJob?
+                for try await job in library.download(tourId: tour.id) { last = job }
+                guard let last, last.status == .completed else { throw BenchError("\(tour.name): \(String(describing: last))") }
+                downloaded += last.totalBytes
+            }
+            times.append((ContinuousClock.now - started).seconds)
+            try verify(documents, against: source)
+            try FileManager.default.removeItem(at: documents)
+        }
+        let median = times.sorted()[1]
+        print(
+            String(
+                format: "  TourpackClient (URLSession), tour by tour: %.1f MB in %.2f s: %.1f MB/s (median of 3; %.2f–%.2f s)",
+                Double(downloaded) / 1e6, median, Double(downloaded) / 1e6 / median, times.min()!, times.max()!))
+
+        // Peak memory of an app installing 300 MB: the example on TourpackClient alone.
+        let example = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "OfflineTourExample")
+        guard FileManager.default.isExecutableFile(atPath: example.path) else {
+            print("  peak RSS: skipped, \(example.path) is not built (make bench builds it)")
+            return
+        }
+        let big = work.appendingPathComponent("big"), bigSite = work.appendingPathComponent("big-site")
+        _ = try PublishBench.makeRoot(at: big, packages: 1, files: 12, bytes: 25_000_000, tilePack: 1_000_000)
+        let bigKey = try await publish(big, to: bigSite)
+        let bigServer = try SiteServer(root: bigSite)
+        defer { bigServer.stop() }
+        let tour = try manifests(in: big)[0].tourId
+        let started = ContinuousClock.now
+        let (status, peakKB) = try await Task.detached {
+            try Child.run(
+                example.path, [bigServer.base, work.appendingPathComponent("Documents-big").path, bigKey.verifyingKey.base64, tour],
+                stdout: "/dev/null")
+        }.value
+        guard status == 0 else { throw BenchError("the example app exited \(status)") }
+        print(
+            String(
+                format: "  peak RSS of an app installing one 301 MB package through TourpackClient: %.0f MB (%.1f s)",
+                Double(peakKB) / 1024, (ContinuousClock.now - started).seconds))
     }
 
     // MARK: --check against a large catalogue

@@ -44,7 +44,7 @@ public struct ReviewSite: Sendable {
     }
 
     /// What the review serves a caption file as (a `<track>` needs `text/vtt`).
-    public static let captionsContentType = "text/vtt; charset=utf-8"
+    public static let captionsContentType = SiteLayout.captionsContentType
 
     /// The resource at `segments`, or nil when the site has no such path.
     public func resource(at segments: [String]) -> Resource? {
@@ -86,12 +86,13 @@ public struct ReviewSite: Sendable {
             let ext = (package.manifest.mapTiles.format ?? .png).rawValue
             paths += package.tiles.map { ["tiles", package.folder, "\($0.z)", "\($0.x)", "\($0.y).\(ext)"] }
         }
+        // A package's files as every side lists them (`PackageFiles.listed`): audio, then captions.
+        let files = catalog.packages.flatMap { PackageFiles.listed(in: $0.manifest) }
         var seen: Set<String> = []
-        for entry in catalog.packages.flatMap(\.manifest.audio) where seen.insert(entry.path).inserted {
-            paths.append(["audio"] + entry.path.split(separator: "/").map(String.init))
-        }
-        for captions in catalog.packages.flatMap({ $0.manifest.audio.compactMap(\.captions) }) where seen.insert(captions.path).inserted {
-            paths.append(["captions"] + captions.path.split(separator: "/").map(String.init))
+        for (kind, folder) in [(PackageFile.Kind.audio, "audio"), (.captions, "captions")] {
+            for file in files where file.kind == kind && seen.insert(file.path).inserted {
+                paths.append([folder] + file.path.split(separator: "/").map(String.init))
+            }
         }
         return paths
     }
@@ -127,13 +128,7 @@ public struct ReviewSite: Sendable {
         return Int(text)
     }
 
-    static func contentType(_ format: AudioFormat) -> String {
-        switch format {
-        case .aac: return "audio/mp4"
-        case .mp3: return "audio/mpeg"
-        case .opus: return "audio/ogg"
-        }
-    }
+    static func contentType(_ format: AudioFormat) -> String { SiteLayout.contentType(for: format) }
 
     static func contentType(_ format: TileFormat) -> String {
         switch format {

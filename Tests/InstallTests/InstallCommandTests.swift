@@ -99,6 +99,37 @@ import Glibc
         #expect(result.status == 2, "an unknown ID is bad input: \(result.stderr)")
     }
 
+    @Test func oneInstallOfTwoToursThatShareBlobsInstallsBothAndFetchesEachBlobOnce() async throws {
+        let fixture = try SiteFixture()
+        var twins = try fixture.addTwinTours(files: 3, bytes: 30_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let documents = fixture.documents()
+        for round in ["install", "update"] {
+            if round == "update" {
+                // The same sentence edited in both tours: audio and captions alike.
+                let body = Data((0..<31_000).map { _ in UInt8.random(in: .min ... .max) })
+                for package in twins {
+                    try fixture.changeFile(of: fixture.package(package.packageId), index: 1, body: body)
+                    try fixture.changeCaptions(of: fixture.package(package.packageId), index: 2, text: "The same new sentence.")
+                }
+                try await fixture.publish()
+                twins = twins.map { fixture.package($0.packageId) }
+            }
+            server.resetLog()
+            let result = try Self.run(["install", server.base, "--into", documents.path, "--all"])
+            #expect(result.status == 0, "\(round): \(result.stdout)\(result.stderr)")
+            for package in twins {
+                let seen = SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json")
+                let expected = try fixture.files(of: package)
+                #expect(seen == expected, "\(round): \(package.tourId) is not installed whole")
+            }
+            let blobs = server.requests.filter { $0.path.hasPrefix("/blobs/") && $0.status == 200 }.map(\.path)
+            #expect(!blobs.isEmpty && blobs.count == Set(blobs).count, "\(round): a shared blob was fetched twice: \(blobs.sorted())")
+        }
+    }
+
     @Test func installedKeepsABudgetByLeastRecentUseAndSparesPinnedTours() async throws {
         let fixture = try SiteFixture()
         var tours: [SiteFixture.Package] = []

@@ -124,10 +124,10 @@ package final class SiteFixture: @unchecked Sendable {
     }
 
     @discardableResult
-    package func changeFile(of package: Package, index: Int = 0) throws -> String {
+    package func changeFile(of package: Package, index: Int = 0, body given: Data? = nil) throws -> String {
         var json = package.json
         var audio = json["audio"] as! [[String: Any]]
-        let body = random((audio[index]["sizeBytes"] as! Int) + 13)
+        let body = given ?? random((audio[index]["sizeBytes"] as! Int) + 13)
         let path = audio[index]["path"] as! String
         try write(body, to: path)
         audio[index]["sha256"] = Self.sha256(body)
@@ -140,11 +140,11 @@ package final class SiteFixture: @unchecked Sendable {
     /// Gives the captions of one narration of `package` new cues (and its
     /// manifest a new digest and contentHash); the caption file's path.
     @discardableResult
-    package func changeCaptions(of package: Package, index: Int = 0) throws -> String {
+    package func changeCaptions(of package: Package, index: Int = 0, text: String? = nil) throws -> String {
         var json = package.json
         var audio = json["audio"] as! [[String: Any]]
         let poi = audio[index]["poiId"] as! String
-        let cues = [CaptionCue(start: 0, end: 3.25, text: "Rewritten \(UUID().uuidString).")]
+        let cues = [CaptionCue(start: 0, end: 3.25, text: text ?? "Rewritten \(UUID().uuidString).")]
         let entry = try writeCaptions(cues, packageId: package.packageId, poi: poi)
         audio[index]["captions"] = entry
         json["audio"] = audio

@@ -249,7 +249,7 @@ struct ConfigFixture {
         #expect(
             voices == [
                 "azure-ava.yaml", "elevenlabs-george.yaml", "en-US-female.yaml", "en-US-male.yaml", "en-US-neutral.yaml",
-                "en-US-standard.yaml", "local-en-us.yaml", "polly-joanna.yaml",
+                "en-US-standard.yaml", "local-en-us.yaml", "piper-joe.yaml", "polly-joanna.yaml",
             ])
         let tiers = try voices.map { try VoiceLoader.load(root.appendingPathComponent("voices/\($0)"), displayName: $0).tier }
         #expect(Set(tiers) == [.neural2, .wavenet, .standard, .local, .neural, .fullCredit])

@@ -178,6 +178,8 @@ let package = Package(
                 "TourpackCore", "TourpackHTTP", "TourpackMaps", "TourpackKit",
                 // Ed25519 signatures of the catalogue; SHA-256 key ids.
                 .product(name: "Crypto", package: "swift-crypto"),
+                // A folder site's copies and fsyncs run on its thread pool, off the cooperative pool.
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // The touring app's download manager, as a library the app embeds:

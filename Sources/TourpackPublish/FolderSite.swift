@@ -1,5 +1,6 @@
 import Crypto
 package import Foundation
+import NIOPosix
 import TourpackCore
 package import TourpackHTTP
 
@@ -38,6 +39,12 @@ package struct FolderSite: Site {
 
     package func create(_ key: String, from file: URL, contentType: String, cacheControl: String) async throws -> Bool {
         let final = url(key)
+        // A blob may be hundreds of megabytes: its copy and fsync block, so
+        // they run on NIO's thread pool, never the cooperative pool.
+        return try await NIOThreadPool.singleton.runIfActive { try Self.copy(file, to: final) }
+    }
+
+    private static func copy(_ file: URL, to final: URL) throws -> Bool {
         if FileManager.default.fileExists(atPath: final.path) { return false }
         let temp = try AtomicFile.temporaryURL(for: final)
         do {
@@ -58,7 +65,7 @@ package struct FolderSite: Site {
             }
             throw TourpackError.storageFailed(path: temp.path, errno: code, operation: "copy \(file.lastPathComponent)")
         }
-        return try claim(temp, as: final)
+        return try Self.claim(temp, as: final)
     }
 
     package func create(_ key: String, bytes: [UInt8], contentType: String, cacheControl: String) async throws -> Bool {
@@ -69,11 +76,11 @@ package struct FolderSite: Site {
             AtomicFile.discard(temp: temp)
             throw error
         }
-        return try claim(temp, as: final)
+        return try Self.claim(temp, as: final)
     }
 
     /// Gives the finished temp its final name unless the name is taken; the temp goes either way.
-    private func claim(_ temp: URL, as final: URL) throws -> Bool {
+    private static func claim(_ temp: URL, as final: URL) throws -> Bool {
         defer { AtomicFile.discard(temp: temp) }
         guard link(temp.path, final.path) == 0 else {
             if errno == EEXIST { return false }

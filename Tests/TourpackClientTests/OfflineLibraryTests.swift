@@ -361,10 +361,13 @@ final class TestClock: @unchecked Sendable {
         #expect(fields[0] == 0, "the example failed: \(measured.stderr)")
         let installed = SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json")
         #expect(installed.values.reduce(0) { $0 + $1.count } > 300_000_000, "the package is installed whole")
-        // Measured here: 47 MB for a 12 MB package, 96 MB for this one (malloc's
-        // arenas, one per download thread, keep what they freed); before the
-        // receiver held URLSession back, 210 MB, growing with the files.
+        // Measured here: 47 MB for a 12 MB package, 96 MB for this one on a
+        // quiet machine and 139 MB under make test's load (malloc's arenas, one
+        // per download thread, keep what they freed, and a starved writer lets
+        // the backlog reach its cap); before the receiver held URLSession back,
+        // 210 MB on a quiet machine, growing with the files. The bound is well
+        // under the package's size, so a body held whole fails it.
         let peakMB = Double(fields[1]) / 1024
-        #expect(peakMB < 128, "peak RSS \(peakMB) MB while installing 300 MB")
+        #expect(peakMB < 200, "peak RSS \(peakMB) MB while installing 300 MB")
     }
 }

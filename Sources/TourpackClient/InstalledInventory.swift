@@ -100,7 +100,7 @@ package struct InstalledInventory: Sendable {
     /// tours; throws `storageFailed` when those alone pass it.
     package func enforce(_ budget: StorageBudget) throws -> Removal {
         let installed = PackageOnDisk.read(documents: documents).packages
-        guard let (evict, _) = budget.evictions(from: installed, accessed: AccessLog.read(InstallFolder(documents: documents))) else {
+        guard let evict = budget.evictions(from: installed, accessed: AccessLog.read(InstallFolder(documents: documents))) else {
             throw TourpackError.storageFailed(
                 path: documents.path, operation: "keep \(budget.maxBytes) bytes",
                 reason:

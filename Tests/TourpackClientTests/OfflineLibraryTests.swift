@@ -244,6 +244,34 @@ import Glibc
         #expect(Set(await library.installed().map(\.tourId)) == [a, b, c])
     }
 
+    /// The library keeps what it read of the packages between calls; a
+    /// change made by another library (another process) on the same
+    /// Documents folder is still seen.
+    @Test func aChangeMadeBehindTheLibrarysBackIsSeen() async throws {
+        let fixture = try SiteFixture()
+        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let clock = TestClock(Date())
+        let library = try Self.library(fixture, server, now: clock.now)
+        let other = try Self.library(fixture, server, now: clock.now)
+        let tour = Self.tourId(lakes[0])
+        _ = try await Self.download(library, tour)
+        guard case .downloaded(let package) = await library.state(of: tour) else { Issue.record("not downloaded"); return }
+        #expect(package.lastAccessed != nil)
+        clock.advance(3_600)
+        await other.markAccessed(tourId: tour)
+        let seen = await library.installed().first?.lastAccessed
+        #expect(seen.map { abs($0.timeIntervalSince(clock.now())) < 1 } == true, "last accessed \(String(describing: seen))")
+        try await other.delete(tourId: tour)
+        guard case .notDownloaded = await library.state(of: tour) else {
+            Issue.record("a package deleted by another library is still listed")
+            return
+        }
+        #expect(await library.installed().isEmpty)
+    }
+
     @Test func statesFollowThePackageToItsExpiry() async throws {
         let fixture = try SiteFixture()
         let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)

@@ -67,13 +67,13 @@ extension OfflineLibrary {
         let key = tourId.uuidString.lowercased()
         do {
             try Task.checkCancellation()
-            if catalog == nil { _ = try await refreshCatalog() }
-            guard let tour = catalogTour(key) else {
+            let catalog = try await currentCatalog()
+            guard let tour = catalog.tours.first(where: { $0.tourId == key }) else {
                 throw OfflineError(.notOffered, "tour \(key) is not in the catalogue")
             }
             let choice = PackageChoice(tours: [key], format: format, quality: quality)
             let installed = installedPackages()
-            guard let entry = try PackageSelection.choose(verified!.catalog, installed: installed, choice: choice).first else {
+            guard let entry = try PackageSelection.choose(catalog, installed: installed, choice: choice).first else {
                 throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
             }
             try await makeRoom(for: entry, tourId: tourId)
@@ -84,6 +84,7 @@ extension OfflineLibrary {
                 continuation.yield(job)
                 Task { await self?.record(job, tourId: tourId) }
             }
+            defer { packagesChanged() }
             let outcome = try await installer.install(choice, noReinstall: true)
             var done =
                 outcome.jobs.first ?? jobs[tourId]
@@ -124,9 +125,10 @@ extension OfflineLibrary {
             protected.insert(id.uuidString.lowercased())
         }
         let budget = StorageBudget(maxBytes: policy.maxStorageBytes, protected: protected)
+        let device = deviceView()
         guard
-            let (evict, short) = budget.evictions(
-                from: installedPackages(), adding: entry.package.sizeBytes, replacing: entry.tour.tourId, accessed: AccessLog.read(folder))
+            let evict = budget.evictions(
+                from: device.packages, adding: entry.package.sizeBytes, replacing: entry.tour.tourId, accessed: device.accessed)
         else {
             let name = "package \(entry.package.packageId) (\(entry.tour.tourName))"
             throw OfflineError(
@@ -135,7 +137,7 @@ extension OfflineLibrary {
                     + "only pinned, playing or downloading packages could make room",
                 package: name)
         }
-        _ = short
+        defer { packagesChanged() }
         for package in evict {
             do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
         }

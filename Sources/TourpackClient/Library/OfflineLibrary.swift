@@ -35,6 +35,8 @@ public actor OfflineLibrary {
     var playing: UUID?
     /// What an update of a package would download, by its catalogue `contentHash`.
     var updateBytes: [String: Int64] = [:]
+    /// The packages on disk and the access log, as last read.
+    private var device: DeviceView?
 
     /// - Parameters:
     ///   - documents: the app's Documents folder.
@@ -70,15 +72,18 @@ public actor OfflineLibrary {
 
     /// The catalogue last verified, read from the device when this library
     /// has not refreshed it yet: what the app lists with no signal.
-    public var catalog: CatalogSnapshot? {
-        if let verified { return verified.snapshot }
+    public var catalog: CatalogSnapshot? { loadRemembered()?.snapshot }
+
+    /// The catalogue verified last: this run's, else the one remembered on
+    /// the device, checked again against the trust anchor.
+    private func loadRemembered() -> (catalog: Catalog, snapshot: CatalogSnapshot)? {
+        if let verified { return verified }
         guard let remembered = folder.rememberedCatalog(site: source.location),
             let catalog = try? CatalogReader.check(
                 remembered.bytes, signature: remembered.signature, key: trust?.key, site: source.location)
         else { return nil }
-        let snapshot = CatalogSnapshot(catalog, notModified: true)
-        verified = (catalog, snapshot)
-        return snapshot
+        verified = (catalog, CatalogSnapshot(catalog, notModified: true))
+        return verified
     }
 
     /// Reads the site's catalogue (conditionally: a 304 costs one small
@@ -86,14 +91,22 @@ public actor OfflineLibrary {
     ///
     /// - Throws: `OfflineError` (`networkUnavailable` with no signal,
     ///   `integrityFailed` for a bad signature); `catalog` keeps the last one.
-    public func refreshCatalog() async throws -> CatalogSnapshot {
+    public func refreshCatalog() async throws -> CatalogSnapshot { try await refresh().snapshot }
+
+    /// The catalogue to download from: the one verified last, else the site's.
+    func currentCatalog() async throws -> Catalog {
+        if let known = loadRemembered() { return known.catalog }
+        return try await refresh().catalog
+    }
+
+    private func refresh() async throws -> (catalog: Catalog, snapshot: CatalogSnapshot) {
         try folder.prepare()
         do {
             let (catalog, summary) = try await CatalogReader(source: source, folder: folder, publicKey: trust?.key).read()
             let snapshot = CatalogSnapshot(catalog, notModified: summary.notModified)
             if verified?.catalog != catalog { updateBytes = [:] }
             verified = (catalog, snapshot)
-            return snapshot
+            return (catalog, snapshot)
         } catch {
             throw OfflineError.from(error)
         }
@@ -108,10 +121,11 @@ public actor OfflineLibrary {
             return job.status == .paused ? .paused(job) : .downloading(job)
         }
         let offers = catalogTour(key)?.packages.map(Offer.init) ?? []
-        guard let installed = installedPackages().first(where: { $0.manifest.tourId == key }) else {
+        let device = deviceView()
+        guard let installed = device.packages.first(where: { $0.manifest.tourId == key }) else {
             return .notDownloaded(offers: offers)
         }
-        let package = describe(installed)
+        let package = describe(installed, accessed: device.accessed)
         if installed.manifest.isExpired(at: now()) { return .expired(package) }
         if let tour = catalogTour(key), let offered = tour.packages.first(where: { $0.packageId == installed.packageId }),
             offered.contentHash != installed.manifest.contentHash || !installed.damagedPaths(in: documents).isEmpty
@@ -123,7 +137,10 @@ public actor OfflineLibrary {
     }
 
     /// Every package installed, by tour.
-    public func installed() -> [InstalledPackage] { installedPackages().map(describe) }
+    public func installed() -> [InstalledPackage] {
+        let device = deviceView()
+        return device.packages.map { describe($0, accessed: device.accessed) }
+    }
 
     /// The audio file of a narration, or nil unless it is installed whole.
     public func audioFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) -> URL? {
@@ -160,10 +177,14 @@ public actor OfflineLibrary {
 
     /// Records that the tour was just used, for eviction's order.
     public func markAccessed(tourId: UUID) {
-        var times = AccessLog.read(folder)
+        var times = deviceView().accessed
         times[tourId.uuidString.lowercased()] = now()
         try? AccessLog.write(times, folder)
+        device = nil
     }
+
+    /// Forgets the packages as last read: the library changed them.
+    func packagesChanged() { device = nil }
 
     /// The tour whose narration is playing (nil: none): never evicted while it plays.
     public func setPlaying(tourId: UUID?) { playing = tourId }
@@ -191,10 +212,11 @@ public actor OfflineLibrary {
         if jobs[tourId].map({ $0.status == .downloading || $0.status == .queued || $0.status == .paused }) == true {
             throw OfflineError(.alreadyDownloading, "tour \(tourId.uuidString.lowercased()) is downloading; cancel it first")
         }
+        defer { device = nil }
         do { _ = try InstalledInventory(documents: documents).remove(tourId.uuidString.lowercased()) } catch {
             throw OfflineError.from(error)
         }
-        var times = AccessLog.read(folder)
+        var times = deviceView().accessed
         if times.removeValue(forKey: tourId.uuidString.lowercased()) != nil { try? AccessLog.write(times, folder) }
     }
 
@@ -202,6 +224,7 @@ public actor OfflineLibrary {
     @discardableResult
     public func clearExpired() throws -> Int {
         let expired = installedPackages().filter { $0.manifest.isExpired(at: now()) }
+        defer { device = nil }
         for package in expired {
             do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
         }
@@ -210,6 +233,7 @@ public actor OfflineLibrary {
 
     /// Deletes every package not downloading.
     public func clearAll() throws {
+        defer { device = nil }
         let busy = Set(jobs.filter { $0.value.status != .completed && $0.value.status != .failed && $0.value.status != .cancelled }.keys)
         for package in installedPackages() {
             guard let tour = UUID(uuidString: package.manifest.tourId), !busy.contains(tour) else { continue }
@@ -219,14 +243,26 @@ public actor OfflineLibrary {
 
     // MARK: Helpers
 
-    func installedPackages() -> [PackageOnDisk] { PackageOnDisk.read(documents: documents).packages }
+    func installedPackages() -> [PackageOnDisk] { deviceView().packages }
 
-    func catalogTour(_ tourId: String) -> CatalogTour? {
-        _ = catalog
-        return verified?.catalog.tours.first { $0.tourId == tourId }
+    /// The packages and the access log, read again only when
+    /// `OfflineTours` or `access.json` changed since (a commit or a removal
+    /// renames an entry of `OfflineTours`), so an app that asks the state
+    /// of every tour in a list reads the manifests once.
+    func deviceView() -> DeviceView {
+        let stamp = DeviceView.Stamp(documents: documents, folder: folder)
+        if let device, device.stamp == stamp { return device }
+        let view = DeviceView(
+            packages: PackageOnDisk.read(documents: documents).packages, accessed: AccessLog.read(folder), stamp: stamp)
+        device = view
+        return view
     }
 
-    private func describe(_ package: PackageOnDisk) -> InstalledPackage {
+    func catalogTour(_ tourId: String) -> CatalogTour? {
+        loadRemembered()?.catalog.tours.first { $0.tourId == tourId }
+    }
+
+    private func describe(_ package: PackageOnDisk, accessed: [String: Date]) -> InstalledPackage {
         let manifest = package.manifest
         let damaged = package.damagedPaths(in: documents)
         let bytes = package.files.filter { !damaged.contains($0.path) }.reduce(Int64(package.manifestBytes.count)) { $0 + $1.sizeBytes }
@@ -234,7 +270,7 @@ public actor OfflineLibrary {
             packageId: manifest.packageId, tourId: UUID(uuidString: manifest.tourId) ?? UUID(), tourName: manifest.tourName,
             format: manifest.audio.first?.format ?? .aac, quality: manifest.quality ?? .high, voice: manifest.voice.name,
             contentHash: manifest.contentHash, createdAt: manifest.createdAt, expiresAt: manifest.expiresAt, bytesOnDisk: bytes,
-            lastAccessed: AccessLog.read(folder)[manifest.tourId], damagedFiles: damaged.count,
+            lastAccessed: accessed[manifest.tourId], damagedFiles: damaged.count,
             narrations: manifest.audio.compactMap { entry in
                 guard let poi = UUID(uuidString: entry.poiId), let phase = NarrationPhase(rawValue: entry.phase.rawValue) else {
                     return nil
@@ -251,6 +287,38 @@ public actor OfflineLibrary {
         updateBytes[entry.package.contentHash] = plan.downloadBytes
         return plan.downloadBytes
     }
+}
+
+/// The packages installed and when each tour was last used, with what
+/// tells whether they changed on disk since.
+struct DeviceView {
+    /// The inodes and modification times of `OfflineTours` and
+    /// `access.json` (written by rename, so a new inode each time: a
+    /// change within the clock's tick is still seen).
+    struct Stamp: Equatable {
+        var tours: [Int]
+        var access: [Int]
+
+        init(documents: URL, folder: InstallFolder) {
+            tours = Self.identity(documents.appendingPathComponent(Layout.offlineToursFolder))
+            access = Self.identity(AccessLog.url(folder))
+        }
+
+        private static func identity(_ url: URL) -> [Int] {
+            var info = stat()
+            guard lstat(url.path, &info) == 0 else { return [] }
+            #if canImport(Darwin)
+            let modified = info.st_mtimespec
+            #else
+            let modified = info.st_mtim
+            #endif
+            return [Int(info.st_ino), Int(modified.tv_sec), Int(modified.tv_nsec)]
+        }
+    }
+
+    var packages: [PackageOnDisk]
+    var accessed: [String: Date]
+    var stamp: Stamp
 }
 
 /// When each tour was last used (`markAccessed`), in `.tourpack-install/access.json`.

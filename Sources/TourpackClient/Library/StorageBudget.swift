@@ -22,23 +22,29 @@ package struct StorageBudget: Sendable {
     /// the count: the new package takes their place.
     package func evictions(
         from installed: [PackageOnDisk], adding: Int64 = 0, replacing tourId: String? = nil, accessed: [String: Date]
-    ) -> (evict: [PackageOnDisk], short: Int64)? {
+    ) -> [PackageOnDisk]? {
         let kept = installed.filter { $0.manifest.tourId != tourId }
         let need = Self.bytes(of: kept) + adding - maxBytes
-        guard need > 0 else { return ([], 0) }
+        guard need > 0 else { return [] }
         let candidates = kept.filter { !protected.contains($0.manifest.tourId) }.sorted {
             let a = accessed[$0.manifest.tourId] ?? $0.manifest.createdAt
             let b = accessed[$1.manifest.tourId] ?? $1.manifest.createdAt
             return a != b ? a < b : $0.packageId < $1.packageId
         }
+        // How many kept packages name each file: a file is freed when the last one goes.
+        var names: [String: Int] = [:]
+        for file in kept.flatMap(\.files) { names[file.path, default: 0] += 1 }
         var evict: [PackageOnDisk] = []
         var freed: Int64 = 0
         for package in candidates where freed < need {
             evict.append(package)
-            let gone = Set(evict.map(\.packageId))
-            freed = Self.bytes(of: kept) - Self.bytes(of: kept.filter { !gone.contains($0.packageId) })
+            freed += Int64(package.manifestBytes.count)
+            for file in package.files {
+                names[file.path, default: 1] -= 1
+                if names[file.path] == 0 { freed += file.sizeBytes }
+            }
         }
-        return freed >= need ? (evict, need) : nil
+        return freed >= need ? evict : nil
     }
 
     /// What `packages` take: their package.json files, and each file they name once.

@@ -33,7 +33,7 @@ package struct LocalPackage: Sendable {
     /// content (another expiry) already has `manifestKey`:
     /// `packages/<packageId>/<contentHash>.<first 12 hex of its SHA-256>.json`.
     package var alternateManifestKey: String {
-        String(manifestKey.dropLast(".json".count)) + "." + manifestSHA256.prefix(12) + ".json"
+        CatalogPackage.alternateManifestPath(packageId: manifest.packageId, contentHash: manifest.contentHash, sha256: manifestSHA256)
     }
 
     /// The catalogue's entry for it, its package.json at `manifestKey`.

@@ -272,6 +272,33 @@ import Glibc
         #expect(await library.installed().isEmpty)
     }
 
+    /// A rebuild of unchanged content (a new expiry) is published beside the
+    /// old package.json; a device that never had the package installs it,
+    /// and one that has it stays as it is.
+    @Test func aRebuildOfTheSameContentInstallsFromItsSecondManifest() async throws {
+        let fixture = try SiteFixture()
+        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let tour = Self.tourId(lakes[0])
+        let early = try Self.library(fixture, server, documents: "Early")
+        _ = try await Self.download(early, tour)
+        try fixture.rebuildUnchanged(lakes[0])
+        try await fixture.publish()
+        let late = try Self.library(fixture, server, documents: "Late")
+        let snapshot = try await late.refreshCatalog()
+        let offer = try #require(snapshot.tours.first { $0.id == tour }?.offers.first)
+        let jobs = try await Self.download(late, tour)
+        #expect(jobs.last?.status == .completed)
+        guard case .downloaded(let package) = await late.state(of: tour) else { Issue.record("not installed"); return }
+        #expect(package.contentHash == offer.contentHash)
+        _ = try await early.refreshCatalog()
+        guard case .downloaded = await early.state(of: tour) else {
+            Issue.record("the first device sees an update of unchanged content"); return
+        }
+    }
+
     @Test func statesFollowThePackageToItsExpiry() async throws {
         let fixture = try SiteFixture()
         let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)

@@ -162,6 +162,10 @@ package final class SiteFixture: @unchecked Sendable {
         return dropped
     }
 
+    /// A rebuild of the same content with new bytes (a second later, so
+    /// another expiry): the same `contentHash`, another package.json.
+    package func rebuildUnchanged(_ package: Package) throws { try replace(package, json: package.json) }
+
     /// `replace(_:json:)` for a test that edits the manifest itself.
     package func replaceForTests(_ package: Package, json: [String: Any]) throws { try replace(package, json: json) }
 

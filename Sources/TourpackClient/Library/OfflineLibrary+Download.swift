@@ -94,7 +94,9 @@ extension OfflineLibrary {
             jobs[tourId] = done
             updateBytes = [:]
             markAccessed(tourId: tourId)
-            continuation.yield(done)
+            // The installer reported its own completion already; a job with
+            // nothing to fetch completes here.
+            if outcome.jobs.isEmpty { continuation.yield(done) }
             continuation.finish()
         } catch {
             let failure = OfflineError.from(error)

@@ -101,9 +101,10 @@ package struct PackagePlanner: Sendable {
         let package = entry.package
         let name = TourpackError.packageName(package.packageId, tourName: entry.tour.tourName)
         let path = package.manifest.path
-        guard path == CatalogPackage.manifestPath(packageId: package.packageId, contentHash: package.contentHash) else {
+        guard package.namesItsManifestWhereItBelongs else {
             throw TourpackError.integrityFailed(
-                package: name, file: path, message: "the catalogue names a package.json outside packages/<packageId>/<contentHash>.json")
+                package: name, file: path,
+                message: "the catalogue names a package.json outside packages/<packageId>/<contentHash>[.<sha256 prefix>].json")
         }
         let fetched: [UInt8]?
         do { fetched = try await source.object(path) } catch let failure as SiteSourceFailure {

@@ -203,7 +203,8 @@ package struct CatalogPackage: Sendable, Hashable, Codable {
 
     /// Where a package's package.json is published, relative to the catalogue, and its SHA-256.
     package struct ManifestReference: Sendable, Hashable, Codable {
-        /// `packages/<packageId>/<contentHash>.json` (`CatalogPackage.manifestPath(packageId:contentHash:)`).
+        /// `packages/<packageId>/<contentHash>.json`, or beside it for a rebuild of the same content
+        /// (`CatalogPackage.manifestPath(packageId:contentHash:)`, `alternateManifestPath`).
         package var path: String
         /// Lowercase hex SHA-256 of the published package.json bytes.
         package var sha256: String
@@ -243,6 +244,21 @@ package struct CatalogPackage: Sendable, Hashable, Codable {
     /// new build never overwrites a package.json a device may be reading.
     package static func manifestPath(packageId: String, contentHash: String) -> String {
         "packages/\(packageId)/\(contentHash).json"
+    }
+
+    /// Where a rebuild of the same content with new bytes (another expiry)
+    /// goes when `manifestPath` is taken: beside it, named by the first 12
+    /// hex digits of its own SHA-256 too,
+    /// `packages/<packageId>/<contentHash>.<sha256 prefix>.json`.
+    package static func alternateManifestPath(packageId: String, contentHash: String, sha256: String) -> String {
+        "packages/\(packageId)/\(contentHash).\(sha256.prefix(12)).json"
+    }
+
+    /// Whether the catalogue names this package's package.json where a
+    /// publisher puts it: one of the two paths above, and no other.
+    package var namesItsManifestWhereItBelongs: Bool {
+        manifest.path == Self.manifestPath(packageId: packageId, contentHash: contentHash)
+            || manifest.path == Self.alternateManifestPath(packageId: packageId, contentHash: contentHash, sha256: manifest.sha256)
     }
 }
 

@@ -66,17 +66,3 @@ int tp_log_captured_message(int index, char *buffer, size_t size) {
     snprintf(buffer, size, "%s", tp_captured[index]);
     return 1;
 }
-
-#include <libavutil/mem.h>
-#include <libavutil/sha.h>
-int tp_sha256(const unsigned char *data, size_t size, unsigned char *digest) {
-    struct AVSHA *context = av_sha_alloc();
-    if (!context) return AVERROR(ENOMEM);
-    int status = av_sha_init(context, 256);
-    if (status >= 0) {
-        av_sha_update(context, data, size);
-        av_sha_final(context, digest);
-    }
-    av_free(context);
-    return status < 0 ? status : 0;
-}

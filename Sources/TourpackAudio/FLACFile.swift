@@ -155,7 +155,7 @@ public enum FLACFile {
                 path: url.path,
                 reason: "\(size > expectation.bytes ? "more than" : "\(size)") bytes, the cache recorded \(expectation.bytes)")
         }
-        let hex = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        let hex = hasher.finalize().lowercaseHex
         guard hex == expectation.sha256 else {
             throw Mismatch(
                 path: url.path,

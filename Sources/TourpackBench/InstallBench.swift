@@ -312,7 +312,7 @@ enum InstallBench {
         try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]).write(to: manifest.url)
     }
 
-    static func hex(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ data: Data) -> String { SHA256.hash(data: data).lowercaseHex }
 }
 
 extension Duration {

@@ -124,7 +124,7 @@ enum PublishBench {
                 try body.write(to: url)
                 audio["path"] = path
                 audio["poiId"] = poiId
-                audio["sha256"] = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+                audio["sha256"] = SHA256.hash(data: body).lowercaseHex
                 audio["sizeBytes"] = bytes
                 entries.append(audio)
                 total += Int64(bytes)
@@ -134,7 +134,7 @@ enum PublishBench {
             manifest["tourId"] = tourId
             manifest["audio"] = entries
             manifest["sizeBytes"] = files * bytes
-            manifest["contentHash"] = SHA256.hash(data: Data(packageId.utf8)).map { String(format: "%02x", $0) }.joined()
+            manifest["contentHash"] = SHA256.hash(data: Data(packageId.utf8)).lowercaseHex
             let folder = root.appendingPathComponent("OfflineTours/\(packageId)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             if tilePack > 0 {
@@ -147,7 +147,7 @@ enum PublishBench {
                 tiles["storedTiles"] = 10
                 tiles["emptyTiles"] = 0
                 tiles["sizeBytes"] = tilePack
-                tiles["sha256"] = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
+                tiles["sha256"] = SHA256.hash(data: body).lowercaseHex
                 tiles["attribution"] = "© bench"
                 manifest["mapTiles"] = tiles
                 total += Int64(tilePack)

@@ -1,4 +1,5 @@
 import Foundation
+import TourpackCore
 
 /// An API key that never prints, dumps or reflects itself.
 ///
@@ -109,17 +110,10 @@ package enum Redaction {
     }
 
     private static func hexByte(_ text: [UInt8], _ position: Int) -> UInt8? {
-        guard position + 1 < text.count, let high = hexDigit(text[position]), let low = hexDigit(text[position + 1]) else { return nil }
-        return high << 4 | low
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
+        guard position + 1 < text.count, let high = text[position].hexDigitValue, let low = text[position + 1].hexDigitValue else {
+            return nil
         }
+        return high << 4 | low
     }
 
     /// Equal, ASCII letters without regard to case.

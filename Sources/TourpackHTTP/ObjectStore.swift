@@ -99,7 +99,7 @@ public final class ObjectStore: Sendable {
         _ key: String, bytes: [UInt8], contentType: String = "application/octet-stream", cacheControl: String? = nil,
         condition: WriteCondition
     ) async throws -> Bool {
-        let digest = Self.hex(Array(SHA256.hash(data: bytes)))
+        let digest = SHA256.hash(data: bytes).lowercaseHex
         var headers = [
             (name: "Content-Type", value: contentType),
             (name: "Content-MD5", value: Data(Insecure.MD5.hash(data: bytes)).base64EncodedString()),
@@ -214,7 +214,7 @@ public final class ObjectStore: Sendable {
         switch response.status {
         case 200:
             guard let recorded = response.headers["x-amz-meta-sha256"]?.lowercased(),
-                recorded == Self.hex(Array(SHA256.hash(data: response.body)))
+                recorded == SHA256.hash(data: response.body).lowercaseHex
             else { return .damaged }
             return .found(response.body)
         case 404: return .missing
@@ -289,7 +289,7 @@ public final class ObjectStore: Sendable {
     ) async throws -> HTTPResponse {
         // S3 wants the payload hash in its own header on every request;
         // libcurl signs every header given here.
-        let headers = [(name: "x-amz-content-sha256", value: payloadSHA256 ?? Self.hex(Array(SHA256.hash(data: body))))] + extra
+        let headers = [(name: "x-amz-content-sha256", value: payloadSHA256 ?? SHA256.hash(data: body).lowercaseHex)] + extra
         var request = HTTPRequestSpec(
             method: method, url: url, headers: headers, body: body,
             totalTimeoutSeconds: 60, connectTimeoutSeconds: 10, stallTimeoutSeconds: 30)
@@ -381,16 +381,6 @@ public final class ObjectStore: Sendable {
         return encoded
     }
 
-    static func sha256Hex(_ bytes: [UInt8]) -> String { hex(Array(SHA256.hash(data: bytes))) }
+    static func sha256Hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).lowercaseHex }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }

@@ -1,4 +1,3 @@
-import Crypto
 package import Foundation
 import NIOPosix
 import TourpackCore
@@ -98,7 +97,7 @@ package struct FolderSite: Site {
             }
             return nil
         }
-        return ObjectStore.Versioned(bytes: Array(data), etag: Self.tag(data))
+        return ObjectStore.Versioned(bytes: Array(data), etag: SiteLayout.folderTag(of: data))
     }
 
     package func replace(_ key: String, bytes: [UInt8], contentType: String, cacheControl: String, expecting: String?) async throws -> Bool
@@ -150,10 +149,5 @@ package struct FolderSite: Site {
             _ = close(folder)
         }
         return try await body()
-    }
-
-    /// A folder's version tag: the SHA-256 of the bytes.
-    static func tag(_ data: Data) -> String {
-        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 }

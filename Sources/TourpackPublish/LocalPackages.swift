@@ -42,7 +42,7 @@ package struct LocalPackage: Sendable {
     }
 
     static func sha256(_ bytes: [UInt8]) -> String {
-        SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: bytes).lowercaseHex
     }
 
     /// Every package under `root`'s `OfflineTours`, by package ID.

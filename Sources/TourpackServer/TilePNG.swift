@@ -1,7 +1,9 @@
 import CFFmpeg
 import CFFmpegShims
+import Crypto
 import Foundation
 import TourpackAudio
+import TourpackCore
 
 /// Encodes a tile's RGB pixels as PNG with libavcodec's PNG encoder, the
 /// same FFmpeg the pipeline already links (no image library, no CLI).
@@ -22,22 +24,8 @@ enum TilePNG {
         return packet.bytes
     }
 
-    /// SHA-256 of `bytes`, lowercase hex, from libavutil through the shim.
-    static func sha256Hex(_ bytes: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: 32)
-        let status = bytes.withUnsafeBufferPointer { input in
-            digest.withUnsafeMutableBufferPointer { tp_sha256(input.baseAddress, input.count, $0.baseAddress) }
-        }
-        precondition(status == 0, "av_sha_alloc failed: out of memory")
-        let hex = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(64)
-        for byte in digest {
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    /// SHA-256 of `bytes`, lowercase hex.
+    static func sha256Hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).lowercaseHex }
 }
 
 /// Owns one opened PNG `AVCodecContext` and frees it in `deinit`.

@@ -18,7 +18,7 @@ public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
             return
         }
         let digest = SHA256.hash(data: Data("tourpack quota account\n\(apiKey)".utf8))
-        id = "\(base)#" + digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+        id = "\(base)#" + digest.prefix(8).lowercaseHex
     }
 
     /// The account of a pipeline's endpoint, with the key from the variable it names.

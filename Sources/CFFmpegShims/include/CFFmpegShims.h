@@ -35,10 +35,5 @@ int tp_log_capture_end(void);
 // The index-th captured message (up to 8 are kept), copied into buffer; 0 when absent.
 int tp_log_captured_message(int index, char *buffer, size_t size);
 
-// libavutil/sha.h is outside CFFmpeg's umbrella header, and an AVSHA's size is
-// known only at run time. One call that allocates, hashes and frees keeps the
-// context below the wall; serve-tiles' ETags use it (TourpackServer has no
-// other crypto dependency). Fills 32 bytes; returns 0, or a negative AVERROR.
-int tp_sha256(const unsigned char *data, size_t size, unsigned char *digest);
 
 #endif

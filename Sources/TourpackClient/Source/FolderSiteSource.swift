@@ -1,4 +1,3 @@
-import Crypto
 package import Foundation
 import TourpackPackage
 
@@ -30,7 +29,7 @@ package struct FolderSiteSource: SiteSource {
         guard let bytes = try await object("catalog.json") else {
             throw SiteSourceFailure(.missing, url: url("catalog.json").path, reason: "no such file")
         }
-        let tag = SHA256.hash(data: bytes).lowercaseHex
+        let tag = SiteLayout.folderTag(of: bytes)
         return tag == version?.etag ? .notModified : .fetched(bytes: bytes, version: CatalogVersion(etag: tag))
     }
 

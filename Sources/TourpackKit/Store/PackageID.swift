@@ -41,7 +41,7 @@ public enum PackageID {
         var bytes = Array(Insecure.SHA1.hash(data: input).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let hex = bytes.lowercaseHex
         let parts = [
             hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20),
         ]
@@ -54,12 +54,6 @@ public enum PackageID {
         return stride(from: 0, to: digits.count - 1, by: 2).map { i in
             UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16)!
         }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TourpackCore
 
 /// An answer that is one JSON object carrying the audio as a base64 string
 /// member (Google's `audioContent`, ElevenLabs' `audio_base64`), streamed:
@@ -78,7 +79,7 @@ struct Base64JSONDecoder<Audio: AnswerDecoder> {
 
     private mutating func string(_ byte: UInt8) throws {
         if unicodeDigits > 0 {
-            guard Self.isHexDigit(byte) else { throw Self.malformed("a bad \\u escape") }
+            guard byte.hexDigitValue != nil else { throw Self.malformed("a bad \\u escape") }
             unicodeDigits -= 1
             if readingAudio { throw Self.malformed("an escape inside the audio") }
             return
@@ -190,11 +191,6 @@ struct Base64JSONDecoder<Audio: AnswerDecoder> {
 
     private static func malformed(_ what: String) -> UndecodableBody {
         UndecodableBody(reason: "the response is not the expected JSON: \(what)")
-    }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
     private static func isLiteralByte(_ byte: UInt8) -> Bool {

@@ -1,4 +1,5 @@
-import Foundation
+import Crypto
+package import Foundation
 
 /// The keys of a published site, and how a CDN may cache each.
 ///
@@ -33,6 +34,11 @@ package enum SiteLayout {
     }
 
     package static func signature(of key: String) -> String { key + signatureSuffix }
+
+    /// The version tag of an object in a folder site (a folder has no
+    /// ETags): the SHA-256 of its bytes, as the publisher writes it and a
+    /// device reads it, so an unchanged catalogue reads as not modified.
+    package static func folderTag(of bytes: some DataProtocol) -> String { SHA256.hash(data: bytes).lowercaseHex }
 
     /// The generation a key under `generations/` names (`7` for
     /// `generations/7.json`); nil for its signature or anything else.

@@ -13,8 +13,7 @@ public struct SafeID: Sendable, Hashable, Comparable, CustomStringConvertible {
             case 8, 13, 18, 23:
                 guard byte == UInt8(ascii: "-") else { return nil }
             default:
-                let isHex = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
-                guard isHex else { return nil }
+                guard byte.isLowercaseHexDigit else { return nil }
             }
         }
         self.value = lower

@@ -1,7 +1,8 @@
 # tourpack: `make tour` builds the demo packages, `make test` runs the tests.
 # Both start from `make setup`, which installs only the Debian packages that
 # are missing (with sudo when not root), so a fresh Debian machine with Swift
-# needs nothing else.
+# needs nothing else. `make tour` installs what building and the demo need;
+# `make test` and `make bench` add the tools that check the output.
 
 SHELL := /bin/bash
 SWIFT ?= swift
@@ -9,15 +10,34 @@ CONFIG ?= release
 BIN_RELEASE := .build/release/tourpack
 BIN_DEBUG := .build/debug/tourpack
 
-# postgresql: the tests start a throwaway server of their own (initdb and
-# pg_ctl from /usr/lib/postgresql/<version>/bin) for the PostgreSQL state.
-# libjs-leaflet: the map library `tourpack review` serves (no page loads
-# anything from the internet); chromium and chromium-driver: the headless
-# browser its tests drive through Selenium.
+# What building and running tourpack need: the C libraries it links, the
+# espeak-ng voice data, sqlite3 (the tour's hint lists a tile pack with it),
+# and libjs-leaflet, the map library `tourpack review` serves (no page loads
+# anything from the internet).
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
-	espeak-ng libebur128-dev libsqlite3-dev sqlite3 ffmpeg opus-tools mp3val postgresql \
-	libjs-leaflet chromium chromium-driver
+	espeak-ng libebur128-dev libsqlite3-dev sqlite3 libjs-leaflet
+# What the tests and benches add: the independent checkers of the output
+# (ffmpeg and ffprobe, opusinfo, mp3val); postgresql, whose initdb and pg_ctl
+# (from /usr/lib/postgresql/<version>/bin) start a throwaway server for the
+# PostgreSQL state; chromium and chromium-driver, the headless browser the
+# review page's tests drive through Selenium.
+APT_TEST_PACKAGES := ffmpeg opus-tools mp3val postgresql chromium chromium-driver
+
+# Installs the Debian packages of $(1) that are missing, naming them.
+define apt_install
+	@missing=""; \
+	for p in $(1); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "$@: installing$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+		echo "$@: Debian packages present"; \
+	fi
+endef
 
 # A target that imports a module it does not list as a dependency fails the
 # build: the layers in Package.swift are enforced, not only documented.
@@ -39,17 +59,7 @@ help:
 	@echo "make clean  remove build products and the demo output"
 
 setup:
-	@missing=""; \
-	for p in $(APT_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "setup: installing$$missing"; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	else \
-		echo "setup: Debian packages present"; \
-	fi
+	$(call apt_install,$(APT_PACKAGES))
 	@$(MAKE) --no-print-directory setup-piper
 
 # Piper, `make tour`'s voice and the voice its tests build with: piper-tts
@@ -83,6 +93,7 @@ PY_MODULES := jsonschema:jsonschema junitparser:junitparser mercantile:mercantil
 	google.cloud.texttospeech:google-cloud-texttospeech openai:openai boto3:boto3 elevenlabs:elevenlabs \
 	moto.server:moto[server] selenium:selenium webvtt:webvtt-py
 setup-test: setup
+	$(call apt_install,$(APT_TEST_PACKAGES))
 	@for entry in $(PY_MODULES); do \
 		module=$${entry%%:*}; package=$${entry##*:}; \
 		python3 -c "import $$module" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "$$package" \
@@ -92,8 +103,9 @@ setup-test: setup
 build: setup
 	$(SWIFT) build $(BUILD_FLAGS)
 
+# The tour runs the `tourpack` executable alone, so only it is compiled.
 build-release: setup
-	$(SWIFT) build -c release $(BUILD_FLAGS)
+	$(SWIFT) build -c release $(BUILD_FLAGS) --product tourpack
 
 # One `swift test`, as a Swift developer would run it. Suites that block
 # (child processes, SQLite's lock, PostgreSQL) run `.offThePool`, on threads
@@ -110,10 +122,8 @@ VOICE ?= piper
 tour: build-release
 	TOURPACK_BIN=$(BIN_RELEASE) VOICE=$(VOICE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
 
-# moto's S3 server, the fleet bench's shared bucket (PostgreSQL comes from `setup`).
-setup-bench: setup
-	@python3 -c "import moto.server" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "moto[server]" \
-		|| { echo "setup-bench: could not install moto[server] from PyPI (needed for 'import moto.server')" >&2; exit 1; }
+# The benches use what the tests use: PostgreSQL, moto's S3 server, the ffmpeg CLI (the peer).
+setup-bench: setup-test
 
 # Speed targets are measured here, never in timed tests. `piper` reports
 # Piper's real-time factor (1 and 2 requests in flight) and the demo's cold

@@ -85,8 +85,7 @@ extension JSONValue {
             case 0x08: out.append(contentsOf: [0x5C, 0x62])
             case 0x0C: out.append(contentsOf: [0x5C, 0x66])
             case 0x00..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                out.append(contentsOf: Array("\\u00\([byte].lowercaseHex)".utf8))
             default: out.append(byte)
             }
         }

@@ -5,7 +5,7 @@ import TourpackAudio
 /// An audio encoding a client can ask serve-tts for, by Google's
 /// `audioConfig.audioEncoding` or OpenAI's `response_format`, and how it is
 /// made from the voice's PCM: by hand for the uncompressed ones, with
-/// TourpackKit's in-process FFmpeg encoder (`ClipEncoder`) for the rest.
+/// TourpackAudio's in-process FFmpeg encoder (`ClipEncoder`) for the rest.
 /// Never the ffmpeg command line.
 ///
 ///     Google      OpenAI  what comes back

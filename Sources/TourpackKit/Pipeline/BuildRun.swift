@@ -28,8 +28,10 @@ struct BuildRun {
     /// Every item in plan order, and the next one to start.
     private let jobs: [(tourIndex: Int, item: PlanItem)]
     private var nextJob = 0
-    /// Why the build stops starting work: the endpoint is unreachable, or a signal.
-    /// Why the build stops early, once something stops it: what the summary reports.
+    /// Why the build stops starting work, once something stops it (the
+    /// endpoint unreachable, the state unwritable, a full disk, the month's
+    /// quota taken by another job, or a signal): what the summary and the
+    /// exit code report. The first reason wins.
     private var stop: TourpackError?
     private var stopReason: String? { stop?.description }
     private var cancelled = false

@@ -6,25 +6,10 @@ public import TourpackHTTP
 public import TourpackMaps
 public import TourpackState
 
-/// Runs a `BuildPlan`: the map of the pipeline, one output root at a time.
-///
-///     plan → lockOutputRoot → preflight
-///     → makeItemsAndMaps ─┬─ items, longest first, `tts.concurrency` + encode threads at once
-///                         │    ItemMaker: output cache hit? keep the file : for each chunk, concurrently,
-///                         │      CachingSynthesizer, once however many ask (InFlightChunks):
-///                         │        ChunkLookup: synthesis cache hit? its FLAC : the fleet's bucket
-///                         │        (state.objects) has it? restored, unpaid : another process's claim
-///                         │        (ClaimWait)? wait, look again : PaidSynthesis: reserve quota →
-///                         │        HTTPSpeechSynthesizer: answer spooled to disk → decoded (AnswerDecoder)
-///                         │        → FLAC temp + ChunkShape (ChunkRecorder) → kept in the cache, settled
-///                         │        → put in the fleet's bucket (ChunkLookup.share)
-///                         │      → JoinStream: each chunk, in order, as soon as it and the next chunk
-///                         │        with speech are known → PieceRenderer (trim, fades, pause), block by
-///                         │        block → one encode session feeding every missing format → staged temps
-///                         ├─ maps, two tours at a time: TilePackMaker → tile cache → staged tile pack
-///                         └─ per tour, once every item and its map are in, BuildRun.publish:
-///                            TourPublisher writes package.json per format and commits through a CommitJournal
-///     → evictToBudgets → summarizeRequests → the summary
+/// Runs a `BuildPlan`, one output root at a time. Its steps are drawn as
+/// one map, the flow from plan to summary, in the TourpackKit
+/// documentation's "One build, end to end" (`TourpackKit.docc/TourpackKit.md`),
+/// the diagram's one home: each name on it is a step here or a type in `Pipeline/`.
 ///
 /// Preflight, before any request: the state's lock (`lockOutputRoot`), then
 /// (`preflight`) reconciliation, journal replay, the output tree's safety

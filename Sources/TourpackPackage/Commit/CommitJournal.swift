@@ -16,9 +16,11 @@ import Darwin
 /// and hard links to every old file that did not change), every file and the
 /// folder fsynced. Then this journal is written atomically to
 /// `journal/<tourId>.json` in the root's state folder, the two folders are
-/// swapped with one `renameat2(RENAME_EXCHANGE)`, the tile packs and the
-/// package.json files are renamed into place, each folder is fsynced once,
-/// the old audio folder is deleted, and the journal too. Between the journal
+/// swapped with one `renameat2(RENAME_EXCHANGE)`, then each changed
+/// package's `captions` folder with its complete new one the same way
+/// (`captionSwaps`), the tile packs and the package.json files are renamed
+/// into place, each folder is fsynced once, the old audio and caption
+/// folders are deleted, and the journal too. Between the journal
 /// and the last package.json there are only a few renames, no fsync and no
 /// walk of a tour's files, so a kill leaves an old package naming new audio
 /// for microseconds at most. A run killed with the journal behind has it

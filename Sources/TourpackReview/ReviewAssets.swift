@@ -1,13 +1,13 @@
-public import Foundation
+package import Foundation
 import TourpackCore
 
 /// The files every page loads: Leaflet, from Debian's `libjs-leaflet` (or
 /// `TOURPACK_LEAFLET_DIR`), and the site's own stylesheet and script. They
 /// are read into memory once, so nothing outside this list is ever served
 /// from that folder, and no page loads anything from the internet.
-public struct ReviewAssets: Sendable {
+package struct ReviewAssets: Sendable {
     /// Where Debian's `libjs-leaflet` installs Leaflet.
-    public static let debianLeafletFolder = "/usr/share/javascript/leaflet"
+    package static let debianLeafletFolder = "/usr/share/javascript/leaflet"
     /// The Leaflet files the pages use, relative to its folder.
     static let leafletFiles = [
         "leaflet.js", "leaflet.css", "images/layers.png", "images/layers-2x.png", "images/marker-icon.png",
@@ -17,7 +17,7 @@ public struct ReviewAssets: Sendable {
     private let files: [String: [UInt8]]
 
     /// Reads Leaflet from `leafletFolder`, else `TOURPACK_LEAFLET_DIR`, else Debian's folder.
-    public init(leafletFolder: URL? = nil) throws {
+    package init(leafletFolder: URL? = nil) throws {
         let folder =
             leafletFolder
             ?? URL(fileURLWithPath: ProcessInfo.processInfo.environment["TOURPACK_LEAFLET_DIR"] ?? Self.debianLeafletFolder)

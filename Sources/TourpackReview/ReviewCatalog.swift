@@ -1,7 +1,7 @@
-public import Foundation
-public import NIOPosix
-public import TourpackCore
-public import TourpackKit
+package import Foundation
+package import NIOPosix
+package import TourpackCore
+package import TourpackKit
 import TourpackMaps
 
 /// What `tourpack review` shows of a Documents root, read once when it
@@ -14,32 +14,32 @@ import TourpackMaps
 ///              └▶ ReviewSite (every page, tile, audio file and asset by its path)
 ///                   ├▶ ReviewServer (Hummingbird on loopback, Range for audio)
 ///                   └▶ ReviewExport (the same paths written as a static site)
-public struct ReviewCatalog: Sendable {
+package struct ReviewCatalog: Sendable {
     /// One package as the pages show it.
-    public struct Package: Sendable {
+    package struct Package: Sendable {
         /// The package folder's name under `OfflineTours`: its `packageId`.
-        public var folder: String
-        public var manifest: PackageManifest
+        package var folder: String
+        package var manifest: PackageManifest
         /// `validate`'s findings for this package's folder, its files and its tile pack.
-        public var findings: [ValidationFinding]
+        package var findings: [ValidationFinding]
         /// The tiles of `tiles.mbtiles`, in XYZ; empty when the package has no pack.
-        public var tiles: [TileID]
+        package var tiles: [TileID]
         /// The pack, resolved inside the root; nil when there is none or it cannot be opened.
-        public var tilePack: URL?
+        package var tilePack: URL?
         /// Why a pack package.json names could not be read, for the tour page.
-        public var tileProblem: String?
+        package var tileProblem: String?
 
         /// Every audio entry's duration added up, to the millisecond as package.json states each.
-        public var durationSeconds: Double { (manifest.audio.reduce(0) { $0 + $1.durationSeconds } * 1000).rounded() / 1000 }
+        package var durationSeconds: Double { (manifest.audio.reduce(0) { $0 + $1.durationSeconds } * 1000).rounded() / 1000 }
 
         /// The findings about one POI's audio and caption files.
-        public func findings(poiID: String) -> [ValidationFinding] {
+        package func findings(poiID: String) -> [ValidationFinding] {
             let paths = Set(manifest.audio.filter { $0.poiId == poiID }.flatMap(Self.narrationPaths))
             return findings.filter { paths.contains($0.path) }
         }
 
         /// The findings about anything but the POIs' audio and captions (package.json, the tile pack).
-        public var packageFindings: [ValidationFinding] {
+        package var packageFindings: [ValidationFinding] {
             let paths = Set(manifest.audio.flatMap(Self.narrationPaths))
             return findings.filter { !paths.contains($0.path) }
         }
@@ -50,17 +50,17 @@ public struct ReviewCatalog: Sendable {
         }
     }
 
-    public var root: URL
-    public var packages: [Package]
+    package var root: URL
+    package var packages: [Package]
     /// Findings about the bundle as a whole, and about package folders whose package.json cannot be read.
-    public var bundleFindings: [ValidationFinding]
-    public var errorCount: Int
-    public var warningCount: Int
+    package var bundleFindings: [ValidationFinding]
+    package var errorCount: Int
+    package var warningCount: Int
     /// The narration texts, when the tours were given (`--pipeline`): by
     /// `narrationKey(tourID:poiID:phase:)`. A Documents root holds only audio.
-    public var narrations: [String: String] = [:]
+    package var narrations: [String: String] = [:]
 
-    public static func narrationKey(tourID: String, poiID: String, phase: Phase) -> String {
+    package static func narrationKey(tourID: String, poiID: String, phase: Phase) -> String {
         "\(tourID)/\(poiID)/\(phase.rawValue)"
     }
 
@@ -68,7 +68,7 @@ public struct ReviewCatalog: Sendable {
     static let manifestLimit = 8 << 20
 
     /// Reads the root and validates it on `pool` (SQLite, FFmpeg decodes and file reads block).
-    public static func load(
+    package static func load(
         root: URL, options: ValidationOptions = ValidationOptions(), on pool: NIOThreadPool = .singleton
     ) async throws -> ReviewCatalog {
         var isFolder: ObjCBool = false
@@ -85,7 +85,7 @@ public struct ReviewCatalog: Sendable {
     }
 
     /// The package by its folder name.
-    public func package(_ folder: String) -> Package? {
+    package func package(_ folder: String) -> Package? {
         packages.first { $0.folder == folder }
     }
 

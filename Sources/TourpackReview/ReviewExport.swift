@@ -1,5 +1,5 @@
-public import Foundation
-public import NIOPosix
+package import Foundation
+package import NIOPosix
 import TourpackCore
 import TourpackMaps
 
@@ -8,28 +8,28 @@ import TourpackMaps
 /// it as an artefact and anyone can open `DIR/index.html` from disk: the
 /// pages, Leaflet, every tile of every pack as a file, and a copy of every
 /// audio and caption file a package.json lists.
-public struct ReviewExport: Sendable {
-    public let site: ReviewSite
+package struct ReviewExport: Sendable {
+    package let site: ReviewSite
 
-    public init(site: ReviewSite) {
+    package init(site: ReviewSite) {
         var site = site
         site.inlineCaptions = true
         self.site = site
     }
 
     /// What was written.
-    public struct Summary: Sendable {
-        public var pages = 0
-        public var tiles = 0
-        public var audioFiles = 0
-        public var captionFiles = 0
-        public var bytes = 0
+    package struct Summary: Sendable {
+        package var pages = 0
+        package var tiles = 0
+        package var audioFiles = 0
+        package var captionFiles = 0
+        package var bytes = 0
     }
 
     /// Writes the site into `folder` (created if missing; files of the same
     /// name replaced, nothing else touched). A folder inside the root is
     /// refused: the export would become stray files of the bundle.
-    public func write(to folder: URL, on pool: NIOThreadPool = .singleton) async throws -> Summary {
+    package func write(to folder: URL, on pool: NIOThreadPool = .singleton) async throws -> Summary {
         let root = site.catalog.root
         if Layout(root: root).contains(folder) || OutputTree.realPath(folder) == OutputTree.realPath(root) {
             throw TourpackError.invalidInput("--export \(folder.path): inside the Documents root; export somewhere else")

@@ -1,43 +1,43 @@
-public import Foundation
+package import Foundation
 import HTTPTypes
 import Hummingbird
-public import Logging
-public import NIOPosix
-public import TourpackCore
+package import Logging
+package import NIOPosix
+package import TourpackCore
 import TourpackMaps
 import UnixSignals
 
 /// How `tourpack review` listens.
-public struct ReviewServerConfiguration: Sendable {
+package struct ReviewServerConfiguration: Sendable {
     /// Loopback unless `--host` says otherwise: the pages show a team's
     /// unpublished work, and the server is meant for the person at this machine.
-    public var host = "127.0.0.1"
+    package var host = "127.0.0.1"
     /// 0 picks a free port; `onReady` learns which.
-    public var port = 8790
+    package var port = 8790
     /// One line per request (method, path, status, bytes) on stderr.
-    public var logger = Logger(label: "tourpack.review", factory: { StreamLogHandler.standardError(label: $0) })
+    package var logger = Logger(label: "tourpack.review", factory: { StreamLogHandler.standardError(label: $0) })
 
-    public init(host: String = "127.0.0.1", port: Int = 8790) {
+    package init(host: String = "127.0.0.1", port: Int = 8790) {
         self.host = host
         self.port = port
     }
 }
 
 /// Counters the tests read at `GET /debug/stats`: what the browser asked for.
-public struct ReviewCounts: Sendable, Codable, Equatable {
-    public var requests = 0
-    public var pages = 0
+package struct ReviewCounts: Sendable, Codable, Equatable {
+    package var requests = 0
+    package var pages = 0
     /// Tile requests answered from a pack, and the bytes sent for them.
-    public var tiles = 0
-    public var tileBytes = 0
-    public var audio = 0
+    package var tiles = 0
+    package var tileBytes = 0
+    package var audio = 0
     /// Caption files sent (the players' `<track>`s).
-    public var captions = 0
+    package var captions = 0
     /// Audio requests with a `Range` header answered 206.
-    public var partial = 0
+    package var partial = 0
     /// Paths refused as unsafe (`..`, encoded dots, a link out of the root).
-    public var refused = 0
-    public var notFound = 0
+    package var refused = 0
+    package var notFound = 0
 }
 
 /// `tourpack review ROOT`: the review site over Hummingbird, read-only.
@@ -49,14 +49,14 @@ public struct ReviewCounts: Sendable, Codable, Equatable {
 /// request (`Layout.resolve`), so a symlink out of the root is refused even
 /// when package.json names it. Only requests whose `Host` names this server
 /// are answered (`ReviewHostCheck`), so a DNS-rebinding page cannot read it. Audio is served with `Range`, so players can seek.
-public struct ReviewServer: Sendable {
-    public let configuration: ReviewServerConfiguration
-    public let site: ReviewSite
-    public let counts = LockedCounts(ReviewCounts())
+package struct ReviewServer: Sendable {
+    package let configuration: ReviewServerConfiguration
+    package let site: ReviewSite
+    package let counts = LockedCounts(ReviewCounts())
     private let packs: [String: MBTilesReader]
     private let pool: NIOThreadPool
 
-    public init(site: ReviewSite, configuration: ReviewServerConfiguration = ReviewServerConfiguration(), pool: NIOThreadPool = .singleton)
+    package init(site: ReviewSite, configuration: ReviewServerConfiguration = ReviewServerConfiguration(), pool: NIOThreadPool = .singleton)
         throws
     {
         self.site = site
@@ -70,12 +70,12 @@ public struct ReviewServer: Sendable {
     }
 
     /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and returns.
-    public func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onReady: onReady).runService(gracefulShutdownSignals: [.sigterm, .sigint])
     }
 
     /// Serves until the calling task is cancelled.
-    public func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onReady: onReady).run()
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-public import TourpackCore
+package import TourpackCore
 import TourpackKit
 import TourpackMaps
 
@@ -17,20 +17,20 @@ import TourpackMaps
 ///
 /// A path is a list of segments, already percent-decoded. Anything not on
 /// this list is not answered: no folder listings, no other file of the root.
-public struct ReviewSite: Sendable {
-    public let catalog: ReviewCatalog
-    public let assets: ReviewAssets
+package struct ReviewSite: Sendable {
+    package let catalog: ReviewCatalog
+    package let assets: ReviewAssets
     /// POI pages carry their caption files as `data:` URIs (the export:
     /// a `file://` page may load no track from a file).
-    public var inlineCaptions = false
+    package var inlineCaptions = false
 
-    public init(catalog: ReviewCatalog, assets: ReviewAssets) {
+    package init(catalog: ReviewCatalog, assets: ReviewAssets) {
         self.catalog = catalog
         self.assets = assets
     }
 
     /// What one path names.
-    public enum Resource: Sendable, Equatable {
+    package enum Resource: Sendable, Equatable {
         /// A page, rendered from the catalogue.
         case page(String)
         /// A fixed asset: the site's own CSS or script, or a file of Leaflet's.
@@ -44,10 +44,10 @@ public struct ReviewSite: Sendable {
     }
 
     /// What the review serves a caption file as (a `<track>` needs `text/vtt`).
-    public static let captionsContentType = SiteLayout.captionsContentType
+    package static let captionsContentType = SiteLayout.captionsContentType
 
     /// The resource at `segments`, or nil when the site has no such path.
-    public func resource(at segments: [String]) -> Resource? {
+    package func resource(at segments: [String]) -> Resource? {
         switch segments.first {
         case nil, "index.html"?:
             return segments.count <= 1 ? .page(ReviewPages(catalog: catalog).index()) : nil
@@ -75,7 +75,7 @@ public struct ReviewSite: Sendable {
     }
 
     /// Every path of the site, for the export: pages first, then assets, tiles, audio and captions.
-    public func allPaths() -> [[String]] {
+    package func allPaths() -> [[String]] {
         var paths: [[String]] = [["index.html"]]
         for package in catalog.packages {
             paths.append(["tours", package.folder + ".html"])
@@ -143,7 +143,7 @@ public struct ReviewSite: Sendable {
     /// or nil when any segment is empty (but a trailing slash), `.` or `..`,
     /// or decodes to something holding a slash, a backslash or a control
     /// character. `/a/%2e%2e/b` is refused like `/a/../b`.
-    public static func segments(ofPath path: String) -> [String]? {
+    package static func segments(ofPath path: String) -> [String]? {
         guard path.hasPrefix("/") else { return nil }
         var raw = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         if raw.last == "" { raw.removeLast() }

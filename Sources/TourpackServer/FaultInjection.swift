@@ -7,39 +7,39 @@ import TourpackAudio
 /// day: slow answers, 5xx, 429 with `Retry-After`, truncated and garbled
 /// bodies, and stalls longer than the client's timeout. Draws come from a
 /// seeded generator in arrival order, so a sequential run is reproducible.
-public struct FaultInjection: Sendable, Hashable {
+package struct FaultInjection: Sendable, Hashable {
     /// Every synthesize answer (errors included) takes at least this long from arrival.
-    public var latencyMilliseconds: Int = 0
+    package var latencyMilliseconds: Int = 0
     /// Share of requests answered 500, 503 or 504.
-    public var failureRate: Double = 0
+    package var failureRate: Double = 0
     /// Share of requests answered 429 with `Retry-After`.
-    public var rateLimitRate: Double = 0
-    public var retryAfterSeconds: Int = 1
+    package var rateLimitRate: Double = 0
+    package var retryAfterSeconds: Int = 1
     /// Share of 200 answers whose body is cut short.
-    public var truncateRate: Double = 0
+    package var truncateRate: Double = 0
     /// Share of 200 answers whose audio is garbage (not base64, or not WAV).
-    public var garbageRate: Double = 0
+    package var garbageRate: Double = 0
     /// Share of requests held for `stallMilliseconds` before an answer.
-    public var stallRate: Double = 0
-    public var stallMilliseconds: Int = 5000
+    package var stallRate: Double = 0
+    package var stallMilliseconds: Int = 5000
     /// Requests whose input contains this text are refused with a 400, every
     /// time: a permanent failure, like a provider's content policy. Lets a
     /// test fail one tour for good while the others succeed.
-    public var refuseText: String?
+    package var refuseText: String?
     /// The first request whose input contains this text is held for
     /// `stallMilliseconds`, then answered 503 without being spoken or
     /// counted; later ones are served. Lets a test kill a client while the
     /// server holds a request it will never bill.
-    public var holdText: String?
+    package var holdText: String?
     /// Each answer's audio is attenuated by up to this many dB, by an amount
     /// drawn from its input text (so the same text always comes back at the
     /// same level): an endpoint whose voices and sentences come back at
     /// levels far apart, for the loudness tests.
-    public var levelSpreadDB: Double = 0
-    public var seed: UInt64 = 0x7075_7270_6c65
+    package var levelSpreadDB: Double = 0
+    package var seed: UInt64 = 0x7075_7270_6c65
 
     /// Every fault off unless named.
-    public init(
+    package init(
         latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
         truncateRate: Double = 0, garbageRate: Double = 0, stallRate: Double = 0, stallMilliseconds: Int = 5000,
         refuseText: String? = nil, holdText: String? = nil, levelSpreadDB: Double = 0, seed: UInt64 = 0x7075_7270_6c65
@@ -59,7 +59,7 @@ public struct FaultInjection: Sendable, Hashable {
     }
 
     /// Rates must lie in 0...1 and add up to 1 at most.
-    public func validated() throws -> FaultInjection {
+    package func validated() throws -> FaultInjection {
         let rates = [failureRate, rateLimitRate, truncateRate, garbageRate, stallRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1.000_001 else {
             throw FaultConfigurationError(message: "fault rates must each be within 0...1 and add up to 1 at most")
@@ -77,16 +77,16 @@ public struct FaultInjection: Sendable, Hashable {
     }
 
     /// True when any fault can fire; `serve-tts` is honest otherwise.
-    public var isActive: Bool {
+    package var isActive: Bool {
         latencyMilliseconds > 0 || refuseText != nil || holdText != nil || levelSpreadDB > 0
             || failureRate + rateLimitRate + truncateRate + garbageRate + stallRate > 0
     }
 }
 
 /// Fault flags out of range: `serve-tts` refuses to start with them.
-public struct FaultConfigurationError: Error, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct FaultConfigurationError: Error, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }
 
 /// The fault one request gets.
@@ -164,7 +164,7 @@ final class FaultDice: @unchecked Sendable {
 extension FaultInjection {
     /// The attenuation `levelSpreadDB` gives the answer for `text`: 0 to
     /// the spread, from an FNV-1a hash of the text.
-    public func attenuationDB(for text: String) -> Double {
+    package func attenuationDB(for text: String) -> Double {
         guard levelSpreadDB > 0 else { return 0 }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 {

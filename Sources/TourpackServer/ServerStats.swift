@@ -9,44 +9,44 @@ import TourpackCore
 /// in flight at once (the client's concurrency cap), which faults fired,
 /// and whether any text was asked for twice (a fleet of workers must speak
 /// each chunk once).
-public struct ServerStatsSnapshot: Sendable, Hashable, Codable {
+package struct ServerStatsSnapshot: Sendable, Hashable, Codable {
     /// Every HTTP request, any path.
-    public var totalRequests = 0
+    package var totalRequests = 0
     /// Requests to `text:synthesize` and `audio/speech`.
-    public var synthesizeRequests = 0
+    package var synthesizeRequests = 0
     /// Billed units in synthesize requests answered 200 (injected truncation
     /// and garbage included), in each provider's unit: characters, Polly's
     /// billed characters (no SSML tags), ElevenLabs' credits.
-    public var characters = 0
+    package var characters = 0
     /// Synthesize requests being handled right now.
-    public var inFlight = 0
+    package var inFlight = 0
     /// The most synthesize requests ever handled at once.
-    public var maxInFlight = 0
+    package var maxInFlight = 0
     /// Faults injected, by kind (`failure`, `rateLimited`, `truncated`, `garbage`, `stalled`).
-    public var faultsInjected: [String: Int] = [:]
+    package var faultsInjected: [String: Int] = [:]
     /// Answers by HTTP status, as strings ("200", "400").
-    public var responsesByStatus: [String: Int] = [:]
+    package var responsesByStatus: [String: Int] = [:]
     /// Different input texts (`input.text`, `input.ssml` or `input`) among
     /// the synthesize requests whose body named one, told apart by SHA-256.
-    public var distinctTexts = 0
+    package var distinctTexts = 0
     /// Synthesize requests whose text an earlier request had already sent:
     /// a retry, or one chunk paid for twice. Counted whatever the answer.
-    public var repeatedRequests = 0
+    package var repeatedRequests = 0
     /// Synthesize requests whose text was new once `ServerStats.textMemory`
     /// texts were remembered: neither distinct nor repeated, since the
     /// server no longer remembers every text. 0 in any test-sized run.
-    public var untrackedTexts = 0
+    package var untrackedTexts = 0
     /// ElevenLabs requests that carried `previous_text` or `next_text`.
-    public var requestsWithNeighbourText = 0
+    package var requestsWithNeighbourText = 0
 
-    public init() {}
+    package init() {}
 
     /// All faults injected, every kind together.
-    public var totalFaults: Int { faultsInjected.values.reduce(0, +) }
+    package var totalFaults: Int { faultsInjected.values.reduce(0, +) }
 }
 
 /// The live counters; shared by the routes and the access-log middleware.
-public final class ServerStats: Sendable {
+package final class ServerStats: Sendable {
     /// The counters, and the texts seen so far: under one lock, so a
     /// snapshot's `distinctTexts` and `repeatedRequests` agree with its
     /// `synthesizeRequests`.
@@ -70,17 +70,17 @@ public final class ServerStats: Sendable {
 
     /// Texts remembered at most, so a long-running server (a bench, `make
     /// tour`) keeps its memory bounded: about 5 MB when full.
-    public static let textMemory = 100_000
+    package static let textMemory = 100_000
 
     private let counts = LockedCounts(State())
 
-    public init() {}
+    package init() {}
 
     /// The counters now, consistent with each other.
-    public var snapshot: ServerStatsSnapshot { counts.snapshot.snapshot }
+    package var snapshot: ServerStatsSnapshot { counts.snapshot.snapshot }
 
     /// Zeroes every counter except the requests in flight now, and forgets every text.
-    public func reset() {
+    package func reset() {
         counts.update { state in
             let inFlight = state.snapshot.inFlight
             state = State()

@@ -1,34 +1,34 @@
 import Foundation
 import Hummingbird
-public import Logging
+package import Logging
 import TourpackCore
 import UnixSignals
 
 /// How `serve-tts` listens and misbehaves.
-public struct TTSServerConfiguration: Sendable {
-    /// Loopback by default: a local voice for builds and tests, not a public service.
-    public var host: String = TTSServerInfo.defaultHost
+package struct TTSServerConfiguration: Sendable {
+    /// Loopback by default: a local voice for builds and tests, not a package service.
+    package var host: String = TTSServerInfo.defaultHost
     /// 0 picks a free port; `onReady` learns which.
-    public var port: Int = TTSServerInfo.defaultPort
-    public var faults = FaultInjection()
+    package var port: Int = TTSServerInfo.defaultPort
+    package var faults = FaultInjection()
     /// `sampleRateHertz` when a Google request leaves it out.
-    public var defaultSampleRateHz = 24_000
+    package var defaultSampleRateHz = 24_000
     /// Google's limit on `input.text`/`input.ssml`; tests lower it to exercise splitting cheaply.
-    public var googleInputLimitBytes = 5000
+    package var googleInputLimitBytes = 5000
     /// When set, requests must carry this key the way each API expects it
     /// (`x-goog-api-key`, `Authorization: Bearer`, `Ocp-Apim-Subscription-Key`,
     /// `xi-api-key`, or Polly's access key ID in the SigV4 credential); a key
     /// in the query string is not accepted.
-    public var requiredAPIKey: String?
+    package var requiredAPIKey: String?
     /// Seconds a connection may sit with no request before it is closed:
     /// a client that opens connections and sends nothing (or half a
     /// request) cannot hold them, and the server's descriptors, for ever.
-    public var idleTimeoutSeconds: Int64 = 30
+    package var idleTimeoutSeconds: Int64 = 30
     /// The access log: one line per request (method, path, status, time,
     /// size, fault); never a body, a header, or a query string.
-    public var logger = Logger(label: "tourpack.serve-tts", factory: { StreamLogHandler.standardError(label: $0) })
+    package var logger = Logger(label: "tourpack.serve-tts", factory: { StreamLogHandler.standardError(label: $0) })
 
-    public init(host: String = TTSServerInfo.defaultHost, port: Int = TTSServerInfo.defaultPort, faults: FaultInjection = FaultInjection())
+    package init(host: String = TTSServerInfo.defaultHost, port: Int = TTSServerInfo.defaultPort, faults: FaultInjection = FaultInjection())
     {
         self.host = host
         self.port = port
@@ -37,9 +37,9 @@ public struct TTSServerConfiguration: Sendable {
 }
 
 /// Defaults shared by the CLI and the pipeline's `make tour` voice.
-public enum TTSServerInfo {
-    public static let defaultHost = "127.0.0.1"
-    public static let defaultPort = 8787
+package enum TTSServerInfo {
+    package static let defaultHost = "127.0.0.1"
+    package static let defaultPort = 8787
 }
 
 /// The embedded TTS endpoint (`tourpack serve-tts`): Google v1 and
@@ -57,31 +57,31 @@ public enum TTSServerInfo {
 /// `GET /cognitiveservices/voices/list` (Azure),
 /// `POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps]` (ElevenLabs),
 /// `GET /debug/stats`, `POST /debug/stats/reset`, `GET /health`.
-public struct TTSServer: Sendable {
-    public let configuration: TTSServerConfiguration
+package struct TTSServer: Sendable {
+    package let configuration: TTSServerConfiguration
     /// Live counters, the same ones `GET /debug/stats` shows.
-    public let stats = ServerStats()
+    package let stats = ServerStats()
     private let dice: FaultDice
 
     /// Throws `FaultConfigurationError` when fault rates are out of range.
-    public init(_ configuration: TTSServerConfiguration = TTSServerConfiguration()) throws {
+    package init(_ configuration: TTSServerConfiguration = TTSServerConfiguration()) throws {
         self.configuration = configuration
         dice = FaultDice(try configuration.faults.validated())
     }
 
     /// Serves until the calling task is cancelled. `onReady` gets the bound
     /// port once the socket listens.
-    public func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onReady: onReady).run()
     }
 
     /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and returns.
-    public func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onReady: onReady).runService(gracefulShutdownSignals: [.sigterm, .sigint])
     }
 
     /// Starts the server, runs `body` with its port, then shuts it down.
-    public func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
+    package func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
         try await ServerLifecycle.withRunning(name: "serve-tts", serve: { try await run(onReady: $0) }, body)
     }
 
@@ -133,9 +133,9 @@ public struct TTSServer: Sendable {
 }
 
 /// The server stopped before it listened (for instance, the port was taken).
-public struct ServerStartError: Error, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct ServerStartError: Error, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }
 
 /// One structured line per request: method, path, status, milliseconds,

@@ -1,5 +1,5 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 /// Faults `serve-tiles` can inject, all off by default.
 ///
@@ -9,32 +9,32 @@ public import TourpackCore
 /// that fail for good. Random faults are drawn per request, in arrival
 /// order, from a seeded generator: the same tile may fail once and succeed
 /// on a retry, and a sequential run is reproducible.
-public struct TileFaults: Sendable, Hashable {
+package struct TileFaults: Sendable, Hashable {
     /// Every tile answer (errors included) takes at least this long from arrival.
-    public var latencyMilliseconds = 0
+    package var latencyMilliseconds = 0
     /// Share of requests answered 500 or 503.
-    public var failureRate = 0.0
+    package var failureRate = 0.0
     /// Share of requests answered 429 with `Retry-After: retryAfterSeconds`.
-    public var rateLimitRate = 0.0
-    public var retryAfterSeconds = 1
+    package var rateLimitRate = 0.0
+    package var retryAfterSeconds = 1
     /// Share of requests answered 200 whose body stops before its
     /// `Content-Length`, the connection then closed.
-    public var truncateRate = 0.0
+    package var truncateRate = 0.0
     /// Share of requests answered 200 with an HTML error page, as a captive
     /// portal or a misconfigured proxy does.
-    public var htmlRate = 0.0
+    package var htmlRate = 0.0
     /// Tiles with no data: answered `emptyStatus`, every time.
-    public var emptyTiles: Set<TileID> = []
+    package var emptyTiles: Set<TileID> = []
     /// With N set, tiles whose (x + y) % N == 0, at every zoom, have no data.
-    public var emptyEvery: Int?
+    package var emptyEvery: Int?
     /// 404 or 204: how a tile with no data is answered.
-    public var emptyStatus = 404
+    package var emptyStatus = 404
     /// Tiles answered 500 every time: a permanent failure.
-    public var failingTiles: Set<TileID> = []
-    public var seed: UInt64 = 0x7469_6c65_7321
+    package var failingTiles: Set<TileID> = []
+    package var seed: UInt64 = 0x7469_6c65_7321
 
     /// Every fault off unless named.
-    public init(
+    package init(
         latencyMilliseconds: Int = 0, failureRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1,
         truncateRate: Double = 0, htmlRate: Double = 0, emptyTiles: Set<TileID> = [], emptyEvery: Int? = nil,
         emptyStatus: Int = 404, failingTiles: Set<TileID> = [], seed: UInt64 = 0x7469_6c65_7321
@@ -54,7 +54,7 @@ public struct TileFaults: Sendable, Hashable {
 
     /// Rates must lie in 0...1 and add up to 1 at most; times must not be
     /// negative; the empty status is 404 or 204; named tiles must exist.
-    public func validated() throws -> TileFaults {
+    package func validated() throws -> TileFaults {
         let rates = [failureRate, rateLimitRate, truncateRate, htmlRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1.000_001 else {
             throw FaultConfigurationError(message: "fault rates must each be within 0...1 and add up to 1 at most")
@@ -75,7 +75,7 @@ public struct TileFaults: Sendable, Hashable {
     }
 
     /// "Z/X/Y" as the flags spell a tile; throws when malformed or out of range.
-    public static func tile(_ text: String) throws -> TileID {
+    package static func tile(_ text: String) throws -> TileID {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 3, let z = Int(parts[0]), let x = Int(parts[1]), let y = Int(parts[2]) else {
             throw FaultConfigurationError(message: "'\(text)' is not a tile: write Z/X/Y, e.g. 14/8508/5807")
@@ -88,15 +88,15 @@ public struct TileFaults: Sendable, Hashable {
     }
 
     /// The zooms a tile server serves, as most do.
-    public static let zoomRange = 0...22
+    package static let zoomRange = 0...22
 
     /// True for a tile of the XYZ scheme within `zoomRange`.
-    public static func isValid(_ tile: TileID) -> Bool {
+    package static func isValid(_ tile: TileID) -> Bool {
         zoomRange.contains(tile.z) && (0..<(1 << tile.z)).contains(tile.x) && (0..<(1 << tile.z)).contains(tile.y)
     }
 
     /// True when `tile` has no data under `emptyTiles` or `emptyEvery`.
-    public func isEmpty(_ tile: TileID) -> Bool {
+    package func isEmpty(_ tile: TileID) -> Bool {
         if emptyTiles.contains(tile) { return true }
         if let emptyEvery { return (tile.x + tile.y) % emptyEvery == 0 }
         return false

@@ -1,39 +1,39 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-public import Logging
+package import Logging
 import TourpackCore
 import UnixSignals
 
 /// How `serve-tiles` listens, what it sends, and how it misbehaves.
-public struct TileServerConfiguration: Sendable {
-    /// Loopback by default: a map source for offline builds and tests, not a public service.
-    public var host: String = TileServerInfo.defaultHost
+package struct TileServerConfiguration: Sendable {
+    /// Loopback by default: a map source for offline builds and tests, not a package service.
+    package var host: String = TileServerInfo.defaultHost
     /// 0 picks a free port; `onReady` learns which.
-    public var port: Int = TileServerInfo.defaultPort
-    public var faults = TileFaults()
+    package var port: Int = TileServerInfo.defaultPort
+    package var faults = TileFaults()
     /// `Cache-Control: max-age=N` (and `Expires`, N seconds on) on every tile;
     /// nil sends neither, so a client falls back to its own freshness rule.
-    public var maxAgeSeconds: Int? = TileServerInfo.defaultMaxAgeSeconds
+    package var maxAgeSeconds: Int? = TileServerInfo.defaultMaxAgeSeconds
     /// When set, tile requests must carry this key, in the `apiKeyHeader`
     /// header when that is set, else in the `apiKeyParameter` query parameter.
-    public var requiredAPIKey: String?
-    public var apiKeyParameter = "key"
-    public var apiKeyHeader: String?
+    package var requiredAPIKey: String?
+    package var apiKeyParameter = "key"
+    package var apiKeyHeader: String?
     /// Rendered tiles kept in memory, most recently used first.
-    public var renderCacheCapacity = 512
+    package var renderCacheCapacity = 512
     /// The access log: one line per request (method, path, status, time,
     /// size, fault); never a header or a query string, so never the key.
-    public var logger = Logger(label: "tourpack.serve-tiles", factory: { StreamLogHandler.standardError(label: $0) })
+    package var logger = Logger(label: "tourpack.serve-tiles", factory: { StreamLogHandler.standardError(label: $0) })
 
-    public init(host: String = TileServerInfo.defaultHost, port: Int = TileServerInfo.defaultPort, faults: TileFaults = TileFaults()) {
+    package init(host: String = TileServerInfo.defaultHost, port: Int = TileServerInfo.defaultPort, faults: TileFaults = TileFaults()) {
         self.host = host
         self.port = port
         self.faults = faults
     }
 
     /// Throws `FaultConfigurationError` for out-of-range faults or settings.
-    public func validated() throws -> TileServerConfiguration {
+    package func validated() throws -> TileServerConfiguration {
         _ = try faults.validated()
         if let maxAgeSeconds, maxAgeSeconds < 0 {
             throw FaultConfigurationError(message: "--max-age must not be negative")
@@ -49,10 +49,10 @@ public struct TileServerConfiguration: Sendable {
 }
 
 /// Defaults shared by the CLI, the tests and `make tour`'s maps.
-public enum TileServerInfo {
-    public static let defaultHost = "127.0.0.1"
-    public static let defaultPort = 8788
-    public static let defaultMaxAgeSeconds = 86_400
+package enum TileServerInfo {
+    package static let defaultHost = "127.0.0.1"
+    package static let defaultPort = 8788
+    package static let defaultMaxAgeSeconds = 86_400
 }
 
 /// The embedded map tile server (`tourpack serve-tiles`), on Hummingbird.
@@ -69,15 +69,15 @@ public enum TileServerInfo {
 ///
 /// Routes: `GET /{z}/{x}/{y}.png`, `GET /debug/stats`, `POST /debug/reset`
 /// (also `POST /debug/stats/reset`, as serve-tts spells it), `GET /health`.
-public struct TileServer: Sendable {
-    public let configuration: TileServerConfiguration
+package struct TileServer: Sendable {
+    package let configuration: TileServerConfiguration
     /// Live counters, the same ones `GET /debug/stats` shows.
-    public let stats = TileStats()
+    package let stats = TileStats()
     private let dice: TileFaultDice
     private let images: TileImages
 
     /// Throws `FaultConfigurationError` when faults or settings are out of range.
-    public init(_ configuration: TileServerConfiguration = TileServerConfiguration()) throws {
+    package init(_ configuration: TileServerConfiguration = TileServerConfiguration()) throws {
         self.configuration = try configuration.validated()
         dice = TileFaultDice(configuration.faults)
         images = TileImages(capacity: configuration.renderCacheCapacity)
@@ -85,23 +85,23 @@ public struct TileServer: Sendable {
 
     /// Serves until the calling task is cancelled. `onReady` gets the bound
     /// port once the socket listens.
-    public func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onReady: onReady).run()
     }
 
     /// Serves until SIGINT or SIGTERM, then finishes in-flight requests and returns.
-    public func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await application(onReady: onReady).runService(gracefulShutdownSignals: [.sigterm, .sigint])
     }
 
     /// Starts the server, runs `body` with its port, then shuts it down.
-    public func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
+    package func withRunning<T>(_ body: (Int) async throws -> T) async throws -> T {
         try await ServerLifecycle.withRunning(name: "serve-tiles", serve: { try await run(onReady: $0) }, body)
     }
 
     /// The tile's PNG exactly as served, rendered on the calling thread:
     /// for tests and tools that want the picture without a socket.
-    public static func renderPNG(z: Int, x: Int, y: Int) throws -> [UInt8] {
+    package static func renderPNG(z: Int, x: Int, y: Int) throws -> [UInt8] {
         let rendered = try TileImages.render(TileID(z: z, x: x, y: y))
         return Array(rendered.png.readableBytesView)
     }

@@ -51,6 +51,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // HTTP field names for serve-tts's headers; already a dependency of Hummingbird.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // UnixSignals: the embedded servers stop on SIGINT and SIGTERM; already a dependency of Hummingbird.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // `make docs`: the DocC catalog (`swift package generate-documentation`).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -110,9 +112,7 @@ let package = Package(
             name: "TourpackCore",
             dependencies: [
                 // Re-exported: every layer above speaks in its types.
-                "TourpackPackage",
-                // SHA-256 of the synthesis cache's keys and texts.
-                .product(name: "Crypto", package: "swift-crypto"),
+                "TourpackPackage"
             ]
         ),
         // HTTP over libcurl: the transport, SigV4, retries, rate and concurrency
@@ -154,6 +154,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // The event loop group PostgresNIO's connections run on.
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -191,11 +193,8 @@ let package = Package(
         // and links nothing under the GPL (`make lint` checks both).
         .target(
             name: "TourpackClient",
-            dependencies: [
-                "TourpackPackage",
-                // SHA-256 of downloaded files and manifests; the catalogue's Ed25519 signature.
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            // Digests and signatures come from TourpackPackage (swift-crypto).
+            dependencies: ["TourpackPackage"]
         ),
         // `tourpack install` over HTTP: the client's site source on libcurl,
         // as every other request of the CLI goes (the app uses URLSession).
@@ -207,12 +206,13 @@ let package = Package(
             name: "TourpackServer",
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "CEspeakNG", "CFFmpeg", "CFFmpegShims",
-                // SHA-256 of each request's text, for the repeated-request counter in `/debug/stats`.
+                // SHA-256 of each request's text (the repeated-request counter in `/debug/stats`) and of each tile (its ETag).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // `tourpack review`: a Documents root as the traveller meets it, in a
@@ -231,16 +231,16 @@ let package = Package(
                 // Files and tiles are read on its thread pool, off the cooperative pool.
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
             name: "tourpack",
             dependencies: [
-                "TourpackCore", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackClient", "TourpackInstall",
-                "TourpackServer",
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackClient",
+                "TourpackInstall", "TourpackServer",
                 "TourpackReview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The sample of the "Embedding the client in an app" article, compiled
@@ -293,6 +293,7 @@ let package = Package(
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             resources: [.copy("Resources")]
         ),
@@ -325,14 +326,12 @@ let package = Package(
             // TourpackTesting's loopback site server (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackClient", "TourpackInstall", "TourpackTesting",
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
-                "TourpackTesting",
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
                 // `review`'s request parsing (paths, ranges) and escaping, tested without a browser.
                 "TourpackReview",
             ],

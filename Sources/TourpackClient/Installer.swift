@@ -140,6 +140,9 @@ package struct Installer: Sendable {
                     packageId: plan.packageId, tourId: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
                     mapBytes: plan.downloadBytes - audio))
         }
+        // What earlier installs left in downloads for files no plan names now goes first.
+        let named = Set(plans.flatMap(\.downloads).map(\.sha256))
+        try await Blocking.run { [folder] in _ = folder.sweepDownloads(keeping: named) }
         try checkSpace(for: work)
         try await download(work, board: board)
 

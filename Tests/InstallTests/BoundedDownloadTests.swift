@@ -151,7 +151,11 @@ import Glibc
             ("one SIGTERM", [SIGTERM], 0),
             ("one SIGINT", [SIGINT], 0),
             ("two SIGTERMs at once", [SIGTERM, SIGTERM], 0),
-            ("two SIGTERMs apart", [SIGTERM, SIGTERM], 100),
+            // Apart by as little as `timeout`'s two (the first is being handled when the second comes), and by more.
+            ("two SIGTERMs 1 ms apart", [SIGTERM, SIGTERM], 1),
+            ("two SIGTERMs 3 ms apart", [SIGTERM, SIGTERM], 3),
+            ("two SIGTERMs 10 ms apart", [SIGTERM, SIGTERM], 10),
+            ("two SIGTERMs 100 ms apart", [SIGTERM, SIGTERM], 100),
             ("SIGINT, SIGTERM, SIGINT", [SIGINT, SIGTERM, SIGINT], 30),
             ("five SIGINTs", [SIGINT, SIGINT, SIGINT, SIGINT, SIGINT], 20),
         ]
@@ -171,6 +175,29 @@ import Glibc
             #expect(process.terminationReason == .exit && process.terminationStatus == 130, "\(round.name): \(process.terminationStatus)")
             #expect(Self.partials(documents).isEmpty, "\(round.name): partial downloads left: \(Self.partials(documents))")
             #expect(try Self.unnamedDownloads(documents, fixture, package).isEmpty, "\(round.name)")
+        }
+        // The second signal lands while the first one's clean-up runs: the
+        // install is stopped right after the first (SIGSTOP), given the
+        // second, and let go (SIGCONT), in several rounds.
+        for round in 1...4 {
+            let process = try Self.startInstall(server, documents)
+            var partial = false
+            for _ in 0..<400 where !partial {
+                try await Task.sleep(for: .milliseconds(25))
+                partial = !Self.partials(documents).isEmpty
+            }
+            try #require(partial, "stopped round \(round): no partial download was seen before the signal")
+            kill(process.processIdentifier, SIGTERM)
+            try await Task.sleep(for: .milliseconds(round))
+            kill(process.processIdentifier, SIGSTOP)
+            try await Task.sleep(for: .milliseconds(20))
+            kill(process.processIdentifier, SIGTERM)
+            kill(process.processIdentifier, SIGCONT)
+            try await Self.finish(process, within: 60, "stopped round \(round)")
+            #expect(
+                process.terminationReason == .exit && process.terminationStatus == 130,
+                "stopped round \(round): \(process.terminationStatus)")
+            #expect(Self.partials(documents).isEmpty, "stopped round \(round): partial downloads left: \(Self.partials(documents))")
         }
         // As the issue measured it: under `timeout`, which sends SIGTERM to the child and then to its process group.
         for round in 1...3 {

@@ -30,6 +30,9 @@ package final class SiteServer: @unchecked Sendable {
         /// (not the byte asked for) and the whole body: a range a resumed
         /// download must not append. A request without a range is served as usual.
         case wrongRange
+        /// Answers a range request with 200 and this share of the whole body
+        /// (a server that ignores ranges and cuts every answer short).
+        case ignoreRangeAndCut(fraction: Double)
         /// Sends the body one byte every `interval` seconds (slow retrieval),
         /// until it is sent or the client leaves.
         case trickle(interval: Double)
@@ -173,7 +176,8 @@ package final class SiteServer: @unchecked Sendable {
         if let match = headers["if-none-match"], match == etag { return (304, extra, [], 0) }
         var status = 200
         var body = bytes
-        if let range = headers["range"], fault != .ignoreRange, headers["if-range"].map({ $0 == etag || $0 == modified }) ?? true,
+        let ignoresRange = fault == .ignoreRange || { if case .ignoreRangeAndCut = fault { true } else { false } }()
+        if let range = headers["range"], !ignoresRange, headers["if-range"].map({ $0 == etag || $0 == modified }) ?? true,
             let (start, end) = Self.parse(range, size: bytes.count)
         {
             guard start < bytes.count else {
@@ -188,6 +192,7 @@ package final class SiteServer: @unchecked Sendable {
             }
         }
         if case .cut(let fraction) = fault { return (status, extra, body, Int(Double(body.count) * fraction)) }
+        if case .ignoreRangeAndCut(let fraction) = fault { return (status, extra, body, Int(Double(body.count) * fraction)) }
         return (status, extra, body, .max)
     }
 

@@ -25,9 +25,11 @@ import Darwin
 /// arrived and matched its SHA-256: a tampered or missing file, manifest or
 /// catalogue installs nothing, and every installed package stays as it was,
 /// byte for byte. An up-to-date package costs the conditional catalogue
-/// request and nothing more. A cancelled install (SIGINT, SIGTERM) removes
-/// its partial downloads; one that fails otherwise keeps them, and the next
-/// install resumes them.
+/// request and nothing more. Once the plans are made, whatever `downloads`
+/// holds that no plan names goes. Each file's download is bounded in size,
+/// rate, time and tries (`ResumableDownload`). A cancelled install (SIGINT,
+/// SIGTERM) removes its partial downloads; one that fails otherwise keeps
+/// them, and the next install resumes them.
 package struct Installer: Sendable {
     package let folder: InstallFolder
     package let source: any SiteSource

@@ -22,7 +22,8 @@ import Darwin
 /// ```
 ///
 /// It lives inside the root, so every rename from it into the layout is on
-/// one file system and atomic. The app never reads it (hidden), and
+/// one file system and atomic. An install sweeps `downloads` of what its
+/// plans do not name, and refuses a symlink in the place of any of these folders. The app never reads it (hidden), and
 /// `validate` passes over it.
 package struct InstallFolder: Sendable {
     package let documents: URL

@@ -27,7 +27,8 @@ struct Install: AsyncParsableCommand {
             app never sees half a package; files the new version no longer lists are removed. An \
             update downloads only the files whose SHA-256 changed. On any failure the installed \
             packages stay as they were, byte for byte. One install per DOCUMENTS at a time \
-            (alreadyDownloading); SIGINT or SIGTERM cancels and removes the partial downloads.
+            (alreadyDownloading); SIGINT or SIGTERM, once or several times, cancels, removes the \
+            partial downloads and exits 130.
 
             Output: a progress bar on a terminal (audio 70%, maps 25%, bundling 5%), one line per \
             job change otherwise, or NDJSON with --json: catalog, job (packageId, status \

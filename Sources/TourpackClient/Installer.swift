@@ -25,9 +25,11 @@ import Darwin
 /// arrived and matched its SHA-256: a tampered or missing file, manifest or
 /// catalogue installs nothing, and every installed package stays as it was,
 /// byte for byte. An up-to-date package costs the conditional catalogue
-/// request and nothing more. A cancelled install (SIGINT, SIGTERM) removes
-/// its partial downloads; one that fails otherwise keeps them, and the next
-/// install resumes them.
+/// request and nothing more. Once the plans are made, whatever `downloads`
+/// holds that no plan names goes. Each file's download is bounded in size,
+/// rate, time and tries (`ResumableDownload`). A cancelled install (SIGINT,
+/// SIGTERM) removes its partial downloads; one that fails otherwise keeps
+/// them, and the next install resumes them.
 package struct Installer: Sendable {
     package let folder: InstallFolder
     package let source: any SiteSource
@@ -140,6 +142,9 @@ package struct Installer: Sendable {
                     packageId: plan.packageId, tourId: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
                     mapBytes: plan.downloadBytes - audio))
         }
+        // What earlier installs left in downloads for files no plan names now goes first.
+        let named = Set(plans.flatMap(\.downloads).map(\.sha256))
+        try await Blocking.run { [folder] in _ = folder.sweepDownloads(keeping: named) }
         try checkSpace(for: work)
         try await download(work, board: board)
 

@@ -72,7 +72,12 @@ final class CurlTransfer: @unchecked Sendable {
     /// Where a 2xx body goes instead of memory (`HTTPRequestSpec.spool`).
     private let spool: URL?
     private let spoolAppendsPartialContent: Bool
-    private var onResponseHead: (@Sendable (Int, [String: String]) -> Void)?
+    private let spoolLimit: Int64?
+    /// The spool file's length: what it held when opened, plus what was written since.
+    private var spoolLength: Int64 = 0
+    private var onResponseHead: (@Sendable (Int, [String: String]) -> String?)?
+    /// Why `onResponseHead` refused the answer, when it did.
+    private var refusal: String?
     private var spoolDescriptor: Int32 = -1
     private var spoolDecided = false
     private var spoolError: Int32 = 0
@@ -86,6 +91,7 @@ final class CurlTransfer: @unchecked Sendable {
         maxResponseBytes = request.maxResponseBytes
         spool = request.spool
         spoolAppendsPartialContent = request.spoolAppendsPartialContent
+        spoolLimit = request.spoolLimit
         onResponseHead = request.onResponseHead
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -110,7 +116,7 @@ final class CurlTransfer: @unchecked Sendable {
         try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.totalTimeoutSeconds))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(request.connectTimeoutSeconds, request.totalTimeoutSeconds)))
-        try easy.set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, max(1, request.minimumBytesPerSecond))
         try easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeoutSeconds.rounded(.up))))
         try easy.set(CURLOPT_MAXFILESIZE_LARGE, offset: Int64(request.maxResponseBytes))
         try easy.set(CURLOPT_ACCEPT_ENCODING, "")  // whatever libcurl can decode; base64 JSON compresses well
@@ -194,12 +200,18 @@ final class CurlTransfer: @unchecked Sendable {
                     spoolError = errno
                     return 0
                 }
+                spoolLength = start == O_APPEND ? Int64(max(0, lseek(spoolDescriptor, 0, SEEK_END))) : 0
             }
         }
         guard spoolDescriptor >= 0 else {
             body.append(contentsOf: bytes)
             return bytes.count
         }
+        if let spoolLimit, spoolLength + Int64(bytes.count) > spoolLimit {
+            overflowed = true
+            return 0
+        }
+        spoolLength += Int64(bytes.count)
         var offset = 0
         while offset < bytes.count {
             let written = write(spoolDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
@@ -222,7 +234,10 @@ final class CurlTransfer: @unchecked Sendable {
             let status = easy.info(CURLINFO_RESPONSE_CODE)
             if status >= 200, let onResponseHead {
                 self.onResponseHead = nil
-                onResponseHead(status, headers)
+                if let reason = onResponseHead(status, headers) {
+                    refusal = reason
+                    return 0  // libcurl aborts with CURLE_WRITE_ERROR before the body
+                }
             }
         } else if let colon = line.firstIndex(of: ":") {
             let name = line[..<colon].lowercased()
@@ -259,8 +274,9 @@ final class CurlTransfer: @unchecked Sendable {
             let status = easy.info(CURLINFO_RESPONSE_CODE)
             return .failure(.spoolFailed(path: spool.path, reason: errnoDescription(spoolError), status: status > 0 ? status : nil))
         }
-        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         let answered = easy.info(CURLINFO_RESPONSE_CODE)
+        if let refusal { return .failure(.refused(status: answered, reason: refusal)) }
+        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT where answered > 0, CURLE_PARTIAL_FILE where answered > 0, CURLE_RECV_ERROR where answered > 0,
             CURLE_GOT_NOTHING where answered > 0, CURLE_HTTP2 where answered > 0, CURLE_HTTP2_STREAM where answered > 0,

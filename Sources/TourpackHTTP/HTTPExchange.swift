@@ -16,8 +16,11 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     /// The whole exchange, connect included.
     var totalTimeoutSeconds: Double
     var connectTimeoutSeconds: Double
-    /// Abort when no byte arrives for this long (a stalled server).
+    /// Abort when fewer than `minimumBytesPerSecond` bytes a second arrive,
+    /// on average, over this long (`CURLOPT_LOW_SPEED_TIME`): a stalled or trickling server.
     var stallTimeoutSeconds: Double
+    /// The rate floor over `stallTimeoutSeconds` (`CURLOPT_LOW_SPEED_LIMIT`); 1 by default: only a stall.
+    package var minimumBytesPerSecond = 1
     /// Bodies larger than this are refused (64 MB by default).
     var maxResponseBytes: Int = HTTPRequestSpec.defaultMaxResponseBytes
     /// When set, a 2xx body is written to this file as it arrives instead
@@ -28,11 +31,18 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     /// server that ignored the range, or an `If-Range` that no longer
     /// matched) replaces it from byte 0, as it always does.
     package var spoolAppendsPartialContent = false
+    /// When set, the spool file never passes this many bytes (what it held
+    /// before a 206 included): a longer body is `responseTooLarge`. A
+    /// download's bound is the size its signed manifest names.
+    package var spoolLimit: Int64?
     /// Called once with the final status and headers (names lowercased) as
     /// soon as they are in, before the body: a body cut short then still
     /// leaves its caller the `ETag` or `Last-Modified` it needs to resume
-    /// with `If-Range`. Runs on the transport's thread; keep it short.
-    package var onResponseHead: (@Sendable (_ status: Int, _ headers: [String: String]) -> Void)?
+    /// with `If-Range`. A reason returned refuses the answer: the transfer
+    /// stops before any body byte and fails as `refused` with that reason
+    /// (a resumed download's wrong `Content-Range`). Runs on the transport's
+    /// thread; keep it short.
+    package var onResponseHead: (@Sendable (_ status: Int, _ headers: [String: String]) -> String?)?
     /// When set, libcurl signs the request with AWS Signature Version 4
     /// (`CURLOPT_AWS_SIGV4`); nil leaves the request exactly as before.
     package var signing: AWSSigning?
@@ -140,6 +150,10 @@ package enum TransportFailure: Error, Sendable, Equatable {
     /// timeout, a truncated chunked body): the server answered, so a 2xx
     /// here is billed, and the request is worth another try.
     case cutShort(status: Int, reason: String)
+    /// The caller's `onResponseHead` refused the answer's head (a resumed
+    /// download's wrong `Content-Range`): no body byte was kept, and the
+    /// request is worth another try.
+    case refused(status: Int, reason: String)
     /// The caller gave up after the status line came back: a 2xx is billed.
     case cancelledAfterAnswer(status: Int)
     /// The 2xx body could not be written to the spool file (a full disk):
@@ -150,7 +164,7 @@ package enum TransportFailure: Error, Sendable, Equatable {
     /// The status the server had answered with before the exchange failed, if it had.
     package var answeredStatus: Int? {
         switch self {
-        case .cutShort(let status, _), .cancelledAfterAnswer(let status): return status
+        case .cutShort(let status, _), .cancelledAfterAnswer(let status), .refused(let status, _): return status
         case .responseTooLarge(_, let status), .spoolFailed(_, _, let status): return status
         case .timedOut, .connection, .unusable, .cancelled: return nil
         }
@@ -158,7 +172,7 @@ package enum TransportFailure: Error, Sendable, Equatable {
 
     package var isRetryable: Bool {
         switch self {
-        case .timedOut, .connection, .cutShort: return true
+        case .timedOut, .connection, .cutShort, .refused: return true
         case .responseTooLarge, .unusable, .spoolFailed, .cancelled, .cancelledAfterAnswer: return false
         }
     }
@@ -172,6 +186,7 @@ package enum TransportFailure: Error, Sendable, Equatable {
         case .unusable(let m): return m
         case .spoolFailed(let path, let reason, _): return "cannot write the answer to \(path): \(reason)"
         case .cutShort(_, let reason): return "the answer was cut short: \(reason)"
+        case .refused(_, let reason): return reason
         case .cancelled, .cancelledAfterAnswer: return "cancelled"
         }
     }

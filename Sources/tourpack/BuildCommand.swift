@@ -185,11 +185,22 @@ struct Build: AsyncParsableCommand {
 
 /// Runs an operation that SIGINT and SIGTERM cancel.
 ///
-/// The first signal cancels the task, so the build stops starting work,
-/// removes its temps and reports; a second one exits at once with 130 (the
-/// next build removes whatever that leaves, under the lock).
+/// The first signal cancels the task, so the work stops, removes its temps
+/// and reports. What a later signal does depends on `laterSignalsExit`:
+///
+/// - `true` (a build): it exits at once with 130; the next build removes
+///   whatever that leaves, under the lock.
+/// - `false` (an install): it is noted and ignored, so the clean-up the
+///   first signal started always finishes before the exit. `timeout` sends
+///   SIGTERM to the child and then to its whole process group, so one
+///   `timeout` is two signals; exiting on the second left partial downloads
+///   behind whenever they arrived apart.
+///
+/// Once a signal has arrived, SIGINT and SIGTERM stay ignored until the
+/// process exits (with 130): one landing after the clean-up cannot kill it
+/// with another status.
 enum SignalCancellation {
-    static func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func run<T: Sendable>(laterSignalsExit: Bool = true, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = Task { try await operation() }
         let signals = [SIGINT, SIGTERM]
         let received = SignalCount()
@@ -197,7 +208,7 @@ enum SignalCancellation {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if received.increment() > 1 { exit(ExitStatus.cancelled) }
+                if received.increment() > 1, laterSignalsExit { exit(ExitStatus.cancelled) }
                 task.cancel()
             }
             source.resume()
@@ -205,17 +216,20 @@ enum SignalCancellation {
         }
         defer {
             for source in sources { source.cancel() }
-            for number in signals { signal(number, SIG_DFL) }
+            if received.count == 0 {
+                for number in signals { signal(number, SIG_DFL) }
+            }
         }
         return try await task.value
     }
 
     private final class SignalCount: @unchecked Sendable {
         private let lock = NSLock()
-        private var count = 0
+        private var received = 0
+        var count: Int { lock.withLock { received } }
         func increment() -> Int {
             lock.withLock {
-                count += 1; return count
+                received += 1; return received
             }
         }
     }

@@ -17,13 +17,18 @@ struct Install: AsyncParsableCommand {
             the SHA-256 that names it; anything else is refused and nothing is installed.
 
             Files download into DOCUMENTS/.tourpack-install (which `validate` skips), resume with \
-            Range and If-Range, are retried with backoff on 429, 5xx, timeouts and cut connections \
-            (honouring Retry-After), and are verified by size and SHA-256. Then each package moves \
+            Range and If-Range, are retried with backoff on 429, 5xx, timeouts, cut connections and \
+            a wrong Content-Range (honouring Retry-After), and are verified by size and SHA-256. Each \
+            file is bounded: no answer passes the size its package.json names, a try slower than \
+            --min-rate over --rate-window is abandoned, the file fails after --attempts tries without \
+            new bytes or after --file-deadline, whichever comes first (networkUnavailable). Files in \
+            the downloads folder that no package of this install names are removed when it starts. Then each package moves \
             into AudioCache/<tourId> and OfflineTours/<packageId> with its package.json last, so the \
             app never sees half a package; files the new version no longer lists are removed. An \
             update downloads only the files whose SHA-256 changed. On any failure the installed \
             packages stay as they were, byte for byte. One install per DOCUMENTS at a time \
-            (alreadyDownloading); SIGINT or SIGTERM cancels and removes the partial downloads.
+            (alreadyDownloading); SIGINT or SIGTERM, once or several times, cancels, removes the \
+            partial downloads and exits 130.
 
             Output: a progress bar on a terminal (audio 70%, maps 25%, bundling 5%), one line per \
             job change otherwise, or NDJSON with --json: catalog, job (packageId, status \
@@ -81,16 +86,39 @@ struct Install: AsyncParsableCommand {
     @Flag(help: "Report what is downloaded, up to date or has an update, and change nothing (see the exit codes).")
     var check = false
 
+    @Option(help: "Tries of one file without new bytes before the install fails with networkUnavailable.")
+    var attempts = TransferPolicy().maximumAttempts
+
+    @Option(help: ArgumentHelp("A try slower than this, over --rate-window, is abandoned as a failed try.", valueName: "BYTES/S"))
+    var minRate = TransferPolicy().minimumBytesPerSecond
+
+    @Option(help: ArgumentHelp("The window --min-rate is measured over.", valueName: "SECONDS"))
+    var rateWindow = TransferPolicy().rateWindowSeconds
+
+    @Option(help: ArgumentHelp("How long one file may take, every try and wait included.", valueName: "SECONDS"))
+    var fileDeadline = TransferPolicy().fileDeadlineSeconds
+
+    /// The bounds on each file's download, from the options.
+    var transferPolicy: TransferPolicy {
+        TransferPolicy(
+            maximumAttempts: attempts, minimumBytesPerSecond: minRate, rateWindowSeconds: rateWindow, fileDeadlineSeconds: fileDeadline)
+    }
+
     func validate() throws {
         if all, !tours.isEmpty { throw ValidationError("--tour and --all: give one") }
         if !check, !all, tours.isEmpty { throw ValidationError("choose what to install: --tour ID (repeatable) or --all") }
         if check, noReinstall { throw ValidationError("--no-reinstall has no meaning with --check") }
+        if attempts < 1 { throw ValidationError("--attempts: at least 1") }
+        if minRate < 0 { throw ValidationError("--min-rate: 0 or more bytes a second") }
+        if !(rateWindow >= 1) || !rateWindow.isFinite { throw ValidationError("--rate-window: at least 1 second") }
+        if !(fileDeadline >= 1) || !fileDeadline.isFinite { throw ValidationError("--file-deadline: at least 1 second") }
     }
 
     func run() async throws {
         let choice = PackageChoice(tours: tours, all: all, format: format, quality: quality)
         var installer = Installer(
-            documents: URL(fileURLWithPath: documents), source: try Self.source(site), publicKey: try Self.verifyingKey(publicKey))
+            documents: URL(fileURLWithPath: documents), source: try Self.source(site, policy: transferPolicy),
+            publicKey: try Self.verifyingKey(publicKey))
         if check {
             let report = try await UpdateCheck(installer: installer).check(choice)
             CheckReportText.print(report, json: json)
@@ -101,7 +129,7 @@ struct Install: AsyncParsableCommand {
         let display = InstallDisplay(mode: BuildDisplay.mode(json: json))
         installer.report = { display.show($0) }
         do {
-            let outcome = try await SignalCancellation.run { [installer, noReinstall] in
+            let outcome = try await SignalCancellation.run(laterSignalsExit: false) { [installer, noReinstall] in
                 try await installer.install(choice, noReinstall: noReinstall)
             }
             display.finish(outcome)
@@ -112,9 +140,9 @@ struct Install: AsyncParsableCommand {
     }
 
     /// An http(s) URL, a `file://` URL or a folder; anything else is bad usage.
-    static func source(_ site: String) throws -> any SiteSource {
+    static func source(_ site: String, policy: TransferPolicy = TransferPolicy()) throws -> any SiteSource {
         let lowered = site.lowercased()
-        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return try HTTPSiteSource(base: site) }
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return try HTTPSiteSource(base: site, policy: policy) }
         var path = site
         if lowered.hasPrefix("file://") {
             guard let url = URL(string: site), url.isFileURL else { throw TourpackError.invalidInput("SITE \(site): not a file URL") }

@@ -30,7 +30,8 @@ import TourpackTesting
         if let server {
             source = try HTTPSiteSource(
                 base: server.base,
-                retry: RetryPolicy(maxAttempts: 8, initialBackoffSeconds: 0.01, maxBackoffSeconds: 0.05, deadlineSeconds: 60),
+                policy: TransferPolicy(
+                    maximumAttempts: 8, fileDeadlineSeconds: 60, initialBackoffSeconds: 0.01, maximumBackoffSeconds: 0.05),
                 sleep: { duration in
                     waits.record(duration)
                     try await Task.sleep(for: min(duration, .milliseconds(20)))
@@ -273,6 +274,30 @@ import TourpackTesting
         } throws: { error in
             (error as? TourpackError)?.kind == .alreadyDownloading
         }
+    }
+
+    @Test(
+        "A symlink in the place of the install folder's downloads, staging or journal is refused before anything is read or written",
+        arguments: ["downloads", "staging", "journal"])
+    func aSymlinkedInstallFolderIsRefused(_ name: String) async throws {
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 10_000)
+        try await fixture.publish()
+        let documents = fixture.documents()
+        let elsewhere = fixture.documents("Elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let state = documents.appendingPathComponent(Layout.installFolder)
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: state.appendingPathComponent(name), withDestinationURL: elsewhere)
+        do {
+            _ = try await Self.installer(fixture, documents, server: nil).install(PackageChoice(all: true))
+            Issue.record("an install through a symlinked \(name) succeeded")
+        } catch let error as TourpackError {
+            #expect(error.kind == .invalidInput, "\(error)")
+            #expect(error.description.contains("\(Layout.installFolder)/\(name)") && error.description.contains("symlink"), "\(error)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty, "written through the link")
+        #expect(!FileManager.default.fileExists(atPath: documents.appendingPathComponent("OfflineTours").path))
     }
 
     @Test func validateIgnoresTheInstallFolderButNotOtherStrays() async throws {

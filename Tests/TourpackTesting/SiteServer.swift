@@ -10,7 +10,7 @@ import Glibc
 /// `If-None-Match` answered 304, `Range: bytes=N-` (and `N-M`) answered 206
 /// unless `If-Range` names another version, and faults injected per
 /// request: a body cut short, a 5xx, a 429 with `Retry-After`, a range
-/// ignored. It counts the body bytes it sends and logs every request.
+/// ignored or answered with a wrong `Content-Range`, a body trickled a byte at a time. It counts the body bytes it sends and logs every request.
 /// InstallTests install from it, and so does `tourpack-bench install`.
 ///
 /// Plain sockets, a thread per connection, `Connection: close` on every
@@ -26,6 +26,16 @@ package final class SiteServer: @unchecked Sendable {
         case ignoreRange
         /// Sends half the body, waits this long, then the rest (an install to interrupt).
         case stall(seconds: Double)
+        /// Answers a range request with 206, a `Content-Range` from byte 0
+        /// (not the byte asked for) and the whole body: a range a resumed
+        /// download must not append. A request without a range is served as usual.
+        case wrongRange
+        /// Answers a range request with 200 and this share of the whole body
+        /// (a server that ignores ranges and cuts every answer short).
+        case ignoreRangeAndCut(fraction: Double)
+        /// Sends the body one byte every `interval` seconds (slow retrieval),
+        /// until it is sent or the client leaves.
+        case trickle(interval: Double)
     }
 
     package struct Request: Sendable {
@@ -121,7 +131,12 @@ package final class SiteServer: @unchecked Sendable {
             log.append(Request(method: method, path: path, headers: headers, status: status, bodyBytes: sent, fault: fault))
         }
         guard send(connection, Array(reply.utf8)) else { return }
-        if case .stall(let seconds) = fault, sent > 1 {
+        if case .trickle(let interval) = fault {
+            for index in 0..<sent {
+                guard send(connection, [body[index]]) else { break }
+                Thread.sleep(forTimeInterval: interval)
+            }
+        } else if case .stall(let seconds) = fault, sent > 1 {
             guard send(connection, Array(body[..<(sent / 2)])) else { return }
             Thread.sleep(forTimeInterval: seconds)
             _ = send(connection, Array(body[(sent / 2)..<sent]))
@@ -161,7 +176,8 @@ package final class SiteServer: @unchecked Sendable {
         if let match = headers["if-none-match"], match == etag { return (304, extra, [], 0) }
         var status = 200
         var body = bytes
-        if let range = headers["range"], fault != .ignoreRange, headers["if-range"].map({ $0 == etag || $0 == modified }) ?? true,
+        let ignoresRange = fault == .ignoreRange || { if case .ignoreRangeAndCut = fault { true } else { false } }()
+        if let range = headers["range"], !ignoresRange, headers["if-range"].map({ $0 == etag || $0 == modified }) ?? true,
             let (start, end) = Self.parse(range, size: bytes.count)
         {
             guard start < bytes.count else {
@@ -170,8 +186,13 @@ package final class SiteServer: @unchecked Sendable {
             status = 206
             body = Array(bytes[start...end])
             extra.append(("Content-Range", "bytes \(start)-\(end)/\(bytes.count)"))
+            if fault == .wrongRange {
+                body = bytes
+                extra[extra.count - 1] = ("Content-Range", "bytes 0-\(bytes.count - 1)/\(bytes.count)")
+            }
         }
         if case .cut(let fraction) = fault { return (status, extra, body, Int(Double(body.count) * fraction)) }
+        if case .ignoreRangeAndCut(let fraction) = fault { return (status, extra, body, Int(Double(body.count) * fraction)) }
         return (status, extra, body, .max)
     }
 

@@ -137,39 +137,33 @@ final class Receiver: @unchecked Sendable {
             for (name, value) in http.allHeaderFields {
                 if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
             }
-            guard case .file(let file, let validator, let have, let size, _) = sink, (200..<300).contains(status) else { return .allow }
-            if status == 206 {
-                guard have > 0, URLSessionSiteSource.continues(headers["content-range"], from: have, total: size) else {
-                    failure = .init(
-                        kind: .retryable,
-                        reason: "a range that does not continue the file (Content-Range: \(headers["content-range"] ?? "none"))",
-                        status: status, sinkAccepted: false)
-                    return .cancel
-                }
-            } else if status != 200 {
-                failure = .init(kind: .retryable, reason: "HTTP \(status) is not a file's answer", status: status, sinkAccepted: false)
+            guard case .file(let attempt, _) = sink else { return .allow }
+            let verdict = attempt.accept(status: status, headers: headers)
+            switch verdict {
+            case .message:
+                return .allow
+            case .refused(let reason):
+                failure = .init(kind: .retryable, reason: reason, status: status, sinkAccepted: false)
                 return .cancel
+            case .unwritable(let path, let reason):
+                failure = .init(kind: .storage(path: path), reason: reason, status: status, sinkAccepted: false)
+                return .cancel
+            case .fromStart, .continuing:
+                break
             }
             do {
-                if status == 200 {
-                    // The whole file from byte 0: what was there goes.
-                    try URLSessionSiteSource.startOver(file, validator)
-                    written = 0
-                } else {
-                    written = have
-                }
-                if !FileManager.default.fileExists(atPath: file.path) {
-                    guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+                written = verdict == .fromStart ? 0 : attempt.have
+                if !FileManager.default.fileExists(atPath: attempt.file.path) {
+                    guard FileManager.default.createFile(atPath: attempt.file.path, contents: nil) else {
                         throw CocoaError(.fileWriteUnknown)
                     }
                 }
-                let opened = try FileHandle(forWritingTo: file)
+                let opened = try FileHandle(forWritingTo: attempt.file)
                 try opened.seekToEnd()
                 handle = opened
-                if let tag = headers["etag"] ?? headers["last-modified"] { try Data(tag.utf8).write(to: validator) }
                 accepted = true
             } catch {
-                failure = .init(kind: .storage(path: file.path), reason: "\(error)", status: status, sinkAccepted: false)
+                failure = .init(kind: .storage(path: attempt.file.path), reason: "\(error)", status: status, sinkAccepted: false)
                 return .cancel
             }
             return .allow
@@ -189,7 +183,8 @@ final class Receiver: @unchecked Sendable {
                     return task
                 }
                 memory.append(contentsOf: data)
-            case .file(let file, _, _, let size, let observe):
+            case .file(let attempt, let observe):
+                let (file, size) = (attempt.file, attempt.size)
                 guard accepted, let handle else {
                     // An error's body: its first bytes are the server's message.
                     if memory.count < 400 { memory.append(contentsOf: data.prefix(400 - memory.count)) }

@@ -30,7 +30,7 @@ package struct TransferPolicy: Sendable, Hashable {
 
     /// The wait before try `failures + 1`: full jitter (a random share of
     /// the doubled backoff), or the server's `Retry-After` when it is longer.
-    func delay(afterFailures failures: Int, retryAfter: Double?) -> Double {
+    package func delay(afterFailures failures: Int, retryAfter: Double?) -> Double {
         let ceiling = min(maximumBackoffSeconds, initialBackoffSeconds * pow(2, Double(max(0, failures - 1))))
         let jittered = Double.random(in: 0...max(ceiling, 0.000_001))
         guard let retryAfter, retryAfter.isFinite, retryAfter > 0 else { return jittered }
@@ -40,20 +40,20 @@ package struct TransferPolicy: Sendable, Hashable {
 
 /// The tries of one file: how many failed since bytes that could be kept
 /// last arrived, and the file's overall deadline.
-struct TransferTries {
-    let policy: TransferPolicy
+package struct TransferTries: Sendable {
+    package let policy: TransferPolicy
     private var failures = 0
     private let started = ContinuousClock.now
 
-    init(_ policy: TransferPolicy) { self.policy = policy }
+    package init(_ policy: TransferPolicy) { self.policy = policy }
 
     /// Bytes that could be kept arrived: the next failure is the first again.
-    mutating func progressed() { failures = 0 }
+    package mutating func progressed() { failures = 0 }
 
-    var secondsLeft: Double { policy.fileDeadlineSeconds - started.duration(to: .now).seconds }
+    package var secondsLeft: Double { policy.fileDeadlineSeconds - started.duration(to: .now).seconds }
 
     /// How long to wait before the next try; `unreachable` when the tries or the deadline are spent.
-    mutating func delay(status: Int?, reason: String, retryAfter: Double?, url: String) throws -> Double {
+    package mutating func delay(status: Int?, reason: String, retryAfter: Double?, url: String) throws -> Double {
         failures += 1
         let wait = policy.delay(afterFailures: failures, retryAfter: retryAfter)
         if failures >= policy.maximumAttempts || wait >= secondsLeft {

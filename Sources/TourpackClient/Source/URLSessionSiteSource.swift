@@ -135,62 +135,28 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     package func download(
         _ key: String, into file: URL, size: Int64, observe: @escaping @Sendable (DownloadObservation) -> Void
     ) async throws {
-        let validatorFile = file.appendingPathExtension("validator")
-        var tries = TransferTries(policy)
-        while true {
-            var have = InstallFolder.size(of: file)
-            let validator = (try? String(contentsOf: validatorFile, encoding: .utf8)).flatMap { $0.isEmpty ? nil : $0 }
-            if have > size || (have > 0 && validator == nil) {
-                try Self.startOver(file, validatorFile)
-                have = 0
-            }
-            if have == size, size > 0 { return }
-            if size == 0 {
-                try Self.startOver(file, validatorFile)
-                _ = FileManager.default.createFile(atPath: file.path, contents: nil)
-                return
-            }
-            observe(.bytes(have))
-            var headers = ["Accept-Encoding": "identity"]
-            if have > 0, let validator {
-                headers["Range"] = "bytes=\(have)-"
-                headers["If-Range"] = validator
-            }
-            let sink = Sink.file(file, validator: validatorFile, have: have, size: size, observe: observe)
-            let outcome = try await perform(key, headers: headers, sink: sink, deadline: tries.secondsLeft)
-            let now = InstallFolder.size(of: file)
-            let kept: Bool
-            switch outcome {
-            case .answered(let answer): kept = (200..<300).contains(answer.status) && answer.sinkAccepted
-            case .failed(let failure): kept = failure.sinkAccepted
-            }
-            if kept, now > have { tries.progressed() }
-            if now >= size, kept { return }
+        var resumable = ResumableDownload(file: file, size: size, policy: policy, url: shown(key))
+        while let attempt = try resumable.nextTry() {
+            observe(.bytes(attempt.have))
+            let sink = Sink.file(attempt, observe: observe)
+            let outcome = try await perform(
+                key, headers: Dictionary(attempt.headers.map { ($0.name, $0.value) }) { $1 }, sink: sink, deadline: resumable.secondsLeft)
+            let ending: ResumableDownload.Ending
             switch try classify(outcome, key: key) {
             case .answer(let answer) where (200..<300).contains(answer.status):
-                // A whole answer that left the file short: the next try continues it.
-                let reason = "the answer ended at byte \(now) of \(size)"
-                let wait = try tries.delay(status: answer.status, reason: reason, retryAfter: nil, url: shown(key))
-                observe(.retrying(afterSeconds: wait, reason: reason))
-                try await Task.sleep(for: .seconds(wait))
+                ending = .ended(status: answer.status)
             case .answer(let answer) where answer.status == 416:
-                try Self.startOver(file, validatorFile)
-                let wait = try tries.delay(status: 416, reason: "the range asked for is not satisfiable", retryAfter: nil, url: shown(key))
-                try await Task.sleep(for: .seconds(wait))
+                ending = .unsatisfiable
             case .answer(let answer):
                 throw final(answer, key: key)
             case .retry(let status, let reason, let retryAfter):
-                let wait = try tries.delay(status: status, reason: reason, retryAfter: retryAfter, url: shown(key))
-                observe(.retrying(afterSeconds: wait, reason: reason))
-                try await Task.sleep(for: .seconds(wait))
+                ending = .failed(status: status, reason: reason, retryAfter: retryAfter)
             }
+            guard let retry = try resumable.settle(ending) else { return }
+            observe(.retrying(afterSeconds: retry.seconds, reason: retry.reason))
+            try await Task.sleep(for: .seconds(retry.seconds))
             observe(.bytes(InstallFolder.size(of: file)))
         }
-    }
-
-    static func startOver(_ file: URL, _ validatorFile: URL) throws {
-        try AtomicFile.remove(file)
-        try AtomicFile.remove(validatorFile)
     }
 
     // MARK: One exchange
@@ -199,9 +165,9 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     enum Sink: Sendable {
         /// Into memory, refusing more than `cap` bytes.
         case memory(cap: Int, what: String)
-        /// Appended to `file` (which holds `have` bytes) when the answer
-        /// continues it, from byte 0 when it is a 200; never past `size`.
-        case file(URL, validator: URL, have: Int64, size: Int64, observe: @Sendable (DownloadObservation) -> Void)
+        /// The file of one try: appended to when the answer continues it,
+        /// from byte 0 when it is a 200 (`ResumeTry.accept`); never past its size.
+        case file(ResumeTry, observe: @Sendable (DownloadObservation) -> Void)
     }
 
     /// A server's answer: its status, headers (lowercased names), the body
@@ -302,17 +268,5 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     /// `Retry-After` in seconds (a number; an HTTP date is taken as absent).
     static func retryAfter(_ header: String?) -> Double? {
         header.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 && $0.isFinite ? $0 : nil }
-    }
-
-    /// Whether `Content-Range: bytes a-b/total` continues a file of `have` bytes of `total`.
-    static func continues(_ header: String?, from have: Int64, total: Int64) -> Bool {
-        guard let header, header.lowercased().hasPrefix("bytes ") else { return false }
-        let parts = header.dropFirst("bytes ".count).split(separator: "/")
-        guard parts.count == 2, let dash = parts[0].firstIndex(of: "-"),
-            let start = Int64(parts[0][..<dash].trimmingCharacters(in: .whitespaces)),
-            let end = Int64(parts[0][parts[0].index(after: dash)...].trimmingCharacters(in: .whitespaces))
-        else { return false }
-        let whole = parts[1].trimmingCharacters(in: .whitespaces)
-        return start == have && end >= start && end < total && (whole == "*" || Int64(whole) == total)
     }
 }

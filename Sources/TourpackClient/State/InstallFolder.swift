@@ -22,7 +22,8 @@ import Darwin
 /// ```
 ///
 /// It lives inside the root, so every rename from it into the layout is on
-/// one file system and atomic. The app never reads it (hidden), and
+/// one file system and atomic. An install sweeps `downloads` of what its
+/// plans do not name, and refuses a symlink in the place of any of these folders. The app never reads it (hidden), and
 /// `validate` passes over it.
 package struct InstallFolder: Sendable {
     package let documents: URL
@@ -40,11 +41,12 @@ package struct InstallFolder: Sendable {
     /// Where it waits once whole and verified.
     func verified(_ sha256: String) -> URL { downloads.appendingPathComponent(sha256) }
 
-    /// Creates the folder and its downloads folder, refusing a symlink in
-    /// their place: the staging must stay inside the root.
+    /// Creates the folder and its downloads folder, refusing a symlink (or
+    /// a file) in the place of it, `downloads`, `staging` or `journal`:
+    /// what an install writes, renames and replays must stay inside the root.
     package func prepare() throws {
         try AtomicFile.createFolder(documents)
-        for folder in [url, downloads] {
+        for folder in [url, downloads, CommitFolders.staging(in: url), CommitFolders.journal(in: url)] {
             if let problem = OutputTree.folderProblem(folder) { throw TourpackError.invalidInput(problem) }
         }
         try AtomicFile.createFolder(downloads, under: documents)
@@ -95,6 +97,30 @@ package struct InstallFolder: Sendable {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? [] {
             _ = try? AtomicFile.remove(downloads.appendingPathComponent(name))
         }
+    }
+
+    /// Deletes everything in `downloads` that is not one of these files
+    /// (whole, partial, or a partial one's validator): what earlier installs
+    /// left for packages no plan names any more. Returns the names removed.
+    @discardableResult
+    func sweepDownloads(keeping sha256s: Set<String>) -> [String] {
+        var removed: [String] = []
+        for name in ((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).sorted() {
+            var stem = name
+            for suffix in [".validator", ".part"] where stem.hasSuffix(suffix) { stem.removeLast(suffix.count) }
+            let expected = [stem, "\(stem).part", "\(stem).part.validator"]
+            if sha256s.contains(stem), expected.contains(name), OutputTree.kind(downloads.appendingPathComponent(name)) == .file {
+                continue
+            }
+            let item = downloads.appendingPathComponent(name)
+            if OutputTree.kind(item) == .folder {
+                try? AtomicFile.removeFolder(item, under: documents)
+            } else {
+                _ = try? AtomicFile.remove(item)
+            }
+            removed.append(name)
+        }
+        return removed
     }
 
     /// Deletes what is downloaded for these files: they are in place now.

@@ -1,7 +1,7 @@
 package import Foundation
 package import TourpackClient
 import TourpackCore
-package import TourpackHTTP
+import TourpackHTTP
 
 #if canImport(Glibc)
 import Glibc
@@ -18,14 +18,20 @@ import Darwin
 /// - The catalogue is read with `If-None-Match` on the ETag remembered from
 ///   the last read; a 304 costs one small exchange and nothing else.
 /// - A file downloads straight to disk (the transport's spool file) and
-///   resumes: a file that already holds N bytes is asked for with
-///   `Range: bytes=N-` and `If-Range` on the validator (`ETag`, else
-///   `Last-Modified`) its first bytes came with, so a 206 continues it and a
-///   server that ignores the range (or a changed object) sends a 200 that
-///   starts the file over from byte 0.
+///   resumes by the rules every transport shares (`ResumableDownload`): a
+///   file that holds N bytes is asked for with `Range: bytes=N-` and
+///   `If-Range`; the answer's head is judged before its body (a wrong
+///   `Content-Range` writes nothing and is a failed try); a 200 starts the
+///   file over; the answer is bounded by the size the signed package.json names.
+/// - Each try of a file is bounded by the file's deadline
+///   (`CURLOPT_TIMEOUT_MS`, the seconds left of
+///   `TransferPolicy.fileDeadlineSeconds`) and by the rate floor
+///   (`CURLOPT_LOW_SPEED_LIMIT` and `_TIME`: `minimumBytesPerSecond` over
+///   `rateWindowSeconds`); either ends the try as a failed one.
 /// - 408, 429, 5xx, timeouts and connections cut short are tried again with
-///   `RetryPolicy`'s backoff, honouring `Retry-After`; a try that brought
-///   new bytes starts the count afresh, so a slow, flaky link still finishes.
+///   `TransferPolicy`'s full-jitter backoff, honouring `Retry-After`; the
+///   count starts afresh only after bytes that could be kept, and after
+///   `maximumAttempts` (or the deadline) the key is `unreachable`.
 ///
 /// The base URL may carry a query (a CDN token): it is kept on every
 /// request and left out of every message, as is any user info.
@@ -34,16 +40,14 @@ package final class HTTPSiteSource: SiteSource {
     private let base: String
     private let query: String?
     private let transport: HTTPTransport
-    private let retry: RetryPolicy
+    package let policy: TransferPolicy
     private let sleep: @Sendable (Duration) async throws -> Void
 
-    /// Six tries, backoff from half a second up to 20 s, at most five minutes
-    /// without progress on one key.
-    package static let defaultRetry = RetryPolicy(
-        maxAttempts: 6, initialBackoffSeconds: 0.5, maxBackoffSeconds: 20, deadlineSeconds: 300)
+    /// The largest catalogue or package.json read into memory (as `URLSessionSiteSource.objectCap`).
+    package static let objectCap = URLSessionSiteSource.objectCap
 
     package init(
-        base url: String, retry: RetryPolicy = HTTPSiteSource.defaultRetry, connections: Int = 4,
+        base url: String, policy: TransferPolicy = TransferPolicy(), connections: Int = 4,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) throws {
         var text = url
@@ -57,7 +61,7 @@ package final class HTTPSiteSource: SiteSource {
         if text.hasSuffix("/" + SiteLayout.catalog) { text.removeLast(SiteLayout.catalog.count + 1) }
         base = text
         self.query = query.flatMap { $0.isEmpty ? nil : $0 }
-        self.retry = retry
+        self.policy = policy
         self.sleep = sleep
         do { transport = try HTTPTransport(maxConnections: max(1, connections)) } catch {
             throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(text), reason: error.reason)
@@ -100,9 +104,9 @@ package final class HTTPSiteSource: SiteSource {
     /// are `missing`, other final statuses `refused`.
     private func exchange(_ key: String, headers: [(name: String, value: String)], expecting: Set<Int>) async throws -> HTTPResponse {
         let spec = HTTPRequestSpec(
-            method: .get, url: url(key), headers: headers, body: [], totalTimeoutSeconds: 120, connectTimeoutSeconds: 15,
-            stallTimeoutSeconds: 30)
-        var tries = Tries(retry)
+            method: .get, url: url(key), headers: headers, body: [], totalTimeoutSeconds: min(120, policy.fileDeadlineSeconds),
+            connectTimeoutSeconds: 15, stallTimeoutSeconds: 30, maxResponseBytes: Self.objectCap)
+        var tries = TransferTries(policy)
         while true {
             let outcome = await transport.perform(spec)
             switch try classify(outcome, key: key) {
@@ -111,7 +115,8 @@ package final class HTTPSiteSource: SiteSource {
             case .answer(let response):
                 throw final(response, key: key)
             case .retry(let status, let reason, let retryAfter):
-                try await tries.wait(status: status, reason: reason, retryAfter: retryAfter, url: shown(key), sleep: sleep)
+                let wait = try tries.delay(status: status, reason: reason, retryAfter: retryAfter, url: shown(key))
+                try await sleep(Duration.clamped(seconds: wait))
             }
         }
     }
@@ -121,79 +126,43 @@ package final class HTTPSiteSource: SiteSource {
     package func download(
         _ key: String, into file: URL, size: Int64, observe: @escaping @Sendable (DownloadObservation) -> Void
     ) async throws {
-        let validatorFile = file.appendingPathExtension("validator")
-        var tries = Tries(retry)
-        while true {
-            var have = Self.size(of: file)
-            let validator = (try? String(contentsOf: validatorFile, encoding: .utf8)).flatMap { $0.isEmpty ? nil : $0 }
-            if have > size || (have > 0 && validator == nil) {
-                // Bytes of unknown origin, or more than the file has: start over.
-                try Self.startOver(file, validatorFile)
-                have = 0
-            }
-            if have == size, size > 0 { return }
-            observe(.bytes(have))
-            var headers: [(name: String, value: String)] = [(name: "Accept-Encoding", value: "identity")]
-            if have > 0, let validator {
-                headers.append((name: "Range", value: "bytes=\(have)-"))
-                headers.append((name: "If-Range", value: validator))
-            }
+        var resumable = ResumableDownload(file: file, size: size, policy: policy, url: shown(key))
+        while let attempt = try resumable.nextTry() {
+            observe(.bytes(attempt.have))
             var spec = HTTPRequestSpec(
-                method: .get, url: url(key), headers: headers, body: [], totalTimeoutSeconds: 24 * 3600, connectTimeoutSeconds: 15,
-                stallTimeoutSeconds: 30, maxResponseBytes: Int(max(size, 0)) + 64 * 1024, spool: file)
-            spec.spoolAppendsPartialContent = have > 0
-            // The validator is kept as soon as the head is in, so a body cut short can be resumed.
+                method: .get, url: url(key), headers: attempt.headers, body: [], totalTimeoutSeconds: max(0.001, resumable.secondsLeft),
+                connectTimeoutSeconds: 15, stallTimeoutSeconds: policy.rateWindowSeconds,
+                maxResponseBytes: Int(clamping: size) + 64 * 1024, spool: file)
+            // The file never passes the size its signed package.json names; an error's message may be 64 KiB.
+            spec.spoolLimit = size
+            spec.minimumBytesPerSecond = Int(clamping: policy.minimumBytesPerSecond)
+            spec.spoolAppendsPartialContent = attempt.have > 0
+            // The head is judged before the body: a wrong Content-Range writes nothing.
             spec.onResponseHead = { status, headers in
-                guard (200..<300).contains(status), let tag = headers["etag"] ?? headers["last-modified"] else { return }
-                try? Data(tag.utf8).write(to: validatorFile)
+                switch attempt.accept(status: status, headers: headers) {
+                case .message, .fromStart, .continuing: return nil
+                case .refused(let reason): return reason
+                case .unwritable(let path, let reason): return "cannot prepare \(path): \(reason)"
+                }
             }
             let request = spec
             let outcome = try await withProgress(of: file, observe) { await self.transport.perform(request) }
-            let now = Self.size(of: file)
-            if now > have { tries.progressed() }
+            let ending: ResumableDownload.Ending
             switch try classify(outcome, key: key, file: file) {
-            case .answer(let response) where response.status == 206:
-                guard Self.continues(response.headers["content-range"], from: have, total: size) else {
-                    // A range we did not ask for was appended: what is there is unusable.
-                    try Self.startOver(file, validatorFile)
-                    continue
-                }
-                if Self.size(of: file) >= size { return }
-                try await shortAnswer(&tries, response, had: have, file: file, size: size, key: key, observe)
             case .answer(let response) where (200..<300).contains(response.status):
-                if !response.spooled, response.bodyBytes == 0 {
-                    // An empty body never opens the spool file.
-                    try Self.startOver(file, validatorFile)
-                    FileManager.default.createFile(atPath: file.path, contents: nil)
-                }
-                if Self.size(of: file) >= size { return }
-                try await shortAnswer(&tries, response, had: have, file: file, size: size, key: key, observe)
+                ending = .ended(status: response.status)
             case .answer(let response) where response.status == 416:
-                // The bytes held are not a prefix the server can continue.
-                try Self.startOver(file, validatorFile)
+                ending = .unsatisfiable
             case .answer(let response):
                 throw final(response, key: key)
             case .retry(let status, let reason, let retryAfter):
-                let wait = try tries.delay(status: status, reason: reason, retryAfter: retryAfter, url: shown(key))
-                observe(.retrying(afterSeconds: wait, reason: reason))
-                try await sleep(Duration.clamped(seconds: wait))
+                ending = .failed(status: status, reason: reason, retryAfter: retryAfter)
             }
+            guard let retry = try resumable.settle(ending) else { return }
+            observe(.retrying(afterSeconds: retry.seconds, reason: retry.reason))
+            try await sleep(Duration.clamped(seconds: retry.seconds))
             observe(.bytes(Self.size(of: file)))
         }
-    }
-
-    /// A complete answer that left the file short: the next try continues
-    /// it, and an answer that brought nothing new counts as a failed try.
-    private func shortAnswer(
-        _ tries: inout Tries, _ response: HTTPResponse, had: Int64, file: URL, size: Int64, key: String,
-        _ observe: @Sendable (DownloadObservation) -> Void
-    ) async throws {
-        let now = Self.size(of: file)
-        guard now <= had else { return }
-        let reason = "the answer ended at byte \(now) of \(size)"
-        let wait = try tries.delay(status: response.status, reason: reason, retryAfter: nil, url: shown(key))
-        observe(.retrying(afterSeconds: wait, reason: reason))
-        try await sleep(Duration.clamped(seconds: wait))
     }
 
     /// Runs `body` while reporting the file's size four times a second.
@@ -269,55 +238,5 @@ package final class HTTPSiteSource: SiteSource {
         return cleaned.count > 200 ? String(cleaned.prefix(200)) + "…" : cleaned
     }
 
-    /// Whether `Content-Range: bytes a-b/total` continues a file of `have` bytes of `total`.
-    static func continues(_ header: String?, from have: Int64, total: Int64) -> Bool {
-        guard let header, header.lowercased().hasPrefix("bytes ") else { return false }
-        let spec = header.dropFirst("bytes ".count)
-        let parts = spec.split(separator: "/")
-        guard parts.count == 2, let dash = parts[0].firstIndex(of: "-"),
-            let start = Int64(parts[0][..<dash].trimmingCharacters(in: .whitespaces))
-        else { return false }
-        let whole = parts[1].trimmingCharacters(in: .whitespaces)
-        return start == have && (whole == "*" || Int64(whole) == total)
-    }
-
     static func size(of file: URL) -> Int64 { InstallFolder.size(of: file) }
-
-    static func startOver(_ file: URL, _ validatorFile: URL) throws {
-        try AtomicFile.remove(file)
-        try AtomicFile.remove(validatorFile)
-    }
-}
-
-/// The tries of one key: how many failed since the last progress, and when the count began.
-struct Tries {
-    let retry: RetryPolicy
-    private var failures = 0
-    private var since = ContinuousClock.now
-
-    init(_ retry: RetryPolicy) { self.retry = retry }
-
-    /// A try brought new bytes: the next failure is the first again.
-    mutating func progressed() {
-        failures = 0
-        since = .now
-    }
-
-    /// How long to wait before the next try; `unreachable` when the tries or the deadline are spent.
-    mutating func delay(status: Int?, reason: String, retryAfter: Double?, url: String) throws -> Double {
-        failures += 1
-        let wait = retry.delay(afterFailedAttempts: failures, retryAfter: retryAfter)
-        if failures >= retry.maxAttempts || since.duration(to: .now).seconds + wait > retry.deadlineSeconds {
-            throw SiteSourceFailure(
-                .unreachable, url: url, status: status, reason: "\(reason); gave up after \(failures) tr\(failures == 1 ? "y" : "ies")")
-        }
-        return wait
-    }
-
-    mutating func wait(
-        status: Int?, reason: String, retryAfter: Double?, url: String, sleep: @Sendable (Duration) async throws -> Void
-    ) async throws {
-        let wait = try delay(status: status, reason: reason, retryAfter: retryAfter, url: url)
-        try await sleep(Duration.clamped(seconds: wait))
-    }
 }

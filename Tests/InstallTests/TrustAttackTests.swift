@@ -183,24 +183,35 @@ import TourpackTesting
     func rotation() async throws {
         let fixture = try SiteFixture()
         let tour = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 9_000)
+        // `tourpack keys root` writes roots/1.json, and the app's copy.
         let rootKey = SigningKey.generate()
-        let site = FolderSite(root: fixture.site)
-        let rootV1 = try await RootPublisher(site: site).create(
-            rootKeys: [rootKey], rootThreshold: 1, catalogKeys: [fixture.key.verifyingKey], catalogThreshold: 1)
+        let secrets = ["TRUST_ROOT_KEY": rootKey.exportBase64()]
         let pinned = fixture.work.appendingPathComponent("root.json")
-        try rootV1.encoded().write(to: pinned)
+        var result = try Self.run(
+            [
+                "keys", "root", "--site", fixture.site.path, "--root-key-env", "TRUST_ROOT_KEY", "--catalog-key", fixture.publicKeyBase64,
+                "--out", pinned.path,
+            ], environment: secrets)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("root of trust version 1") && !result.stdout.contains(rootKey.exportBase64()))
+        #expect(try Data(contentsOf: pinned) == Data(contentsOf: fixture.site.appendingPathComponent("roots/1.json")))
         try await fixture.publish()
         let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
         let device = fixture.documents("Device")
-        var result = try Self.run(["install", server.base, "--into", device.path, "--all", "--root", pinned.path])
+        result = try Self.run(["install", server.base, "--into", device.path, "--all", "--root", pinned.path])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
 
-        // The catalogue key leaks: rotate it out.
+        // The catalogue key leaks: `tourpack keys rotate` writes root 2 without it.
         let newKey = SigningKey.generate()
-        let rootV2 = try await RootPublisher(site: site).rotate(
-            signers: [rootKey], rootKeys: nil, rootThreshold: nil, catalogKeys: [newKey.verifyingKey], catalogThreshold: 1)
-        #expect(rootV2.version == 2)
+        result = try Self.run(
+            [
+                "keys", "rotate", "--site", fixture.site.path, "--sign-with-env", "TRUST_ROOT_KEY", "--catalog-key",
+                newKey.verifyingKey.base64,
+            ], environment: secrets)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let rootV2 = try RootOfTrust.decode(Data(contentsOf: fixture.site.appendingPathComponent("roots/2.json")))
+        #expect(rootV2.version == 2 && rootV2.roles.catalog.keyIds == [newKey.keyId])
         // The publisher refuses to sign with the revoked key…
         await #expect(throws: TourpackError.self) { try await fixture.publisher().refresh() }
         // …but whoever holds it writes a newer catalogue signed by it.

@@ -139,6 +139,10 @@ import TourpackTesting
             FileManager.default.fileExists(atPath: documents.appendingPathComponent("OfflineTours/\(other[0].packageId)").path) == false)
 
         // The installed package keeps playing, and the state says the catalogue is stale.
+        let installed = try Self.run(["installed", documents.path, "--json"], now: later)
+        let state = try JSONSerialization.jsonObject(with: Data(installed.stdout.utf8)) as? [String: Any]
+        #expect((state?["catalog"] as? [String: Any])?["stale"] as? Bool == true, "\(installed.stdout)")
+        #expect(try Self.run(["installed", documents.path], now: later).stdout.contains("STALE"))
         let library = OfflineLibrary(
             documents: documents, site: URL(string: server.base)!, trust: try .publicKey(base64: key), now: { later })
         await #expect(throws: OfflineError.self) { try await library.refreshCatalog() }

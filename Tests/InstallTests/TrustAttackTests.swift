@@ -250,6 +250,46 @@ import TourpackTesting
         #expect(verdict.stdout.contains("root 2 ok") && verdict.stdout.contains("catalog ok \(newKey.keyId)"), "\(verdict.stdout)")
     }
 
+    @Test("Fast-forward recovery: a generation pushed far ahead by a leaked key is forgotten once a rotation revokes that key")
+    func fastForwardRecovery() async throws {
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 6_000)
+        let rootKey = SigningKey.generate()
+        let site = FolderSite(root: fixture.site)
+        let root = try await RootPublisher(site: site).create(
+            rootKeys: [rootKey], rootThreshold: 1, catalogKeys: [fixture.key.verifyingKey], catalogThreshold: 1)
+        let pinned = fixture.work.appendingPathComponent("root.json")
+        try root.encoded().write(to: pinned)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let device = fixture.documents()
+        let live = fixture.site.appendingPathComponent("catalog.json")
+        let honest = try (Data(contentsOf: live), Data(contentsOf: live.appendingPathExtension("sig")))
+
+        // With the leaked key, a mirror serves generation 5,000: within the step, so the device takes it.
+        var ahead = try Catalog.decode(honest.0)
+        ahead.generation = 5_000
+        let aheadBytes = try ahead.encoded()
+        try aheadBytes.write(to: live)
+        try fixture.key.sign(aheadBytes).write(to: live.appendingPathExtension("sig"))
+        var result = try Self.run(["install", server.base, "--into", device.path, "--all", "--root", pinned.path])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+
+        // The real site: generation 1 again, then the key is rotated out and generation 2 published with the new one.
+        try honest.0.write(to: live)
+        try honest.1.write(to: live.appendingPathExtension("sig"))
+        let newKey = SigningKey.generate()
+        _ = try await RootPublisher(site: site).rotate(
+            signers: [rootKey], rootKeys: nil, rootThreshold: nil, catalogKeys: [newKey.verifyingKey], catalogThreshold: 1)
+        try fixture.changeFile(of: fixture.packages[0])
+        let outcome = try await fixture.publisher(signingKey: newKey).publish(root: fixture.source)
+        #expect(outcome.generation == 2)
+        result = try Self.run(["install", server.base, "--into", device.path, "--all"])
+        #expect(result.status == 0, "the revoked key's generation 5,000 no longer counts: \(result.stdout)\(result.stderr)")
+        try await Self.expectValid(device)
+    }
+
     /// A device's walk, in Python: from the pinned root, each roots/<n>.json
     /// signed by a threshold of the previous root's root keys and of its own;
     /// then catalog.json by a threshold of the last root's catalogue keys.

@@ -54,6 +54,18 @@ package struct InstalledInventory: Sendable {
         package var tours: [Tour]
         /// package.json files that do not read (left alone).
         package var unreadable: [String]
+        /// The newest catalogue this folder verified (`.tourpack-install/trust.json`); nil when none was.
+        package var catalog: CatalogState? = nil
+    }
+
+    /// The catalogue a Documents folder last verified, and whether it is stale.
+    package struct CatalogState: Sendable, Hashable, Codable {
+        package var site: String?
+        package var generation: Int?
+        package var expiresAt: Date?
+        /// Past `expiresAt` (or without one): downloads and updates are refused
+        /// (`catalogExpired`) until the site serves a fresh catalogue; installed packages keep playing.
+        package var stale: Bool
     }
 
     /// The statistics at `now` (expiry is judged against it).
@@ -90,9 +102,14 @@ package struct InstalledInventory: Sendable {
             tours[manifest.tourId]!.bytes += tourBytes
         }
         let sorted = tours.values.sorted { $0.tourId < $1.tourId }
+        let catalog = InstallFolder(documents: documents).trustRecord().map { record in
+            CatalogState(
+                site: record.site, generation: record.generation, expiresAt: record.catalogExpiresAt,
+                stale: record.catalogExpiresAt.map { $0 <= now } ?? true)
+        }
         return Statistics(
             documents: documents.path, packages: installed.count, bytes: total,
-            expired: sorted.flatMap(\.packages).filter(\.expired).count, tours: sorted, unreadable: unreadable)
+            expired: sorted.flatMap(\.packages).filter(\.expired).count, tours: sorted, unreadable: unreadable, catalog: catalog)
     }
 
     /// Removes the least recently accessed packages until what is installed

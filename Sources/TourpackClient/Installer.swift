@@ -33,15 +33,22 @@ import Darwin
 package struct Installer: Sendable {
     package let folder: InstallFolder
     package let source: any SiteSource
-    package let publicKey: VerifyingKey?
+    /// What the catalogue must be signed by; nil installs an unsigned site unchecked.
+    package let trust: CatalogTrust?
     /// Files downloading at once.
     package var concurrency = 4
     package var report: @Sendable (InstallEvent) -> Void = { _ in }
+    /// The clock the catalogue's and the packages' `expiresAt` are judged by.
+    package var now: @Sendable () -> Date = { Date() }
 
-    package init(documents: URL, source: any SiteSource, publicKey: VerifyingKey?) {
+    package init(documents: URL, source: any SiteSource, trust: CatalogTrust?) {
         self.folder = InstallFolder(documents: documents)
         self.source = source
-        self.publicKey = publicKey
+        self.trust = trust
+    }
+
+    package init(documents: URL, source: any SiteSource, publicKey: VerifyingKey?) {
+        self.init(documents: documents, source: source, trust: publicKey.map(CatalogTrust.key))
     }
 
     package var documents: URL { folder.documents }
@@ -113,12 +120,12 @@ package struct Installer: Sendable {
     }
 
     private func run(_ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, board: JobBoard) async throws -> Outcome {
-        let (catalog, summary) = try await CatalogReader(source: source, folder: folder, publicKey: publicKey).read()
+        let (catalog, summary) = try await CatalogReader(source: source, folder: folder, trust: trust, now: now).read()
         report(.catalog(summary))
         var outcome = Outcome(catalog: summary)
         let (installed, unreadable) = PackageOnDisk.read(documents: documents)
         for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }
-        let chosen = try PackageSelection.choose(catalog, installed: installed, choice: choice) { report(.warning($0)) }
+        let chosen = try unexpired(try PackageSelection.choose(catalog, installed: installed, choice: choice) { report(.warning($0)) })
         if chosen.isEmpty { report(.warning("no package of the catalogue was chosen")) }
 
         let planner = PackagePlanner(source: source, documents: documents)
@@ -175,6 +182,29 @@ package struct Installer: Sendable {
         }
         outcome.jobs = board.all
         return outcome
+    }
+
+    /// The chosen packages not past their own `expiresAt`: an expired one is
+    /// never installed. Left out with a warning; when every one chosen has
+    /// expired, the install fails with `catalogExpired`, naming them.
+    private func unexpired(_ chosen: [CatalogEntry]) throws -> [CatalogEntry] {
+        let moment = now()
+        let expired = chosen.filter { $0.package.expiresAt <= moment }
+        guard !expired.isEmpty else { return chosen }
+        let names = expired.map {
+            "\(TourpackError.packageName($0.package.packageId, tourName: $0.tour.tourName)) expired at \(PackageManifest.timestamp($0.package.expiresAt))"
+        }
+        if expired.count == chosen.count {
+            throw TourpackError(
+                .catalogExpired,
+                "\(names.joined(separator: "; ")): an expired package is never installed; the publisher must rebuild it",
+                context: TourpackError.Context(
+                    item: expired.count == 1
+                        ? TourpackError.packageName(expired[0].package.packageId, tourName: expired[0].tour.tourName) : nil,
+                    url: source.location))
+        }
+        for name in names { report(.warning("\(name); not installed")) }
+        return chosen.filter { $0.package.expiresAt > moment }
     }
 
     /// Refuses up front a download the file system has no room for, naming the root.

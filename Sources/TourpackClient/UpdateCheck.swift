@@ -75,7 +75,9 @@ package struct UpdateCheck: Sendable {
         try folder.prepare()
         let lock = try InstallLock.acquire(documents: folder.documents)
         defer { lock.release() }
-        let (catalog, summary) = try await CatalogReader(source: installer.source, folder: folder, publicKey: installer.publicKey).read()
+        let (catalog, summary) = try await CatalogReader(
+            source: installer.source, folder: folder, trust: installer.trust, now: installer.now
+        ).read()
         let (installed, _) = PackageOnDisk.read(documents: folder.documents)
         let planner = PackagePlanner(source: installer.source, documents: folder.documents)
         var tours: [Tour] = []

@@ -100,7 +100,7 @@ package struct Publisher: Sendable {
                     outcome.published = true
                     return outcome
                 }
-                if let generation = try await commit(merged, replacing: current, at: moment, outcome: &outcome) {
+                if let generation = try await commit(CatalogTour.grouping(merged), replacing: current, at: moment, outcome: &outcome) {
                     outcome.generation = generation
                     outcome.published = true
                     return outcome
@@ -205,7 +205,7 @@ package struct Publisher: Sendable {
     func isUnchanged(_ current: (catalog: Catalog, bytes: [UInt8], etag: String), by entries: [CatalogEntry]) throws -> Bool {
         var same = Catalog(
             generation: current.catalog.generation, previousGeneration: current.catalog.previousGeneration,
-            publishedAt: current.catalog.publishedAt, entries: entries)
+            publishedAt: current.catalog.publishedAt, expiresAt: current.catalog.expiresAt, entries: entries)
         // Signing with another key (or none) is a change too.
         same.sign(by: signingKey?.keyId)
         return try same.encoded() == Data(current.bytes)
@@ -213,15 +213,17 @@ package struct Publisher: Sendable {
 
     /// Writes the next generation and puts it in force; nil when another
     /// publisher replaced the catalogue first (nothing of ours is in force then).
-    private func commit(
-        _ entries: [CatalogEntry], replacing current: (catalog: Catalog, bytes: [UInt8], etag: String)?, at moment: Date,
+    func commit(
+        _ tours: [CatalogTour], replacing current: (catalog: Catalog, bytes: [UInt8], etag: String)?, at moment: Date,
         outcome: inout Outcome
     ) async throws -> Int? {
+        try await checkAuthorised()
         let listed = try await site.list(prefix: SiteLayout.generationsFolder).compactMap { SiteLayout.generationNumber($0.key) }
         var number = max(current?.catalog.generation ?? 0, listed.max() ?? 0) + 1
         while true {
             var catalog = Catalog(
-                generation: number, previousGeneration: current?.catalog.generation, publishedAt: moment, entries: entries)
+                generation: number, previousGeneration: current?.catalog.generation, publishedAt: moment,
+                expiresAt: expiry(from: moment), tours: tours)
             catalog.sign(by: signingKey?.keyId)
             let bytes = Array(try catalog.encoded())
             let signature = try signingKey.map { Array(try $0.sign(Data(bytes))) }
@@ -247,20 +249,72 @@ package struct Publisher: Sendable {
             outcome.uploads.append(SiteLayout.catalog)
             outcome.uploadedBytes += Int64(bytes.count)
             try await writeCatalogSignature(signature)
-            report(.published(generation: number, packages: entries.count))
+            report(.published(generation: number, packages: tours.reduce(0) { $0 + $1.packages.count }))
             return number
         }
     }
 
+    /// When a catalogue published or refreshed at `moment` expires: `publish.catalogTTLDays` later.
+    func expiry(from moment: Date) -> Date {
+        moment.addingTimeInterval(Double(settings.catalogTTLDays) * 86_400)
+    }
+
     /// `catalog.json.sig` for the catalogue just put in force; without a key,
     /// none (a signature of another catalogue must not stay beside it).
-    private func writeCatalogSignature(_ signature: [UInt8]?) async throws {
+    func writeCatalogSignature(_ signature: [UInt8]?) async throws {
         let key = SiteLayout.signature(of: SiteLayout.catalog)
         if let signature {
             try await site.overwrite(
                 key, bytes: signature, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.catalogCacheControl)
         } else {
             try await site.delete(key)
+        }
+    }
+
+    // MARK: Refresh
+
+    /// `publish --refresh`: the catalogue in force, signed again with a new
+    /// `expiresAt` (now plus `publish.catalogTTLDays`). Its generation,
+    /// packages and every other field stay as they are; only `signedBy`
+    /// follows the key, so a refresh after `keys rotate` re-signs with the
+    /// new one. `generations/<n>.json` keeps the bytes first published.
+    /// What a daily job runs, so that devices never see a catalogue expire.
+    package func refresh(dryRun: Bool = false) async throws -> (generation: Int, expiresAt: Date) {
+        try await site.exclusively { [self] in
+            guard let current = try await readCatalog() else {
+                throw TourpackError.invalidInput(
+                    "publish --refresh: \(site.locate(SiteLayout.catalog)) does not exist; publish a catalogue first")
+            }
+            try await checkAuthorised()
+            let moment = now()
+            var catalog = current.catalog
+            catalog.expiresAt = Date(timeIntervalSince1970: expiry(from: moment).timeIntervalSince1970.rounded(.down))
+            catalog.sign(by: signingKey?.keyId)
+            if dryRun { return (catalog.generation, catalog.expiresAt!) }
+            let bytes = Array(try catalog.encoded())
+            let signature = try signingKey.map { Array(try $0.sign(Data(bytes))) }
+            guard
+                try await site.replace(
+                    SiteLayout.catalog, bytes: bytes, contentType: SiteLayout.jsonContentType,
+                    cacheControl: SiteLayout.catalogCacheControl, expecting: current.etag)
+            else {
+                throw TourpackError.invalidInput("publish --refresh: another publisher changed the catalogue meanwhile; run it again")
+            }
+            try await writeCatalogSignature(signature)
+            report(.refreshed(generation: catalog.generation, expiresAt: catalog.expiresAt!))
+            return (catalog.generation, catalog.expiresAt!)
+        }
+    }
+
+    /// Refuses to sign with a key the site's newest root (`roots/<n>.json`)
+    /// does not authorise for the catalogue: devices would refuse it.
+    func checkAuthorised() async throws {
+        guard let signingKey, let root = try await RootPublisher(site: site).newest() else { return }
+        guard root.root.roles.catalog.keyIds.contains(signingKey.keyId) else {
+            throw TourpackError.invalidInput(
+                "publish: signing key \(signingKey.keyId) is not one root version \(root.root.version) authorises for the catalogue "
+                    + "(\(root.root.roles.catalog.keyIds.joined(separator: ", "))); devices would refuse it. "
+                    + "Sign with an authorised key, or `tourpack keys rotate` to authorise this one")
         }
     }
 
@@ -288,7 +342,10 @@ package enum PublishEvent: Sendable, Equatable {
     case unchanged(generation: Int)
     /// Another publisher put a catalogue in force first; merging and trying again.
     case raced
-    case rolledBack(generation: Int)
+    /// Generation `from`'s packages are in force again, as the new generation `generation`.
+    case rolledBack(from: Int, generation: Int)
+    /// The catalogue in force was signed again with a new expiry.
+    case refreshed(generation: Int, expiresAt: Date)
     case deleted(key: String)
     case warning(String)
 }

@@ -7,10 +7,15 @@ import TourpackMaps
 extension Publisher {
     // MARK: Rollback
 
-    /// Puts generation `number` back in force: `catalog.json` becomes
-    /// `generations/<number>.json` byte for byte, with its signature, once
-    /// every object it names is checked to be there still.
-    package func rollback(to number: Int, dryRun: Bool = false) async throws {
+    /// Puts generation `number`'s packages back in force as a **new**
+    /// generation, numbered above every one published, signed and with a
+    /// fresh `expiresAt`: a device, which refuses any generation lower than
+    /// one it verified, follows a deliberate rollback as it follows any
+    /// publish, and still refuses a mirror's replay of the old file.
+    /// Every object it names is checked to be there still; packages expired
+    /// since are left out. Returns the new generation (for a dry run, the one it would be).
+    @discardableResult
+    package func rollback(to number: Int, dryRun: Bool = false) async throws -> Int {
         try await site.exclusively { [self] in
             let key = SiteLayout.generation(number)
             guard let generation = try await site.read(key) else {
@@ -30,36 +35,27 @@ extension Publisher {
                     "publish --rollback \(number): the site no longer has \(missing.count) object(s) that generation names "
                         + "(first: \(missing[0])); it cannot be put back in force")
             }
-            let signature = try await site.read(SiteLayout.signature(of: key))
-            if let signingKey {
-                guard let signature,
-                    (try? CatalogSignature.verify(
-                        bytes: Data(generation.bytes), signatureDocument: Data(signature.bytes), publicKey: signingKey.verifyingKey)) != nil
-                else {
-                    throw TourpackError.invalidInput(
-                        "publish --rollback \(number): \(key) has no signature by key \(signingKey.keyId); it cannot be put back in force signed"
-                    )
+            let moment = now()
+            let entries = catalog.entries.filter { entry in
+                guard entry.package.expiresAt > moment else {
+                    report(.warning("\(entry.package.packageId) expired at \(entry.package.expiresAt); left out of the catalogue"))
+                    return false
                 }
+                return true
             }
-            if dryRun { return }
-            let current = try await site.read(SiteLayout.catalog)
-            guard
-                try await site.replace(
-                    SiteLayout.catalog, bytes: generation.bytes, contentType: SiteLayout.jsonContentType,
-                    cacheControl: SiteLayout.catalogCacheControl, expecting: current?.etag)
+            let current = try await readCatalog()
+            var outcome = Outcome(generation: 0, published: false, packages: entries.count)
+            if dryRun {
+                let listed = try await site.list(prefix: SiteLayout.generationsFolder).compactMap { SiteLayout.generationNumber($0.key) }
+                return max(current?.catalog.generation ?? 0, listed.max() ?? 0) + 1
+            }
+            guard let published = try await commit(CatalogTour.grouping(entries), replacing: current, at: moment, outcome: &outcome)
             else {
                 throw TourpackError.invalidInput(
                     "publish --rollback \(number): another publisher changed the catalogue meanwhile; run it again")
             }
-            let signatureKey = SiteLayout.signature(of: SiteLayout.catalog)
-            if let signature {
-                try await site.overwrite(
-                    signatureKey, bytes: signature.bytes, contentType: SiteLayout.jsonContentType,
-                    cacheControl: SiteLayout.catalogCacheControl)
-            } else {
-                try await site.delete(signatureKey)
-            }
-            report(.rolledBack(generation: number))
+            report(.rolledBack(from: number, generation: published))
+            return published
         }
     }
 

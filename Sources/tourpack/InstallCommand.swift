@@ -12,9 +12,15 @@ struct Install: AsyncParsableCommand {
         discussion: """
             Reads SITE's catalog.json (an http(s):// base URL, or a folder that `publish` wrote) \
             conditionally: its ETag is remembered in DOCUMENTS/.tourpack-install, so a catalogue \
-            that did not change costs one 304 and nothing else. With --public-key, the catalogue \
-            must be signed by that key (catalog.json.sig), and each package.json and file must have \
-            the SHA-256 that names it; anything else is refused and nothing is installed.
+            that did not change costs one 304 and nothing else. The catalogue must be signed \
+            (catalog.json.sig) by the --public-key, or by a catalogue key the --root of trust \
+            (root.json; newer roots are walked on the site as roots/<n>.json) authorises; it must \
+            not be older than one this DOCUMENTS verified (rollbackRefused) nor past its expiresAt \
+            (catalogExpired: installed packages keep playing); each package.json and file must have \
+            the SHA-256 that names it. Anything else is refused and nothing is installed. The \
+            anchor DOCUMENTS was first installed with is remembered in it, so later installs need \
+            neither option. With no anchor at all, install refuses unless --insecure-unsigned, which \
+            checks no signature and warns on every run.
 
             Files download into DOCUMENTS/.tourpack-install (which `validate` skips), resume with \
             Range and If-Range, are retried with backoff on 429, 5xx, timeouts, cut connections and \
@@ -37,7 +43,7 @@ struct Install: AsyncParsableCommand {
 
             Errors, as the app names them: networkUnavailable, mapDownloadFailed (the tile pack), \
             storageFailed (names the path), alreadyDownloaded (--no-reinstall), alreadyDownloading, \
-            integrityFailed. Exit codes: \(ExitStatus.ok) installed or up to date · \
+            integrityFailed, catalogExpired, rollbackRefused. Exit codes: \(ExitStatus.ok) installed or up to date · \
             \(ExitStatus.failure) a failure above · \(ExitStatus.badInput) bad usage, SITE, key or \
             tour · \(ExitStatus.cancelled) cancelled.
 
@@ -77,6 +83,16 @@ struct Install: AsyncParsableCommand {
             valueName: "KEY"))
     var publicKey: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Refuse a catalogue the keys of this root of trust (root.json, as `tourpack keys root` wrote it) do not authorise.",
+            valueName: "FILE"),
+        completion: .file(extensions: ["json"]))
+    var root: String?
+
+    @Flag(help: "Install from a site with no trust anchor, checking no signature (not recommended; warns on every run).")
+    var insecureUnsigned = false
+
     @Flag(help: "Print NDJSON events on stdout instead of a progress display.")
     var json = false
 
@@ -112,13 +128,39 @@ struct Install: AsyncParsableCommand {
         if minRate < 0 { throw ValidationError("--min-rate: 0 or more bytes a second") }
         if !(rateWindow >= 1) || !rateWindow.isFinite { throw ValidationError("--rate-window: at least 1 second") }
         if !(fileDeadline >= 1) || !fileDeadline.isFinite { throw ValidationError("--file-deadline: at least 1 second") }
+        if publicKey != nil, root != nil { throw ValidationError("--public-key and --root: give one trust anchor") }
+    }
+
+    /// The warning `--insecure-unsigned` prints on every run.
+    static let insecureWarning =
+        "--insecure-unsigned: the catalogue's signature is not checked; whoever controls the site or the network can install anything"
+
+    /// The anchor: --public-key or --root, else the one DOCUMENTS remembers;
+    /// nil (unchecked) only with --insecure-unsigned, else refused.
+    func trust() throws -> CatalogTrust? {
+        if let key = try Self.verifyingKey(publicKey) { return .key(key) }
+        if let root {
+            guard let bytes = FileManager.default.contents(atPath: root) else {
+                throw TourpackError.invalidInput("--root \(root): no such file (the root.json `tourpack keys root` wrote)")
+            }
+            do { return try CatalogTrust.root(bytes: Array(bytes)) } catch { throw TourpackError.invalidInput("--root \(root): \(error)") }
+        }
+        if let remembered = InstallFolder(documents: URL(fileURLWithPath: documents)).rememberedAnchor() { return remembered }
+        guard insecureUnsigned else {
+            throw TourpackError.invalidInput(
+                "install: no trust anchor: give --public-key KEY or --root FILE (\(documents) remembers none), "
+                    + "or --insecure-unsigned to install without checking the catalogue's signature")
+        }
+        return nil
     }
 
     func run() async throws {
         let choice = PackageChoice(tours: tours, all: all, format: format, quality: quality)
+        let trust = try trust()
         var installer = Installer(
-            documents: URL(fileURLWithPath: documents), source: try Self.source(site, policy: transferPolicy),
-            publicKey: try Self.verifyingKey(publicKey))
+            documents: URL(fileURLWithPath: documents), source: try Self.source(site, policy: transferPolicy), trust: trust)
+        installer.now = CommandClock.now
+        if trust == nil, !json || check { Console.error("warning: \(Self.insecureWarning)") }
         if check {
             let report = try await UpdateCheck(installer: installer).check(choice)
             CheckReportText.print(report, json: json)
@@ -128,6 +170,7 @@ struct Install: AsyncParsableCommand {
         }
         let display = InstallDisplay(mode: BuildDisplay.mode(json: json))
         installer.report = { display.show($0) }
+        if trust == nil, json { display.show(.warning(Self.insecureWarning)) }
         do {
             let outcome = try await SignalCancellation.run(laterSignalsExit: false) { [installer, noReinstall] in
                 try await installer.install(choice, noReinstall: noReinstall)

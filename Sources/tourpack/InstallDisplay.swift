@@ -118,7 +118,8 @@ final class InstallDisplay: @unchecked Sendable {
         switch event {
         case .catalog(let catalog):
             let how = catalog.notModified ? "unchanged since the last read (304)" : "read"
-            let trust = catalog.verifiedBy.map { "signature by key \($0) verified" } ?? "signature not checked (no --public-key)"
+            let trust =
+                catalog.verifiedBy.map { "signature by \($0) verified" } ?? "signature NOT checked (--insecure-unsigned)"
             return
                 "catalogue generation \(catalog.generation) of \(catalog.site) \(how): \(catalog.tours) tour(s), \(catalog.packages) package(s); \(trust)"
         case .upToDate(let packageId, let tourName): return "up to date \(tourName) (\(packageId))"

@@ -91,6 +91,13 @@ struct Installed: AsyncParsableCommand {
         var lines = [
             "\(statistics.documents): \(statistics.packages) package(s), \(PlanReport.bytes(Int(statistics.bytes))), \(statistics.expired) expired"
         ]
+        if let catalog = statistics.catalog {
+            let when = catalog.expiresAt.map(PackageManifest.timestamp) ?? "no expiry"
+            lines.append(
+                catalog.stale
+                    ? "catalogue: generation \(catalog.generation ?? 0) expired at \(when): STALE; downloads and updates wait for a fresh one (installed packages play)"
+                    : "catalogue: generation \(catalog.generation ?? 0), fresh until \(when)")
+        }
         for tour in statistics.tours {
             let used = tour.lastAccessed.map { "last used \(PackageManifest.timestamp($0))" } ?? "never used"
             lines.append("  \(tour.tourName) (\(tour.tourId)): \(PlanReport.bytes(Int(tour.bytes))), \(used)")

@@ -17,9 +17,14 @@ struct Publish: AsyncParsableCommand {
             Nothing the catalogue in force names is ever overwritten or removed, so a publish killed \
             at any instant leaves the previous catalogue in force. Expired packages are left out.
 
-            A publish with nothing new uploads nothing and keeps the generation. --rollback N puts \
-            generation N back in force; --gc deletes what no kept generation names, after \
-            publish.graceDays.
+            Each catalogue carries expiresAt, publish.catalogTTLDays (default 7) after it is \
+            published; devices refuse an expired one for downloads (catalogExpired). --refresh \
+            signs the catalogue in force again with a new expiresAt and changes nothing else: run it \
+            daily. A publish with nothing new uploads nothing and keeps the generation. --rollback N \
+            publishes generation N's packages as a new, higher generation (devices refuse a lower \
+            one); --gc deletes what no kept generation names, after publish.graceDays. When the site \
+            has roots of trust (roots/<n>.json, `tourpack keys root`), the signing key must be one \
+            the newest root authorises.
 
             Exit codes: \(ExitStatus.ok) published (or nothing to publish) · \(ExitStatus.failure) the \
             root has validate errors, or the site refused · \(ExitStatus.badInput) bad usage, pipeline \
@@ -42,8 +47,11 @@ struct Publish: AsyncParsableCommand {
     @Flag(help: "List what would be uploaded (or deleted, with --gc) and change nothing.")
     var dryRun = false
 
-    @Option(help: "Put generation N of the catalogue back in force.")
+    @Option(help: "Publish generation N's packages again, as a new generation.")
     var rollback: Int?
+
+    @Flag(help: "Sign the catalogue in force again with a new expiresAt (now + publish.catalogTTLDays); change nothing else.")
+    var refresh = false
 
     @Flag(help: "Delete the blobs, manifests and generations no kept generation names, once publish.graceDays have passed.")
     var gc = false
@@ -52,7 +60,9 @@ struct Publish: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        if rollback != nil, gc { throw ValidationError("--rollback and --gc are separate runs; give one") }
+        if [rollback != nil, gc, refresh].filter({ $0 }).count > 1 {
+            throw ValidationError("--rollback, --refresh and --gc are separate runs; give one")
+        }
         if let rollback, rollback < 1 { throw ValidationError("--rollback takes a generation number, 1 or more") }
     }
 
@@ -67,7 +77,8 @@ struct Publish: AsyncParsableCommand {
             settings = PublishSettings(
                 target: .folder(folder), signingKeyEnv: settings?.signingKeyEnv,
                 keepGenerations: settings?.keepGenerations ?? PublishSettings.defaultKeepGenerations,
-                graceDays: settings?.graceDays ?? PublishSettings.defaultGraceDays)
+                graceDays: settings?.graceDays ?? PublishSettings.defaultGraceDays,
+                catalogTTLDays: settings?.catalogTTLDays ?? PublishSettings.defaultCatalogTTLDays)
         }
         guard let settings else {
             throw TourpackError.invalidInput(
@@ -80,11 +91,18 @@ struct Publish: AsyncParsableCommand {
         publisher.now = CommandClock.now
 
         if let rollback {
-            try await publisher.rollback(to: rollback, dryRun: dryRun)
+            let generation = try await publisher.rollback(to: rollback, dryRun: dryRun)
             display.finish(
                 dryRun
-                    ? "would put generation \(rollback) back in force at \(publisher.site.location)"
-                    : "generation \(rollback) is in force at \(publisher.site.location)")
+                    ? "would publish generation \(rollback)'s packages as generation \(generation) at \(publisher.site.location)"
+                    : "generation \(rollback)'s packages are in force as generation \(generation) at \(publisher.site.location)")
+            return
+        }
+        if refresh {
+            let (generation, expiresAt) = try await publisher.refresh(dryRun: dryRun)
+            display.finish(
+                "\(dryRun ? "would refresh" : "refreshed") generation \(generation) at \(publisher.site.location): "
+                    + "expires at \(PackageManifest.timestamp(expiresAt))")
             return
         }
         if gc {
@@ -164,7 +182,9 @@ struct PublishDisplay: Sendable {
         case .unchanged(let generation): json ? emit("unchanged", ["generation": generation]) : ()
         case .raced:
             json ? emit("raced", [:]) : Console.error("another publisher put a catalogue in force first; merging and trying again")
-        case .rolledBack(let generation): json ? emit("rolledBack", ["generation": generation]) : ()
+        case .rolledBack(let from, let generation): json ? emit("rolledBack", ["from": from, "generation": generation]) : ()
+        case .refreshed(let generation, let expiresAt):
+            json ? emit("refreshed", ["generation": generation, "expiresAt": PackageManifest.timestamp(expiresAt)]) : ()
         case .deleted(let key): json ? emit("deleted", ["key": key]) : Console.error("deleted \(key)")
         case .warning(let message): json ? emit("warning", ["message": message]) : Console.error("warning: \(message)")
         }

@@ -143,8 +143,8 @@ import TourpackTesting
         #expect(Set(audit.packages.keys) == [fresh], "only the unexpired package is in the catalogue")
     }
 
-    @Test("--rollback N puts generation N's bytes and signature back in force, and refuses a generation the site does not have")
-    func rollbackRestoresAGenerationByteForByte() throws {
+    @Test("--rollback N publishes generation N's packages as a new, higher generation, and refuses a generation the site does not have")
+    func rollbackPublishesAGenerationAgainAsANewOne() throws {
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace()
         try Self.built(workspace, server)
@@ -165,26 +165,31 @@ import TourpackTesting
 
         let rollback = try workspace.publish(["--rollback", "1", "--json"], environment: key.environment)
         #expect(rollback.status == 0, "\(rollback.stderr)")
-        #expect(PublishLog(rollback).named("rolledBack").first?["generation"] as? Int == 1)
-        #expect(bytes("catalog.json") != nil && bytes("catalog.json") == bytes("generations/1.json"))
-        #expect(bytes("catalog.json.sig") != nil && bytes("catalog.json.sig") == bytes("generations/1.json.sig"))
+        #expect(PublishLog(rollback).named("rolledBack").first?["from"] as? Int == 1)
+        #expect(PublishLog(rollback).named("rolledBack").first?["generation"] as? Int == 3)
+        // A new generation (devices refuse a lower one) with generation 1's packages.
+        #expect(bytes("catalog.json") != nil && bytes("catalog.json") == bytes("generations/3.json"))
+        #expect(bytes("catalog.json.sig") != nil && bytes("catalog.json.sig") == bytes("generations/3.json.sig"))
+        let first = try Catalog.decode(try #require(bytes("generations/1.json")))
+        let third = try Catalog.decode(try #require(bytes("generations/3.json")))
+        #expect(third.tours == first.tours && third.previousGeneration == 2)
         let audit = try SiteAudit.check(site, key: key)
         audit.expectSound("after the rollback")
-        #expect(audit.generation == 1)
+        #expect(audit.generation == 3)
 
         let missing = try workspace.publish(["--rollback", "9"], environment: key.environment)
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("generations/9.json does not exist") && missing.stderr.contains("1, 2"), "\(missing.stderr)")
         // Joined as a path: the site's folder, one "/", the key (issue 35: "…/sitegenerations/9.json").
         #expect(missing.stderr.contains(site.standardizedFileURL.path + "/generations/9.json does not exist"), "\(missing.stderr)")
-        #expect(bytes("catalog.json") == bytes("generations/1.json"))
+        #expect(bytes("catalog.json") == bytes("generations/3.json"))
 
         // The next publish puts the built packages back on top, as a generation newer than any.
         let next = try workspace.publish(["--json"], environment: key.environment)
-        #expect(PublishLog(next).published == 3, "\(next.stdout)")
+        #expect(PublishLog(next).published == 4, "\(next.stdout)")
         let after = try SiteAudit.check(site, key: key, allGenerations: true)
         after.expectSound("after publishing again")
-        #expect(after.catalog?["previousGeneration"] as? Int == 1)
+        #expect(after.catalog?["previousGeneration"] as? Int == 3)
     }
 
     @Test("--gc deletes nothing within graceDays; with graceDays 0 it deletes exactly what only generations older than the kept ones named")
@@ -285,7 +290,7 @@ import TourpackTesting
             }
         }
         let both = try workspace.publish(["--rollback", "1", "--gc"], environment: key.environment)
-        #expect(both.status == 2 && both.stderr.contains("--rollback and --gc are separate runs"), "\(both.stderr)")
+        #expect(both.status == 2 && both.stderr.contains("--rollback, --refresh and --gc are separate runs"), "\(both.stderr)")
         #expect(RootCheck.allFiles(under: site).isEmpty, "nothing was written")
 
         // A dry run names every blob and manifest a publish then uploads, and writes none of them.

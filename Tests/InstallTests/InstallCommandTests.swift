@@ -118,7 +118,7 @@ import Glibc
                 twins = twins.map { fixture.package($0.packageId) }
             }
             server.resetLog()
-            let result = try Self.run(["install", server.base, "--into", documents.path, "--all"])
+            let result = try Self.run(["install", server.base, "--into", documents.path, "--all", "--public-key", fixture.publicKeyBase64])
             #expect(result.status == 0, "\(round): \(result.stdout)\(result.stderr)")
             for package in twins {
                 let seen = SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json")
@@ -136,7 +136,7 @@ import Glibc
         for name in ["A", "B", "C"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 40_000) }
         try await fixture.publish()
         let documents = fixture.documents().path
-        var result = try Self.run(["install", fixture.site.path, "--into", documents, "--all"])
+        var result = try Self.run(["install", fixture.site.path, "--into", documents, "--all", "--public-key", fixture.publicKeyBase64])
         try #require(result.status == 0, "\(result.stderr)")
         let onDisk = SiteFixture.snapshot(URL(fileURLWithPath: documents)).values.reduce(0) { $0 + $1.count }
 
@@ -169,9 +169,9 @@ import Glibc
         for arguments in [
             ["install", fixture.site.path, "--into", documents],
             ["install", fixture.site.path, "--into", documents, "--all", "--public-key", "not base64!"],
-            ["install", fixture.site.path, "--into", documents, "--tour", UUID().uuidString.lowercased()],
-            ["install", "ftp://example.com/site", "--into", documents, "--all"],
-            ["install", fixture.work.appendingPathComponent("nowhere").path, "--into", documents, "--all"],
+            ["install", fixture.site.path, "--into", documents, "--tour", UUID().uuidString.lowercased(), "--insecure-unsigned"],
+            ["install", "ftp://example.com/site", "--into", documents, "--all", "--insecure-unsigned"],
+            ["install", fixture.work.appendingPathComponent("nowhere").path, "--into", documents, "--all", "--insecure-unsigned"],
         ] {
             let result = try Self.run(arguments)
             #expect(result.status == 2, "\(arguments): \(result.status) \(result.stderr)")
@@ -196,7 +196,7 @@ import Glibc
         let documents = fixture.documents()
         let process = Process()
         process.executableURL = Executable.tourpack
-        process.arguments = ["install", server.base, "--into", documents.path, "--all", "--json"]
+        process.arguments = ["install", server.base, "--into", documents.path, "--all", "--json", "--public-key", fixture.publicKeyBase64]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -23,7 +23,9 @@ import Glibc
         defer { server.stop() }
         let documents = fixture.documents()
         let manifestPath = "OfflineTours/\(id)/package.json"
-        let first = try InstallCommandTests.run(["install", server.base, "--into", documents.path, "--all"])
+        let first = try InstallCommandTests.run([
+            "install", server.base, "--into", documents.path, "--all", "--public-key", fixture.publicKeyBase64,
+        ])
         try #require(first.status == 0, "\(first.stderr)")
 
         var seeds = SystemRandomNumberGenerator()
@@ -42,7 +44,7 @@ import Glibc
             server.resetLog()
             let process = Process()
             process.executableURL = Executable.tourpack
-            process.arguments = ["install", server.base, "--into", documents.path, "--all"]
+            process.arguments = ["install", server.base, "--into", documents.path, "--all", "--public-key", fixture.publicKeyBase64]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -67,7 +69,9 @@ import Glibc
             let arrived = Self.downloadedBytes(documents)
             server.inject { _, _, _, _ in nil }
             server.resetLog()
-            let next = try InstallCommandTests.run(["install", server.base, "--into", documents.path, "--all"])
+            let next = try InstallCommandTests.run([
+                "install", server.base, "--into", documents.path, "--all", "--public-key", fixture.publicKeyBase64,
+            ])
             #expect(next.status == 0, "round \(round): \(next.stderr)")
             #expect(Self.appView(documents, manifestPath: manifestPath) == new, "round \(round): the new package, whole")
             let fetched = Self.blobBytes(server)
@@ -106,7 +110,9 @@ import Glibc
         defer { _ = try? Tool.run("umount", [disk.path]) }
         let documents = disk.appendingPathComponent("Documents")
         let manifestPath = "OfflineTours/\(id)/package.json"
-        let first = try InstallCommandTests.run(["install", fixture.site.path, "--into", documents.path, "--all"])
+        let first = try InstallCommandTests.run([
+            "install", fixture.site.path, "--into", documents.path, "--all", "--public-key", fixture.publicKeyBase64,
+        ])
         try #require(first.status == 0, "\(first.stderr)")
         let old = Self.appView(documents, manifestPath: manifestPath)
         try #require(old.count == 3)
@@ -123,7 +129,9 @@ import Glibc
         try fixture.replaceForTests(fixture.package(id), json: json)
         try await fixture.publish()
 
-        let full = try InstallCommandTests.run(["install", fixture.site.path, "--into", documents.path, "--all", "--json"])
+        let full = try InstallCommandTests.run([
+            "install", fixture.site.path, "--into", documents.path, "--all", "--json", "--public-key", fixture.publicKeyBase64,
+        ])
         #expect(full.status == 1, "\(full.stdout)\n\(full.stderr)")
         let failure = try #require(InstallCommandTests.lines(full.stdout).last { $0["event"] as? String == "error" }, "\(full.stdout)")
         #expect(failure["error"] as? String == "storageFailed", "the app's name for it: \(failure)")

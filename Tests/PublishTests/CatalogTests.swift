@@ -50,7 +50,8 @@ import TourpackPublish
         #expect(try decoded.encoded() == bytes)
         // The same packages in another order are the same catalogue.
         let reversed = Catalog(
-            generation: 7, previousGeneration: 6, publishedAt: PublishFixture.publishedAt, entries: try PublishFixture.entries().reversed())
+            generation: 7, previousGeneration: 6, publishedAt: PublishFixture.publishedAt,
+            expiresAt: PublishFixture.publishedAt.addingTimeInterval(7 * 86_400), entries: try PublishFixture.entries().reversed())
         #expect(try reversed.encoded() == bytes)
 
         let text = String(decoding: bytes, as: UTF8.self)
@@ -58,6 +59,7 @@ import TourpackPublish
         #expect(!text.contains("\\/"))
         #expect(text.contains("\"Salzkammergut \\\"Lakes\\\" / Seen\""))
         #expect(text.contains("\"publishedAt\": \"2026-11-24T21:00:00Z\""))
+        #expect(text.contains("\"expiresAt\": \"2026-12-01T21:00:00Z\""))
         #expect(text.contains("\"createdAt\": \"2026-11-24T20:00:00Z\""))
         #expect(text.contains("\"generation\": 7") && text.contains("\"previousGeneration\": 6"))
         // Keys sorted at every level: `audioBytes` before `bitrateKbps` … before `voice`.

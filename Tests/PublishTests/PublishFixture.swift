@@ -107,7 +107,9 @@ enum PublishFixture {
     }
 
     static func catalog(generation: Int = 7, previousGeneration: Int? = 6) throws -> Catalog {
-        Catalog(generation: generation, previousGeneration: previousGeneration, publishedAt: publishedAt, entries: try entries())
+        Catalog(
+            generation: generation, previousGeneration: previousGeneration, publishedAt: publishedAt,
+            expiresAt: publishedAt.addingTimeInterval(7 * 86_400), entries: try entries())
     }
 
     static func sha256(_ data: Data) -> String {

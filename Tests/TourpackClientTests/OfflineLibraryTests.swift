@@ -206,10 +206,11 @@ import Glibc
         let fixture = try SiteFixture()
         var tours: [SiteFixture.Package] = []
         for name in ["A", "B", "C", "D"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 50_000) }
-        try await fixture.publish()
+        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        // Published on the test's clock, so the catalogue is fresh by it.
+        try await fixture.publish(now: clock.now())
         let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
         let ids = tours.map(Self.tourId)
         let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3])
         // Room for three packages, not four.

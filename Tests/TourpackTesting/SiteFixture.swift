@@ -184,8 +184,22 @@ package final class SiteFixture: @unchecked Sendable {
     /// Publishes the source root into the site folder, signed with `key`.
     @discardableResult
     package func publish() async throws -> Publisher.Outcome {
-        let publisher = Publisher(site: FolderSite(root: site), signingKey: key, settings: PublishSettings(target: .folder(site)))
-        return try await publisher.publish(root: source)
+        try await publisher().publish(root: source)
+    }
+
+    /// Publishes as `publish()` does, on the clock `now` (the catalogue expires `catalogTTLDays` after it).
+    @discardableResult
+    package func publish(now: Date) async throws -> Publisher.Outcome {
+        try await publisher(now: now).publish(root: source)
+    }
+
+    /// A publisher of the source root into the site folder, signed with
+    /// `signingKey` (the fixture's key by default), on the clock `now`.
+    package func publisher(signingKey: SigningKey? = nil, now: Date? = nil) -> Publisher {
+        var publisher = Publisher(
+            site: FolderSite(root: site), signingKey: signingKey ?? key, settings: PublishSettings(target: .folder(site)))
+        if let now { publisher.now = { now } }
+        return publisher
     }
 
     package func package(_ id: String) -> Package { packages.first { $0.packageId == id }! }

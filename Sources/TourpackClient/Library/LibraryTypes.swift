@@ -1,21 +1,42 @@
 public import Foundation
 public import TourpackPackage
 
-/// What the device trusts to sign the catalogue.
+/// What the device trusts to sign the catalogue: one Ed25519 key, or a
+/// root of trust the app ships (`root.json` version 1), which the library
+/// walks forward to the site's newest root (`roots/<n>.json`), so that the
+/// publisher can replace a lost or leaked catalogue key without an app update.
 public struct TrustAnchor: Sendable, Hashable, CustomStringConvertible {
-    let key: VerifyingKey
+    let trust: CatalogTrust
 
     /// An anchor from the Ed25519 public key's base64 (its 32 raw bytes), as
     /// `tourpack keys generate` prints it and `install --public-key` takes it.
+    /// The key never changes: prefer a root (`init(rootJSON:)`).
     public static func publicKey(base64: String) throws -> TrustAnchor {
-        do { return TrustAnchor(key: try VerifyingKey(base64: base64)) } catch {
+        do { return TrustAnchor(trust: .key(try VerifyingKey(base64: base64))) } catch {
             throw OfflineError(.integrityFailed, "\(error)")
         }
     }
 
-    /// The key's id, as the catalogue's `signedBy` names it.
-    public var keyId: String { key.keyId }
-    public var description: String { key.description }
+    /// An anchor from `root.json`'s bytes, as `tourpack keys root` wrote
+    /// it (`roots/1.json`): the app ships it, and it is trusted as it is.
+    public init(rootJSON: Data) throws {
+        do { trust = try CatalogTrust.root(bytes: Array(rootJSON)) } catch {
+            throw OfflineError(.integrityFailed, "\(error)")
+        }
+    }
+
+    init(trust: CatalogTrust) { self.trust = trust }
+
+    /// The key's id, as the catalogue's `signedBy` names it; for a root,
+    /// its first catalogue key.
+    public var keyId: String {
+        switch trust {
+        case .key(let key): return key.keyId
+        case .root(let root, _): return root.roles.catalog.keyIds.first ?? ""
+        }
+    }
+
+    public var description: String { trust.description }
 }
 
 /// How the library may spend the device's storage and network.
@@ -117,10 +138,18 @@ public struct CatalogSnapshot: Sendable, Hashable {
     public var signedBy: String?
     /// The site answered 304: the snapshot held was still the one in force.
     public var notModified: Bool
+    /// When the catalogue stops being trusted for downloads (nil: it has no expiry).
+    public var expiresAt: Date?
+    /// Past `expiresAt` (or without one): the catalogue last verified is
+    /// stale. Installed packages keep playing; downloads and updates wait
+    /// for a fresh one (`refreshCatalog` throws `catalogExpired` until then).
+    public var isStale: Bool
 
-    init(_ catalog: Catalog, notModified: Bool) {
+    init(_ catalog: Catalog, notModified: Bool, now: Date) {
         generation = catalog.generation
         publishedAt = catalog.publishedAt
+        expiresAt = catalog.expiresAt
+        isStale = catalog.isExpired(at: now)
         signedBy = catalog.signedBy
         self.notModified = notModified
         tours = catalog.tours.compactMap { tour in
@@ -200,6 +229,10 @@ public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The request named no tour the catalogue has, or no offer of it.
         case notOffered
         case cancelled
+        /// The site's catalogue is past its `expiresAt`; installed packages keep playing.
+        case catalogExpired
+        /// The site served a catalogue older than one this device verified; nothing changed.
+        case rollbackRefused
     }
 
     public var kind: Kind
@@ -232,6 +265,8 @@ public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
         case .integrityFailed: kind = .integrityFailed
         case .cancelled: kind = .cancelled
         case .invalidInput: kind = .notOffered
+        case .catalogExpired: kind = .catalogExpired
+        case .rollbackRefused: kind = .rollbackRefused
         default: kind = .storageFailed
         }
         return OfflineError(kind, error.description, package: error.context.item, file: error.context.path)

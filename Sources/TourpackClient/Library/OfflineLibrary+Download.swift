@@ -77,8 +77,9 @@ extension OfflineLibrary {
                 throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
             }
             try await makeRoom(for: entry, tourId: tourId)
-            var installer = Installer(documents: documents, source: source, publicKey: trust?.key)
+            var installer = Installer(documents: documents, source: source, trust: trust?.trust)
             installer.concurrency = 4
+            installer.now = now
             installer.report = { [weak self] event in
                 guard case .job(let job) = event else { return }
                 continuation.yield(job)

@@ -26,7 +26,7 @@ public actor OfflineLibrary {
 
     let folder: InstallFolder
     let source: any SiteSource
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     var verified: (catalog: Catalog, snapshot: CatalogSnapshot)?
     var jobs: [UUID: DownloadJob] = [:]
     var tasks: [UUID: Task<Void, Never>] = [:]
@@ -80,9 +80,9 @@ public actor OfflineLibrary {
         if let verified { return verified }
         guard let remembered = folder.rememberedCatalog(site: source.location),
             let catalog = try? CatalogReader.check(
-                remembered.bytes, signature: remembered.signature, key: trust?.key, site: source.location)
+                remembered.bytes, signature: remembered.signature, trust: trust?.trust, folder: folder, site: source.location)
         else { return nil }
-        verified = (catalog, CatalogSnapshot(catalog, notModified: true))
+        verified = (catalog, CatalogSnapshot(catalog, notModified: true, now: now()))
         return verified
     }
 
@@ -90,7 +90,10 @@ public actor OfflineLibrary {
     /// exchange), verifies its signature, and keeps it.
     ///
     /// - Throws: `OfflineError` (`networkUnavailable` with no signal,
-    ///   `integrityFailed` for a bad signature); `catalog` keeps the last one.
+    ///   `integrityFailed` for a bad signature, `rollbackRefused` for a
+    ///   generation older than one verified, `catalogExpired` for one past
+    ///   its `expiresAt`); `catalog` keeps the last one accepted, and the
+    ///   installed packages keep playing.
     public func refreshCatalog() async throws -> CatalogSnapshot { try await refresh().snapshot }
 
     /// The catalogue to download from: the one verified last, else the site's.
@@ -102,8 +105,8 @@ public actor OfflineLibrary {
     private func refresh() async throws -> (catalog: Catalog, snapshot: CatalogSnapshot) {
         try folder.prepare()
         do {
-            let (catalog, summary) = try await CatalogReader(source: source, folder: folder, publicKey: trust?.key).read()
-            let snapshot = CatalogSnapshot(catalog, notModified: summary.notModified)
+            let (catalog, summary) = try await CatalogReader(source: source, folder: folder, trust: trust?.trust, now: now).read()
+            let snapshot = CatalogSnapshot(catalog, notModified: summary.notModified, now: now())
             if verified?.catalog != catalog { updateBytes = [:] }
             verified = (catalog, snapshot)
             return (catalog, snapshot)
@@ -127,7 +130,9 @@ public actor OfflineLibrary {
         }
         let package = describe(installed, accessed: device.accessed)
         if installed.manifest.isExpired(at: now()) { return .expired(package) }
-        if let tour = catalogTour(key), let offered = tour.packages.first(where: { $0.packageId == installed.packageId }),
+        // A stale catalogue offers no update: it is refused for downloads.
+        if catalog?.isStale == false, let tour = catalogTour(key),
+            let offered = tour.packages.first(where: { $0.packageId == installed.packageId }),
             offered.contentHash != installed.manifest.contentHash || !installed.damagedPaths(in: documents).isEmpty
         {
             let bytes = await bytesToUpdate(CatalogEntry(tour: tour.info, package: offered))

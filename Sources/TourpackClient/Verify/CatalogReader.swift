@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import TourpackPackage
 
 /// The catalogue an install works from, read conditionally and checked.
@@ -9,20 +9,48 @@ package import TourpackPackage
 /// means the remembered bytes (and signature) are still the ones in force,
 /// so an install with nothing new costs that one exchange.
 ///
-/// With a public key, the catalogue must carry a valid Ed25519 signature
-/// by it (`CatalogSignature.verify`). Publishing writes `catalog.json`
-/// before `catalog.json.sig`, so a reader may catch the new catalogue with
-/// the old signature for a moment: a signature that fails is read again,
-/// with the catalogue, once, before the catalogue is refused.
+/// With a trust anchor (`CatalogTrust`), before a catalogue is accepted:
+///
+/// 1. a root anchor walks `roots/<n+1>.json` forward from the newest root
+///    held, each signed by a threshold of the root keys of the version
+///    before and of its own (`RootOfTrust.verifyNext`);
+/// 2. the catalogue must carry a valid Ed25519 signature by the key, or by
+///    a threshold of the catalogue keys the root authorises;
+/// 3. its generation must not be lower than the highest this folder
+///    verified from the site (at the same generation, its `expiresAt` must
+///    not be earlier), else `rollbackRefused`, and not more than
+///    `maximumGenerationStep` above it (a fast-forward), else `rollbackRefused` too;
+/// 4. it must not be past its `expiresAt` (`catalogExpired`).
+///
+/// A refused catalogue changes nothing on the device. The catalogue is read
+/// at most `maximumCatalogBytes`, a root or signature document at most
+/// `RootOfTrust.maximumBytes`. Publishing writes `catalog.json` before
+/// `catalog.json.sig`, so a reader may catch the new catalogue with the old
+/// signature for a moment: a signature that fails is read again, with the
+/// catalogue, once, before the catalogue is refused.
 package struct CatalogReader: Sendable {
     package let source: any SiteSource
     package let folder: InstallFolder
-    package let publicKey: VerifyingKey?
+    package let trust: CatalogTrust?
+    package var now: @Sendable () -> Date = { Date() }
 
-    package init(source: any SiteSource, folder: InstallFolder, publicKey: VerifyingKey?) {
+    /// The largest catalogue a device accepts: 32 MiB (about 40,000 packages).
+    package static let maximumCatalogBytes = 32 * 1024 * 1024
+    /// How far past the highest generation verified a catalogue may be:
+    /// 10,000 publications (a publish an hour for a year). Further is a fast-forward.
+    package static let maximumGenerationStep = 10_000
+    /// The most roots one read walks.
+    package static let maximumRootSteps = 1_000
+
+    package init(source: any SiteSource, folder: InstallFolder, trust: CatalogTrust?, now: @escaping @Sendable () -> Date = { Date() }) {
         self.source = source
         self.folder = folder
-        self.publicKey = publicKey
+        self.trust = trust
+        self.now = now
+    }
+
+    package init(source: any SiteSource, folder: InstallFolder, publicKey: VerifyingKey?) {
+        self.init(source: source, folder: folder, trust: publicKey.map(CatalogTrust.key))
     }
 
     package static let catalogKey = SiteLayout.catalog
@@ -30,6 +58,17 @@ package struct CatalogReader: Sendable {
 
     /// The catalogue in force, checked, and what the install reports of it.
     package func read() async throws -> (catalog: Catalog, summary: CatalogSummary) {
+        let record = folder.trustRecord()
+        var walked: (RootOfTrust, [UInt8])?
+        var verifier: Verifier?
+        switch trust {
+        case .key(let key): verifier = .key(key)
+        case .root(let pinned, let pinnedBytes):
+            let (root, bytes) = try await walkRoots(from: pinned, bytes: pinnedBytes, record: record)
+            walked = (root, bytes)
+            verifier = .root(root)
+        case nil: verifier = nil
+        }
         let remembered = folder.rememberedCatalog(site: source.location)
         var bytes: [UInt8]
         var signature: [UInt8]?
@@ -48,19 +87,148 @@ package struct CatalogReader: Sendable {
             (bytes, version) = (fetched, tag)
             signature = try await fetchSignature()
         }
-        if let publicKey, (try? verify(bytes, signature, publicKey)) == nil {
+        try checkSize(bytes)
+        if let verifier, (try? verifier.verify(bytes, signature, site: source.location)) == nil {
             // Perhaps caught between the catalogue's write and its signature's: both once more.
             (bytes, version) = try await fetchWhole()
             signature = try await fetchSignature()
             notModified = false
-            try verify(bytes, signature, publicKey)
+            try checkSize(bytes)
+            try verifier.verify(bytes, signature, site: source.location)
         }
         let catalog = try Self.decode(bytes, site: source.location)
+        var accepted = record
+        if let trust, let verifier {
+            accepted = try checkFreshness(catalog, record: record, trust: trust, verifier: verifier)
+        }
         if !notModified { try folder.remember(site: source.location, bytes: bytes, signature: signature, version: version) }
+        if let trust, let accepted { try folder.remember(accepted, anchor: trust, root: walked) }
         let summary = CatalogSummary(
-            site: source.location, generation: catalog.generation, notModified: notModified, verifiedBy: publicKey?.keyId,
+            site: source.location, generation: catalog.generation, notModified: notModified,
+            verifiedBy: verifier == nil ? nil : (catalog.signedBy ?? verifier?.description),
             tours: catalog.tours.count, packages: catalog.tours.reduce(0) { $0 + $1.packages.count })
         return (catalog, summary)
+    }
+
+    /// Rules 3 and 4 above; the record to keep once the catalogue is accepted.
+    private func checkFreshness(_ catalog: Catalog, record: TrustRecord?, trust: CatalogTrust, verifier: Verifier) throws -> TrustRecord {
+        let site = source.location
+        var floor: (generation: Int, expiresAt: Date?)?
+        if let record, record.site == site, let generation = record.generation {
+            floor = (generation, record.catalogExpiresAt)
+            // A root that no longer authorises the key behind the remembered
+            // generation revoked it: what it signed (perhaps far ahead) no longer counts.
+            if case .root(let root) = verifier, let signer = record.signedBy, !root.roles.catalog.keyIds.contains(signer),
+                root.version > (record.rootVersion ?? 0)
+            {
+                floor = nil
+            }
+        }
+        if let floor {
+            if catalog.generation < floor.generation {
+                throw TourpackError(
+                    .rollbackRefused,
+                    "the site's catalogue is generation \(catalog.generation), older than generation \(floor.generation) this device "
+                        + "verified: a mirror may be replaying an old catalogue; nothing was changed",
+                    context: TourpackError.Context(path: Self.catalogKey, url: site))
+            }
+            if catalog.generation == floor.generation, let held = floor.expiresAt, (catalog.expiresAt ?? .distantPast) < held {
+                throw TourpackError(
+                    .rollbackRefused,
+                    "the site's catalogue is generation \(catalog.generation) with an earlier expiry than the copy this device verified "
+                        + "(\(catalog.expiresAt.map(PackageManifest.timestamp) ?? "none") < \(PackageManifest.timestamp(held))): "
+                        + "an older signing of it; nothing was changed",
+                    context: TourpackError.Context(path: Self.catalogKey, url: site))
+            }
+            if catalog.generation > floor.generation + Self.maximumGenerationStep {
+                throw TourpackError(
+                    .rollbackRefused,
+                    "the site's catalogue is generation \(catalog.generation), more than \(Self.maximumGenerationStep) past generation "
+                        + "\(floor.generation) this device verified: refused as a fast-forward; nothing was changed",
+                    context: TourpackError.Context(path: Self.catalogKey, url: site))
+            }
+        } else if catalog.generation > Self.maximumGenerationStep {
+            throw TourpackError(
+                .rollbackRefused,
+                "the site's catalogue is generation \(catalog.generation); a device that verified none accepts at most "
+                    + "\(Self.maximumGenerationStep): refused as a fast-forward; nothing was changed",
+                context: TourpackError.Context(path: Self.catalogKey, url: site))
+        }
+        let moment = now()
+        if catalog.isExpired(at: moment) {
+            let when = catalog.expiresAt.map { "expired at \(PackageManifest.timestamp($0))" } ?? "has no expiresAt"
+            throw TourpackError(
+                .catalogExpired,
+                "the site's catalogue (generation \(catalog.generation)) \(when), and it is \(PackageManifest.timestamp(moment)): "
+                    + "a mirror may be serving a frozen copy, or the publisher has not run `tourpack publish --refresh`; "
+                    + "installed packages keep playing, nothing new is downloaded",
+                context: TourpackError.Context(path: Self.catalogKey, url: site))
+        }
+        var next = record ?? TrustRecord(anchor: .publicKey)
+        if record == nil {
+            switch trust {
+            case .key(let key):
+                next.anchor = .publicKey
+                next.publicKey = key.base64
+            case .root: next.anchor = .root
+            }
+        }
+        next.site = site
+        next.generation = catalog.generation
+        next.catalogExpiresAt = catalog.expiresAt
+        next.signedBy = catalog.signedBy
+        if case .root(let root) = verifier { next.rootVersion = root.version }
+        return next
+    }
+
+    /// The newest root the site holds past the one this device holds
+    /// (the pinned one, or the newest it walked to from it before).
+    private func walkRoots(from pinned: RootOfTrust, bytes pinnedBytes: [UInt8], record: TrustRecord?) async throws -> (
+        RootOfTrust, [UInt8]
+    ) {
+        var current = (pinned, pinnedBytes)
+        if record?.anchor == .root, let held = folder.heldRoot(), held.version > pinned.version,
+            let bytes = FileManager.default.contents(atPath: folder.heldRootFile.path)
+        {
+            current = (held, Array(bytes))
+        }
+        for _ in 0..<Self.maximumRootSteps {
+            let key = SiteLayout.root(current.0.version + 1)
+            guard let bytes = try await fetchObject(key) else { return current }
+            guard let signature = try await fetchObject(SiteLayout.signature(of: key)) else {
+                throw TourpackError.integrityFailed(
+                    package: nil, file: key, message: "the site has no \(SiteLayout.signature(of: key)) for it", url: source.location)
+            }
+            do {
+                current = (try current.0.verifyNext(Data(bytes), signatureDocument: Data(signature)), bytes)
+            } catch let error as TourpackError {
+                throw TourpackError(error.kind, error.message, context: TourpackError.Context(path: key, url: source.location))
+            }
+        }
+        return current
+    }
+
+    /// A root or signature document, at most `RootOfTrust.maximumBytes`; nil when the site has none.
+    private func fetchObject(_ key: String) async throws -> [UInt8]? {
+        let bytes: [UInt8]?
+        do { bytes = try await source.object(key) } catch let failure as SiteSourceFailure {
+            if failure.kind == .missing { return nil }
+            throw failure.installError(package: nil, file: key)
+        }
+        if let bytes, bytes.count > RootOfTrust.maximumBytes {
+            throw TourpackError.integrityFailed(
+                package: nil, file: key, message: "\(bytes.count) bytes, more than the \(RootOfTrust.maximumBytes) a device reads",
+                url: source.location)
+        }
+        return bytes
+    }
+
+    private func checkSize(_ bytes: [UInt8]) throws {
+        guard bytes.count <= Self.maximumCatalogBytes else {
+            throw TourpackError.integrityFailed(
+                package: nil, file: Self.catalogKey,
+                message: "\(bytes.count) bytes, more than the \(Self.maximumCatalogBytes) a device reads", url: source.location)
+        }
     }
 
     private func fetchCatalog(unlessStill version: CatalogVersion?) async throws -> CatalogRead {
@@ -85,18 +253,23 @@ package struct CatalogReader: Sendable {
 
     /// The signature, when a key will check it; nil when the site has none.
     private func fetchSignature() async throws -> [UInt8]? {
-        guard publicKey != nil else { return nil }
-        do {
-            return try await source.object(Self.signatureKey)
-        } catch let failure as SiteSourceFailure {
-            throw failure.installError(package: nil, file: Self.signatureKey)
-        }
+        guard trust != nil else { return nil }
+        return try await fetchObject(Self.signatureKey)
     }
 
     /// A remembered catalogue checked again, as it was when accepted: its
-    /// signature by `key` (when there is a key) and its decoding.
-    package static func check(_ bytes: [UInt8], signature: [UInt8]?, key: VerifyingKey?, site: String) throws -> Catalog {
-        if let key { try verify(bytes, signature, key, site: site) }
+    /// signature (by the key, or the catalogue keys of the newest root the
+    /// folder holds) when there is an anchor, and its decoding.
+    package static func check(_ bytes: [UInt8], signature: [UInt8]?, trust: CatalogTrust?, folder: InstallFolder, site: String) throws
+        -> Catalog
+    {
+        switch trust {
+        case .key(let key): try Verifier.key(key).verify(bytes, signature, site: site)
+        case .root(let pinned, _):
+            let held = folder.heldRoot().flatMap { $0.version > pinned.version ? $0 : nil } ?? pinned
+            try Verifier.root(held).verify(bytes, signature, site: site)
+        case nil: break
+        }
         return try decode(bytes, site: site)
     }
 
@@ -109,20 +282,37 @@ package struct CatalogReader: Sendable {
         }
     }
 
-    private func verify(_ bytes: [UInt8], _ signature: [UInt8]?, _ key: VerifyingKey) throws {
-        try Self.verify(bytes, signature, key, site: source.location)
-    }
+    /// What checks the catalogue's signature: the key, or a root's catalogue role.
+    enum Verifier: Sendable {
+        case key(VerifyingKey)
+        case root(RootOfTrust)
 
-    private static func verify(_ bytes: [UInt8], _ signature: [UInt8]?, _ key: VerifyingKey, site: String) throws {
-        guard let signature else {
-            throw TourpackError.integrityFailed(
-                package: nil, file: catalogKey,
-                message: "the site has no \(signatureKey): the catalogue is unsigned, and \(key) is required", url: site)
+        var description: String {
+            switch self {
+            case .key(let key): return key.keyId
+            case .root(let root): return "root version \(root.version)"
+            }
         }
-        do {
-            try CatalogSignature.verify(bytes: Data(bytes), signatureDocument: Data(signature), publicKey: key)
-        } catch {
-            throw TourpackError.integrityFailed(package: nil, file: catalogKey, message: "\(error)", url: site)
+
+        func verify(_ bytes: [UInt8], _ signature: [UInt8]?, site: String) throws {
+            guard let signature else {
+                throw TourpackError.integrityFailed(
+                    package: nil, file: catalogKey,
+                    message: "the site has no \(signatureKey): the catalogue is unsigned, and a signature by \(description) is required",
+                    url: site)
+            }
+            switch self {
+            case .key(let key):
+                do {
+                    try CatalogSignature.verify(bytes: Data(bytes), signatureDocument: Data(signature), publicKey: key)
+                } catch {
+                    throw TourpackError.integrityFailed(package: nil, file: catalogKey, message: "\(error)", url: site)
+                }
+            case .root(let root):
+                do { try root.verifyCatalog(Data(bytes), signatureDocument: Data(signature)) } catch let error as TourpackError {
+                    throw TourpackError(error.kind, error.message, context: TourpackError.Context(path: catalogKey, url: site))
+                }
+            }
         }
     }
 }

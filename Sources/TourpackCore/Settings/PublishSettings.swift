@@ -22,16 +22,23 @@ public struct PublishSettings: Sendable, Hashable {
     /// How long an object no kept generation names stays before `--gc`
     /// deletes it, so a device mid-download never loses a file.
     public var graceDays: Int
+    /// How long a catalogue stays fresh: its `expiresAt` is this many days
+    /// after it is published or refreshed (`publish --refresh`, a daily job).
+    /// A device refuses an older one for downloads (`catalogExpired`).
+    public var catalogTTLDays: Int
 
     public static let defaultKeepGenerations = 10
     public static let defaultGraceDays = 7
+    public static let defaultCatalogTTLDays = 7
 
     public init(
-        target: Target, signingKeyEnv: String? = nil, keepGenerations: Int = defaultKeepGenerations, graceDays: Int = defaultGraceDays
+        target: Target, signingKeyEnv: String? = nil, keepGenerations: Int = defaultKeepGenerations, graceDays: Int = defaultGraceDays,
+        catalogTTLDays: Int = defaultCatalogTTLDays
     ) {
         self.target = target
         self.signingKeyEnv = signingKeyEnv
         self.keepGenerations = keepGenerations
         self.graceDays = graceDays
+        self.catalogTTLDays = catalogTTLDays
     }
 }

@@ -12,12 +12,13 @@ import Yams
 ///   signingKeyEnv: TOURPACK_SIGNING_KEY     # optional; without it the catalogue is marked unsigned
 ///   keepGenerations: 10
 ///   graceDays: 7
+///   catalogTTLDays: 7                        # the catalogue's expiresAt: publish (or --refresh) + this
 /// ```
 ///
 /// As in `state:`, keys are never in the file, only the names of the
 /// variables that hold them.
 extension PipelineLoader {
-    static let publishKeys = ["target", "signingKeyEnv", "keepGenerations", "graceDays"]
+    static let publishKeys = ["target", "signingKeyEnv", "keepGenerations", "graceDays", "catalogTTLDays"]
 
     /// The section's settings, nil when it is absent or its target is unusable (with the errors in `reader`).
     static func readPublish(_ node: Node?, base: URL, reader: inout YAMLReader) -> PublishSettings? {
@@ -52,6 +53,8 @@ extension PipelineLoader {
         settings.keepGenerations =
             reader.integer(map["keepGenerations"], at: "publish.keepGenerations", range: 1...10_000) ?? settings.keepGenerations
         settings.graceDays = reader.integer(map["graceDays"], at: "publish.graceDays", range: 0...3650) ?? settings.graceDays
+        settings.catalogTTLDays =
+            reader.integer(map["catalogTTLDays"], at: "publish.catalogTTLDays", range: 1...366) ?? settings.catalogTTLDays
         return target == nil ? nil : settings
     }
 }

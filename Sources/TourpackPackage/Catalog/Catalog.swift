@@ -25,6 +25,12 @@ package struct Catalog: Sendable, Hashable, Codable {
     package var previousGeneration: Int?
     /// When this generation was published, UTC, whole seconds.
     package var publishedAt: Date
+    /// When devices stop trusting this catalogue for downloads and updates,
+    /// UTC, whole seconds: `publishedAt` (or the last `publish --refresh`)
+    /// plus `publish.catalogTTLDays`. A mirror that freezes the site can
+    /// serve it only until then. Nil (absent) only in catalogues written
+    /// before it existed; a device that checks signatures treats those as expired.
+    package var expiresAt: Date?
     /// Sorted by `tourId`, each tour's packages by `packageId`.
     package var tours: [CatalogTour]
     /// The `keyId` of the key whose signature is in `catalog.json.sig`; nil
@@ -42,20 +48,28 @@ package struct Catalog: Sendable, Hashable, Codable {
 
     /// A catalogue of `tours`, put in their canonical order, unsigned until
     /// `sign(by:)`; `publishedAt` loses any fraction of a second, as the JSON would.
-    package init(generation: Int, previousGeneration: Int?, publishedAt: Date, tours: [CatalogTour]) {
+    package init(generation: Int, previousGeneration: Int?, publishedAt: Date, expiresAt: Date? = nil, tours: [CatalogTour]) {
         self.schemaVersion = Catalog.currentSchemaVersion
         self.generation = generation
         self.previousGeneration = previousGeneration
         self.publishedAt = Date(timeIntervalSince1970: publishedAt.timeIntervalSince1970.rounded(.down))
+        self.expiresAt = expiresAt.map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
         self.tours = CatalogTour.sorted(tours)
         self.unsigned = true
     }
 
     /// A catalogue of these packages, grouped by tour (`CatalogTour.grouping(_:)`).
-    package init(generation: Int, previousGeneration: Int?, publishedAt: Date, entries: [CatalogEntry]) {
+    package init(generation: Int, previousGeneration: Int?, publishedAt: Date, expiresAt: Date? = nil, entries: [CatalogEntry]) {
         self.init(
-            generation: generation, previousGeneration: previousGeneration, publishedAt: publishedAt,
+            generation: generation, previousGeneration: previousGeneration, publishedAt: publishedAt, expiresAt: expiresAt,
             tours: CatalogTour.grouping(entries))
+    }
+
+    /// Whether a device must refuse this catalogue for downloads at `moment`:
+    /// past its `expiresAt`, or without one.
+    package func isExpired(at moment: Date) -> Bool {
+        guard let expiresAt else { return true }
+        return expiresAt <= moment
     }
 
     /// Every package with its tour, in catalogue order.

@@ -40,7 +40,11 @@ package struct CatalogSignature: Sendable, Hashable, Codable {
     /// (`malformedDocument`), another algorithm (`unknownAlgorithm`), another
     /// key (`keyIdMismatch`), or a signature that does not match the bytes (`badSignature`).
     package static func verify(bytes: Data, signatureDocument: Data, publicKey: VerifyingKey) throws(CatalogSignatureError) {
-        let document = try decode(signatureDocument)
+        try verify(bytes: bytes, signature: try decode(signatureDocument), publicKey: publicKey)
+    }
+
+    /// The same for one signature already read (one of a `SignatureSet`).
+    package static func verify(bytes: Data, signature document: CatalogSignature, publicKey: VerifyingKey) throws(CatalogSignatureError) {
         guard let signature = Data(base64Encoded: document.signature), signature.count == 64 else {
             throw .malformedDocument("signature is not the base64 of a 64-byte Ed25519 signature")
         }

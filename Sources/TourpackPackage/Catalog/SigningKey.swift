@@ -52,6 +52,11 @@ package struct SigningKey: Sendable, CustomStringConvertible, CustomDebugStringC
         return try CatalogSignature(keyId: keyId, signature: signature).encoded()
     }
 
+    /// The raw 64-byte Ed25519 signature of `bytes`, for a `SignatureSet`.
+    package func rawSignature(_ bytes: Data) throws -> Data {
+        try key.signature(for: bytes)
+    }
+
     /// The private key as the base64 of its 32 raw bytes, the form `load`
     /// reads. Only `tourpack keys generate` calls this, to hand a new key to
     /// its owner once.

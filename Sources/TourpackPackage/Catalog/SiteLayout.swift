@@ -6,6 +6,7 @@ package import Foundation
 /// ```
 /// catalog.json, catalog.json.sig            the generation in force (short cache), written last
 /// generations/<n>.json, <n>.json.sig         every catalogue ever published
+/// roots/<n>.json, <n>.json.sig               every root of trust (`RootOfTrust`), 1 first
 /// packages/<packageId>/<contentHash>.json    each package.json, as built
 /// blobs/sha256/<2 hex>/<sha256>              every audio file, caption file and tile pack, once
 /// ```
@@ -19,6 +20,7 @@ package enum SiteLayout {
     package static let generationsFolder = "generations/"
     package static let packagesFolder = "packages/"
     package static let blobsFolder = "blobs/sha256/"
+    package static let rootsFolder = "roots/"
 
     /// Immutable objects: a year, and never revalidated.
     package static let immutable = "public, max-age=31536000, immutable"
@@ -31,6 +33,11 @@ package enum SiteLayout {
 
     package static func generation(_ number: Int) -> String {
         generationsFolder + "\(number).json"
+    }
+
+    /// `roots/<n>.json`: root of trust version `number`.
+    package static func root(_ number: Int) -> String {
+        rootsFolder + "\(number).json"
     }
 
     package static func signature(of key: String) -> String { key + signatureSuffix }

@@ -46,6 +46,12 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         /// Something the site served does not match what names it: a catalogue
         /// whose signature fails, a manifest or file whose SHA-256 or size differs.
         case integrityFailed
+        /// The site's catalogue is past its `expiresAt`: a mirror may be
+        /// serving a frozen copy. Installed packages keep playing; nothing new is downloaded.
+        case catalogExpired
+        /// The site's catalogue is older than one this device verified
+        /// (a lower generation), or absurdly far ahead of it: nothing on the device changed.
+        case rollbackRefused
 
         /// The process exit code the contract assigns to this kind: the one place it is decided.
         public var exitCode: Int32 {
@@ -55,7 +61,7 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
             case .cancelled: return ExitStatus.cancelled
             case .networkUnavailable, .audioGenerationFailed, .storageFailed, .alreadyBuilding, .audioEncodingFailed,
                 .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant, .alreadyDownloading, .alreadyDownloaded,
-                .integrityFailed:
+                .integrityFailed, .catalogExpired, .rollbackRefused:
                 return ExitStatus.failure
             }
         }
@@ -163,6 +169,10 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         case .integrityFailed:
             let file = c.path.map { "\($0): " } ?? ""
             return "\(package)integrity check failed: \(file)\(message)"
+        case .catalogExpired:
+            return "catalogExpired: \(c.url.map { "\($0): " } ?? "")\(message)"
+        case .rollbackRefused:
+            return "rollbackRefused: \(c.url.map { "\($0): " } ?? "")\(message)"
         }
     }
 

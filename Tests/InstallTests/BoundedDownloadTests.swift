@@ -20,7 +20,10 @@ import Glibc
         let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 60_000)[0]
         try await fixture.publish()
         let server = try SiteServer(root: fixture.site)
-        let first = try InstallCommandTests.run(["install", server.base, "--into", fixture.documents().path, "--all"])
+        // The key is remembered in Documents: every later install of the suite verifies with it.
+        let first = try InstallCommandTests.run([
+            "install", server.base, "--into", fixture.documents().path, "--all", "--public-key", fixture.publicKeyBase64,
+        ])
         try #require(first.status == 0, "\(first.stderr)")
         let findings = try ValidateFindings.of(fixture.documents())
         for index in 0..<2 { _ = try fixture.changeFile(of: fixture.package(package.packageId), index: index) }

@@ -32,7 +32,9 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     package let policy: TransferPolicy
 
     /// The largest catalogue or package.json read into memory.
-    package static let objectCap = 64 << 20
+    /// The most a whole object (the catalogue, a root, a package.json) may
+    /// send before the transfer is stopped: the catalogue's cap, the largest of them.
+    package static let objectCap = CatalogReader.maximumCatalogBytes
 
     /// - Parameter allowsCellular: handed to the session (`allowsCellularAccess`,
     ///   and `allowsExpensiveNetworkAccess` where the platform has it).

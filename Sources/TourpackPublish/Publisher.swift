@@ -49,6 +49,8 @@ package struct Publisher: Sendable {
         package var uploadedBytes: Int64 = 0
         /// Blobs that were there already.
         package var reused = 0
+        /// When nothing changed but the catalogue in force was renewed (`needsRenewal`): its new expiry.
+        package var renewedUntil: Date?
     }
 
     /// Publishes every unexpired package under `root`.
@@ -93,6 +95,10 @@ package struct Publisher: Sendable {
                     outcome.generation = current.catalog.generation
                     if !dryRun { try await repairSignature(of: current) }
                     report(.unchanged(generation: current.catalog.generation))
+                    // A scheduled publish with nothing new still keeps devices current.
+                    if needsRenewal(current.catalog, at: moment) {
+                        outcome.renewedUntil = try await resign(current, at: moment, dryRun: dryRun).expiresAt
+                    }
                     return outcome
                 }
                 if dryRun {
@@ -285,25 +291,41 @@ package struct Publisher: Sendable {
                 throw TourpackError.invalidInput(
                     "publish --refresh: \(site.locate(SiteLayout.catalog)) does not exist; publish a catalogue first")
             }
-            try await checkAuthorised()
-            let moment = now()
-            var catalog = current.catalog
-            catalog.expiresAt = Date(timeIntervalSince1970: expiry(from: moment).timeIntervalSince1970.rounded(.down))
-            catalog.sign(by: signingKey?.keyId)
-            if dryRun { return (catalog.generation, catalog.expiresAt!) }
-            let bytes = Array(try catalog.encoded())
-            let signature = try signingKey.map { Array(try $0.sign(Data(bytes))) }
-            guard
-                try await site.replace(
-                    SiteLayout.catalog, bytes: bytes, contentType: SiteLayout.jsonContentType,
-                    cacheControl: SiteLayout.catalogCacheControl, expecting: current.etag)
-            else {
-                throw TourpackError.invalidInput("publish --refresh: another publisher changed the catalogue meanwhile; run it again")
-            }
-            try await writeCatalogSignature(signature)
-            report(.refreshed(generation: catalog.generation, expiresAt: catalog.expiresAt!))
-            return (catalog.generation, catalog.expiresAt!)
+            return try await resign(current, at: now(), dryRun: dryRun)
         }
+    }
+
+    /// Whether a publish that changes nothing renews the catalogue in force
+    /// as `--refresh` would: when it has no `expiresAt` (published before
+    /// catalogues expired, so every device refuses it), or has used half its
+    /// time. So a daily rebuild and publish keeps devices current without a
+    /// separate `--refresh`, and a weekly one before the catalogue expires.
+    func needsRenewal(_ catalog: Catalog, at moment: Date) -> Bool {
+        guard let expiresAt = catalog.expiresAt else { return true }
+        return expiresAt.timeIntervalSince(moment) < Double(settings.catalogTTLDays) * 86_400 / 2
+    }
+
+    /// The catalogue in force, signed again with a new expiry (the site held exclusively).
+    private func resign(
+        _ current: (catalog: Catalog, bytes: [UInt8], etag: String), at moment: Date, dryRun: Bool
+    ) async throws -> (generation: Int, expiresAt: Date) {
+        try await checkAuthorised()
+        var catalog = current.catalog
+        catalog.expiresAt = Date(timeIntervalSince1970: expiry(from: moment).timeIntervalSince1970.rounded(.down))
+        catalog.sign(by: signingKey?.keyId)
+        if dryRun { return (catalog.generation, catalog.expiresAt!) }
+        let bytes = Array(try catalog.encoded())
+        let signature = try signingKey.map { Array(try $0.sign(Data(bytes))) }
+        guard
+            try await site.replace(
+                SiteLayout.catalog, bytes: bytes, contentType: SiteLayout.jsonContentType,
+                cacheControl: SiteLayout.catalogCacheControl, expecting: current.etag)
+        else {
+            throw TourpackError.invalidInput("publish --refresh: another publisher changed the catalogue meanwhile; run it again")
+        }
+        try await writeCatalogSignature(signature)
+        report(.refreshed(generation: catalog.generation, expiresAt: catalog.expiresAt!))
+        return (catalog.generation, catalog.expiresAt!)
     }
 
     /// Refuses to sign with a key the site's newest root (`roots/<n>.json`)

@@ -145,6 +145,7 @@ struct Publish: AsyncParsableCommand {
                 ? "would publish generation \(outcome.generation)" : "nothing to publish; generation \(outcome.generation) stays")
             : (outcome.published
                 ? "published generation \(outcome.generation)" : "nothing changed; generation \(outcome.generation) stays in force")
+                + (outcome.renewedUntil.map { " (\(dryRun ? "would be " : "")renewed until \(PackageManifest.timestamp($0)))" } ?? "")
         display.finish(
             "\(what) at \(publisher.site.location): \(outcome.packages) package(s), \(outcome.uploads.count) object(s) "
                 + "\(dryRun ? "to upload" : "uploaded") (\(PlanReport.bytes(Int(outcome.uploadedBytes)))), \(outcome.reused) blob(s) already there; \(signed)"

@@ -122,4 +122,27 @@ import TourpackTesting
         let errors = try await PublishFixture.schemaErrors(Data(contentsOf: catalogFile))
         #expect(errors.filter { !$0.hasPrefix("tours/") }.isEmpty, "\(errors)")
     }
+
+    @Test("a publish with nothing new renews the catalogue in force once half its time has passed, and leaves it alone before")
+    func anUnchangedPublishRenewsAHalfSpentCatalogue() async throws {
+        let fixture = try SiteFixture()
+        _ = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 5_000)
+        let start = Date()
+        try await fixture.publisher(now: start).publish(root: fixture.source)
+        let catalogFile = fixture.site.appendingPathComponent("catalog.json")
+        let original = try Data(contentsOf: catalogFile)
+
+        let early = try await fixture.publisher(now: start.addingTimeInterval(3 * 86_400)).publish(root: fixture.source)
+        #expect(!early.published && early.renewedUntil == nil)
+        #expect(try Data(contentsOf: catalogFile) == original, "renewed with more than half its time left")
+
+        let late = start.addingTimeInterval(4 * 86_400)
+        let renewed = try await fixture.publisher(now: late).publish(root: fixture.source)
+        let read = try Catalog.decode(Data(contentsOf: catalogFile))
+        let expected = Date(timeIntervalSince1970: (late.timeIntervalSince1970 + 7 * 86_400).rounded(.down))
+        #expect(!renewed.published && renewed.renewedUntil == expected)
+        #expect(read.generation == 1 && read.expiresAt == expected)
+        let signature = try Data(contentsOf: fixture.site.appendingPathComponent("catalog.json.sig"))
+        try CatalogSignature.verify(bytes: Data(contentsOf: catalogFile), signatureDocument: signature, publicKey: fixture.key.verifyingKey)
+    }
 }

@@ -59,6 +59,9 @@ struct Publish: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per event on stdout.")
     var json = false
 
+    @Flag(help: "Print a line per object uploaded or deleted (on stderr).")
+    var verbose = false
+
     func validate() throws {
         if [rollback != nil, gc, refresh].filter({ $0 }).count > 1 {
             throw ValidationError("--rollback, --refresh and --gc are separate runs; give one")
@@ -85,7 +88,7 @@ struct Publish: AsyncParsableCommand {
                 "\(pipeline): publish: the pipeline has no publish section; add publish.target ({folder: PATH} or {s3: …}) or pass --site FOLDER"
             )
         }
-        let display = PublishDisplay(json: json)
+        let display = PublishDisplay(json: json, verbose: verbose)
         var publisher = Publisher(site: try Self.site(for: settings.target), signingKey: try Self.signingKey(settings), settings: settings)
         publisher.report = { display.show($0) }
         publisher.now = CommandClock.now
@@ -167,17 +170,37 @@ struct Publish: AsyncParsableCommand {
     }
 }
 
-/// What `publish` shows: a line per upload on stderr (a person watching), or
-/// one JSON object per event on stdout (`--json`); the summary last.
-struct PublishDisplay: Sendable {
+/// What `publish` shows: a progress line on stderr when it is a terminal
+/// (objects and bytes uploaded so far), a line per object with `--verbose`,
+/// or one JSON object per event on stdout (`--json`); the summary last.
+final class PublishDisplay: Sendable {
     let json: Bool
+    let verbose: Bool
+    /// Whether stderr is a terminal, where the progress line is redrawn in place.
+    private let terminal = isatty(STDERR_FILENO) == 1
+    private let uploaded = LockedCounts((objects: 0, bytes: Int64(0), shown: false))
+
+    init(json: Bool, verbose: Bool = false) {
+        self.json = json
+        self.verbose = verbose
+    }
 
     func show(_ event: PublishEvent) {
         switch event {
         case .uploaded(let key, let bytes, let what):
-            json
-                ? emit("uploaded", ["key": key, "bytes": bytes, "file": what])
-                : Console.error("uploaded \(what) → \(key) (\(PlanReport.bytes(Int(bytes))))")
+            if json {
+                emit("uploaded", ["key": key, "bytes": bytes, "file": what])
+            } else if verbose {
+                Console.error("uploaded \(what) → \(key) (\(PlanReport.bytes(Int(bytes))))")
+            } else if terminal {
+                let line = uploaded.update { state in
+                    state.objects += 1
+                    state.bytes += bytes
+                    state.shown = true
+                    return "uploading: \(state.objects) object(s), \(PlanReport.bytes(Int(state.bytes)))"
+                }
+                FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            }
         case .published(let generation, let packages):
             json ? emit("published", ["generation": generation, "packages": packages]) : ()
         case .unchanged(let generation): json ? emit("unchanged", ["generation": generation]) : ()
@@ -186,7 +209,8 @@ struct PublishDisplay: Sendable {
         case .rolledBack(let from, let generation): json ? emit("rolledBack", ["from": from, "generation": generation]) : ()
         case .refreshed(let generation, let expiresAt):
             json ? emit("refreshed", ["generation": generation, "expiresAt": PackageManifest.timestamp(expiresAt)]) : ()
-        case .deleted(let key): json ? emit("deleted", ["key": key]) : Console.error("deleted \(key)")
+        case .deleted(let key):
+            if json { emit("deleted", ["key": key]) } else if verbose { Console.error("deleted \(key)") }
         case .warning(let message): json ? emit("warning", ["message": message]) : Console.error("warning: \(message)")
         }
     }
@@ -196,6 +220,7 @@ struct PublishDisplay: Sendable {
     }
 
     func finish(_ summary: String) {
+        if !json, uploaded.snapshot.shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         json ? emit("finished", ["message": summary]) : print(summary)
     }
 

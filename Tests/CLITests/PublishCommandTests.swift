@@ -138,6 +138,12 @@ import TourpackTesting
         let result = try workspace.publish([], environment: key.environment)
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         #expect(result.stderr.contains("warning: \(expired) (Lake Test Loop) expired at"), "\(result.stderr)")
+        // A quiet publish: off a terminal, no line per object, and one summary line.
+        #expect(!result.stderr.contains("uploaded "), "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").count == 1, "\(result.stdout)")
+        let verbose = try workspace.publish(
+            ["--site", workspace.root.appendingPathComponent("verbose-site").path, "--verbose"], environment: key.environment)
+        #expect(verbose.status == 0 && verbose.stderr.contains("uploaded package.json → packages/"), "\(verbose.stderr)")
         let audit = try SiteAudit.check(workspace.site, key: key)
         audit.expectSound()
         #expect(Set(audit.packages.keys) == [fresh], "only the unexpired package is in the catalogue")

@@ -360,6 +360,15 @@ if Context.environment["TOURPACK_FUZZ"] == "1" {
         ))
 }
 
+// CI (`.ci/run`) builds with TOURPACK_WARNINGS_AS_ERRORS=1, in debug and
+// release: a warning in this package's own Swift code fails the run, one
+// in a dependency does not (the flag is set on our targets only).
+if Context.environment["TOURPACK_WARNINGS_AS_ERRORS"] == "1" {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+    }
+}
+
 // Strict Swift 6 everywhere, as Hummingbird does: existentials spelled out,
 // imports internal unless a public API needs them, members only from what is imported.
 for target in package.targets where target.type != .system {

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// A chunk's shape and loudness, measured on one pass over its samples.
 package struct ChunkMeter {

@@ -2,7 +2,7 @@ import CFFmpeg
 import CFFmpegShims
 import Crypto
 public import Foundation
-public import TourpackCore
+import TourpackCore
 
 /// Lossless FLAC for synthesized PCM (the synthesis cache's on-disk form).
 ///

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// One HTTP request as the transport sends it: a POST with a body (TTS), a
 /// GET (map tiles), or a PUT, GET, HEAD or DELETE of an object (the shared

@@ -1,4 +1,4 @@
-public import TourpackCore
+import TourpackCore
 
 /// Keeps request starts under `requestsPerMinute`, across every task that shares it.
 ///

@@ -1,6 +1,6 @@
-public import Foundation
-public import TourpackCore
-public import TourpackHTTP
+package import Foundation
+package import TourpackCore
+package import TourpackHTTP
 
 /// What a tile server answered for one tile, after retries.
 package enum TileAnswer: Sendable {

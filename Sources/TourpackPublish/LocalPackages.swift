@@ -1,7 +1,7 @@
 import Crypto
 package import Foundation
 package import TourpackCore
-package import TourpackKit
+import TourpackKit
 import TourpackMaps
 
 /// The packages of a Documents root, as `publish` uploads them: each

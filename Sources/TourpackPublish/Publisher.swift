@@ -1,7 +1,7 @@
 package import Foundation
 package import TourpackCore
 import TourpackHTTP
-package import TourpackKit
+import TourpackKit
 
 /// `tourpack publish`: puts a Documents root's packages on a site (`Site`)
 /// and a new catalogue generation in force.

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 package import TourpackCore
 
 /// Faults `serve-tiles` can inject, all off by default.

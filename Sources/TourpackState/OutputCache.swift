@@ -1,6 +1,6 @@
 public import Foundation
 public import TourpackAudio
-public import TourpackCore
+import TourpackCore
 
 /// What each AudioCache file was made from, so a build can keep a file
 /// instead of making it again: one row per file (by absolute path) with its

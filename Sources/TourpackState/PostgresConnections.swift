@@ -1,9 +1,9 @@
-public import Foundation
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-public import TourpackCore
+import TourpackCore
 
 #if canImport(Glibc)
 import Glibc

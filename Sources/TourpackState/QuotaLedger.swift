@@ -1,7 +1,7 @@
 import Crypto
 public import Foundation
 public import TourpackCore
-public import TourpackHTTP
+import TourpackHTTP
 
 /// A TTS account as the ledger knows it: the endpoint plus a fingerprint of
 /// the API key. The key itself is never stored, logged or printed; the

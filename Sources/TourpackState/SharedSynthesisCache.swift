@@ -1,7 +1,7 @@
 import Foundation
 public import NIOPosix
-public import TourpackAudio
-public import TourpackCore
+import TourpackAudio
+import TourpackCore
 public import TourpackHTTP
 
 /// The synthesis cache a fleet shares: this machine's `SynthesisCache` in

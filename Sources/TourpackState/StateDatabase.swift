@@ -1,6 +1,6 @@
 public import Foundation
 import GRDB
-public import TourpackCore
+import TourpackCore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import TourpackCore
 
 /// `tourpack state migrate`: brings the schema of the backend a pipeline

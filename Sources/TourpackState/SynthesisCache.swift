@@ -1,6 +1,6 @@
 public import Foundation
 public import TourpackAudio
-public import TourpackCore
+import TourpackCore
 
 /// Every chunk the endpoint has spoken, kept losslessly so that nothing is
 /// paid for twice: a FLAC file per chunk in `<state>/synthesis/`, indexed by

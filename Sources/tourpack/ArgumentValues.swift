@@ -1,6 +1,6 @@
 // Public: a conformance of a public type to a public protocol is public.
 public import ArgumentParser
-public import Foundation
+import Foundation
 public import TourpackCore
 
 // The library's own lists of values, as ArgumentParser reads them: help

@@ -25,11 +25,11 @@ struct StreamingJoinTests {
             while let (next, piece) = stream.next() {
                 rendered.append(next)
                 var renderer = PieceRenderer(piece)
-                try chunks[next].samples.withUnsafeBufferPointer { samples in
+                chunks[next].samples.withUnsafeBufferPointer { samples in
                     var start = 0
                     while start < samples.count {
                         let end = min(samples.count, start + size)
-                        try renderer.feed(UnsafeBufferPointer(rebasing: samples[start..<end])) { output.append(contentsOf: $0) }
+                        renderer.feed(UnsafeBufferPointer(rebasing: samples[start..<end])) { output.append(contentsOf: $0) }
                         start = end
                         size = size * 7 % 4_099 + 1
                     }

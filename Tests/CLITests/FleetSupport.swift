@@ -109,7 +109,7 @@ final class Fleet {
             stderr: stderrURL(index, run: run))
         // A worker that hangs (waiting on a claim forever, say) fails the
         // test instead of stalling the suite: far past any honest run.
-        nonisolated(unsafe) let process = build.process
+        let process = build.process
         DispatchQueue.global().asyncAfter(deadline: .now() + 300) {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }

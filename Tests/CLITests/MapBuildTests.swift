@@ -81,7 +81,7 @@ import Glibc
         for row in rows {
             let parts = row.split(separator: "/").compactMap { Int($0) }
             let id = TileID(z: parts[0], x: parts[1], y: (1 << parts[0]) - 1 - parts[2])
-            tiles[id] = try #require(try reader.tile(id))
+            tiles[id] = try reader.tile(id)
         }
         return tiles
     }

@@ -114,7 +114,7 @@ import TourpackTesting
         process.arguments = ["plan", "bomb.yaml"]
         process.currentDirectoryURL = dir
         let stderrURL = dir.appendingPathComponent("stderr.txt")
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         let stderr = try FileHandle(forWritingTo: stderrURL)
         defer { try? stderr.close() }
         process.standardError = stderr

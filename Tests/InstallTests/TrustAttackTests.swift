@@ -236,7 +236,7 @@ import TourpackTesting
 
         // The publisher publishes with the new key: a device that only ever held root 1 accepts it, as does the first.
         try fixture.changeFile(of: fixture.package(tour[0].packageId))
-        try await fixture.publisher(signingKey: newKey).publish(root: fixture.source)
+        _ = try await fixture.publisher(signingKey: newKey).publish(root: fixture.source)
         let fresh = fixture.documents("Fresh")
         for documents in [device, fresh] {
             result = try Self.run(["install", server.base, "--into", documents.path, "--all", "--root", pinned.path])

@@ -90,7 +90,7 @@ import TourpackTesting
         let fixture = try SiteFixture()
         let tour = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 5_000)
         let start = Date()
-        try await fixture.publisher(now: start).publish(root: fixture.source)
+        _ = try await fixture.publisher(now: start).publish(root: fixture.source)
         let catalogFile = fixture.site.appendingPathComponent("catalog.json")
         let original = try Catalog.decode(Data(contentsOf: catalogFile))
         #expect(original.expiresAt == Date(timeIntervalSince1970: (start.timeIntervalSince1970 + 7 * 86_400).rounded(.down)))
@@ -111,7 +111,7 @@ import TourpackTesting
 
         // A new build (generation 2), then rolled back: generation 3 names generation 1's packages.
         try fixture.changeFile(of: fixture.package(tour[0].packageId))
-        try await fixture.publisher(now: later).publish(root: fixture.source)
+        _ = try await fixture.publisher(now: later).publish(root: fixture.source)
         let rolled = try await fixture.publisher(now: later).rollback(to: 1)
         #expect(rolled == 3)
         let current = try Catalog.decode(Data(contentsOf: catalogFile))
@@ -128,7 +128,7 @@ import TourpackTesting
         let fixture = try SiteFixture()
         _ = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 5_000)
         let start = Date()
-        try await fixture.publisher(now: start).publish(root: fixture.source)
+        _ = try await fixture.publisher(now: start).publish(root: fixture.source)
         let catalogFile = fixture.site.appendingPathComponent("catalog.json")
         let original = try Data(contentsOf: catalogFile)
 

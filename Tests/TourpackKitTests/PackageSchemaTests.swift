@@ -27,7 +27,7 @@ import TourpackTesting
                 file: "OfflineTours/\(manifest.packageId)/tiles.mbtiles", format: .png, storedTiles: manifest.mapTiles.tileCount - 7,
                 sizeBytes: 123_456, sha256: String(repeating: "ab", count: 32), attribution: "© OpenStreetMap contributors")
             manifest.contentHash = manifest.computeContentHash()
-            return String(decoding: try manifest.encoded(), as: UTF8.self)
+            return String(decoding: manifest.encoded(), as: UTF8.self)
         }
     }
 

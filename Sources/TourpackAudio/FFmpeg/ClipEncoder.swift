@@ -1,7 +1,7 @@
 import CFFmpeg
 import CFFmpegShims
-public import Foundation
-public import TourpackCore
+package import Foundation
+import TourpackCore
 
 /// Which libavcodec encoder and libavformat muxer make a clip, and how.
 ///

@@ -1,7 +1,7 @@
 import CFFmpeg
 import Crypto
 import Foundation
-public import TourpackCore
+import TourpackCore
 
 /// How each `AudioFormat` of the contract's table is made with FFmpeg: the encoder,
 /// the muxer, the options, and where each tag goes.

@@ -1,7 +1,7 @@
 import CFFmpeg
 import CFFmpegShims
-public import Foundation
-public import TourpackCore
+import Foundation
+import TourpackCore
 
 /// The default encode stage: a stream of PCM in, one AAC (.m4a), MP3 or Ogg
 /// Opus file per format out, made in-process with libavcodec, libavformat

@@ -1,6 +1,6 @@
 import CEbur128
 public import Foundation
-public import TourpackCore
+import TourpackCore
 
 /// A stretch of audio's loudness as ITU-R BS.1770 measures it, in a form
 /// that adds up: the histogram of its gating blocks (400 ms, every 100 ms)

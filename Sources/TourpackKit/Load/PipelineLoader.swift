@@ -1,6 +1,6 @@
 public import Foundation
 public import TourpackCore
-public import TourpackMaps
+import TourpackMaps
 import Yams
 
 /// Values given on the command line; each one beats the pipeline file,

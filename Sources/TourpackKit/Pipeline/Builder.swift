@@ -3,7 +3,7 @@ import NIOPosix
 public import TourpackAudio
 public import TourpackCore
 public import TourpackHTTP
-public import TourpackMaps
+import TourpackMaps
 public import TourpackState
 
 /// Runs a `BuildPlan`, one output root at a time. Its steps are drawn as

@@ -1,6 +1,6 @@
 public import TourpackAudio
 public import TourpackCore
-public import TourpackMaps
+import TourpackMaps
 public import TourpackState
 
 /// One unit of work: a POI's phase, chunked for the endpoint.

@@ -1,6 +1,6 @@
 import Foundation
 public import TourpackCore
-public import TourpackMaps
+import TourpackMaps
 import TourpackState
 
 /// Renders a `BuildPlan` for a person (a table) or for a job (stable JSON).

@@ -1,6 +1,6 @@
 public import TourpackCore
 import TourpackMaps
-public import TourpackState
+import TourpackState
 
 /// Works out a `BuildPlan`: chunks every narration for the configured
 /// endpoint and estimates characters, requests, duration, bytes and map tiles.

@@ -1,6 +1,6 @@
 public import Foundation
 public import TourpackCore
-public import TourpackState
+import TourpackState
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,7 @@ import Crypto
 public import Foundation
 public import TourpackAudio
 public import TourpackCore
-public import TourpackMaps
+import TourpackMaps
 
 /// One finished audio file, as the store stage hands it to the manifest.
 public struct PackageAudio: Sendable, Hashable {

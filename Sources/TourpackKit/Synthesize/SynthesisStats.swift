@@ -1,5 +1,5 @@
 import Foundation
-public import TourpackCore
+import TourpackCore
 
 /// What a synthesizer has done so far, for the build's summary and `--json`.
 public struct SynthesisStats: Sendable, Hashable, Codable {

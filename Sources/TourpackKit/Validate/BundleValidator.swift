@@ -1,6 +1,6 @@
 public import Foundation
 public import NIOPosix
-public import TourpackCore
+import TourpackCore
 
 #if canImport(Glibc)
 import Glibc

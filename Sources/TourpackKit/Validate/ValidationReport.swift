@@ -1,4 +1,4 @@
-public import TourpackCore
+import TourpackCore
 
 /// Everything one `validate` run found, in a fixed order, ready to print as
 /// text, JSON or JUnit XML.

@@ -4,6 +4,14 @@ import TourpackCore
 import TourpackMaps
 import TourpackState
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Writes one tour's packages: a manifest per format, then the journalled commit.
 ///
 /// A package whose audio was all reused and whose manifest would be the same
@@ -152,9 +160,9 @@ package struct TourPublisher: Sendable {
         let present = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
         func holds(_ name: String, _ bytes: [UInt8]) -> Bool {
             let url = live.appendingPathComponent(name)
-            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)  // lstat: a symlink is not followed
-            return attributes?[.type] as? FileAttributeType == .typeRegular
-                && (attributes?[.size] as? NSNumber)?.intValue == bytes.count && (try? Data(contentsOf: url)).map(Array.init) == bytes
+            var info = stat()  // lstat: a symlink is not followed
+            return lstat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && Int(info.st_size) == bytes.count
+                && (try? Data(contentsOf: url)).map(Array.init) == bytes
         }
         let same = wanted.filter { holds($0.key, $0.value) }
         guard same.count != wanted.count || Set(present) != Set(wanted.keys) else { return nil }

@@ -80,7 +80,7 @@ package struct TourPublisher: Sendable {
                     captionFiles += captions.written
                 }
                 let final = layout.manifest(packageID: packageID)
-                let previous = Self.readManifest(final.url)
+                let previous = Self.readManifest(final.url, known: index)
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
                     audio: audio, mapTiles: mapTiles,
@@ -214,10 +214,14 @@ package struct TourPublisher: Sendable {
     }
 
     /// The package.json at `url` and its bytes; nil when there is none, or
-    /// none that reads.
-    static func readManifest(_ url: URL) -> (bytes: [UInt8], manifest: PackageManifest)? {
-        guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { return nil }
-        return (Array(data), manifest)
+    /// none that reads. Decoded only when `known` (the build's scan) has not
+    /// already decoded these bytes.
+    static func readManifest(_ url: URL, known: PackageIndex? = nil) -> (bytes: [UInt8], manifest: PackageManifest)? {
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        let bytes = Array(data)
+        if let manifest = known?.manifest(at: url, bytes: bytes) { return (bytes, manifest) }
+        guard let manifest = try? PackageManifest.decode(bytes) else { return nil }
+        return (bytes, manifest)
     }
 
     /// `now`, or a second after the `createdAt` of the package it replaces

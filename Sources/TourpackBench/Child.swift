@@ -27,16 +27,30 @@ enum Child {
     /// Waits for the child: its exit status (128 + the signal when killed)
     /// and its peak resident memory in KiB.
     static func wait(_ pid: pid_t) throws -> (status: Int32, peakKB: Int) {
+        let waited = try waitCounting(pid)
+        return (waited.status, waited.peakKB)
+    }
+
+    /// `wait`, with the child's CPU time (user + system), which a loaded machine changes far less than wall time.
+    static func waitCounting(_ pid: pid_t) throws -> (status: Int32, peakKB: Int, cpuSeconds: Double) {
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) != pid {
             guard errno == EINTR else { throw BenchFailure("wait4 failed: errno \(errno)") }
         }
-        return ((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f), Int(usage.ru_maxrss))
+        let cpu = [usage.ru_utime, usage.ru_stime].reduce(0.0) { $0 + Double($1.tv_sec) + Double($1.tv_usec) / 1e6 }
+        return ((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f), Int(usage.ru_maxrss), cpu)
     }
 
     /// Starts the child and waits for it.
     static func run(_ path: String, _ arguments: [String], stdout: String) throws -> (status: Int32, peakKB: Int) {
         try wait(launch(path, arguments, stdout: stdout))
+    }
+
+    /// `run`, with the child's CPU time.
+    static func runCounting(_ path: String, _ arguments: [String], stdout: String) throws -> (
+        status: Int32, peakKB: Int, cpuSeconds: Double
+    ) {
+        try waitCounting(launch(path, arguments, stdout: stdout))
     }
 }

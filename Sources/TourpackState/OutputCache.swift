@@ -33,6 +33,21 @@ public struct OutputCache: Sendable {
         self.init(index: database.outputIndex, maxAgeDays: maxAgeDays, clock: clock)
     }
 
+    /// This cache, with the rows of `urls` read in one query: `reusable`
+    /// answers those paths from memory, without a query per file. A path
+    /// recorded or forgotten afterwards is read from the index again.
+    public func preloading(_ urls: [URL]) throws -> OutputCache {
+        let paths = urls.map(\.path)
+        let rows = try index.entries(paths: paths)
+        return OutputCache(index: PreloadedOutputIndex(index, rows: rows, paths: Set(paths)), maxAgeSeconds: maxAgeSeconds, clock: clock)
+    }
+
+    private init(index: any OutputIndex, maxAgeSeconds: TimeInterval, clock: @escaping @Sendable () -> Date) {
+        self.index = index
+        self.maxAgeSeconds = maxAgeSeconds
+        self.clock = clock
+    }
+
     /// How hard `reusable` looks at the file.
     public enum Check: Sendable {
         /// Size only: for plans, which must be quick and read no audio.
@@ -105,5 +120,83 @@ public struct OutputCache: Sendable {
     /// Forgets every file under `root` (`cache clear`).
     public func forgetAll(under root: URL) throws {
         try index.forgetAll(under: root.standardizedFileURL.path + "/")
+    }
+}
+
+/// An index whose rows for some paths were read at once (`OutputCache.preloading`):
+/// those are answered from memory until the path is written or forgotten.
+struct PreloadedOutputIndex: OutputIndex {
+    private final class Rows: @unchecked Sendable {
+        let lock = NSLock()
+        var rows: [String: OutputEntry]
+        var paths: Set<String>
+        init(rows: [String: OutputEntry], paths: Set<String>) {
+            self.rows = rows
+            self.paths = paths
+        }
+        /// The preloaded answer: nil when the path was not preloaded or has changed since.
+        func answer(_ path: String) -> OutputEntry?? {
+            lock.withLock { paths.contains(path) ? .some(rows[path]) : nil }
+        }
+        func drop(_ changed: [String]) {
+            lock.withLock {
+                for path in changed {
+                    paths.remove(path)
+                    rows[path] = nil
+                }
+            }
+        }
+        func dropAll(under prefix: String) {
+            lock.withLock {
+                paths = paths.filter { !$0.hasPrefix(prefix) }
+                rows = rows.filter { !$0.key.hasPrefix(prefix) }
+            }
+        }
+    }
+
+    let base: any OutputIndex
+    private let preloaded: Rows
+    var location: StateLocation { base.location }
+
+    init(_ base: any OutputIndex, rows: [String: OutputEntry], paths: Set<String>) {
+        self.base = base
+        preloaded = Rows(rows: rows, paths: paths)
+    }
+
+    func entry(path: String) throws -> OutputEntry? {
+        if let answer = preloaded.answer(path) { return answer }
+        return try base.entry(path: path)
+    }
+
+    func entries(paths: [String]) throws -> [String: OutputEntry] {
+        var found: [String: OutputEntry] = [:]
+        var asked: [String] = []
+        for path in paths {
+            if let answer = preloaded.answer(path) { found[path] = answer } else { asked.append(path) }
+        }
+        return found.merging(try base.entries(paths: asked)) { _, read in read }
+    }
+
+    func record(_ entries: [OutputEntry]) throws {
+        preloaded.drop(entries.map(\.path))
+        try base.record(entries)
+    }
+
+    func touch(_ paths: [String], at time: Double) throws {
+        try base.touch(paths, at: time)
+    }
+
+    func forget(_ paths: [String]) throws {
+        preloaded.drop(paths)
+        try base.forget(paths)
+    }
+
+    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)] {
+        try base.lastUsed(under: prefix)
+    }
+
+    func forgetAll(under prefix: String) throws {
+        preloaded.dropAll(under: prefix)
+        try base.forgetAll(under: prefix)
     }
 }

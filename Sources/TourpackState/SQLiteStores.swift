@@ -168,15 +168,14 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
 
     func entry(_ key: String) throws -> SynthesisEntry? {
         try database.read { db in
-            try Row.fetchOne(
-                db,
+            // Asked once per chunk of a build: the statement is prepared once per connection.
+            let statement = try db.cachedStatement(
                 sql: """
                     SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
                         fileSHA256, sentenceTimes
                     FROM synthesisChunk WHERE key = ?
-                    """,
-                arguments: [key]
-            ).map { row in
+                    """)
+            return try Row.fetchOne(statement, arguments: [key]).map { row in
                 SynthesisEntry(
                     key: key, characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"],
                     fileBytes: row["fileBytes"],
@@ -189,9 +188,17 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
 
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {
         try database.write { db in
-            try db.execute(
-                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ?, loudness = ? WHERE key = ?",
-                arguments: [time, audibleStart, audibleEnd, loudness, key])
+            try db.cachedStatement(
+                sql: "UPDATE synthesisChunk SET lastUsedAt = ?, audibleStart = ?, audibleEnd = ?, loudness = ? WHERE key = ?"
+            ).execute(arguments: [time, audibleStart, audibleEnd, loudness, key])
+        }
+    }
+
+    func touch(_ keys: [String], at time: Double) throws {
+        guard !keys.isEmpty else { return }
+        try database.write { db in
+            let statement = try db.cachedStatement(sql: "UPDATE synthesisChunk SET lastUsedAt = ? WHERE key = ?")
+            for key in keys { try statement.execute(arguments: [time, key]) }
         }
     }
 
@@ -246,16 +253,35 @@ struct SQLiteOutputIndex: OutputIndex {
 
     func entry(path: String) throws -> OutputEntry? {
         try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM outputFile WHERE path = ?", arguments: [path]).map { row in
-                OutputEntry(
-                    path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"],
-                    sampleRateHz: row["sampleRateHz"],
-                    channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
-                    sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
-                    integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
-                    limiterReductionDB: row["limiterReductionDB"])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outputFile WHERE path = ?"), arguments: [path]).map(Self.entry)
+        }
+    }
+
+    func entries(paths: [String]) throws -> [String: OutputEntry] {
+        var found: [String: OutputEntry] = [:]
+        try database.read { db in
+            // SQLite takes at most 999 variables a statement in old builds: batches of 500.
+            for start in stride(from: 0, to: paths.count, by: 500) {
+                let batch = paths[start..<min(paths.count, start + 500)]
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                for row in try Row.fetchAll(
+                    db, sql: "SELECT * FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(Array(batch)))
+                {
+                    let entry = Self.entry(row)
+                    found[entry.path] = entry
+                }
             }
         }
+        return found
+    }
+
+    private static func entry(_ row: Row) -> OutputEntry {
+        OutputEntry(
+            path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"], sampleRateHz: row["sampleRateHz"],
+            channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
+            sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
+            integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
+            limiterReductionDB: row["limiterReductionDB"])
     }
 
     func record(_ entries: [OutputEntry]) throws {
@@ -279,9 +305,8 @@ struct SQLiteOutputIndex: OutputIndex {
 
     func touch(_ paths: [String], at time: Double) throws {
         try database.write { db in
-            for path in paths {
-                try db.execute(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?", arguments: [time, path])
-            }
+            let statement = try db.cachedStatement(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?")
+            for path in paths { try statement.execute(arguments: [time, path]) }
         }
     }
 

@@ -188,6 +188,9 @@ public protocol SynthesisIndex: Sendable {
     func entry(_ key: String) throws -> SynthesisEntry?
     /// A hit: the entry becomes the most recently used, with its shape and loudness.
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws
+    /// Hits whose shape and loudness were already recorded: only their last
+    /// use changes, all in one transaction.
+    func touch(_ keys: [String], at time: Double) throws
     /// Records (or replaces) an entry, with the ledger's settlement in the
     /// same transaction when given: the chunk is paid for exactly when it is
     /// kept, and a crash between the two cannot make it paid twice.
@@ -198,6 +201,16 @@ public protocol SynthesisIndex: Sendable {
     func allKeys() throws -> Set<String>
     func forget(_ key: String) throws
     func forgetAll() throws
+}
+
+extension SynthesisIndex {
+    /// A row at a time, keeping each row's shape and loudness; a backend that can write them together does.
+    public func touch(_ keys: [String], at time: Double) throws {
+        for key in keys {
+            guard let entry = try entry(key) else { continue }
+            try touch(key, at: time, audibleStart: entry.audibleStart ?? -1, audibleEnd: entry.audibleEnd ?? -1, loudness: entry.loudness)
+        }
+    }
 }
 
 // MARK: The output-cache index
@@ -253,6 +266,9 @@ public struct OutputEntry: Sendable, Hashable {
 public protocol OutputIndex: Sendable {
     var location: StateLocation { get }
     func entry(path: String) throws -> OutputEntry?
+    /// The entries of `paths` that have one, by path: a build asks for every
+    /// file of its plan at once rather than a row at a time.
+    func entries(paths: [String]) throws -> [String: OutputEntry]
     /// Records (or replaces) entries, all in one transaction.
     func record(_ entries: [OutputEntry]) throws
     func touch(_ paths: [String], at time: Double) throws
@@ -260,6 +276,15 @@ public protocol OutputIndex: Sendable {
     /// Path and last use of every entry whose path starts with `prefix`.
     func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)]
     func forgetAll(under prefix: String) throws
+}
+
+extension OutputIndex {
+    /// A row at a time; a backend that can read them together does.
+    public func entries(paths: [String]) throws -> [String: OutputEntry] {
+        var found: [String: OutputEntry] = [:]
+        for path in paths { found[path] = try entry(path: path) }
+        return found
+    }
 }
 
 // MARK: Build records

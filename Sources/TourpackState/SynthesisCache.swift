@@ -50,6 +50,10 @@ public struct SynthesisCache: Sendable {
     /// when the file is not on this disk, since a build restores it
     /// without a request.
     public var bucketHoldsFiles = false
+    /// When set (a build), a hit whose row already holds its shape and
+    /// loudness records its last use here, and `flushTouches` writes them
+    /// all in one transaction, instead of a write per hit.
+    public var deferredTouches: DeferredTouches?
 
     public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
@@ -133,12 +137,22 @@ public struct SynthesisCache: Sendable {
         }
         let now = clock().timeIntervalSince1970
         let audible = shape.audible
-        try index.touch(
-            key.hex, at: now, audibleStart: audible?.lowerBound ?? -1, audibleEnd: audible?.upperBound ?? -1,
-            loudness: shape.loudness?.encoded)
+        let (audibleStart, audibleEnd, encodedLoudness) = (audible?.lowerBound ?? -1, audible?.upperBound ?? -1, shape.loudness?.encoded)
+        if let deferredTouches, found.audibleStart == audibleStart, found.audibleEnd == audibleEnd, found.loudness == encodedLoudness {
+            deferredTouches.add(key.hex, at: now)
+        } else {
+            try index.touch(key.hex, at: now, audibleStart: audibleStart, audibleEnd: audibleEnd, loudness: encodedLoudness)
+        }
         return CachedChunk(
             key: key, url: url, shape: shape, sampleRate: rate,
             expectation: entry.fileSHA256.map { FLACFile.Expectation(sha256: $0, bytes: entry.fileBytes) })
+    }
+
+    /// Writes the last uses `deferredTouches` holds, in one transaction per
+    /// time; the build calls it before it evicts.
+    public func flushTouches() throws {
+        guard let deferredTouches else { return }
+        for (time, keys) in deferredTouches.take() { try index.touch(keys, at: time) }
     }
 
     /// The size of the regular file at `url`; nil when there is none (a
@@ -267,7 +281,10 @@ public struct SynthesisCache: Sendable {
     }
 
     static func fileSize(_ url: URL) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+        // lstat, as `attributesOfItem` did, without its owner and group names (a passwd and group look-up per call).
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { return 0 }
+        return Int64(info.st_size)
     }
 }
 
@@ -297,5 +314,28 @@ public enum SentenceTimes {
             times.append(value)
         }
         return times
+    }
+}
+
+/// Hits' last uses, kept in memory until `SynthesisCache.flushTouches`.
+public final class DeferredTouches: @unchecked Sendable {
+    private let lock = NSLock()
+    private var times: [String: Double] = [:]
+
+    public init() {}
+
+    func add(_ key: String, at time: Double) {
+        lock.withLock { times[key] = max(times[key] ?? time, time) }
+    }
+
+    /// The keys by time, sorted, and forgets them.
+    func take() -> [(time: Double, keys: [String])] {
+        let taken = lock.withLock {
+            defer { times = [:] }
+            return times
+        }
+        return Dictionary(grouping: taken, by: \.value).map { (time: $0.key, keys: $0.value.map(\.key).sorted()) }.sorted {
+            $0.time < $1.time
+        }
     }
 }

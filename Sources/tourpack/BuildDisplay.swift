@@ -139,7 +139,9 @@ final class BuildDisplay: @unchecked Sendable {
                 + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "
                 + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) \(summary.billingUnit) billed, "
                 + "\(summary.cacheHits) chunks from cache\(shared), \(summary.encodes) encodes · "
-                + "\(String(format: "%.2f", summary.wallSeconds)) s from the lock (loading and planning the tours came before)")
+                + "\(String(format: "%.2f", summary.wallSeconds)) s from the lock"
+                + (summary.processSeconds.map { String(format: ", %.2f s with start-up, loading and planning", $0) }
+                    ?? " (loading and planning the tours came before)"))
         if summary.tileRequests > 0 || summary.tilePacks > 0 {
             lines.append(
                 "maps: \(summary.tilePacks) tile pack\(summary.tilePacks == 1 ? "" : "s") written · \(summary.tileRequests) tile requests: "

@@ -617,6 +617,29 @@ struct StateScratch {
         #expect(!FileManager.default.fileExists(atPath: url.path))
     }
 
+    /// A build's hits record their last use together (`deferredTouches`),
+    /// written by `flushTouches` before the build evicts.
+    @Test(arguments: Backend.allCases) func hitsDeferredByABuildAreWrittenTogetherWhenFlushed(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        var cache = try fixture.synthesisCache(clock: clock)
+        let keys = ["one.", "two.", "three."].map(Self.key)
+        for (index, key) in keys.enumerated() { try cache.store(Self.pcm(index), for: key, characters: 4) }
+        for key in keys {
+            clock.advance(seconds: 60)
+            #expect(try cache.lookup(key) != nil)  // each row now holds its shape and loudness
+        }
+        clock.advance(seconds: 60)
+        cache.deferredTouches = DeferredTouches()
+        #expect(try cache.lookup(keys[0]) != nil)
+        #expect(try cache.index.byLastUse().map(\.key) == keys.map(\.hex), "not written before the flush")
+        try cache.flushTouches()
+        #expect(try cache.index.byLastUse().map(\.key) == [keys[1], keys[2], keys[0]].map(\.hex))
+        try cache.flushTouches()
+        #expect(try cache.index.byLastUse().map(\.key) == [keys[1], keys[2], keys[0]].map(\.hex), "a second flush writes nothing")
+    }
+
     @Test(arguments: Backend.allCases) func evictionDropsTheLeastRecentlyUsedUntilTheFilesFit(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
@@ -682,6 +705,38 @@ struct StateScratch {
         try bytes.write(to: url)
         clock.advance(days: 31)
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == nil, "audio older than audioMaxAgeDays is not reused")
+    }
+
+    /// A build reads every row of its plan in one query (`preloading`): the
+    /// answers are the index's, and a path written or forgotten afterwards is
+    /// read from the index again.
+    @Test(arguments: Backend.allCases) func preloadedRowsAnswerAsTheIndexDoesUntilAPathChanges(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let outputs = try fixture.outputCache(clock: ManualClock())
+        let (url, other) = (
+            fixture.scratch.output.appendingPathComponent("AudioCache/t/p_Detailed.m4a"),
+            fixture.scratch.output.appendingPathComponent("AudioCache/t/q_Detailed.m4a")
+        )
+        let bytes = Data((0..<4096).map { UInt8($0 % 251) })
+        var audio = StoreManifestFixture.encoded(1, duration: 3)
+        audio.sizeBytes = Int64(bytes.count)
+        for file in [url, other] { try AtomicFile.write(bytes, to: file) }
+        audio.sha256 = try FileDigest.sha256(of: url).hex
+        let key = OutputKey(
+            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
+            loudness: nil, metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        try outputs.record([(url: url, key: key, audio: audio)])
+
+        let preloaded = try outputs.preloading([url, other])
+        #expect(try preloaded.index.entries(paths: [url.path, other.path]).keys.sorted() == [url.path])
+        #expect(try preloaded.reusable(url, key: key, check: .sizeAndHash) == audio)
+        #expect(try preloaded.reusable(other, key: key, check: .sizeAndHash) == nil, "no row when preloaded")
+        try preloaded.record([(url: other, key: key, audio: audio)])
+        #expect(try preloaded.reusable(other, key: key, check: .sizeAndHash) == audio, "recorded after the preload")
+        try preloaded.forget([url])
+        #expect(try preloaded.reusable(url, key: key, check: .size) == nil, "forgotten after the preload")
+        #expect(try outputs.reusable(url, key: key, check: .size) == nil && outputs.reusable(other, key: key, check: .size) == audio)
     }
 
     /// One live package pins its four files; three unlisted files compete

@@ -158,6 +158,9 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     /// and planning them (chunking, captions' sentences), which come before
     /// the build starts, are not in it.
     public var wallSeconds: Double = 0
+    /// From the process's start (`/proc/self/stat`) to the summary: start-up,
+    /// loading and planning included, to 10 ms; nil when `/proc` does not tell it.
+    public var processSeconds: Double?
     /// The process's peak resident memory (`VmHWM`), when `/proc` tells it.
     public var peakMemoryBytes: Int64?
     /// Set when the build stopped early: a signal, the endpoint unreachable, or the quota.

@@ -16,6 +16,8 @@ struct BuildRun {
     let record: Int64
     let synthesizer: CachingSynthesizer
     let publisher: TourPublisher
+    /// The output cache, with the plan's rows preloaded.
+    let outputs: OutputCache
     var assemblies: [TourAssembly]
     let maps: TilePackMaker?
     let tileProgress: TileProgress
@@ -39,7 +41,7 @@ struct BuildRun {
     init(
         builder: Builder, layout: Layout, staging: StagingArea, pool: NIOThreadPool,
         events: @escaping @Sendable (BuildEvent) -> Void, state: BuildState, record: Int64, synthesizer: CachingSynthesizer,
-        publisher: TourPublisher, assemblies: [TourAssembly], maps: TilePackMaker?, tileProgress: TileProgress
+        publisher: TourPublisher, outputs: OutputCache, assemblies: [TourAssembly], maps: TilePackMaker?, tileProgress: TileProgress
     ) {
         self.builder = builder
         self.layout = layout
@@ -50,6 +52,7 @@ struct BuildRun {
         self.record = record
         self.synthesizer = synthesizer
         self.publisher = publisher
+        self.outputs = outputs
         self.assemblies = assemblies
         self.maps = maps
         self.tileProgress = tileProgress
@@ -121,7 +124,7 @@ struct BuildRun {
             }
             let maker = ItemMaker(
                 recipe: recipe, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour,
-                synthesizer: synthesizer, outputs: state.outputs)
+                synthesizer: synthesizer, outputs: outputs)
             group.addTask { await maker.make(item, tourIndex: tourIndex) }
             return
         }

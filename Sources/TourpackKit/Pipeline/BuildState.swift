@@ -82,6 +82,23 @@ public struct BuildState: Sendable {
     /// or reserved in the voice's tier. Reads no audio: reusable files are
     /// judged by their recorded size here, by size and SHA-256 in the build.
     public func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String) throws -> BuildPlan {
+        try annotate(plan, config: config, encoder: encoder, outputs: outputs(preloadingFor: plan, config: config))
+    }
+
+    /// The output cache with the rows of every file `plan` makes read at
+    /// once (`OutputCache.preloading`), for `annotate` and the build's items.
+    func outputs(preloadingFor plan: BuildPlan, config: PipelineConfig) throws -> OutputCache {
+        let output = Layout(root: config.output)
+        return try outputs.preloading(
+            plan.tours.flatMap { tourPlan in
+                tourPlan.items.flatMap { item in
+                    config.formats.map { output.audioFile(tourID: tourPlan.tour.id, poiID: item.poiID, phase: item.phase, format: $0).url }
+                }
+            })
+    }
+
+    /// `annotate`, asking `outputs` (preloaded) about the plan's files.
+    func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String, outputs: OutputCache) throws -> BuildPlan {
         var plan = plan
         let output = Layout(root: config.output)
         let fresh = try synthesis.freshKeys(among: plan.tours.flatMap { $0.items.flatMap(\.keys) })

@@ -165,11 +165,15 @@ public struct Builder: Sendable {
         events(.started(startEvent(plan, preflight)))
 
         let statsBefore = synthesizer.stats
+        // Hits' last uses are written together once the items are made, not one write per chunk.
+        var cache = state.synthesis
+        cache.deferredTouches = DeferredTouches()
         let synthesis = CachingSynthesizer(
-            inner: synthesizer, cache: state.synthesis, ledger: state.ledger, billing: config.billing, pool: pool, objects: objects,
+            inner: synthesizer, cache: cache, ledger: state.ledger, billing: config.billing, pool: pool, objects: objects,
             claims: state.claims)
         var summary = try await makeItemsAndMaps(
             plan, preflight: preflight, state: state, record: record, synthesis: synthesis, pool: pool, events: events)
+        await pool.runRegardless { [cache] in try? cache.flushTouches() }
         if summary.stoppedEarly == nil {
             await evictToBudgets(&summary, layout: preflight.layout, state: state, scope: scope, pool: pool)
         }
@@ -179,6 +183,7 @@ public struct Builder: Sendable {
         summarizeRequests(&summary, since: statsBefore, counts: synthesis.counters.snapshot, sharedCache: objects != nil)
         summary.wallSeconds = started.duration(to: .now).seconds
         summary.peakMemoryBytes = Self.peakMemoryBytes()
+        summary.processSeconds = Self.processSeconds()
         events(.finished(summary))
         return summary
     }
@@ -207,6 +212,8 @@ public struct Builder: Sendable {
         var recovered: Int
         var removed: Int
         var annotated: BuildPlan
+        /// The output cache with the plan's rows read at once.
+        var outputs: OutputCache
         var index: PackageIndex
         /// Map tiles the packs will hold; 0 without a tile source.
         var tiles: Int
@@ -240,13 +247,14 @@ public struct Builder: Sendable {
 
             // Before any request: what the caches already hold, and whether the
             // quota and the cache budget can take the rest.
-            let annotated = try state.annotate(plan, config: resolved, encoder: fingerprint)
+            let outputs = try state.outputs(preloadingFor: plan, config: resolved)
+            let annotated = try state.annotate(plan, config: resolved, encoder: fingerprint, outputs: outputs)
             if let refusal = annotated.refusal(config) {
                 throw TourpackError.budgetExceeded(refusal)
             }
             return Preflight(
                 resolved: resolved, layout: layout, staging: staging, recovered: recovered, removed: removed, annotated: annotated,
-                index: .scan(layout), tiles: config.maps.source == nil ? 0 : plan.tileCount)
+                outputs: outputs, index: .scan(layout), tiles: config.maps.source == nil ? 0 : plan.tileCount)
         }
     }
 
@@ -278,7 +286,8 @@ public struct Builder: Sendable {
             synthesizer: synthesis,
             publisher: TourPublisher(
                 config: config, layout: layout, staging: staging, index: preflight.index, state: state.layout,
-                outputs: state.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
+                outputs: preflight.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
+            outputs: preflight.outputs,
             assemblies: plan.tours.map { TourAssembly(plan: $0, hasTileSource: maps != nil) }, maps: maps, tileProgress: tileProgress)
         await run.runAll()
 
@@ -372,6 +381,21 @@ public struct Builder: Sendable {
         return TilePackMaker(
             config: config, source: source, cache: state.tiles, packs: state.tilePacks, fetcher: fetcher, extract: extract,
             extractJSON: try? extract?.metadata()["json"], pool: pool, staging: staging, layout: layout, progress: progress)
+    }
+
+    /// How long this process has run: `/proc/uptime` less the process's
+    /// start time (field 22 of `/proc/self/stat`, in clock ticks since boot).
+    static func processSeconds() -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+            let uptime = (try? String(contentsOfFile: "/proc/uptime", encoding: .utf8))?.split(separator: " ").first.flatMap({ Double($0) }
+            ),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command name (which may hold spaces) start at field 3.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard fields.count > 19, let started = Double(fields[19]), ticks > 0 else { return nil }
+        return max(0, uptime - started / ticks)
     }
 
     /// `VmHWM` of `/proc/self/status`: this program's own peak, not the

@@ -18,6 +18,9 @@ public struct PackageIndex: Sendable {
     }
 
     public private(set) var entries: [Entry] = []
+    /// Each package.json read, by path, with its bytes: the publish takes
+    /// the decoded manifest from here when the file still has those bytes.
+    private var read: [String: (bytes: [UInt8], manifest: PackageManifest)] = [:]
 
     /// Reads every `OfflineTours/*/package.json`; unreadable ones are left
     /// for `validate` to report, and are never removed by a build.
@@ -28,11 +31,18 @@ public struct PackageIndex: Sendable {
         for name in names where !name.hasPrefix(".") {
             let folder = parent.appendingPathComponent(name, isDirectory: true)
             let url = folder.appendingPathComponent(Layout.manifestFileName)
-            guard let manifest = try? PackageManifest.read(from: url) else { continue }
+            guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { continue }
+            index.read[url.path] = (Array(data), manifest)
             index.entries.append(
                 Entry(packageID: manifest.packageId, tourID: manifest.tourId, format: manifest.audio.first?.format, folder: folder))
         }
         return index
+    }
+
+    /// The package.json at `url` as the scan decoded it, when `bytes` are still its bytes.
+    func manifest(at url: URL, bytes: [UInt8]) -> PackageManifest? {
+        guard let known = read[url.path], known.bytes == bytes else { return nil }
+        return known.manifest
     }
 
     /// Package folders of `tourID` in one of `formats` that are not among `keeping`.

@@ -4,6 +4,14 @@ import TourpackCore
 import TourpackMaps
 import TourpackState
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Writes one tour's packages: a manifest per format, then the journalled commit.
 ///
 /// A package whose audio was all reused and whose manifest would be the same
@@ -72,7 +80,7 @@ package struct TourPublisher: Sendable {
                     captionFiles += captions.written
                 }
                 let final = layout.manifest(packageID: packageID)
-                let previous = Self.readManifest(final.url)
+                let previous = Self.readManifest(final.url, known: index)
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
                     audio: audio, mapTiles: mapTiles,
@@ -152,9 +160,9 @@ package struct TourPublisher: Sendable {
         let present = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
         func holds(_ name: String, _ bytes: [UInt8]) -> Bool {
             let url = live.appendingPathComponent(name)
-            let attributes = try? FileManager.default.attributesOfItem(atPath: url.path)  // lstat: a symlink is not followed
-            return attributes?[.type] as? FileAttributeType == .typeRegular
-                && (attributes?[.size] as? NSNumber)?.intValue == bytes.count && (try? Data(contentsOf: url)).map(Array.init) == bytes
+            var info = stat()  // lstat: a symlink is not followed
+            return lstat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && Int(info.st_size) == bytes.count
+                && (try? Data(contentsOf: url)).map(Array.init) == bytes
         }
         let same = wanted.filter { holds($0.key, $0.value) }
         guard same.count != wanted.count || Set(present) != Set(wanted.keys) else { return nil }
@@ -206,10 +214,14 @@ package struct TourPublisher: Sendable {
     }
 
     /// The package.json at `url` and its bytes; nil when there is none, or
-    /// none that reads.
-    static func readManifest(_ url: URL) -> (bytes: [UInt8], manifest: PackageManifest)? {
-        guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { return nil }
-        return (Array(data), manifest)
+    /// none that reads. Decoded only when `known` (the build's scan) has not
+    /// already decoded these bytes.
+    static func readManifest(_ url: URL, known: PackageIndex? = nil) -> (bytes: [UInt8], manifest: PackageManifest)? {
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        let bytes = Array(data)
+        if let manifest = known?.manifest(at: url, bytes: bytes) { return (bytes, manifest) }
+        guard let manifest = try? PackageManifest.decode(bytes) else { return nil }
+        return (bytes, manifest)
     }
 
     /// `now`, or a second after the `createdAt` of the package it replaces

@@ -10,7 +10,7 @@ import TourpackTesting
 /// 0 with estimated captions, or 1 naming the failed item and chunk; none
 /// crashes. What ships passes `validate --pipeline`, and a build against an
 /// honest proxy asks only for the chunks that failed.
-@Suite(.serialized, .offThePool) struct HostileAnswerTests {
+@Suite(.offThePool) struct HostileAnswerTests {
     static let key = "HOSTILEPROXYKEY35"
     static let tourID = "3b5a7c1d-2e4f-4a6b-8c0d-1e2f3a4b5c60"
     /// A single-chunk narration (its last word aims the proxy), a long one

@@ -111,7 +111,7 @@ struct Build: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data((config.settledDescription() + "\n\n").utf8))
         }
 
-        let display = BuildDisplay(mode: BuildDisplay.mode(json: json))
+        let display = BuildDisplay(mode: Display.mode(json: json))
         let summary: BuildSummary
         do {
             let chunker = planner.chunker

@@ -2,45 +2,20 @@ import Foundation
 import TourpackCore
 import TourpackKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Shows a running build to whoever is watching: a progress bar on a
-/// terminal, plain log lines in a log file, NDJSON events for jobs and CI.
+/// terminal, plain log lines in a log file, NDJSON events for jobs and CI,
+/// through the `Display` that install and publish use too.
 ///
 /// Events arrive from the build's task one at a time; the lock only keeps the
 /// bar's redraw timer and the events from interleaving.
 final class BuildDisplay: @unchecked Sendable {
-    enum Mode {
-        /// A redrawn bar on stderr; notable lines above it; the summary on stdout.
-        case bar
-        /// One line per event on stdout.
-        case lines
-        /// One JSON object per event on stdout.
-        case json
-    }
-
-    let mode: Mode
+    var mode: Display.Mode { display.mode }
     private let lock = NSLock()
-    private let clock = ContinuousClock()
-    private let started: ContinuousClock.Instant
+    private var display: Display
     private var progress = BuildProgress()
-    private var lastDraw: ContinuousClock.Instant?
-    private var barShown = false
-    private let encoder: JSONEncoder
 
-    init(mode: Mode) {
-        self.mode = mode
-        started = clock.now
-        encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    }
-
-    /// The bar needs a terminal on stderr; otherwise a person reads lines.
-    static func mode(json: Bool) -> Mode {
-        if json { return .json }
-        return isatty(STDERR_FILENO) == 1 ? .bar : .lines
+    init(mode: Display.Mode) {
+        display = Display(mode: mode)
     }
 
     func show(_ event: BuildEvent) {
@@ -48,7 +23,7 @@ final class BuildDisplay: @unchecked Sendable {
             progress.record(event)
             switch mode {
             case .json: emitJSON(event)
-            case .lines: if let line = line(for: event) { Self.write(line, to: .standardOutput) }
+            case .lines: if let line = line(for: event) { display.note(line) }
             case .bar: showOnBar(event)
             }
         }
@@ -57,20 +32,10 @@ final class BuildDisplay: @unchecked Sendable {
     /// A failure before or outside the build (the lock, the state folder), in
     /// the display's own form, so `--json` readers get it as an event too.
     func showError(_ error: any Error, exitCode: Int32) {
-        lock.withLock {
-            clearBar()
-            let message = (error as? TourpackError)?.description ?? "\(error)"
-            if mode == .json {
-                emit(ErrorEvent(error: (error as? TourpackError)?.kind.rawValue, message: message, exitCode: exitCode), name: "error")
-            }
-        }
+        lock.withLock { display.showError(error, exitCode: exitCode, progress: progress.fraction) }
     }
 
     // MARK: Lines
-
-    private var elapsed: Double {
-        started.duration(to: clock.now).seconds
-    }
 
     private func counter() -> String {
         let width = String(progress.items).count
@@ -162,19 +127,16 @@ final class BuildDisplay: @unchecked Sendable {
         case .itemDone, .mapsDone, .mapsProgress:
             break
         case .finished(let summary):
-            clearBar()
-            Self.write(Self.summaryText(summary), to: .standardOutput)
+            display.summary(Self.summaryText(summary))
             return
         default:
-            if let line = line(for: event) {
-                clearBar()
-                Self.write(line, to: .standardError)
-            }
+            if let line = line(for: event) { display.note(line) }
         }
-        let now = clock.now
-        if let lastDraw, lastDraw.duration(to: now) < .milliseconds(100), !isMilestone(event) { return }
-        lastDraw = now
-        drawBar()
+        guard display.dueForRedraw(force: isMilestone(event)) else { return }
+        let eta = progress.secondsLeft(elapsed: display.elapsed).map { "ETA \(PlanReport.duration($0))" } ?? "ETA –"
+        let tour = progress.currentTour.map { " · \(Display.clip($0, 32))" } ?? ""
+        let tiles = progress.tiles > 0 ? " · \(progress.tilesDone)/\(progress.tiles) tiles" : ""
+        display.drawBar(fraction: progress.fraction, "\(progress.itemsSettled)/\(progress.items) items\(tiles)\(tour) · \(eta)")
     }
 
     private func isMilestone(_ event: BuildEvent) -> Bool {
@@ -182,88 +144,27 @@ final class BuildDisplay: @unchecked Sendable {
         return true
     }
 
-    private func drawBar() {
-        let width = 28
-        let fraction = progress.fraction
-        let filled = Int((fraction * Double(width)).rounded(.down))
-        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        let eta = progress.secondsLeft(elapsed: elapsed).map { "ETA \(PlanReport.duration($0))" } ?? "ETA –"
-        let tour = progress.currentTour.map { " · \(Self.clip($0, 32))" } ?? ""
-        let tiles = progress.tiles > 0 ? " · \(progress.tilesDone)/\(progress.tiles) tiles" : ""
-        let text =
-            "\(bar) \(String(format: "%3d", Int(fraction * 100)))%  \(progress.itemsSettled)/\(progress.items) items\(tiles)\(tour) · \(eta)"
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
-        barShown = true
-    }
-
-    private func clearBar() {
-        guard barShown else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
-        barShown = false
-    }
-
-    private static func clip(_ text: String, _ length: Int) -> String {
-        text.count <= length ? text : String(text.prefix(length - 1)) + "…"
-    }
-
     // MARK: NDJSON
 
+    /// One line per event, each with the build's `progress`.
     private func emitJSON(_ event: BuildEvent) {
+        let progress = progress.fraction
         switch event {
-        case .waitingForLock(let path): emit(["lock": path], name: "waitingForLock")
-        case .started(let start): emit(start, name: "started")
-        case .itemDone(let done): emit(done, name: "itemDone")
-        case .itemFailed(let failure): emit(failure, name: "itemFailed")
-        case .mapsProgress(let maps): emit(maps, name: "mapsProgress")
-        case .mapsDone(let tourID, let tiles): emit(MapsDone(tourId: tourID.value, tileCount: tiles), name: "mapsDone")
-        case .tourPackaged(let packaged): emit(packaged, name: "tourPackaged")
-        case .tourFailed(let failure): emit(failure, name: "tourFailed")
-        case .finished(let summary): emit(summary, name: "finished")
+        case .waitingForLock(let path): display.emit(["lock": path], name: "waitingForLock", progress: progress)
+        case .started(let start): display.emit(start, name: "started", progress: progress)
+        case .itemDone(let done): display.emit(done, name: "itemDone", progress: progress)
+        case .itemFailed(let failure): display.emit(failure, name: "itemFailed", progress: progress)
+        case .mapsProgress(let maps): display.emit(maps, name: "mapsProgress", progress: progress)
+        case .mapsDone(let tourID, let tiles):
+            display.emit(MapsDone(tourId: tourID.value, tileCount: tiles), name: "mapsDone", progress: progress)
+        case .tourPackaged(let packaged): display.emit(packaged, name: "tourPackaged", progress: progress)
+        case .tourFailed(let failure): display.emit(failure, name: "tourFailed", progress: progress)
+        case .finished(let summary): display.emit(summary, name: "finished", progress: progress)
         }
-    }
-
-    /// One line: `{"event": name, "elapsedSeconds": …, "progress": …, …payload}`, keys sorted.
-    private func emit(_ payload: some Encodable, name: String) {
-        let line = EventLine(
-            event: name, elapsedSeconds: (elapsed * 1000).rounded() / 1000,
-            progress: (progress.fraction * 1000).rounded() / 1000, payload: payload)
-        guard let data = try? encoder.encode(line) else { return }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
     private struct MapsDone: Encodable {
         var tourId: String
         var tileCount: Int
-    }
-
-    private struct ErrorEvent: Encodable {
-        /// The kind (`storageFailed`…), as install's error events name it.
-        var error: String?
-        var message: String
-        var exitCode: Int32
-    }
-
-    private struct EventLine<Payload: Encodable>: Encodable {
-        var event: String
-        var elapsedSeconds: Double
-        var progress: Double
-        var payload: Payload
-
-        enum Keys: String, CodingKey { case event, elapsedSeconds, progress }
-
-        func encode(to encoder: any Encoder) throws {
-            try payload.encode(to: encoder)
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode(event, forKey: .event)
-            try container.encode(elapsedSeconds, forKey: .elapsedSeconds)
-            try container.encode(progress, forKey: .progress)
-        }
-    }
-
-    private enum Stream { case standardOutput, standardError }
-
-    private static func write(_ text: String, to stream: Stream) {
-        let handle = stream == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
-        handle.write(Data((text + "\n").utf8))
     }
 }

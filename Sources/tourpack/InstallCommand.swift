@@ -168,7 +168,7 @@ struct Install: AsyncParsableCommand {
             if code != ExitStatus.ok { throw ExitCode(code) }
             return
         }
-        let display = InstallDisplay(mode: BuildDisplay.mode(json: json))
+        let display = InstallDisplay(mode: Display.mode(json: json))
         installer.report = { display.show($0) }
         if trust == nil, json { display.show(.warning(Self.insecureWarning)) }
         do {

@@ -170,66 +170,84 @@ struct Publish: AsyncParsableCommand {
     }
 }
 
-/// What `publish` shows: a progress line on stderr when it is a terminal
-/// (objects and bytes uploaded so far), a line per object with `--verbose`,
-/// or one JSON object per event on stdout (`--json`); the summary last.
-final class PublishDisplay: Sendable {
-    let json: Bool
+/// What `publish` shows, through the `Display` build and install use: a
+/// progress line on stderr when it is a terminal (objects and bytes uploaded
+/// so far), a line per object with `--verbose`, or one JSON object per event
+/// on stdout (`--json`); the summary last.
+final class PublishDisplay: @unchecked Sendable {
     let verbose: Bool
-    /// Whether stderr is a terminal, where the progress line is redrawn in place.
-    private let terminal = isatty(STDERR_FILENO) == 1
-    private let uploaded = LockedCounts((objects: 0, bytes: Int64(0), shown: false))
+    private let lock = NSLock()
+    private var display: Display
+    private var uploadedObjects = 0
+    private var uploadedBytes: Int64 = 0
 
     init(json: Bool, verbose: Bool = false) {
-        self.json = json
+        display = Display(mode: Display.mode(json: json))
         self.verbose = verbose
     }
 
     func show(_ event: PublishEvent) {
-        switch event {
-        case .uploaded(let key, let bytes, let what):
-            if json {
-                emit("uploaded", ["key": key, "bytes": bytes, "file": what])
-            } else if verbose {
-                Console.error("uploaded \(what) → \(key) (\(PlanReport.bytes(Int(bytes))))")
-            } else if terminal {
-                let line = uploaded.update { state in
-                    state.objects += 1
-                    state.bytes += bytes
-                    state.shown = true
-                    return "uploading: \(state.objects) object(s), \(PlanReport.bytes(Int(state.bytes)))"
+        lock.withLock {
+            let json = display.mode == .json
+            switch event {
+            case .uploaded(let key, let bytes, let what):
+                uploadedObjects += 1
+                uploadedBytes += bytes
+                if json {
+                    display.emit(Uploaded(key: key, bytes: bytes, file: what), name: "uploaded")
+                } else if verbose {
+                    Console.error("uploaded \(what) → \(key) (\(PlanReport.bytes(Int(bytes))))")
+                } else if display.mode == .bar, display.dueForRedraw(force: false) {
+                    display.drawBar(fraction: nil, "uploading: \(uploadedObjects) object(s), \(PlanReport.bytes(Int(uploadedBytes)))")
                 }
-                FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            case .published(let generation, let packages):
+                if json { display.emit(["generation": generation, "packages": packages], name: "published") }
+            case .unchanged(let generation): if json { display.emit(["generation": generation], name: "unchanged") }
+            case .raced:
+                if json {
+                    display.emit([String: Int](), name: "raced")
+                } else {
+                    display.clearBar()
+                    Console.error("another publisher put a catalogue in force first; merging and trying again")
+                }
+            case .rolledBack(let from, let generation):
+                if json { display.emit(["from": from, "generation": generation], name: "rolledBack") }
+            case .refreshed(let generation, let expiresAt):
+                if json {
+                    display.emit(Refreshed(generation: generation, expiresAt: PackageManifest.timestamp(expiresAt)), name: "refreshed")
+                }
+            case .deleted(let key):
+                if json { display.emit(["key": key], name: "deleted") } else if verbose { Console.error("deleted \(key)") }
+            case .warning(let message):
+                if json {
+                    display.emit(Display.Message(message: message), name: "warning")
+                } else {
+                    display.clearBar()
+                    Console.error("warning: \(message)")
+                }
             }
-        case .published(let generation, let packages):
-            json ? emit("published", ["generation": generation, "packages": packages]) : ()
-        case .unchanged(let generation): json ? emit("unchanged", ["generation": generation]) : ()
-        case .raced:
-            json ? emit("raced", [:]) : Console.error("another publisher put a catalogue in force first; merging and trying again")
-        case .rolledBack(let from, let generation): json ? emit("rolledBack", ["from": from, "generation": generation]) : ()
-        case .refreshed(let generation, let expiresAt):
-            json ? emit("refreshed", ["generation": generation, "expiresAt": PackageManifest.timestamp(expiresAt)]) : ()
-        case .deleted(let key):
-            if json { emit("deleted", ["key": key]) } else if verbose { Console.error("deleted \(key)") }
-        case .warning(let message): json ? emit("warning", ["message": message]) : Console.error("warning: \(message)")
         }
     }
 
+    /// A line of a dry run's plan (`would upload …`): stdout, or a `planned` event.
     func line(_ text: String) {
-        json ? emit("planned", ["message": text]) : print(text)
+        lock.withLock { display.mode == .json ? display.emit(Display.Message(message: text), name: "planned") : print(text) }
     }
 
     func finish(_ summary: String) {
-        if !json, uploaded.snapshot.shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        json ? emit("finished", ["message": summary]) : print(summary)
+        lock.withLock {
+            display.mode == .json ? display.emit(Display.Message(message: summary), name: "finished") : display.summary(summary)
+        }
     }
 
-    private func emit(_ name: String, _ fields: [String: any Sendable]) {
-        var object: [String: Any] = ["event": name]
-        for (key, value) in fields { object[key] = value }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return
-        }
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+    private struct Uploaded: Encodable {
+        var key: String
+        var bytes: Int64
+        var file: String
+    }
+
+    private struct Refreshed: Encodable {
+        var generation: Int
+        var expiresAt: String
     }
 }

@@ -203,6 +203,9 @@ import Glibc
         let event = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
         #expect(event["event"] as? String == "error")
         #expect(event["exitCode"] as? Int == 1)
+        // The keys install's error event uses too (KilledInstallTests): `error`, `message`, `exitCode`.
+        #expect(event["error"] as? String == "storageFailed", "\(event)")
+        #expect((event["message"] as? String)?.contains(blocker.path) == true, "\(event)")
     }
 
     @Test func dryRunListsTheFilesAndWritesNothing() throws {

@@ -65,6 +65,12 @@ import TourpackTesting
         #expect(files == audit.named.union(generation), "\(files.symmetricDifference(audit.named.union(generation)))")
         #expect(Set(log.uploaded.keys) == audit.named)
         #expect(log.named("uploaded").count == audit.named.count, "an object was uploaded twice")
+        // Publish's events are lines of the one NDJSON form build and install print: each with its time.
+        let lines = result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(
+            !lines.isEmpty && lines.allSatisfy { $0["event"] is String && ($0["elapsedSeconds"] as? Double) != nil }, "\(result.stdout)")
         for (key, event) in log.uploaded {
             let size = try FileManager.default.attributesOfItem(atPath: workspace.site.appendingPathComponent(key).path)[.size] as? Int
             #expect(event["bytes"] as? Int == size, "\(key)")

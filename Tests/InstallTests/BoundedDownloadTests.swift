@@ -81,7 +81,7 @@ import Glibc
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
         let error = try #require(InstallCommandTests.lines(result.stdout).last { $0["event"] as? String == "error" }, "\(result.stdout)")
         #expect(error["error"] as? String == "networkUnavailable", "\(error)")
-        if fault == .wrongRange { #expect((error["errorMessage"] as? String)?.contains("Content-Range") == true, "\(error)") }
+        if fault == .wrongRange { #expect((error["message"] as? String)?.contains("Content-Range") == true, "\(error)") }
         let blobs = server.requests.filter { $0.path.hasPrefix("/blobs/") }
         let perFile = Dictionary(grouping: blobs, by: \.path).mapValues(\.count)
         #expect(!perFile.isEmpty)
@@ -118,7 +118,7 @@ import Glibc
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
         let error = try #require(InstallCommandTests.lines(result.stdout).last { $0["event"] as? String == "error" }, "\(result.stdout)")
         #expect(error["error"] as? String == "networkUnavailable", "\(error)")
-        #expect((error["errorMessage"] as? String)?.contains("deadline") == true, "\(error)")
+        #expect((error["message"] as? String)?.contains("deadline") == true, "\(error)")
         // A trickle brings bytes, so its tries never run out: the deadline ends it, not a 24 h timeout.
         #expect(elapsed < .seconds(90), "gave up after \(elapsed)")
         let perFile = Dictionary(grouping: server.requests.filter { $0.path.hasPrefix("/blobs/") }, by: \.path).mapValues(\.count)

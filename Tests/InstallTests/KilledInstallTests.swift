@@ -135,7 +135,7 @@ import Glibc
         #expect(full.status == 1, "\(full.stdout)\n\(full.stderr)")
         let failure = try #require(InstallCommandTests.lines(full.stdout).last { $0["event"] as? String == "error" }, "\(full.stdout)")
         #expect(failure["error"] as? String == "storageFailed", "the app's name for it: \(failure)")
-        #expect((failure["errorMessage"] as? String)?.contains(documents.path) == true, "the error names the path: \(failure)")
+        #expect((failure["message"] as? String)?.contains(documents.path) == true, "the error names the path: \(failure)")
         #expect(Self.appView(documents, manifestPath: manifestPath) == old, "the installed package stays byte for byte")
     }
 

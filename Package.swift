@@ -26,7 +26,6 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tourpack", targets: ["tourpack"]),
-        .executable(name: "tourpack-bench", targets: ["TourpackBench"]),
         .library(name: "TourpackKit", targets: ["TourpackKit"]),
         // The touring app's offline layer: catalogue, downloads, installed packages.
         .library(name: "TourpackClient", targets: ["TourpackClient"]),
@@ -250,19 +249,6 @@ let package = Package(
             dependencies: ["TourpackClient"],
             path: "Examples/OfflineTourApp"
         ),
-        // `make bench`: speed and memory figures, never timed tests.
-        .executableTarget(
-            name: "TourpackBench",
-            dependencies: [
-                // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
-                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
-                "TourpackServer", "TourpackTesting",
-                // The install bench: a published site installed over HTTP from TourpackTesting's site server.
-                "TourpackClient", "TourpackInstall",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
 
         // MARK: Tests
         // The one test-support target, for the tests and the benches: a throwaway
@@ -340,6 +326,27 @@ let package = Package(
         ),
     ]
 )
+
+// `make bench` only (`TOURPACK_BENCH=1`), as Hummingbird gates its own:
+// speed and memory figures, never timed tests. The benches use the tests'
+// support (TourpackTesting: PostgreSQL, moto, the site server), so an
+// ordinary build, and `make tour`, never compile them.
+if Context.environment["TOURPACK_BENCH"] == "1" {
+    package.products.append(.executable(name: "tourpack-bench", targets: ["TourpackBench"]))
+    package.targets.append(
+        .executableTarget(
+            name: "TourpackBench",
+            dependencies: [
+                // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
+                "TourpackServer", "TourpackTesting",
+                // The install bench: a published site installed over HTTP from TourpackTesting's site server.
+                "TourpackClient", "TourpackInstall",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ))
+}
 
 // `make fuzz` only (`TOURPACK_FUZZ=1`): one libFuzzer executable whose
 // `TOURPACK_FUZZ_TARGET` picks the parser (see TourpackKit's `FuzzHarness`),

@@ -163,9 +163,11 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench peer --loudness
 
 # libFuzzer with AddressSanitizer on every parser of untrusted input (the
-# Fuzzing article). TOURPACK_FUZZ=1 adds the one fuzz executable to the
-# package, instrumenting this package's own Swift code only, in a scratch
-# path of its own so the ordinary build is untouched; TOURPACK_FUZZ_TARGET
+# Fuzzing article). The targets' bodies are TourpackFuzz, a library beside
+# the product that the corpus tests run too. TOURPACK_FUZZ=1 adds the one
+# fuzz executable (TourpackFuzzEntry) to the package, instrumenting this
+# package's own Swift code only, in a scratch path of its own so the
+# ordinary build is untouched; TOURPACK_FUZZ_TARGET
 # picks the parser each run feeds. scripts/fuzz.sh runs every target for
 # FUZZ_SECONDS, keeps new inputs in build/fuzz/corpus/<target>/ and any crash
 # in build/fuzz/crashes/, prints execs/s, execs, corpus and crashes per

@@ -17,6 +17,12 @@
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Maps, Kit)
 //
+// Beside the product, never in it (`tourpack` depends on none of them):
+//
+//   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, Kit)
+//   TourpackTesting the tests' and benches' support: servers, fixtures, `.offThePool`
+//   TourpackBench  `make bench` only (`TOURPACK_BENCH=1`); TourpackFuzzEntry, `make fuzz` only (`TOURPACK_FUZZ=1`)
+//
 // Every C library sits behind a `C<Name>` system-library target plus, where
 // Swift cannot reach on its own, a `C<Name>Shims` target.
 import PackageDescription
@@ -249,6 +255,14 @@ let package = Package(
             dependencies: ["TourpackClient"],
             path: "Examples/OfflineTourApp"
         ),
+        // The bodies of the fuzz targets: each hands its bytes to a real parser
+        // and traps when a property that must hold for any input does not.
+        // Not a product: TourpackKitTests replays the corpus through it, and
+        // `make fuzz`'s libFuzzer executable (TourpackFuzzEntry, below) runs it.
+        .target(
+            name: "TourpackFuzz",
+            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit"]
+        ),
 
         // MARK: Tests
         // The one test-support target, for the tests and the benches: a throwaway
@@ -278,6 +292,8 @@ let package = Package(
             // Yams: the deploy/ manifests are checked by parsing them.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
+                // FuzzCorpusTests: every input of Fuzz/Corpus through its target's body.
+                "TourpackFuzz",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -349,7 +365,7 @@ if Context.environment["TOURPACK_BENCH"] == "1" {
 }
 
 // `make fuzz` only (`TOURPACK_FUZZ=1`): one libFuzzer executable whose
-// `TOURPACK_FUZZ_TARGET` picks the parser (see TourpackKit's `FuzzHarness`),
+// `TOURPACK_FUZZ_TARGET` picks the parser (TourpackFuzz's `FuzzHarness`),
 // with libFuzzer's coverage and AddressSanitizer in this package's own Swift
 // code. Dependencies build as usual; ordinary builds never see the target.
 if Context.environment["TOURPACK_FUZZ"] == "1" {
@@ -357,11 +373,11 @@ if Context.environment["TOURPACK_FUZZ"] == "1" {
     for target in package.targets where target.type == .regular || target.type == .executable {
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(sanitizers)]
     }
-    package.products.append(.executable(name: "tourpack-fuzz", targets: ["TourpackFuzz"]))
+    package.products.append(.executable(name: "tourpack-fuzz", targets: ["TourpackFuzzEntry"]))
     package.targets.append(
         .executableTarget(
-            name: "TourpackFuzz",
-            dependencies: ["TourpackKit"],
+            name: "TourpackFuzzEntry",
+            dependencies: ["TourpackFuzz"],
             swiftSettings: [.unsafeFlags(sanitizers + ["-parse-as-library"])],
             linkerSettings: [.unsafeFlags(sanitizers)]
         ))

@@ -20,7 +20,7 @@
 // Beside the product, never in it (`tourpack` depends on none of them):
 //
 //   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, Kit)
-//   TourpackTesting the tests' and benches' support: servers, fixtures, `.offThePool`
+//   TourpackTesting the tests' and benches' support: servers, fixtures, clocks, scratch folders
 //   TourpackBench  `make bench` only (`TOURPACK_BENCH=1`); TourpackFuzzEntry, `make fuzz` only (`TOURPACK_FUZZ=1`)
 //
 // Every C library sits behind a `C<Name>` system-library target plus, where
@@ -270,7 +270,8 @@ let package = Package(
         // S3-compatible moto server (PyPI moto[server]), a capture server, a
         // published site's server (Range, If-Range, ETag, injected faults), the
         // built `tourpack` and the tools the tests check output with, run to their
-        // end, and `.offThePool`, which keeps blocking tests off the cooperative pool.
+        // end, `.offThePool`, which keeps blocking tests off the cooperative pool,
+        // and the one `ManualClock`, `SeededGenerator` and `TemporaryFolder`.
         .target(
             name: "TourpackTesting",
             dependencies: [

@@ -11,10 +11,10 @@ import TourpackTesting
 
 /// A state folder that is removed afterwards.
 struct StateScratch {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-state-\(UUID().uuidString)")
+    let root = TemporaryFolder.path("tourpack-state")
     var state: URL { root.appendingPathComponent("state") }
     var output: URL { root.appendingPathComponent("Documents") }
-    func remove() { try? FileManager.default.removeItem(at: root) }
+    func remove() { TemporaryFolder.remove(root) }
 }
 
 @Suite(.offThePool) struct StateDatabaseTests {

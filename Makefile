@@ -141,9 +141,12 @@ setup-bench: setup-test
 # narration's length, and at most 0.40 of the script's wall time (`--loudness`
 # prints its ratio with no goal). They run last: a missed goal exits 1 and stops
 # make. `install`'s goal counts bytes, not time, so the machine's load cannot miss it.
+# The benches build only here: TOURPACK_BENCH=1 adds `tourpack-bench` to the
+# package (Package.swift). The flag adds a target and changes no other's
+# settings, so what build-release compiled without it is reused as built.
 bench: setup-bench build-release
-	$(SWIFT) build -c release --product tourpack-bench
-	$(SWIFT) build -c release --product OfflineTourExample
+	TOURPACK_BENCH=1 $(SWIFT) build -c release $(BUILD_FLAGS) --product tourpack-bench
+	TOURPACK_BENCH=1 $(SWIFT) build -c release $(BUILD_FLAGS) --product OfflineTourExample
 	.build/release/tourpack-bench encode
 	.build/release/tourpack-bench loudness
 	.build/release/tourpack-bench tts
@@ -160,9 +163,11 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench peer --loudness
 
 # libFuzzer with AddressSanitizer on every parser of untrusted input (the
-# Fuzzing article). TOURPACK_FUZZ=1 adds the one fuzz executable to the
-# package, instrumenting this package's own Swift code only, in a scratch
-# path of its own so the ordinary build is untouched; TOURPACK_FUZZ_TARGET
+# Fuzzing article). The targets' bodies are TourpackFuzz, a library beside
+# the product that the corpus tests run too. TOURPACK_FUZZ=1 adds the one
+# fuzz executable (TourpackFuzzEntry) to the package, instrumenting this
+# package's own Swift code only, in a scratch path of its own so the
+# ordinary build is untouched; TOURPACK_FUZZ_TARGET
 # picks the parser each run feeds. scripts/fuzz.sh runs every target for
 # FUZZ_SECONDS, keeps new inputs in build/fuzz/corpus/<target>/ and any crash
 # in build/fuzz/crashes/, prints execs/s, execs, corpus and crashes per

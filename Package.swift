@@ -17,6 +17,12 @@
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Maps, Kit)
 //
+// Beside the product, never in it (`tourpack` depends on none of them):
+//
+//   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, Kit)
+//   TourpackTesting the tests' and benches' support: servers, fixtures, clocks, scratch folders
+//   TourpackBench  `make bench` only (`TOURPACK_BENCH=1`); TourpackFuzzEntry, `make fuzz` only (`TOURPACK_FUZZ=1`)
+//
 // Every C library sits behind a `C<Name>` system-library target plus, where
 // Swift cannot reach on its own, a `C<Name>Shims` target.
 import PackageDescription
@@ -26,7 +32,6 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tourpack", targets: ["tourpack"]),
-        .executable(name: "tourpack-bench", targets: ["TourpackBench"]),
         .library(name: "TourpackKit", targets: ["TourpackKit"]),
         // The touring app's offline layer: catalogue, downloads, installed packages.
         .library(name: "TourpackClient", targets: ["TourpackClient"]),
@@ -250,18 +255,13 @@ let package = Package(
             dependencies: ["TourpackClient"],
             path: "Examples/OfflineTourApp"
         ),
-        // `make bench`: speed and memory figures, never timed tests.
-        .executableTarget(
-            name: "TourpackBench",
-            dependencies: [
-                // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
-                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
-                "TourpackServer", "TourpackTesting",
-                // The install bench: a published site installed over HTTP from TourpackTesting's site server.
-                "TourpackClient", "TourpackInstall",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
+        // The bodies of the fuzz targets: each hands its bytes to a real parser
+        // and traps when a property that must hold for any input does not.
+        // Not a product: TourpackKitTests replays the corpus through it, and
+        // `make fuzz`'s libFuzzer executable (TourpackFuzzEntry, below) runs it.
+        .target(
+            name: "TourpackFuzz",
+            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit"]
         ),
 
         // MARK: Tests
@@ -270,7 +270,8 @@ let package = Package(
         // S3-compatible moto server (PyPI moto[server]), a capture server, a
         // published site's server (Range, If-Range, ETag, injected faults), the
         // built `tourpack` and the tools the tests check output with, run to their
-        // end, and `.offThePool`, which keeps blocking tests off the cooperative pool.
+        // end, `.offThePool`, which keeps blocking tests off the cooperative pool,
+        // and the one `ManualClock`, `SeededGenerator` and `TemporaryFolder`.
         .target(
             name: "TourpackTesting",
             dependencies: [
@@ -292,6 +293,8 @@ let package = Package(
             // Yams: the deploy/ manifests are checked by parsing them.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
+                // FuzzCorpusTests: every input of Fuzz/Corpus through its target's body.
+                "TourpackFuzz",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -341,8 +344,29 @@ let package = Package(
     ]
 )
 
+// `make bench` only (`TOURPACK_BENCH=1`), as Hummingbird gates its own:
+// speed and memory figures, never timed tests. The benches use the tests'
+// support (TourpackTesting: PostgreSQL, moto, the site server), so an
+// ordinary build, and `make tour`, never compile them.
+if Context.environment["TOURPACK_BENCH"] == "1" {
+    package.products.append(.executable(name: "tourpack-bench", targets: ["TourpackBench"]))
+    package.targets.append(
+        .executableTarget(
+            name: "TourpackBench",
+            dependencies: [
+                // The ledger and fleet benches start a throwaway PostgreSQL and moto of their own.
+                "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackPublish",
+                "TourpackServer", "TourpackTesting",
+                // The install bench: a published site installed over HTTP from TourpackTesting's site server.
+                "TourpackClient", "TourpackInstall",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ))
+}
+
 // `make fuzz` only (`TOURPACK_FUZZ=1`): one libFuzzer executable whose
-// `TOURPACK_FUZZ_TARGET` picks the parser (see TourpackKit's `FuzzHarness`),
+// `TOURPACK_FUZZ_TARGET` picks the parser (TourpackFuzz's `FuzzHarness`),
 // with libFuzzer's coverage and AddressSanitizer in this package's own Swift
 // code. Dependencies build as usual; ordinary builds never see the target.
 if Context.environment["TOURPACK_FUZZ"] == "1" {
@@ -350,11 +374,11 @@ if Context.environment["TOURPACK_FUZZ"] == "1" {
     for target in package.targets where target.type == .regular || target.type == .executable {
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(sanitizers)]
     }
-    package.products.append(.executable(name: "tourpack-fuzz", targets: ["TourpackFuzz"]))
+    package.products.append(.executable(name: "tourpack-fuzz", targets: ["TourpackFuzzEntry"]))
     package.targets.append(
         .executableTarget(
-            name: "TourpackFuzz",
-            dependencies: ["TourpackKit"],
+            name: "TourpackFuzzEntry",
+            dependencies: ["TourpackFuzz"],
             swiftSettings: [.unsafeFlags(sanitizers + ["-parse-as-library"])],
             linkerSettings: [.unsafeFlags(sanitizers)]
         ))

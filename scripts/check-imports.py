@@ -11,6 +11,10 @@ module has the product's name here, as every product this package uses
 does), and on a declared dependency that none of its sources imports. The
 toolchain's own modules are always allowed. Prints what breaks a rule, with
 the file and line of an import, and exits 1.
+
+The package is read with TOURPACK_BENCH=1 and TOURPACK_FUZZ=1 set, so the
+targets those flags add (the benches, the libFuzzer entry) are checked
+too, whatever the caller's environment.
 """
 import json
 import os
@@ -39,8 +43,9 @@ def declared(target: dict) -> set:
 
 
 def main() -> int:
+    environment = dict(os.environ, TOURPACK_BENCH="1", TOURPACK_FUZZ="1")
     dump = json.loads(subprocess.run(["swift", "package", "dump-package"], cwd=ROOT, check=True,
-                                     capture_output=True, text=True).stdout)
+                                     capture_output=True, text=True, env=environment).stdout)
     problems = []
     checked = 0
     for target in dump["targets"]:

@@ -3,6 +3,7 @@ import Logging
 import TourpackCore
 import TourpackKit
 import TourpackServer
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -38,8 +39,8 @@ enum BuildBench {
             .map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? [3_000, 12_000]
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench")
+        defer { TemporaryFolder.remove(scratch) }
         // `--warm-only`: issue 39's warm rebuilds alone, without the demo and memory builds.
         if arguments.contains("--warm-only") { return await warmRebuilds(executable, sizes: warmSizes, scratch: scratch) }
         do {

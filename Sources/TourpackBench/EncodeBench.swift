@@ -22,6 +22,7 @@ import Foundation
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 enum EncodeBench {
     static func run(_ arguments: [String]) throws {
@@ -38,9 +39,8 @@ enum EncodeBench {
             }
             index += 1
         }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-encode-\(getpid())")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
+        let work = try TemporaryFolder.make("tourpack-bench-encode")
+        defer { TemporaryFolder.remove(work) }
 
         let pcm = try speech(seconds: seconds, rate: inputSampleRateHz, in: work)
         let raw = work.appendingPathComponent("speech.s16le")

@@ -73,8 +73,8 @@ enum FleetBench {
         let options = Options(arguments)
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-fleet-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench-fleet")
+        defer { TemporaryFolder.remove(scratch) }
         // Throwaway credentials for the children, which read them from these variables.
         setenv(passwordVariable, PostgresTestServer.password, 1)
         setenv(accessVariable, "tourpack-bench-access", 1)

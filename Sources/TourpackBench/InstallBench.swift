@@ -36,8 +36,8 @@ enum InstallBench {
         let options = try IntegerOptions(
             arguments, ["--packages": (100, 1), "--files": (4, 1), "--kb": (256, 1), "--check-packages": (1000, 10)])
         let (packages, files, kb, checkPackages) = (options["--packages"], options["--files"], options["--kb"], options["--check-packages"])
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-install-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: work) }
+        let work = TemporaryFolder.path("tourpack-bench-install")
+        defer { TemporaryFolder.remove(work) }
         print("install: a folder site on a loopback site server, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         try await throughput(work.appendingPathComponent("big"), packages: packages, files: files, bytes: kb * 1024)
         try await library(work.appendingPathComponent("library"), packages: packages, files: files, bytes: kb * 1024)

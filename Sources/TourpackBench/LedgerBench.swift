@@ -54,8 +54,8 @@ enum LedgerBench {
             return value
         }
         let workers = max(1, option("--workers", 4)), cycles = max(1, option("--cycles", 1000)), runs = max(1, option("--runs", 3))
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-ledger-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench-ledger")
+        defer { TemporaryFolder.remove(scratch) }
         setenv(passwordVariable, PostgresTestServer.password, 1)
         let total = (0..<workers).reduce(0) { sum, worker in sum + (0..<cycles).reduce(0) { $0 + characters(worker: worker, cycle: $1) } }
         // Pinned, so a run across midnight at the end of a month stays in one month.

@@ -15,6 +15,7 @@ import Foundation
 import TourpackAudio
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 enum LoudnessBench {
     static func run(_ arguments: [String]) throws {
@@ -29,9 +30,8 @@ enum LoudnessBench {
             }
             index += 1
         }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-loudness-\(getpid())")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
+        let work = try TemporaryFolder.make("tourpack-bench-loudness")
+        defer { TemporaryFolder.remove(work) }
 
         let rate = EncodeBench.inputSampleRateHz
         let pcm = try EncodeBench.speech(seconds: seconds, rate: rate, in: work)

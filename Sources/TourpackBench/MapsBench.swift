@@ -4,6 +4,7 @@ import TourpackCore
 import TourpackKit
 import TourpackMaps
 import TourpackServer
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -41,8 +42,8 @@ enum MapsBench {
         let bigConcurrency = option("--big-concurrency", 8)
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-maps-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench-maps")
+        defer { TemporaryFolder.remove(scratch) }
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             print("maps bench: \(executable.path) is missing; run `swift build -c release --product tourpack` first")
             return 1

@@ -1,3 +1,5 @@
+import TourpackTesting
+
 /// Deterministic, varied tour prose for the long-narration benchmarks.
 ///
 /// A 30-minute guided tour is about 27,000 characters of speech. Repeating
@@ -10,12 +12,12 @@
 /// only after all the others: the same seed always gives the same text, and
 /// no two POIs, nor two paragraphs of one POI, read alike.
 struct NarrationProse {
-    private var random: SplitMix64
+    private var random: SeededGenerator
     /// Template indices still to deal before the next shuffle.
     private var deck: [Int] = []
 
     init(seed: UInt64) {
-        random = SplitMix64(seed: seed)
+        random = SeededGenerator(seed: seed)
     }
 
     /// About `characters` characters (never fewer) of paragraphs about the
@@ -151,19 +153,4 @@ struct NarrationProse {
         "Capt. {surname} mapped this valley in {year} at a scale of 1 to 25,000, and his map was used by walkers for almost a century.",
         "The larch trees around you turn gold in Oct., about {small} days after the first frost, and lose their needles before the first snow.",
     ]
-}
-
-/// SplitMix64: a small, fast, seeded generator; the same seed, the same text.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

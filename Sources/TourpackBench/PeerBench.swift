@@ -3,6 +3,7 @@ import Logging
 import TourpackCore
 import TourpackKit
 import TourpackServer
+import TourpackTesting
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -64,8 +65,8 @@ enum PeerBench {
         let extraYAML = loudness ? "" : "loudness: off"
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-peer-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench-peer")
+        defer { TemporaryFolder.remove(scratch) }
         signal(SIGPIPE, SIG_IGN)  // an ffmpeg that dies mid-write is a failed chunk, not a dead bench
         do {
             let pipeline: URL

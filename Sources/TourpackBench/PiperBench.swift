@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TourpackServer
+import TourpackTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -35,8 +36,8 @@ enum PiperBench {
     static func run(_ arguments: [String]) async -> Int32 {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-piper-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench-piper")
+        defer { TemporaryFolder.remove(scratch) }
         var server: pid_t = 0
         defer {
             if server > 0 {

@@ -25,8 +25,8 @@ enum PublishBench {
         let options = try IntegerOptions(
             arguments, ["--packages": (100, 1), "--files": (4, 1), "--kb": (256, 1), "--republish": (1000, 1)])
         let (packages, files, kb, republish) = (options["--packages"], options["--files"], options["--kb"], options["--republish"])
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-publish-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: work) }
+        let work = TemporaryFolder.path("tourpack-bench-publish")
+        defer { TemporaryFolder.remove(work) }
         let moto = try await MotoTestServer.start()
         defer { moto.stop() }
         print("publish: moto on \(moto.endpoint), \(ProcessInfo.processInfo.activeProcessorCount) cores")

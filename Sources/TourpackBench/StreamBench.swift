@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TourpackServer
+import TourpackTesting
 
 /// `tourpack-bench stream [--pois 6] [--characters 27000] [--concurrency 8]`
 ///
@@ -43,8 +44,8 @@ enum StreamBench {
         let concurrency = max(1, option("--concurrency", 8))
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-stream-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = TemporaryFolder.path("tourpack-bench-stream")
+        defer { TemporaryFolder.remove(scratch) }
         do {
             let long = try LongTour.write(
                 pois: pois, guidedCharacters: characters, formats: ["aac", "opus"], concurrency: concurrency,

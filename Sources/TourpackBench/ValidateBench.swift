@@ -11,6 +11,7 @@ import TourpackAudio
 import TourpackCore
 import TourpackKit
 import TourpackMaps
+import TourpackTesting
 
 enum ValidateBench {
     static func run(_ arguments: [String]) async throws {
@@ -27,9 +28,8 @@ enum ValidateBench {
             }
             index += 1
         }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bench-validate-\(getpid())")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
+        let work = try TemporaryFolder.make("tourpack-bench-validate")
+        defer { TemporaryFolder.remove(work) }
 
         let root = work.appendingPathComponent("Documents")
         let count = try makeBundle(at: root, files: files, seconds: seconds, work: work)

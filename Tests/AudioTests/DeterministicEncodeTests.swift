@@ -18,8 +18,8 @@ struct DeterministicEncodeTests {
 
     @Test("two encodes of the same PCM, to files of different names, are identical", arguments: AudioFormat.allCases)
     func twice(format: AudioFormat) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try PCMJoiner().joinInMemory(Fixtures.chunks(rate: 24_000, in: directory))
         let first = directory.appendingPathComponent("first.\(format.fileExtension)")
         let second = directory.appendingPathComponent("a-temporary-name.\(format.fileExtension)")
@@ -33,8 +33,8 @@ struct DeterministicEncodeTests {
     /// A build encodes a phase's formats in one session; a repair re-encodes one.
     @Test("a format encoded alone is identical to the same format encoded beside the others")
     func aloneOrTogether() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try PCMJoiner().joinInMemory(Fixtures.chunks(rate: 24_000, in: directory))
         let targets = AudioFormat.allCases.map { format in
             EncodeTarget(
@@ -61,8 +61,8 @@ struct DeterministicEncodeTests {
 
     @Test("an Opus file's Ogg serial number comes from its tags: the same for one file, different between files")
     func oggSerialFromTags() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[0], in: directory).resampled(to: 24_000)
         let other = AudioMetadata(title: "Kaiser-Franz-Josefs-Höhe – Approaching", album: Fixtures.metadata.album, language: "en-US")
         var serials: [UInt32] = []

@@ -35,8 +35,8 @@ struct EncoderTests {
 
     @Test("files pass ffprobe, a full decode and the format's own validator", arguments: cases)
     func encodeJoinedSpeech(format: AudioFormat, inputRate: Int) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let joined = try PCMJoiner().joinInMemory(Fixtures.chunks(rate: inputRate, in: directory))
         let url = directory.appendingPathComponent("poi_Detailed.\(format.fileExtension)")
         let encoded = try FFmpegAudioEncoder().encodeInMemory(joined, as: format, metadata: Fixtures.metadata, to: url)
@@ -136,8 +136,8 @@ struct EncoderTests {
 
     @Test("a single very short chunk encodes in every format", arguments: AudioFormat.allCases)
     func shortChunk(format: AudioFormat) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let speech = try Fixtures.speech("Hi.", in: directory).resampled(to: 24_000)
         let loud = try #require(speech.samples.firstIndex(where: { abs(Int($0)) > 2_000 }))
         let short = try PCMJoiner().joinInMemory([PCMAudio(samples: Array(speech.samples[loud..<(loud + 240)]), sampleRate: 24_000)])
@@ -155,8 +155,8 @@ struct EncoderTests {
 
     @Test("empty PCM is refused and leaves no file")
     func emptyPCM() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("empty.m4a")
         #expect(throws: PCMJoiner.JoinError.empty) {
             try FFmpegAudioEncoder().encodeInMemory(
@@ -170,8 +170,8 @@ struct EncoderTests {
     /// open, writes and close, and the message must say which file.
     @Test("an error writing the file names the file", arguments: AudioFormat.allCases)
     func writeErrorNamesTheFile(format: AudioFormat) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let notAFolder = directory.appendingPathComponent("AudioCache")
         try Data("a file, not a folder".utf8).write(to: notAFolder)
         let url = notAFolder.appendingPathComponent("poi_Detailed.\(format.fileExtension)")
@@ -187,8 +187,8 @@ struct EncoderTests {
 
     @Test("one stream into several formats at once")
     func severalFormats() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[1], in: directory).resampled(to: 24_000)
         let targets = AudioFormat.allCases.map {
             EncodeTarget(

@@ -76,8 +76,8 @@ struct FLACFileTests {
 
     @Test("the round trip is bit-exact", arguments: [16_000, 22_050, 24_000, 48_000], Length.allCases)
     func roundTrip(rate: Int, length: Length) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = sineWithNoise(count: try length.count(rate: rate), rate: rate)
         let url = directory.appendingPathComponent("chunk.flac")
         try FLACFile.write(pcm, to: url)
@@ -89,8 +89,8 @@ struct FLACFileTests {
 
     @Test("espeak-ng speech comes back bit-exact in under 70% of the PCM's bytes")
     func speech() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences.joined(separator: " "), in: directory)
         let url = directory.appendingPathComponent("speech.flac")
         try FLACFile.write(pcm, to: url)
@@ -101,8 +101,8 @@ struct FLACFileTests {
 
     @Test("the file is real FLAC, and much smaller than the PCM", arguments: [16_000, 24_000, 48_000])
     func probedByFFprobe(rate: Int) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = sineWithNoise(count: 5 * rate + 123, rate: rate)
         let url = directory.appendingPathComponent("sine.flac")
         try FLACFile.write(pcm, to: url)
@@ -126,8 +126,8 @@ struct FLACFileTests {
 
     @Test("writing replaces an existing file")
     func replaces() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("chunk.flac")
         try Data(repeating: 0xAB, count: 500_000).write(to: url)
         let pcm = sineWithNoise(count: 2_000, rate: 24_000)
@@ -142,8 +142,8 @@ struct FLACFileTests {
 
     @Test("a truncated file throws", arguments: Damage.allCases)
     func truncated(_ damage: Damage) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("chunk.flac")
         try FLACFile.write(sineWithNoise(count: 2 * 24_000, rate: 24_000), to: url)
         let bytes = [UInt8](try Data(contentsOf: url))
@@ -159,8 +159,8 @@ struct FLACFileTests {
 
     @Test("one flipped byte anywhere in the audio frames throws")
     func flippedByte() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("chunk.flac")
         let pcm = sineWithNoise(count: 3 * 22_050, rate: 22_050)
         try FLACFile.write(pcm, to: url)
@@ -182,8 +182,8 @@ struct FLACFileTests {
 
     @Test("damaged STREAMINFO (sample count, MD5) throws")
     func damagedStreamInfo() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("chunk.flac")
         try FLACFile.write(sineWithNoise(count: 10_000, rate: 16_000), to: url)
         let original = [UInt8](try Data(contentsOf: url))
@@ -198,8 +198,8 @@ struct FLACFileTests {
 
     @Test("a file that is not FLAC throws")
     func notFLAC() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let text = directory.appendingPathComponent("notes.flac")
         try Data("this is not audio at all".utf8).write(to: text)
         #expect(throws: FFmpegError.self) { _ = try FLACFile.read(text) }
@@ -217,8 +217,8 @@ struct FLACFileTests {
 
     @Test("empty PCM is refused and leaves no file")
     func emptyPCM() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("empty.flac")
         #expect(throws: TourpackError.self) { try FLACFile.write(PCMAudio(samples: [], sampleRate: 24_000), to: url) }
         #expect(!FileManager.default.fileExists(atPath: url.path))

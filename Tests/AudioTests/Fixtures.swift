@@ -14,13 +14,6 @@ enum Fixtures {
         "On a clear day you can see more than thirty peaks above three thousand meters.",
     ]
 
-    /// A fresh folder, removed by the caller's `defer`.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-audio-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
     /// espeak-ng's speech for `text`, at its native 22050 Hz.
     static func speech(_ text: String, in directory: URL) throws -> PCMAudio {
         let wav = directory.appendingPathComponent("espeak-\(UUID().uuidString).wav")

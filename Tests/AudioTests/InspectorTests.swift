@@ -11,8 +11,8 @@ struct InspectorTests {
     /// way `validate` will meet a corrupted download or a bad disk.
     @Test("reports damage that a decoder only logs", arguments: AudioFormat.allCases)
     func corruptedFile(format: AudioFormat) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[2], in: directory).resampled(to: 24_000)
         let url = directory.appendingPathComponent("damaged.\(format.fileExtension)")
         _ = try FFmpegAudioEncoder().encodeInMemory(pcm, as: format, metadata: Fixtures.metadata, to: url)
@@ -31,8 +31,8 @@ struct InspectorTests {
 
     @Test("a file that is not audio cannot be opened")
     func notAudio() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let url = directory.appendingPathComponent("notes.m4a")
         try Data("this is not audio at all".utf8).write(to: url)
         #expect(throws: FFmpegError.self) { try AudioFileInspector().inspect(url) }
@@ -40,8 +40,8 @@ struct InspectorTests {
 
     @Test("measuring without decoding agrees with decoding", arguments: AudioFormat.allCases)
     func measureMatchesDecode(format: AudioFormat) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try Fixtures.speech(Fixtures.sentences[0], in: directory)
         let url = directory.appendingPathComponent("m.\(format.fileExtension)")
         _ = try FFmpegAudioEncoder().encodeInMemory(pcm, as: format, metadata: Fixtures.metadata, to: url)

@@ -56,8 +56,8 @@ struct LoudnessTests {
     @Test("chunks 9 dB apart: the merged profiles gate like a measurement of the whole")
     func mergedProfiles() throws {
         let rate = 24_000
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let chunks = try Fixtures.chunks(rate: rate, in: directory).enumerated().map { index, chunk in
             // Levels 0, -9 and -18 dB: the quietest falls under the relative gate.
             chunk.samples.map { Int16((Double($0) * pow(10, -9 * Double(index) / 20)).rounded()) }
@@ -121,8 +121,8 @@ struct LoudnessTests {
         // A tone at a quarter of the rate, sampled 45° off its crests: the
         // samples sit 3 dB below the true peak, which a sample-peak limiter misses.
         let tone = Self.tone(hertz: Double(rate) / 4, dBFS: -6, seconds: 0.5, rate: rate, phase: Double.pi / 4)
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let speech = try Fixtures.chunks(rate: rate, in: directory).flatMap(\.samples)
         for input in [tone, speech] {
             let before = try Self.measure(input, rate: rate).truePeak
@@ -138,8 +138,8 @@ struct LoudnessTests {
     @Test("chunks 0, 9 and 18 dB down, joined and levelled, land on the target in every format by ffmpeg's own meter")
     func speechOnTarget() throws {
         let rate = 24_000
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         // Six sentences; each pair a level further down, as an endpoint's
         // answers might come back.
         let spoken = try (Fixtures.chunks(rate: rate, in: directory) + Fixtures.chunks(rate: rate, in: directory))

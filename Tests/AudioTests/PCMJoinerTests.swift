@@ -18,8 +18,8 @@ struct PCMJoinerTests {
 
     @Test("the pause between chunks is the setting, within 20 ms", arguments: [(350, 24_000), (350, 22_050), (600, 24_000), (120, 24_000)])
     func pauseLength(pauseMilliseconds: Int, rate: Int) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let chunks = try Fixtures.chunks(rate: rate, in: directory)
         let joiner = PCMJoiner(pauseMilliseconds: pauseMilliseconds)
         let joined = try joiner.joinInMemory(chunks)
@@ -53,8 +53,8 @@ struct PCMJoinerTests {
     /// fades the seam would step straight from speech to zero and back.
     @Test("seams have no step, even when chunks are cut mid-word")
     func noClickAtSeams() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let speech = try Fixtures.speech(Fixtures.sentences[0], in: directory).resampled(to: 24_000)
         let samples = speech.samples
         // Cut where the signal is loud, so each piece ends or starts abruptly.
@@ -88,8 +88,8 @@ struct PCMJoinerTests {
 
     @Test("a single very short chunk comes back whole")
     func singleShortChunk() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let speech = try Fixtures.speech("Hi.", in: directory)
         let loud = try #require(speech.samples.firstIndex(where: { abs(Int($0)) > 2_000 }))
         let short = PCMAudio(samples: Array(speech.samples[loud..<(loud + 120)]), sampleRate: speech.sampleRate)
@@ -101,8 +101,8 @@ struct PCMJoinerTests {
 
     @Test("chunks at other rates are resampled to the first chunk's rate")
     func mixedRates() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let first = try Fixtures.speech(Fixtures.sentences[0], in: directory).resampled(to: 24_000)
         let second = try Fixtures.speech(Fixtures.sentences[1], in: directory)
         #expect(second.sampleRate == 22_050)

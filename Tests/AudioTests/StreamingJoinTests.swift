@@ -48,8 +48,8 @@ struct StreamingJoinTests {
 
     @Test("espeak speech: the same samples, whatever order the chunks arrive in", arguments: [350, 120, 0])
     func speech(pauseMilliseconds: Int) throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let chunks = try Fixtures.chunks(rate: 24_000, in: directory)
         let reference = try ReferenceJoin(pauseMilliseconds: pauseMilliseconds).join(chunks).samples
         let joiner = PCMJoiner(pauseMilliseconds: pauseMilliseconds)
@@ -61,8 +61,8 @@ struct StreamingJoinTests {
 
     @Test("silent, empty and very short chunks are dropped or kept exactly as before")
     func edgeChunks() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let speech = try Fixtures.chunks(rate: 24_000, in: directory)
         let quiet = Self.silence(4_800, level: 40)  // below -50 dBFS: silence to the join
         let empty = PCMAudio(samples: [], sampleRate: 24_000)
@@ -89,8 +89,8 @@ struct StreamingJoinTests {
 
     @Test("a chunk waits only for the next chunk with speech, not for the whole phase")
     func waitsOnlyForTheNextSpeech() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let speech = try Fixtures.chunks(rate: 24_000, in: directory)
         let stream = JoinStream(joiner: PCMJoiner(), chunks: 4, rate: 24_000)
         stream.record(0, ShapeMeter.shape(of: speech[0].samples))
@@ -108,8 +108,8 @@ struct StreamingJoinTests {
 
     @Test("streamed into the encoders, every format lasts as long as the reference join, within one frame")
     func encodedDurations() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let chunks = try Fixtures.chunks(rate: 24_000, in: directory)
         let reference = try ReferenceJoin().join(chunks)
         let targets = AudioFormat.allCases.map {

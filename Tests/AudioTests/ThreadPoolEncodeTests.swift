@@ -11,8 +11,8 @@ import TourpackTesting
 /// pool. This makes the same call the same way, with real FFmpeg.
 @Suite(.offThePool) struct ThreadPoolEncodeTests {
     @Test func encodesEveryFormatOnTheThreadPool() async throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         let pcm = try PCMJoiner().joinInMemory(Fixtures.chunks(rate: 24_000, in: directory))
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()

@@ -72,8 +72,8 @@ struct TruePeakTests {
 
     @Test("espeak speech at every level of a 1 dB ladder gives libebur128's true peak bit for bit")
     func speech() throws {
-        let directory = try Fixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolder.make("tourpack-audio")
+        defer { TemporaryFolder.remove(directory) }
         for rate in [24_000, 48_000] {
             let chunks = try Fixtures.chunks(rate: rate, in: directory)
             for chunk in chunks {

@@ -97,10 +97,10 @@ struct ValidateCorpusTests {
     /// defect, and our own files from such a voice must pass.
     @Test("bundles made from a pure tone with silences and from near-silence pass validate", arguments: ["tone", "near-silence"])
     func simpleAudioPasses(signal: String) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-validate-\(signal)-\(UUID().uuidString)")
+        let folder = TemporaryFolder.path("tourpack-validate-\(signal)")
         let root = folder.appendingPathComponent("Documents")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { TemporaryFolder.remove(folder) }
         let manifests = try ValidateFixture.build(at: root) { seconds in
             signal == "tone" ? ValidateFixture.toneWithSilences(seconds: seconds) : ValidateFixture.nearSilence(seconds: seconds)
         }

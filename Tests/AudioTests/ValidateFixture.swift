@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackCore
@@ -181,8 +182,7 @@ enum ValidateFixture {
 
     /// The one good bundle of this process, built on first use.
     private static let template: Result<(root: URL, manifests: [AudioFormat: PackageManifest]), any Error> = Result {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "tourpack-validate-template-\(UUID().uuidString)/Documents")
+        let root = TemporaryFolder.path("tourpack-validate-template", suffix: "/Documents")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         return (root, try build(at: root))
     }
@@ -190,8 +190,7 @@ enum ValidateFixture {
     /// A fresh copy of the good bundle in a folder of its own; `remove()` it when done.
     static func copy() throws -> ValidateBundle {
         let (template, manifests) = try template.get()
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-validate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TemporaryFolder.make("tourpack-validate")
         let root = folder.appendingPathComponent("Documents")
         try FileManager.default.copyItem(at: template, to: root)
         return ValidateBundle(folder: folder, root: root, manifests: manifests)
@@ -207,7 +206,7 @@ struct ValidateBundle {
 
     var layout: Layout { Layout(root: root) }
 
-    func remove() { try? FileManager.default.removeItem(at: folder) }
+    func remove() { TemporaryFolder.remove(folder) }
 
     func manifest(_ format: AudioFormat) -> PackageManifest { manifests[format]! }
 

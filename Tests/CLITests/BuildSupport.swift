@@ -98,7 +98,7 @@ final class BuildWorkspace {
 
     /// - Parameter extraYAML: more top-level pipeline keys, e.g. a `budgets:` block.
     init(formats: [String] = ["aac"], extraYAML: String = "") throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-build-\(UUID().uuidString)")
+        root = TemporaryFolder.path("tourpack-build")
         try FileManager.default.createDirectory(at: root.appendingPathComponent("tours"), withIntermediateDirectories: true)
         try writeTours(alps: "The road climbs in thirty-six hairpins.", lakes: "The lake lies still below the pass.")
         let voice = Executable.packageRoot.appendingPathComponent("voices/local-en-us.yaml").path
@@ -174,7 +174,7 @@ final class BuildWorkspace {
         try RunningBuild(arguments: ["build", pipeline.path, "--endpoint", server.endpoint, "--json"] + extra, in: root)
     }
 
-    func remove() { try? FileManager.default.removeItem(at: root) }
+    func remove() { TemporaryFolder.remove(root) }
 
     deinit { remove() }
 }

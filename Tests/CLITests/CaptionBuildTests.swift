@@ -97,8 +97,8 @@ import TourpackTesting
     static func speechStarts(_ file: URL, minimumPause: Double = 0.18) throws -> [Double] {
         let rate = 16_000
         // Tool reads stdout as text, which would garble samples: ffmpeg writes a file.
-        let raw = FileManager.default.temporaryDirectory.appendingPathComponent("captions-\(UUID().uuidString).raw")
-        defer { try? FileManager.default.removeItem(at: raw) }
+        let raw = TemporaryFolder.path("captions", suffix: ".raw")
+        defer { TemporaryFolder.remove(raw) }
         let toFile = try Tool.run("ffmpeg", ["-v", "error", "-y", "-i", file.path, "-f", "s16le", "-ac", "1", "-ar", "\(rate)", raw.path])
         guard toFile.status == 0 else { throw SetupFailure("ffmpeg could not decode \(file.path): \(toFile.stderr)") }
         let data = try Data(contentsOf: raw)

@@ -43,7 +43,7 @@ final class Fleet {
     let environment: [String: String]
 
     init(server: LocalVoiceServer, database: String, objects: String) throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-fleet-\(UUID().uuidString)")
+        root = TemporaryFolder.path("tourpack-fleet")
         self.database = database
         environment = [
             "TP_TEST_PG_PASSWORD": PostgresTestServer.password, "TP_S3_ACCESS": Self.accessKey, "TP_S3_SECRET": Self.secretKey,
@@ -91,7 +91,7 @@ final class Fleet {
         }
     }
 
-    deinit { try? FileManager.default.removeItem(at: root) }
+    deinit { TemporaryFolder.remove(root) }
 
     func pipelineURL(_ index: Int) -> URL { root.appendingPathComponent("worker-\(index)/pipeline.yaml") }
 

@@ -76,9 +76,9 @@ import TourpackTesting
     }
 
     @Test func badTourExitsTwoWithEveryMessage() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
+        let dir = TemporaryFolder.path("tourpack-cli")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("tours"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        defer { TemporaryFolder.remove(dir) }
         let corpus = Executable.packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/bad-tours/26-five-mistakes.json")
         try FileManager.default.copyItem(at: corpus, to: dir.appendingPathComponent("tours/alps.json"))
         try "version: 1\ntours: [\"tours/*.json\"]\n".write(to: dir.appendingPathComponent("p.yaml"), atomically: true, encoding: .utf8)
@@ -99,9 +99,8 @@ import TourpackTesting
     /// the key for its duplicate check. The wait is bounded: a run still
     /// going after 30 s is killed and the test fails.
     @Test func aYAMLAliasBombIsRefusedAtOnceWithExitTwo() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryFolder.make("tourpack-cli")
+        defer { TemporaryFolder.remove(dir) }
         var yaml = "version: 1\ntours: [\"tours/*.json\"]\nl0: &l0 [x,x,x,x,x,x,x,x,x,x]\n"
         for level in 1...7 {
             yaml += "l\(level): &l\(level) [" + Array(repeating: "*l\(level - 1)", count: 10).joined(separator: ",") + "]\n"
@@ -145,9 +144,8 @@ import TourpackTesting
         ("\u{0}\u{0}\u{0}<?xml version=\"1.0\"?>\n<lexicon/>\n", "odd.pls: line 1: a NUL character"),
     ])
     func aLexiconLibxml2CrashedOnIsRefused(lexicon: String, message: String) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryFolder.make("tourpack-cli")
+        defer { TemporaryFolder.remove(dir) }
         try lexicon.write(to: dir.appendingPathComponent("odd.pls"), atomically: true, encoding: .utf8)
         let tours = Executable.packageRoot.appendingPathComponent("tours").path
         try "version: 1\ntours: [\"\(tours)/*.json\"]\nlexicons: [odd.pls]\n".write(

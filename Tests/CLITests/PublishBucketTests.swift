@@ -274,8 +274,8 @@ import Glibc
         for result in results {
             for secret in secrets { #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret), "\(result.stderr)") }
         }
-        let objects = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-bucket-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: objects) }
+        let objects = TemporaryFolder.path("tourpack-bucket")
+        defer { TemporaryFolder.remove(objects) }
         let stored = try moto.objects(Self.bucket, prefix: "", downloadingInto: objects)
         #expect(stored.count > 10)
         for (root, files) in [(workspace.root, RootCheck.allFiles(under: workspace.root)), (objects, Array(stored.keys))] {

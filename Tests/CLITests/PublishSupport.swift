@@ -356,8 +356,8 @@ extension MotoTestServer {
 
     /// Downloads the site under `prefix` into a new folder and audits it.
     func audit(_ bucket: String, prefix: String, key: SigningPair?) throws -> SiteAudit {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-site-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = TemporaryFolder.path("tourpack-site")
+        defer { TemporaryFolder.remove(folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         _ = try objects(bucket, prefix: prefix, downloadingInto: folder)
         return try SiteAudit.check(folder, key: key)

@@ -127,8 +127,8 @@ import TourpackTesting
 
     /// Runs `review_captions.py` over `pages`.
     static func open(_ pages: [String]) throws -> Report {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("review-captions-\(UUID().uuidString).json")
-        defer { try? FileManager.default.removeItem(at: out) }
+        let out = TemporaryFolder.path("review-captions", suffix: ".json")
+        defer { TemporaryFolder.remove(out) }
         let run = try Tool.run("python3", [script.path, out.path] + pages)
         try #require(run.status == 0, "review_captions.py failed: \(run.stdout)\n\(run.stderr)")
         let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: out))

@@ -41,8 +41,7 @@ import FoundationNetworking
                 """)
         let build = try workspace.build(voice)
         guard build.status == 0 else { throw SetupFailure("the build failed: \(build.stdout)\n\(build.stderr)") }
-        let kept = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-review-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
+        let kept = try TemporaryFolder.make("tourpack-review")
         try FileManager.default.copyItem(at: workspace.output, to: kept.appendingPathComponent("Documents"))
         // The tours and the pipeline too, for `--pipeline` (the pipeline's paths are relative to it).
         try FileManager.default.copyItem(at: workspace.root.appendingPathComponent("tours"), to: kept.appendingPathComponent("tours"))
@@ -58,8 +57,7 @@ import FoundationNetworking
     /// A fresh copy of the built root, in a folder of its own.
     static func root() throws -> URL {
         let source = try built.get()
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-review-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TemporaryFolder.make("tourpack-review")
         let copy = folder.appendingPathComponent("Documents")
         try FileManager.default.copyItem(at: source, to: copy)
         return copy
@@ -455,8 +453,8 @@ struct BrowserReport: Decodable {
 
     /// Runs the browser script over the site at `start` and reads its report.
     static func crawl(_ start: String, screenshot: URL?) throws -> BrowserReport {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("review-browser-\(UUID().uuidString).json")
-        defer { try? FileManager.default.removeItem(at: out) }
+        let out = TemporaryFolder.path("review-browser", suffix: ".json")
+        defer { TemporaryFolder.remove(out) }
         let run = try Tool.run("python3", [ReviewCommandTests.browserScript.path, start, out.path] + (screenshot.map { [$0.path] } ?? []))
         guard run.status == 0 else { throw SetupFailure("review_browser.py failed (\(run.status)): \(run.stdout)\n\(run.stderr)") }
         return try JSONDecoder().decode(BrowserReport.self, from: Data(contentsOf: out))

@@ -18,7 +18,7 @@ import TourpackTesting
         var manifests: [AudioFormat: PackageManifest] = [:]
 
         init() throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-cli-validate-\(UUID().uuidString)")
+            folder = TemporaryFolder.path("tourpack-cli-validate")
             root = folder.appendingPathComponent("Documents")
             let tours = Executable.packageRoot.appendingPathComponent("Tests/TourpackKitTests/Resources/good-tour.json")
             var diagnostics = DiagnosticCollector()
@@ -46,7 +46,7 @@ import TourpackTesting
             }
         }
 
-        func remove() { try? FileManager.default.removeItem(at: folder) }
+        func remove() { TemporaryFolder.remove(folder) }
 
         /// `pcm` as one file, through an encode session as a build writes one.
         static func encode(_ pcm: PCMAudio, as format: AudioFormat, metadata: AudioMetadata, to url: URL) throws -> EncodedAudio {

@@ -86,8 +86,8 @@ import Glibc
     /// that allows it, as CI and the development machine are). Elsewhere the
     /// full-disk test does not run.
     static let canMountTmpfs: Bool = {
-        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-tmpfs-probe-\(getpid())")
-        defer { try? FileManager.default.removeItem(at: probe) }
+        let probe = TemporaryFolder.path("tourpack-tmpfs-probe")
+        defer { TemporaryFolder.remove(probe) }
         guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil,
             (try? Tool.run("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe.path]))?.status == 0
         else { return false }

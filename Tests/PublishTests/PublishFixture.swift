@@ -116,13 +116,6 @@ enum PublishFixture {
         SHA256.hash(data: data).lowercaseHex
     }
 
-    /// A fresh folder; the caller removes it.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-publish-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
     /// Runs a Python script with `arguments` as `sys.argv[1...]`, off the cooperative pool.
     static func python(_ script: String, _ arguments: [String]) async throws -> Tool.Result {
         try await Tool.runOffThePool("python3", ["-c", script] + arguments)
@@ -131,8 +124,8 @@ enum PublishFixture {
     /// Python's jsonschema (draft 2020-12) on `document` against
     /// `schemas/catalog.schema.json`: one line per error, none when it passes.
     static func schemaErrors(_ document: Data) async throws -> [String] {
-        let folder = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-publish")
+        defer { TemporaryFolder.remove(folder) }
         let file = folder.appendingPathComponent("catalog.json")
         try document.write(to: file)
         let script = """

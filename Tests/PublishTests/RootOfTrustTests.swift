@@ -37,8 +37,8 @@ import TourpackTesting
 
     @Test("keys root and keys rotate: each root verifies in Python, passes the schema, and a wrong signer is refused")
     func rotateTwice() async throws {
-        let folder = try PublishFixture.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-publish")
+        defer { TemporaryFolder.remove(folder) }
         let site = FolderSite(root: folder)
         let (a, b, c) = (SigningKey.generate(), SigningKey.generate(), SigningKey.generate())
         let catalogue = [SigningKey.generate(), SigningKey.generate()]

@@ -29,8 +29,8 @@ import TourpackTesting
         """
 
     static func pythonVerdict(catalog: Data, signature: Data, publicKey: String) async throws -> String {
-        let folder = try PublishFixture.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-publish")
+        defer { TemporaryFolder.remove(folder) }
         let (catalogFile, signatureFile) = (
             folder.appendingPathComponent("catalog.json"), folder.appendingPathComponent("catalog.json.sig")
         )
@@ -65,8 +65,8 @@ import TourpackTesting
     func pythonSignsSwiftVerifies() async throws {
         let key = SigningKey.generate()
         let catalog = try PublishFixture.catalog().encoded()
-        let folder = try PublishFixture.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-publish")
+        defer { TemporaryFolder.remove(folder) }
         let file = folder.appendingPathComponent("catalog.json")
         try catalog.write(to: file)
         let script = """

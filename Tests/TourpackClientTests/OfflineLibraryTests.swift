@@ -206,20 +206,20 @@ import Glibc
         let fixture = try SiteFixture()
         var tours: [SiteFixture.Package] = []
         for name in ["A", "B", "C", "D"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 50_000) }
-        let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         // Published on the test's clock, so the catalogue is fresh by it.
-        try await fixture.publish(now: clock.now())
+        try await fixture.publish(now: clock.date())
         let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
         let ids = tours.map(Self.tourId)
         let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3])
         // Room for three packages, not four.
         let budget: Int64 = 330_000
-        let library = try Self.library(fixture, server, policy: DownloadPolicy(maxStorageBytes: budget), now: clock.now)
+        let library = try Self.library(fixture, server, policy: DownloadPolicy(maxStorageBytes: budget), now: clock.date)
         _ = try await library.refreshCatalog()
         for id in [a, b, c] {
             _ = try await Self.download(library, id)
-            clock.advance(60)
+            clock.advance(seconds: 60)
         }
         // A is played again: B is now the least recently used, and goes for D.
         await library.markAccessed(tourId: a)
@@ -228,7 +228,7 @@ import Glibc
         #expect(await library.storageStatistics().bytesOnDisk <= budget)
 
         // A and C pinned, D playing: nothing may make room for B, which is refused.
-        clock.advance(60)
+        clock.advance(seconds: 60)
         await library.update(policy: DownloadPolicy(maxStorageBytes: budget, pinned: [a, c]))
         await library.setPlaying(tourId: d)
         do {
@@ -254,17 +254,17 @@ import Glibc
         try await fixture.publish()
         let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
-        let clock = TestClock(Date())
-        let library = try Self.library(fixture, server, now: clock.now)
-        let other = try Self.library(fixture, server, now: clock.now)
+        let clock = ManualClock(Date())
+        let library = try Self.library(fixture, server, now: clock.date)
+        let other = try Self.library(fixture, server, now: clock.date)
         let tour = Self.tourId(lakes[0])
         _ = try await Self.download(library, tour)
         guard case .downloaded(let package) = await library.state(of: tour) else { Issue.record("not downloaded"); return }
         #expect(package.lastAccessed != nil)
-        clock.advance(3_600)
+        clock.advance(seconds: 3_600)
         await other.markAccessed(tourId: tour)
         let seen = await library.installed().first?.lastAccessed
-        #expect(seen.map { abs($0.timeIntervalSince(clock.now())) < 1 } == true, "last accessed \(String(describing: seen))")
+        #expect(seen.map { abs($0.timeIntervalSince(clock.date())) < 1 } == true, "last accessed \(String(describing: seen))")
         try await other.delete(tourId: tour)
         guard case .notDownloaded = await library.state(of: tour) else {
             Issue.record("a package deleted by another library is still listed")
@@ -306,8 +306,8 @@ import Glibc
         try await fixture.publish()
         let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
-        let clock = TestClock(Date())
-        let library = try Self.library(fixture, server, now: clock.now)
+        let clock = ManualClock(Date())
+        let library = try Self.library(fixture, server, now: clock.date)
         let tour = Self.tourId(lakes[0])
         _ = try await library.refreshCatalog()
         guard case .notDownloaded = await library.state(of: tour) else { Issue.record("not notDownloaded"); return }
@@ -319,18 +319,6 @@ import Glibc
         #expect(try await library.clearExpired() == 1)
         guard case .notDownloaded = await library.state(of: tour) else { Issue.record("expired package not cleared"); return }
     }
-}
-
-/// A clock the tests set by hand.
-final class TestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
-
-    init(_ start: Date) { current = start }
-
-    var now: @Sendable () -> Date { { [self] in lock.withLock { current } } }
-    func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
-    func set(_ date: Date) { lock.withLock { current = date } }
 }
 
 /// A process using the library, killed at random instants as a phone's OS

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackCore
+import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackKit
@@ -177,9 +178,8 @@ import TourpackCore
 
     @Test("an answer at another rate is kept at the rate asked for, in a FLAC file with its shape")
     func recorderResamples() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recorder-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("recorder")
+        defer { TemporaryFolder.remove(folder) }
         let tone = PCMAudio(samples: (0..<22_050).map { Int16(8_000 * sin(2 * .pi * 440 * Double($0) / 22_050)) }, sampleRate: 22_050)
         let quiet = [Int16](repeating: 0, count: 2_205)
         let body = Self.googleBody(WAV.encode(PCMAudio(samples: quiet + tone.samples + quiet, sampleRate: 22_050)))

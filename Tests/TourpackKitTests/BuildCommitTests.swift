@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -9,10 +10,10 @@ import Testing
 @Suite struct BuildCommitTests {
     /// A scratch state folder and output root on the same file system.
     struct Scratch {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-commit-\(UUID().uuidString)")
+        let root = TemporaryFolder.path("tourpack-commit")
         var state: URL { root.appendingPathComponent("state") }
         var output: URL { root.appendingPathComponent("Documents") }
-        func remove() { try? FileManager.default.removeItem(at: root) }
+        func remove() { TemporaryFolder.remove(root) }
     }
 
     @Test func aJournalLeftByAKillMidCommitIsRolledForward() throws {

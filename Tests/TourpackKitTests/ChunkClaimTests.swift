@@ -16,7 +16,7 @@ import TourpackTesting
 
     static func claims(_ fixture: StateFixture, clock: ManualClock, owner: String = ProcessOwner.current.description) throws -> ChunkClaims
     {
-        ChunkClaims(store: try fixture.open().synthesisClaims, owner: owner, clock: clock.now)
+        ChunkClaims(store: try fixture.open().synthesisClaims, owner: owner, clock: clock.date)
     }
 
     @Test(arguments: Backend.allCases) func theFirstClaimWinsAndTheNextWinsOnlyOnceItIsLetGo(backend: Backend) throws {

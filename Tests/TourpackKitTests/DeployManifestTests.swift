@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackCore
+import TourpackTesting
 import Yams
 
 @testable import TourpackKit
@@ -110,9 +111,8 @@ import Yams
         let map = try Self.document("configmap.yaml")
         #expect((map["metadata"] as? [String: Any])?["name"] as? String == "tourpack-pipeline")
         let text = try #require((map["data"] as? [String: String])?["pipeline.yaml"])
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-deploy-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-deploy")
+        defer { TemporaryFolder.remove(folder) }
         let file = folder.appendingPathComponent("pipeline.yaml")
         try text.write(to: file, atomically: true, encoding: .utf8)
         let config = try PipelineLoader.load(file)

@@ -16,9 +16,8 @@ import Glibc
     /// second close can take the number another thread has just been given
     /// (a chunk's spool, seen as EBADF under busy tile stripes).
     @Test func aRefusedAttemptNeverClosesAnotherThreadsFile() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-lock-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-lock")
+        defer { TemporaryFolder.remove(folder) }
         let lockURL = folder.appendingPathComponent("stripe.lock")
         let dataURL = folder.appendingPathComponent("data")
         try Data(repeating: 7, count: 4096).write(to: dataURL)

@@ -1,9 +1,7 @@
 import Foundation
 import Testing
-import TourpackCore
+import TourpackFuzz
 import TourpackTesting
-
-@testable import TourpackKit
 
 /// Every input in `Fuzz/Corpus` (the seeds, and each crash input once its
 /// fix landed) through its fuzz target's body, in the ordinary build: a

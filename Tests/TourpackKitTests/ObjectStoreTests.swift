@@ -56,7 +56,7 @@ struct TestFailure: Error, CustomStringConvertible {
 
     /// A real chunk file: FLAC written by the cache's own writer.
     static func flacFile() throws -> (url: URL, bytes: [UInt8]) {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-object-\(UUID().uuidString).flac")
+        let url = TemporaryFolder.path("tourpack-object", suffix: ".flac")
         let samples = (0..<24_000).map { Int16(8000 * sin(Double($0) * 2 * .pi * 440 / 24_000)) }
         try FLACFile.write(PCMAudio(samples: samples, sampleRate: 24_000), to: url)
         return (url, Array(try Data(contentsOf: url)))

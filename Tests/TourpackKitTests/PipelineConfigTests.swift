@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -9,7 +10,7 @@ struct ConfigFixture {
     let root: URL
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-config-\(UUID().uuidString)")
+        root = TemporaryFolder.path("tourpack-config")
         for folder in ["pipelines", "voices", "tours"] {
             try FileManager.default.createDirectory(at: root.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
@@ -41,7 +42,7 @@ struct ConfigFixture {
         }
     }
 
-    func remove() { try? FileManager.default.removeItem(at: root) }
+    func remove() { TemporaryFolder.remove(root) }
 }
 
 @Suite struct PipelineConfigTests {

@@ -42,20 +42,20 @@ struct StateFixture {
     func ledger(clock: ManualClock, standard: Int = 1000, key: String? = "k-123") throws -> QuotaLedger {
         let budgets = Budgets(monthlyCharacters: [.standard: standard, .wavenet: 50])
         return QuotaLedger(
-            store: try open().ledger, account: QuotaAccount(endpoint: "http://tts.test", apiKey: key), budgets: budgets, clock: clock.now)
+            store: try open().ledger, account: QuotaAccount(endpoint: "http://tts.test", apiKey: key), budgets: budgets, clock: clock.date)
     }
 
     func synthesisCache(clock: ManualClock) throws -> SynthesisCache {
         SynthesisCache(
-            index: try open().synthesisIndex, folder: scratch.state.appendingPathComponent("synthesis"), maxAgeDays: 30, clock: clock.now)
+            index: try open().synthesisIndex, folder: scratch.state.appendingPathComponent("synthesis"), maxAgeDays: 30, clock: clock.date)
     }
 
     func outputCache(clock: ManualClock) throws -> OutputCache {
-        OutputCache(index: try open().outputIndex, maxAgeDays: 30, clock: clock.now)
+        OutputCache(index: try open().outputIndex, maxAgeDays: 30, clock: clock.date)
     }
 
     func records(clock: ManualClock = ManualClock()) throws -> BuildRecords {
-        BuildRecords(store: try open().buildRecords, clock: clock.now)
+        BuildRecords(store: try open().buildRecords, clock: clock.date)
     }
 
     /// Runs SQL on the backend's own database, outside tourpack: for tests

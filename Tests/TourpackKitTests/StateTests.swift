@@ -9,24 +9,12 @@ import TourpackTesting
 @testable import TourpackKit
 @testable import TourpackState
 
-/// A clock that moves only when told: expiry, LRU order and the ledger's
-/// month without a single sleep.
-final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
-
-    init(_ start: String = "2026-11-20T12:00:00Z") { current = PackageManifest.parseTimestamp(start)! }
-
-    var now: @Sendable () -> Date { { [self] in lock.withLock { current } } }
-    func advance(days: Double = 0, seconds: Double = 0) { lock.withLock { current += days * 86_400 + seconds } }
-}
-
 /// A state folder that is removed afterwards.
 struct StateScratch {
-    let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-state-\(UUID().uuidString)")
+    let root = TemporaryFolder.path("tourpack-state")
     var state: URL { root.appendingPathComponent("state") }
     var output: URL { root.appendingPathComponent("Documents") }
-    func remove() { try? FileManager.default.removeItem(at: root) }
+    func remove() { TemporaryFolder.remove(root) }
 }
 
 @Suite(.offThePool) struct StateDatabaseTests {
@@ -749,7 +737,7 @@ struct StateScratch {
         let clock = ManualClock()
         let layout = Layout(root: scratch.output)
         let outputs = try fixture.outputCache(clock: clock)
-        let manifest = try StoreManifestFixture.manifest(createdAt: clock.now())
+        let manifest = try StoreManifestFixture.manifest(createdAt: clock.date())
         _ = try manifest.write(into: layout)
         for entry in manifest.audio {
             try AtomicFile.write(Data(count: 200_000), to: layout.root.appendingPathComponent(entry.path))
@@ -776,7 +764,7 @@ struct StateScratch {
 
         // 4 × 200,000 pinned + 3 × 150,000 = 1,250,000 bytes; the budget is 1,048,576.
         let evicted = try CacheMaintenance.run(
-            layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+            layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.date(), overBudgetOnly: true)
         #expect(evicted.removals.count == 2 && evicted.freedBytes == 300_000)
         #expect(!FileManager.default.fileExists(atPath: unlisted[0].path))
         #expect(!FileManager.default.fileExists(atPath: unlisted[1].path))
@@ -788,7 +776,7 @@ struct StateScratch {
 
         // A budget below the live packages alone: nothing pinned goes, and that is not an error.
         let again = try CacheMaintenance.run(
-            layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+            layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.date(), overBudgetOnly: true)
         #expect(again.removals.count == 1)
         for entry in manifest.audio {
             #expect(FileManager.default.fileExists(atPath: layout.root.appendingPathComponent(entry.path).path))
@@ -932,6 +920,6 @@ struct StateScratch {
         let entry = try #require(try cache.index.entry(key.hex))
         #expect(entry.audibleStart == hit.shape.audible?.lowerBound && entry.audibleEnd == hit.shape.audible?.upperBound)
         #expect(entry.loudness == loudness.encoded, "kept, byte for byte")
-        #expect(entry.lastUsedAt == clock.now().timeIntervalSince1970)
+        #expect(entry.lastUsedAt == clock.date().timeIntervalSince1970)
     }
 }

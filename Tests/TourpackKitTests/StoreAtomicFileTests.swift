@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -13,11 +14,10 @@ struct StoreScratch {
     let root: URL
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        root = try TemporaryFolder.make("tourpack-store")
     }
 
-    func remove() { try? FileManager.default.removeItem(at: root) }
+    func remove() { TemporaryFolder.remove(root) }
 
     func names(in folder: URL) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -14,7 +15,7 @@ import Glibc
 /// not followed, and nothing lands outside the root.
 @Suite struct SymlinkSwapTests {
     struct Scratch {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-swap-\(UUID().uuidString)")
+        let root = TemporaryFolder.path("tourpack-swap")
         var state: URL { root.appendingPathComponent("state") }
         var output: URL { root.appendingPathComponent("Documents") }
         var outside: URL { root.appendingPathComponent("outside", isDirectory: true) }
@@ -32,7 +33,7 @@ import Glibc
         }
 
         var outsideEntries: [String] { (try? FileManager.default.contentsOfDirectory(atPath: outside.path)) ?? ["unreadable"] }
-        func remove() { try? FileManager.default.removeItem(at: root) }
+        func remove() { TemporaryFolder.remove(root) }
     }
 
     /// The refusal names the path and says a symlink was not followed.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -12,7 +13,7 @@ import Testing
 
     static func cache(_ scratch: StateScratch, clock: ManualClock) throws -> TileCache {
         let database = try StateDatabase(folder: scratch.state)
-        return TileCache(database: database, folder: scratch.state.appendingPathComponent("tiles"), clock: clock.now)
+        return TileCache(database: database, folder: scratch.state.appendingPathComponent("tiles"), clock: clock.date)
     }
 
     static func png(_ fill: UInt8, count: Int = 1000) -> [UInt8] {
@@ -25,7 +26,7 @@ import Testing
         let clock = ManualClock()
         let cache = try Self.cache(scratch, clock: clock)
         let tile = TileID(z: 12, x: 2190, y: 1437)
-        let now = clock.now().timeIntervalSince1970
+        let now = clock.date().timeIntervalSince1970
         let stored = try cache.store(
             source: Self.source, tile: tile, data: Self.png(1), etag: "\"a1\"", lastModified: nil, freshUntil: now + 3600)
         #expect(cache.isFresh(stored))
@@ -48,7 +49,7 @@ import Testing
         defer { scratch.remove() }
         let clock = ManualClock()
         let cache = try Self.cache(scratch, clock: clock)
-        let far = clock.now().timeIntervalSince1970 + 86_400 * 30
+        let far = clock.date().timeIntervalSince1970 + 86_400 * 30
         // Two tiles of one lake: the same bytes, one file.
         let lakeA = try cache.store(
             source: Self.source, tile: TileID(z: 13, x: 1, y: 1), data: Self.png(7), etag: nil, lastModified: nil, freshUntil: far)
@@ -84,7 +85,7 @@ import Testing
         defer { scratch.remove() }
         let clock = ManualClock()
         let cache = try Self.cache(scratch, clock: clock)
-        let far = clock.now().timeIntervalSince1970 + 86_400
+        let far = clock.date().timeIntervalSince1970 + 86_400
         let a = try #require(
             try cache.store(
                 source: Self.source, tile: TileID(z: 13, x: 1, y: 1), data: Self.png(1), etag: nil, lastModified: nil, freshUntil: far

@@ -257,9 +257,8 @@ import TourpackTesting
     static func runPython(_ cases: [Case]) throws -> [String: PythonResult] {
         let resources = try #require(Bundle.module.url(forResource: "Resources", withExtension: nil))
         let script = resources.appendingPathComponent("tilemath/crosscheck.py")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tilemath-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
+        let scratch = try TemporaryFolder.make("tilemath")
+        defer { TemporaryFolder.remove(scratch) }
         let input = scratch.appendingPathComponent("input.json")
         let json: [String: Any] = [
             "cases": cases.map { c in

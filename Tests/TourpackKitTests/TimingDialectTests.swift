@@ -65,9 +65,8 @@ import TourpackTesting
         defer { server.stop() }
         let synthesizer = try HTTPSpeechSynthesizer(
             settings: settings(port: server.port, api: api, maxAttempts: maxAttempts), apiKey: api == .polly ? nil : "k")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("timing-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("timing")
+        defer { TemporaryFolder.remove(folder) }
         let billed = BilledCharacters()
         let shape = try await BilledCharacters.$current.withValue(billed) {
             try await synthesizer.synthesize(request, to: folder.appendingPathComponent("chunk.flac"))
@@ -184,9 +183,8 @@ import TourpackTesting
         let synthesizer = try HTTPSpeechSynthesizer(
             settings: Self.settings(port: server.port, api: .google), apiKey: "k",
             splitter: { chunk in [Chunk(text: "One.", isSSML: chunk.isSSML), Chunk(text: "Two.", isSSML: chunk.isSSML)] })
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("timing-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("timing")
+        defer { TemporaryFolder.remove(folder) }
         let shape = try await synthesizer.synthesize(
             Self.request("One. Two.", api: .google, boundaries: [5]), to: folder.appendingPathComponent("chunk.flac"))
         #expect(server.received.map(Self.path) == ["/v1beta1/text:synthesize", "/v1/text:synthesize", "/v1/text:synthesize"])

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
@@ -73,9 +74,8 @@ import Testing
     }
 
     @Test func oversizedFileIsRefusedUnread() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-big-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryFolder.make("tourpack-big")
+        defer { TemporaryFolder.remove(dir) }
         let url = dir.appendingPathComponent("big.json")
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
@@ -103,9 +103,8 @@ import Testing
     }
 
     @Test func duplicateTourIDsAcrossFilesAreReported() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-dup-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryFolder.make("tourpack-dup")
+        defer { TemporaryFolder.remove(dir) }
         let good = try Data(contentsOf: Self.resources.appendingPathComponent("good-tour.json"))
         try good.write(to: dir.appendingPathComponent("a.json"))
         try good.write(to: dir.appendingPathComponent("b.json"))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TourpackCore
+import TourpackTesting
 
 @testable import TourpackKit
 
@@ -102,8 +103,8 @@ import TourpackCore
     }
 
     static func boxes(_ bytes: [UInt8]) throws -> MP4Boxes {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-boxes-\(UUID().uuidString).m4a")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let file = TemporaryFolder.path("tourpack-boxes", suffix: ".m4a")
+        defer { TemporaryFolder.remove(file) }
         try Data(bytes).write(to: file)
         return try MP4Boxes(contentsOf: file)
     }

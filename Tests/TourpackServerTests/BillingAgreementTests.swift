@@ -4,6 +4,7 @@ import TourpackCore
 import TourpackKit
 import TourpackServer
 import TourpackState
+import TourpackTesting
 
 /// One count of billed characters: against an endpoint that cuts 30% of its
 /// answers short (in the WAV, in the JSON, or on the wire with the
@@ -12,9 +13,9 @@ import TourpackState
 /// read the same number, with nothing left reserved.
 @Suite struct BillingAgreementTests {
     @Test func theEndpointTheSummaryTheLedgerAndTheRecordAgree() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("billing-\(UUID().uuidString)")
+        let folder = TemporaryFolder.path("billing")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("tours"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { TemporaryFolder.remove(folder) }
         let sentences = [
             "The road climbs in tight hairpins above the valley.", "On a clear day you can see the glacier to the west.",
             "Marmots often sit on the rocks near the parking area.", "The pass was first crossed by a paved road in 1935.",

@@ -17,8 +17,8 @@ import TourpackTesting
     // MARK: Google
 
     @Test func googleClientSpeaksEveryEncoding() async throws {
-        let folder = try Self.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-clients")
+        defer { TemporaryFolder.remove(folder) }
         try await withServer { port, _ in try await Self.runClient("google_client.py", port: port, outdir: folder) }
         let manifest = try Self.manifest(in: folder)
 
@@ -67,8 +67,8 @@ import TourpackTesting
     // MARK: OpenAI
 
     @Test func openAIClientSpeaksEveryFormat() async throws {
-        let folder = try Self.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-clients")
+        defer { TemporaryFolder.remove(folder) }
         try await withServer { port, _ in try await Self.runClient("openai_client.py", port: port, outdir: folder) }
         let manifest = try Self.manifest(in: folder)
 
@@ -209,12 +209,6 @@ import TourpackTesting
     struct ToolFailure: Error, CustomStringConvertible {
         var message: String
         var description: String { message }
-    }
-
-    static func temporaryFolder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-clients-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
     }
 
     static func manifest(in folder: URL) throws -> [String: Any] {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TourpackCore
 import TourpackKit
+import TourpackTesting
 
 /// Runs every job it is given on one thread of its own: a cooperative pool
 /// one thread wide. Work that blocks it stalls everything else on it.
@@ -60,9 +61,9 @@ final class EventLog: @unchecked Sendable {
 /// that same thread keeps beating while items are made.
 @Suite struct OneThreadBuildTests {
     @Test func aBuildOnOneCooperativeThreadCompletesWithProgressFlowing() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("one-thread-\(UUID().uuidString)")
+        let folder = TemporaryFolder.path("one-thread")
         try FileManager.default.createDirectory(at: folder.appendingPathComponent("tours"), withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { TemporaryFolder.remove(folder) }
         let sentences = [
             "The road climbs in tight hairpins above the valley.", "On a clear day you can see the glacier to the west.",
             "Marmots often sit on the rocks near the parking area.", "The pass was first crossed by a paved road in 1935.",

@@ -5,6 +5,7 @@ import TourpackCore
 import TourpackHTTP
 import TourpackKit
 import TourpackServer
+import TourpackTesting
 
 /// Final errors, Retry-After, splitting, and the concurrency and rate limits.
 @Suite struct PolicyTests {

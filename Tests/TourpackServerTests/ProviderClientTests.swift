@@ -12,8 +12,8 @@ import TourpackTesting
     static let key = "AKIDTOURPACKTEST0001"
 
     @Test func boto3PollyClientSynthesizesAndListsVoices() async throws {
-        let folder = try OfficialClientTests.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-clients")
+        defer { TemporaryFolder.remove(folder) }
         let stats = try await withServer(configure: { $0.requiredAPIKey = Self.key }) { port, server in
             try await OfficialClientTests.runClient("polly_client.py", port: port, outdir: folder, arguments: [Self.key])
             return server.stats.snapshot
@@ -48,8 +48,8 @@ import TourpackTesting
     }
 
     @Test func elevenLabsSDKConvertsAndListsVoices() async throws {
-        let folder = try OfficialClientTests.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-clients")
+        defer { TemporaryFolder.remove(folder) }
         let stats = try await withServer(configure: { $0.requiredAPIKey = Self.key }) { port, server in
             try await OfficialClientTests.runClient("elevenlabs_client.py", port: port, outdir: folder, arguments: [Self.key])
             return server.stats.snapshot
@@ -72,8 +72,8 @@ import TourpackTesting
     }
 
     @Test func azureRESTAnswersAsTheReferenceShows() async throws {
-        let folder = try OfficialClientTests.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-clients")
+        defer { TemporaryFolder.remove(folder) }
         try await withServer(configure: { $0.requiredAPIKey = Self.key }) { port, _ in
             try await OfficialClientTests.runClient("azure_client.py", port: port, outdir: folder, arguments: [Self.key])
         }

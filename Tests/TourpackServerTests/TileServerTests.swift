@@ -91,8 +91,8 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
             let size = try #require(pngSize(answer.body), "the body should start with the PNG signature and IHDR")
             #expect(size.width == 256 && size.height == 256)
 
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-\(UUID().uuidString).png")
-            defer { try? FileManager.default.removeItem(at: file) }
+            let file = TemporaryFolder.path("tile", suffix: ".png")
+            defer { TemporaryFolder.remove(file) }
             try answer.body.write(to: file)
             let probe = try await Tool.runOffThePool(
                 "ffprobe",
@@ -114,8 +114,8 @@ func pngSize(_ data: Data) -> (width: Int, height: Int)? {
             let etag = try #require(first.header("ETag"))
             #expect(etag == second.header("ETag"))
 
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("tile-\(UUID().uuidString).png")
-            defer { try? FileManager.default.removeItem(at: file) }
+            let file = TemporaryFolder.path("tile", suffix: ".png")
+            defer { TemporaryFolder.remove(file) }
             try first.body.write(to: file)
             let digest = try FileDigest.sha256(of: file).hex
             #expect(etag == "\"\(digest.prefix(16))\"")

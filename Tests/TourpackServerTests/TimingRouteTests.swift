@@ -3,6 +3,7 @@ import Testing
 import TourpackAudio
 import TourpackCore
 import TourpackServer
+import TourpackTesting
 
 /// serve-tts's timings (Google v1beta1 timepoints, ElevenLabs
 /// with-timestamps, Polly speech marks) as the official clients parse them,
@@ -16,8 +17,8 @@ import TourpackServer
     static let tolerance = 0.1
 
     @Test func officialClientsParseTimingsThatMatchTheAudio() async throws {
-        let folder = try OfficialClientTests.temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolder.make("tourpack-clients")
+        defer { TemporaryFolder.remove(folder) }
         try await withServer(configure: { $0.requiredAPIKey = Self.key }) { port, _ in
             try await OfficialClientTests.runClient("timing_client.py", port: port, outdir: folder, arguments: [Self.key])
         }

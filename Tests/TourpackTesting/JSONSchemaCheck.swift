@@ -38,9 +38,9 @@ package enum JSONSchemaCheck {
 
     /// The findings for `document`'s bytes.
     package static func errors(in document: some DataProtocol, schema: URL) throws -> [String] {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("schema-check-\(UUID().uuidString).json")
+        let file = TemporaryFolder.path("schema-check", suffix: ".json")
         try Data(document).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
+        defer { TemporaryFolder.remove(file) }
         return try errors(in: file, schema: schema)
     }
 

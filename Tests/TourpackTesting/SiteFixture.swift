@@ -38,14 +38,14 @@ package final class SiteFixture: @unchecked Sendable {
     private var generator = SystemRandomNumberGenerator()
 
     package init() throws {
-        work = FileManager.default.temporaryDirectory.appendingPathComponent("tourpack-install-\(UUID().uuidString)")
+        work = TemporaryFolder.path("tourpack-install")
         source = work.appendingPathComponent("built")
         site = work.appendingPathComponent("site")
         key = SigningKey.generate()
         try FileManager.default.createDirectory(at: source, withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(at: work) }
+    deinit { TemporaryFolder.remove(work) }
 
     /// A fresh Documents folder for a device (not created).
     package func documents(_ name: String = "Documents") -> URL { work.appendingPathComponent(name) }

@@ -9,7 +9,7 @@ import TourpackAudio
 /// A body that is cut short, garbled or not what the API promises throws
 /// `UndecodableBody`, a retryable fault of that request; what `emit` throws
 /// (a cache file that cannot be written) passes through unchanged.
-protocol AnswerDecoder {
+package protocol AnswerDecoder {
     mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws
     /// The body ended: throws when it ended early.
     mutating func finish() throws
@@ -20,13 +20,13 @@ protocol AnswerDecoder {
 }
 
 extension AnswerDecoder {
-    var sentenceTimes: [Double]? { nil }
+    package var sentenceTimes: [Double]? { nil }
 }
 
 /// RIFF/WAVE with 16-bit PCM, streamed: the header chunks are parsed as they
 /// arrive, unknown chunks skipped, and the data chunk turned into samples
 /// (stereo averaged to mono, as `WAV.decode` does).
-struct WAVStreamDecoder: AnswerDecoder {
+package struct WAVStreamDecoder: AnswerDecoder {
     private enum Stage {
         /// Collecting the 12-byte RIFF header, then each chunk's 8-byte header and, for `fmt `, its body.
         case header
@@ -49,7 +49,9 @@ struct WAVStreamDecoder: AnswerDecoder {
     private var carry: [UInt8] = []
     private var block: [Int16] = []
 
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+    package init() {}
+
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
         var input = bytes[...]
         while !input.isEmpty {
             switch stage {
@@ -166,7 +168,7 @@ struct WAVStreamDecoder: AnswerDecoder {
         try block.withUnsafeBufferPointer { try emit($0, format.rate) }
     }
 
-    mutating func finish() throws {
+    package mutating func finish() throws {
         switch stage {
         case .done, .data(remaining: nil):
             return

@@ -1,5 +1,5 @@
-import Foundation
-import TourpackAudio
+package import Foundation
+package import TourpackAudio
 
 /// Where a chunk's samples go as the endpoint's answer is decoded: into a
 /// FLAC file (the synthesis cache's form) and past a `ChunkMeter`, after
@@ -7,7 +7,7 @@ import TourpackAudio
 /// answered at another. Holds one block at a time.
 ///
 /// Blocking (FFmpeg and file I/O): run it on a thread pool.
-final class ChunkRecorder {
+package final class ChunkRecorder {
     let destination: URL
     let rate: Int
     private var writer: FLACWriter?
@@ -21,7 +21,7 @@ final class ChunkRecorder {
     ///   - measuresLoudness: also measure the chunk's loudness (off when
     ///     the pipeline says `loudness: off`; a later build with a target
     ///     measures the cached file once).
-    init(destination: URL, rate: Int, measuresLoudness: Bool = true) {
+    package init(destination: URL, rate: Int, measuresLoudness: Bool = true) {
         self.destination = destination
         self.rate = rate
         meter = ChunkMeter(rate: rate, measuresLoudness: measuresLoudness)
@@ -66,13 +66,13 @@ final class ChunkRecorder {
     }
 
     /// Removes whatever was written; for a chunk that will not be finished.
-    func discard() {
+    package func discard() {
         writer = nil
         try? FileManager.default.removeItem(at: destination)
     }
 
     /// Decodes the spooled answer at `spool` with `decoder` into this recorder, in 64 KiB reads.
-    func decode(spool: URL, with decoder: inout some AnswerDecoder) throws -> ChunkShape {
+    package func decode(spool: URL, with decoder: inout some AnswerDecoder) throws -> ChunkShape {
         let handle = try FileHandle(forReadingFrom: spool)
         defer { try? handle.close() }
         while let block = try handle.read(upToCount: 1 << 16), !block.isEmpty {

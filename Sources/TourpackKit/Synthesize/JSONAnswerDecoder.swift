@@ -204,21 +204,21 @@ struct Base64JSONDecoder<Audio: AnswerDecoder> {
 /// asked for their timepoints (v1beta1 `enableTimePointing: [SSML_MARK]`);
 /// `sentenceTimes` is then their `timeSeconds` in mark order, or nil when
 /// any is missing or garbled (the audio is kept either way).
-struct GoogleAnswerDecoder: AnswerDecoder {
+package struct GoogleAnswerDecoder: AnswerDecoder {
     private var json: Base64JSONDecoder<WAVStreamDecoder>
     private let marks: Int?
-    private(set) var sentenceTimes: [Double]?
+    package private(set) var sentenceTimes: [Double]?
 
-    init(marks: Int? = nil) {
+    package init(marks: Int? = nil) {
         self.marks = marks
         json = Base64JSONDecoder(audioKey: "audioContent", audio: WAVStreamDecoder(), captures: marks == nil ? [] : ["timepoints"])
     }
 
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
         try json.feed(bytes, emit: emit)
     }
 
-    mutating func finish() throws {
+    package mutating func finish() throws {
         try json.finish()
         if let marks { sentenceTimes = SentenceTimings.googleTimes(json.member("timepoints"), marks: marks) }
     }
@@ -229,25 +229,25 @@ struct GoogleAnswerDecoder: AnswerDecoder {
 /// "character_end_times_seconds"}, "normalized_alignment": …}`. Each
 /// sentence starts at the start time of the character at its position in
 /// the text sent (`starts`, in Unicode scalars of `sent`).
-struct ElevenLabsTimestampsDecoder: AnswerDecoder {
+package struct ElevenLabsTimestampsDecoder: AnswerDecoder {
     private var json: Base64JSONDecoder<RawPCMDecoder>
     private let sent: String
     private let starts: [Int]?
-    private(set) var sentenceTimes: [Double]?
+    package private(set) var sentenceTimes: [Double]?
 
     /// - Parameter starts: nil when the sentences could not be placed in the
     ///   text sent; the audio is decoded all the same.
-    init(rate: Int, sent: String, starts: [Int]?) {
+    package init(rate: Int, sent: String, starts: [Int]?) {
         self.sent = sent
         self.starts = starts
         json = Base64JSONDecoder(audioKey: "audio_base64", audio: RawPCMDecoder(rate: rate), captures: ["alignment"])
     }
 
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
         try json.feed(bytes, emit: emit)
     }
 
-    mutating func finish() throws {
+    package mutating func finish() throws {
         try json.finish()
         if let starts { sentenceTimes = SentenceTimings.elevenLabsTimes(json.member("alignment"), sent: sent, starts: starts) }
     }

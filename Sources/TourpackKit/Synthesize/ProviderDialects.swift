@@ -1,5 +1,5 @@
 import Foundation
-import TourpackCore
+package import TourpackCore
 import TourpackHTTP
 
 /// Amazon Polly `SynthesizeSpeech`: `POST /v1/speech` with a JSON body,
@@ -194,7 +194,7 @@ struct AzureDialect: TTSDialect {
 ///
 /// Reference: https://elevenlabs.io/docs/api-reference/text-to-speech/convert
 /// and https://elevenlabs.io/docs/api-reference/text-to-speech/convert-with-timestamps
-struct ElevenLabsDialect: TTSDialect {
+package struct ElevenLabsDialect: TTSDialect {
     func path(for request: SynthesisRequest) -> String {
         let id = request.voice.name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? request.voice.name
         let timed = request.sentenceBoundaries == nil ? "" : "/with-timestamps"
@@ -258,7 +258,7 @@ struct ElevenLabsDialect: TTSDialect {
         return Array(try encoder.encode(body))
     }
 
-    static func plain(_ chunk: Chunk) -> String {
+    package static func plain(_ chunk: Chunk) -> String {
         chunk.isSSML ? OpenAIDialect.plainText(fromSSML: chunk.text) : chunk.text
     }
 
@@ -292,14 +292,14 @@ struct ElevenLabsDialect: TTSDialect {
 
 /// Headerless 16-bit little-endian mono PCM at a rate the request chose.
 /// A body that ends inside a sample was cut short.
-struct RawPCMDecoder: AnswerDecoder {
+package struct RawPCMDecoder: AnswerDecoder {
     let rate: Int
     private var odd: UInt8?
     private var block: [Int16] = []
 
-    init(rate: Int) { self.rate = rate }
+    package init(rate: Int) { self.rate = rate }
 
-    mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
         guard !bytes.isEmpty else { return }
         block.removeAll(keepingCapacity: true)
         var index = 0
@@ -316,7 +316,7 @@ struct RawPCMDecoder: AnswerDecoder {
         try block.withUnsafeBufferPointer { try emit($0, rate) }
     }
 
-    mutating func finish() throws {
+    package mutating func finish() throws {
         if odd != nil { throw UndecodableBody(reason: "the PCM body ends inside a sample: it was cut short") }
     }
 

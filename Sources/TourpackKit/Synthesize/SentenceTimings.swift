@@ -1,18 +1,18 @@
 import Foundation
-import TourpackCore
+package import TourpackCore
 
 /// Where a chunk's sentences start, as each provider is asked about them and
 /// answers: Google's `<mark>` timepoints, ElevenLabs' character alignment,
 /// Polly's sentence speech marks. Every reading is all or nothing: a
 /// sentence the answer does not place leaves the chunk without timings
 /// (nil), to be estimated later, and never costs the chunk its audio.
-enum SentenceTimings {
+package enum SentenceTimings {
     /// The chunk's sentence starts in `chunk.text`, as UTF-8 offsets: its
     /// own start (the root's content for SSML, 0 for plain text), then each
     /// boundary; and where its words end. Nil when a boundary is not strictly
     /// after the one before it, lands inside a UTF-8 sequence, or falls
     /// outside the text (outside the root's content for SSML).
-    static func sentenceStarts(_ chunk: Chunk, boundaries: [Int]) -> (starts: [Int], end: Int)? {
+    package static func sentenceStarts(_ chunk: Chunk, boundaries: [Int]) -> (starts: [Int], end: Int)? {
         let utf8 = Array(chunk.text.utf8)
         var start = 0
         var end = utf8.count
@@ -106,7 +106,7 @@ enum SentenceTimings {
     /// The sentence starts in the plain text ElevenLabs is sent
     /// (`ElevenLabsDialect.plain`), in its Unicode scalars: each sentence's
     /// first non-space character. Nil when a sentence cannot be placed.
-    static func elevenLabsStarts(_ chunk: Chunk, boundaries: [Int], sent: String) -> [Int]? {
+    package static func elevenLabsStarts(_ chunk: Chunk, boundaries: [Int], sent: String) -> [Int]? {
         guard let (starts, end) = sentenceStarts(chunk, boundaries: boundaries) else { return nil }
         let (text, origins) = plainWithOrigins(chunk)
         // The same words as the body carries, or no timings at all.
@@ -206,7 +206,7 @@ enum SentenceTimings {
     /// to the sentence starts (`targets`, offsets into the text sent, and
     /// `end`): each takes the first mark that starts at or after it and
     /// before the next sentence.
-    static func pollyTimes(_ body: [UInt8], targets: [Int], end: Int) -> [Double]? {
+    package static func pollyTimes(_ body: [UInt8], targets: [Int], end: Int) -> [Double]? {
         var marks: [(start: Int, time: Double)] = []
         for line in body.split(separator: UInt8(ascii: "\n")) {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {

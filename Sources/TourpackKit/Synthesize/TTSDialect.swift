@@ -72,7 +72,7 @@ extension TTSDialect {
 }
 
 /// A 2xx body that holds no usable audio: worth another try.
-struct UndecodableBody: Error, Sendable {
+package struct UndecodableBody: Error, Sendable {
     var reason: String
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import TourpackCore
+package import TourpackCore
 import TourpackMaps
 
 /// The checks of one `OfflineTours/<name>/package.json` that need no audio
@@ -13,7 +13,7 @@ import TourpackMaps
 ///
 /// A package.json that is not JSON, or that cannot be read as a package,
 /// stops here; anything less keeps going, so one run reports every problem.
-struct PackageCheck {
+package struct PackageCheck {
     /// The largest package.json read, as for tour files: a hostile file is refused unread.
     static let maxManifestBytes = 8 * 1024 * 1024
 
@@ -22,9 +22,15 @@ struct PackageCheck {
     let name: String
     let options: ValidationOptions
 
-    struct Result: Sendable {
+    package init(layout: Layout, name: String, options: ValidationOptions) {
+        self.layout = layout
+        self.name = name
+        self.options = options
+    }
+
+    package struct Result: Sendable {
         var summary: ValidationReport.PackageSummary
-        var outcomes: [CheckOutcome]
+        package var outcomes: [CheckOutcome]
         var audioChecks: [AudioFileCheck]
         /// The caption files' checks, in audio list order.
         var captionChecks: [CaptionFileCheck] = []
@@ -39,7 +45,7 @@ struct PackageCheck {
     /// The only place this package's tile pack may be.
     var tilePackPath: String { "\(Layout.offlineToursFolder)/\(name)/\(Layout.tilePackFileName)" }
 
-    func run() -> Result {
+    package func run() -> Result {
         var record = OutcomeRecorder(package: name, subject: manifestPath)
         var result = Result(
             summary: .init(name: name, manifest: manifestPath), outcomes: [], audioChecks: [], tilePackCheck: nil, listedPaths: [])

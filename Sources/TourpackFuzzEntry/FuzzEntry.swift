@@ -1,9 +1,9 @@
 // The libFuzzer entry point of every fuzz target, built only by `make fuzz`
 // (`TOURPACK_FUZZ=1` adds this target to the package; see Package.swift).
 // `TOURPACK_FUZZ_TARGET` names the parser the inputs go to
-// (`FuzzHarness.targets`), so one sanitizer build serves them all.
+// (`FuzzHarness.targets`, in TourpackFuzz), so one sanitizer build serves them all.
 import Foundation
-import TourpackKit
+import TourpackFuzz
 
 /// The chosen target's body, looked up once.
 let chosen: @Sendable ([UInt8]) -> Void = {
@@ -34,7 +34,7 @@ func runFuzzerDriver(
 /// The program's `main`: SwiftPM links an executable target with `main`
 /// aliased to `<module>_main`, which `-parse-as-library` leaves undefined,
 /// so it is this, handing the command line to libFuzzer's driver.
-@_cdecl("TourpackFuzz_main")
+@_cdecl("TourpackFuzzEntry_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
     _ = chosen  // An unknown target exits 2 here, before libFuzzer starts.
     var count = argc

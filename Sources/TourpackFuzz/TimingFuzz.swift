@@ -1,6 +1,7 @@
 import Foundation
 import TourpackAudio
 import TourpackCore
+import TourpackKit
 
 /// The fuzz targets of the three sentence-timing answers: each answer is
 /// read by the real reader (Google's `timepoints`, ElevenLabs' alignment,

@@ -1,15 +1,17 @@
 import Foundation
 import TourpackCore
+import TourpackKit
 import TourpackMaps
 
-/// The bodies of the libFuzzer targets (`Sources/TourpackFuzz`, built only
-/// by `make fuzz`): each hands its bytes to the real parser, as tourpack
-/// reads that input from a file, an endpoint or a bundle, and traps when a
-/// property that must hold for any input does not (libFuzzer then keeps the
-/// input as a crash).
+/// The bodies of the libFuzzer targets (`tourpack-fuzz`, built from
+/// `Sources/TourpackFuzzEntry` only by `make fuzz`): each hands its bytes to
+/// the real parser, as tourpack reads that input from a file, an endpoint or
+/// a bundle, and traps when a property that must hold for any input does not
+/// (libFuzzer then keeps the input as a crash).
 ///
-/// They live here, beside the parsers, because most of those are internal
-/// to TourpackKit; the ordinary build compiles them but never calls them.
+/// They live in a target of their own, beside the product and never in it:
+/// `FuzzCorpusTests` replays the corpus through them in every `swift test`.
+/// What they reach of the parsers' internals is `package`, never `public`.
 package enum FuzzHarness {
     /// A target's name, as `make fuzz` and `TOURPACK_FUZZ_TARGET` spell it, and its body.
     package static let targets: [(name: String, run: @Sendable ([UInt8]) -> Void)] = [

@@ -12,6 +12,17 @@ import Glibc
 /// over loopback HTTP (TourpackTesting's site server: Range, If-Range,
 /// ETag, injected faults), read with URLSession.
 @Suite(.offThePool) struct OfflineLibraryTests {
+    /// A site published from what `add` puts in a new fixture (on the clock
+    /// `now` when given), served over loopback; the caller stops the server.
+    static func served<Tours>(
+        now: Date? = nil, _ add: (SiteFixture) throws -> Tours
+    ) async throws -> (fixture: SiteFixture, server: SiteServer, tours: Tours) {
+        let fixture = try SiteFixture()
+        let tours = try add(fixture)
+        if let now { try await fixture.publish(now: now) } else { try await fixture.publish() }
+        return (fixture, try SiteServer(root: fixture.site), tours)
+    }
+
     /// A library over `fixture`'s site served by `server`, into a fresh Documents folder.
     static func library(
         _ fixture: SiteFixture, _ server: SiteServer, documents: String = "Documents", policy: DownloadPolicy = DownloadPolicy(),
@@ -33,10 +44,9 @@ import Glibc
     static func tourId(_ package: SiteFixture.Package) -> UUID { UUID(uuidString: package.tourId)! }
 
     @Test func theAppsFlowFromRefreshToDelete() async throws {
-        let fixture = try SiteFixture()
-        let alps = try fixture.addTour(name: "Alps", formats: [.aac, .mp3], files: 6, bytes: 40_000, pack: 60_000, captions: true)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, alps) = try await Self.served {
+            try $0.addTour(name: "Alps", formats: [.aac, .mp3], files: 6, bytes: 40_000, pack: 60_000, captions: true)
+        }
         defer { server.stop() }
         let library = try Self.library(fixture, server)
         let tour = Self.tourId(alps[0])
@@ -107,10 +117,7 @@ import Glibc
     }
 
     @Test func withNoSignalTheLastVerifiedCatalogueStays() async throws {
-        let fixture = try SiteFixture()
-        try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, _) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         let library = try Self.library(fixture, server)
         let first = try await library.refreshCatalog()
         server.stop()
@@ -127,11 +134,8 @@ import Glibc
     }
 
     @Test func aCatalogueSignedByAnotherKeyIsRefused() async throws {
-        let fixture = try SiteFixture()
-        try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
+        let (fixture, server, _) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         let other = try SiteFixture()
-        let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
         let library = OfflineLibrary(
             documents: fixture.documents(), site: URL(string: server.base)!, trust: try .publicKey(base64: other.publicKeyBase64))
@@ -145,10 +149,7 @@ import Glibc
     }
 
     @Test func cancelRemovesThePartialDataAndKeepsNothingHalfInstalled() async throws {
-        let fixture = try SiteFixture()
-        let alps = try fixture.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, alps) = try await Self.served { try $0.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000) }
         defer { server.stop() }
         // Each blob trickles, so the cancel lands mid-file.
         server.inject { _, _, path, _ in path.contains("/blobs/") ? .stall(seconds: 5) : nil }
@@ -177,11 +178,8 @@ import Glibc
     }
 
     @Test func blobsSharedByTwoPackagesAreDownloadedOnceAndServeBoth() async throws {
-        let fixture = try SiteFixture()
         // Two tours whose narrations (audio and captions) are the same bytes.
-        let twins = try fixture.addTwinTours(files: 3, bytes: 30_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, twins) = try await Self.served { try $0.addTwinTours(files: 3, bytes: 30_000) }
         defer { server.stop() }
         let library = try Self.library(fixture, server)
         _ = try await library.refreshCatalog()
@@ -203,13 +201,11 @@ import Glibc
     }
 
     @Test func evictionTakesTheLeastRecentlyUsedAndSparesPinnedAndPlaying() async throws {
-        let fixture = try SiteFixture()
-        var tours: [SiteFixture.Package] = []
-        for name in ["A", "B", "C", "D"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 50_000) }
         let clock = TestClock(Date(timeIntervalSince1970: 1_800_000_000))
         // Published on the test's clock, so the catalogue is fresh by it.
-        try await fixture.publish(now: clock.now())
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, tours) = try await Self.served(now: clock.now()) { fixture in
+            try ["A", "B", "C", "D"].flatMap { try fixture.addTour(name: $0, formats: [.aac], files: 2, bytes: 50_000) }
+        }
         defer { server.stop() }
         let ids = tours.map(Self.tourId)
         let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3])
@@ -249,10 +245,7 @@ import Glibc
     /// change made by another library (another process) on the same
     /// Documents folder is still seen.
     @Test func aChangeMadeBehindTheLibrarysBackIsSeen() async throws {
-        let fixture = try SiteFixture()
-        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, lakes) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         defer { server.stop() }
         let clock = TestClock(Date())
         let library = try Self.library(fixture, server, now: clock.now)
@@ -277,10 +270,7 @@ import Glibc
     /// old package.json; a device that never had the package installs it,
     /// and one that has it stays as it is.
     @Test func aRebuildOfTheSameContentInstallsFromItsSecondManifest() async throws {
-        let fixture = try SiteFixture()
-        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, lakes) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         defer { server.stop() }
         let tour = Self.tourId(lakes[0])
         let early = try Self.library(fixture, server, documents: "Early")
@@ -301,10 +291,7 @@ import Glibc
     }
 
     @Test func statesFollowThePackageToItsExpiry() async throws {
-        let fixture = try SiteFixture()
-        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, lakes) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         defer { server.stop() }
         let clock = TestClock(Date())
         let library = try Self.library(fixture, server, now: clock.now)
@@ -351,10 +338,9 @@ final class TestClock: @unchecked Sendable {
     }
 
     @Test func aKilledUpdateLeavesOldOrNewAndTheNextStartFinishesIt() async throws {
-        let fixture = try SiteFixture()
-        let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 5, bytes: 120_000, captions: true)[0]
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, package) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Alps", formats: [.aac], files: 5, bytes: 120_000, captions: true)[0]
+        }
         defer { server.stop() }
         let documents = fixture.documents()
         let arguments = [server.base, documents.path, fixture.publicKeyBase64, package.tourId]
@@ -396,11 +382,10 @@ final class TestClock: @unchecked Sendable {
 /// socket to disk chunk by chunk.
 @Suite(.serialized, .offThePool) struct LibraryMemoryTests {
     @Test func peakMemoryStaysFlatWhileA300MBPackageInstalls() async throws {
-        let fixture = try SiteFixture()
         // 300 MB in 12 files of 25 MB: each file many times any buffer.
-        let package = try fixture.addTour(name: "Big", formats: [.aac], files: 12, bytes: 25_000_000)[0]
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, package) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Big", formats: [.aac], files: 12, bytes: 25_000_000)[0]
+        }
         defer { server.stop() }
         let documents = fixture.documents()
         // Python measures its child's peak resident set (ru_maxrss, KiB): the example app on TourpackClient alone.

@@ -148,6 +148,37 @@ import Glibc
         #expect(await library.catalog == nil)
     }
 
+    /// An error says its kind once, first: the engine's own text for a
+    /// stale catalogue, or a package already downloaded, starts with the
+    /// kind too.
+    @Test func anErrorNamesItsKindOnce() async throws {
+        let (fixture, server, lakes) = try await Self.served {
+            try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)[0]
+        }
+        defer { server.stop() }
+        let clock = TestClock(Date())
+        let library = try Self.library(fixture, server, now: clock.now)
+        _ = try await Self.download(library, Self.tourId(lakes))
+        do {
+            _ = try await Self.download(library, Self.tourId(lakes))
+            Issue.record("a second download of the same package was not refused")
+        } catch let error as OfflineError {
+            #expect(error.kind == .alreadyDownloaded)
+            #expect(error.description == "alreadyDownloaded: \(error.message)")
+            #expect(error.message.hasPrefix("package \(lakes.packageId) (Lakes): installed at the catalogue's version"), "\(error)")
+        }
+        clock.advance(365 * 86_400)
+        do {
+            _ = try await library.refreshCatalog()
+            Issue.record("a catalogue a year past its expiry was accepted")
+        } catch let error as OfflineError {
+            #expect(error.kind == .catalogExpired)
+            #expect(error.description == "catalogExpired: \(error.message)")
+            #expect(error.message.hasPrefix("\(server.base): the site's catalogue (generation "), "\(error)")
+            #expect(error.description.components(separatedBy: "catalogExpired").count == 2, "\(error)")
+        }
+    }
+
     @Test func cancelRemovesThePartialDataAndKeepsNothingHalfInstalled() async throws {
         let (fixture, server, alps) = try await Self.served { try $0.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000) }
         defer { server.stop() }

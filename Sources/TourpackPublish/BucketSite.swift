@@ -20,7 +20,7 @@ package struct BucketSite: Site {
 
     package var location: String {
         let settings = store.settings
-        return HTTPRequestSpec.redactedURL(settings.endpoint) + "/" + settings.bucket + "/" + settings.prefix
+        return Secret.redacting(url: settings.endpoint) + "/" + settings.bucket + "/" + settings.prefix
     }
 
     package func contains(_ key: String) async throws -> Bool {

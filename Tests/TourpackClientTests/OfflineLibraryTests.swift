@@ -179,6 +179,64 @@ import Glibc
         }
     }
 
+    /// A download installs from the catalogue the library verified moments
+    /// before: it reads neither the catalogue nor its signature again.
+    @Test func aDownloadReadsNoCatalogueTheLibraryHasVerified() async throws {
+        let (fixture, server, tours) = try await Self.served { fixture in
+            try ["A", "B"].map { try fixture.addTour(name: $0, formats: [.opus], files: 2, bytes: 10_000)[0] }
+        }
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        _ = try await library.refreshCatalog()
+        server.resetLog()
+        for tour in tours {
+            let jobs = try await Self.download(library, Self.tourId(tour))
+            #expect(jobs.last?.status == .completed)
+        }
+        let paths = server.requests.map(\.path)
+        #expect(paths.contains { $0.hasPrefix("/packages/") }, "\(paths)")
+        #expect(!paths.contains { $0.contains("catalog.json") || $0.hasPrefix("/roots/") }, "\(paths)")
+        #expect(Set(await library.installed().map(\.tourId)) == Set(tours.map(Self.tourId)))
+    }
+
+    /// A failed download of tour A keeps its partial files through tour B's
+    /// download (A's package.json waits with them, and the catalogue lists
+    /// A), so A's next try resumes rather than starting again.
+    @Test func aFailedDownloadResumesAfterAnotherToursDownload() async throws {
+        let (fixture, server, tours) = try await Self.served { fixture in
+            try ["A", "B"].map { try fixture.addTour(name: $0, formats: [.aac], files: 3, bytes: 200_000)[0] }
+        }
+        defer { server.stop() }
+        let (a, b) = (tours[0], tours[1])
+        let blobsOfA = Set(
+            try fixture.files(of: a).values.map {
+                "/blobs/sha256/" + String(SiteFixture.sha256($0).prefix(2)) + "/" + SiteFixture.sha256($0)
+            })
+        let library = try Self.library(fixture, server, policy: DownloadPolicy(maximumAttempts: 2))
+        _ = try await library.refreshCatalog()
+        // A's files come half way, then the site refuses to go on: A fails with parts on disk.
+        server.inject { _, _, path, headers in
+            guard blobsOfA.contains(path) else { return nil }
+            return headers["range"] == nil ? .cut(fraction: 0.5) : .status(503)
+        }
+        await #expect(throws: OfflineError.self) { _ = try await Self.download(library, Self.tourId(a)) }
+        let downloads = fixture.documents().appendingPathComponent(".tourpack-install/downloads")
+        let parts = { ((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).filter { $0.hasSuffix(".part") } }
+        try #require(!parts().isEmpty, "A's failed download left no partial file: the test proves nothing")
+        let partsOfA = parts()
+
+        server.inject { _, _, _, _ in nil }
+        #expect(try await Self.download(library, Self.tourId(b)).last?.status == .completed)
+        #expect(Set(parts()) == Set(partsOfA), "B's download swept A's partial files")
+
+        server.resetLog()
+        #expect(try await Self.download(library, Self.tourId(a)).last?.status == .completed)
+        let sent = server.requests.filter { blobsOfA.contains($0.path) }.reduce(0) { $0 + $1.bodyBytes }
+        let whole = try fixture.payloadBytes(of: a)
+        #expect(sent > 0 && sent < whole * 3 / 4, "A's second try fetched \(sent) of its \(whole) bytes")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).isEmpty)
+    }
+
     @Test func cancelRemovesThePartialDataAndKeepsNothingHalfInstalled() async throws {
         let (fixture, server, alps) = try await Self.served { try $0.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000) }
         defer { server.stop() }

@@ -1,9 +1,9 @@
 import Dispatch
 
-/// Blocking file work (fsync, hashing, renames, copies) run off Swift's
-/// cooperative pool: on a concurrent Dispatch queue of its own, bridged
-/// back with a continuation. The app's library has no swift-nio, so this is
-/// its `NIOThreadPool`.
+/// Blocking file work (fsync, hashing, renames, copies, a folder's
+/// manifests read) run off Swift's cooperative pool: on a concurrent
+/// Dispatch queue of its own, bridged back with a continuation. The app's
+/// library has no swift-nio, so this is its `NIOThreadPool`.
 enum Blocking {
     private static let queue = DispatchQueue(label: "tourpack.client.blocking", qos: .utility, attributes: .concurrent)
 
@@ -13,6 +13,17 @@ enum Blocking {
         try Task.checkCancellation()
         return try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    /// Runs `work` on the queue even when the task is cancelled: the
+    /// clean-up after a failed or cancelled install must still happen.
+    static func cleanUp(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { continuation in
+            queue.async {
+                work()
+                continuation.resume()
+            }
         }
     }
 }

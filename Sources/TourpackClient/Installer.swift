@@ -25,11 +25,21 @@ import Darwin
 /// arrived and matched its SHA-256: a tampered or missing file, manifest or
 /// catalogue installs nothing, and every installed package stays as it was,
 /// byte for byte. An up-to-date package costs the conditional catalogue
-/// request and nothing more. Once the plans are made, whatever `downloads`
-/// holds that no plan names goes. Each file's download is bounded in size,
-/// rate, time and tries (`ResumableDownload`). A cancelled install (SIGINT,
-/// SIGTERM) removes its partial downloads; one that fails otherwise keeps
-/// them, and the next install resumes them.
+/// request and nothing more. A caller that verified the catalogue and read
+/// the installed packages moments before (the app's library) hands them
+/// over (`known`), and the install reads neither again.
+///
+/// Each plan's package.json waits in `downloads` under its SHA-256 until the
+/// package is committed. Once the plans are made, whatever `downloads` holds
+/// that neither a plan nor such a waiting package.json of a package the
+/// catalogue still lists names goes. Each file's download is bounded in
+/// size, rate, time and tries (`ResumableDownload`). A cancelled install
+/// (SIGINT, SIGTERM) removes its partial downloads; one that fails
+/// otherwise keeps them, and a later install of the package resumes them,
+/// even after installs of other packages.
+///
+/// The file work (the lock, mkdir, fsync, the manifests read, the clean-up)
+/// runs on `Blocking`'s queue, never on the cooperative pool.
 package struct Installer: Sendable {
     package let folder: InstallFolder
     package let source: any SiteSource
@@ -40,6 +50,27 @@ package struct Installer: Sendable {
     package var report: @Sendable (InstallEvent) -> Void = { _ in }
     /// The clock the catalogue's and the packages' `expiresAt` are judged by.
     package var now: @Sendable () -> Date = { Date() }
+    /// What the caller verified and read already; nil: the install reads both.
+    package var known: Known?
+
+    /// A catalogue the caller verified for this folder, and the packages
+    /// installed as the caller holds them. The CLI has neither and the
+    /// install reads both; the app's library has both from moments before.
+    package struct Known: Sendable {
+        /// Accepted by a `CatalogReader` of this folder and its trust: the
+        /// install makes no catalogue request and walks no root. It is still
+        /// refused past its `expiresAt`, and the site's is read after all
+        /// when the folder has verified another generation since.
+        package var catalog: Catalog
+        /// Asked once the install holds the lock, so the caller can check
+        /// what it holds against the disk then.
+        package var installed: @Sendable () async -> [PackageOnDisk]
+
+        package init(catalog: Catalog, installed: @escaping @Sendable () async -> [PackageOnDisk]) {
+            self.catalog = catalog
+            self.installed = installed
+        }
+    }
 
     package init(documents: URL, source: any SiteSource, trust: CatalogTrust?) {
         self.folder = InstallFolder(documents: documents)
@@ -74,8 +105,10 @@ package struct Installer: Sendable {
     ///   catalogue's version is `alreadyDownloaded` (nothing is done), not
     ///   quietly up to date.
     package func install(_ choice: PackageChoice, noReinstall: Bool = false) async throws -> Outcome {
-        try folder.prepare()
-        let lock = try InstallLock.acquire(documents: documents)
+        let lock = try await Blocking.run { [folder] in
+            try folder.prepare()
+            return try InstallLock.acquire(documents: folder.documents)
+        }
         defer { lock.release() }
         let staging = try await recover()
         let board = JobBoard(report: report)
@@ -84,12 +117,14 @@ package struct Installer: Sendable {
         } catch {
             if error is CancellationError || (error as? TourpackError)?.kind == .cancelled || Task.isCancelled {
                 // Cancelled: nothing partial stays behind.
-                folder.discardDownloads()
-                staging.discardAll()
+                await Blocking.cleanUp { [folder] in
+                    folder.discardDownloads()
+                    staging.discardAll()
+                }
                 board.settleOthers(as: .cancelled, message: "cancelled")
                 throw TourpackError.cancelled
             }
-            staging.discardAll()
+            await Blocking.cleanUp { staging.discardAll() }
             let message = (error as? TourpackError)?.description ?? "\(error)"
             board.settleOthers(as: .failed, message: "not installed: \(message)")
             throw error
@@ -120,11 +155,17 @@ package struct Installer: Sendable {
     }
 
     private func run(_ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, board: JobBoard) async throws -> Outcome {
-        let (catalog, summary) = try await CatalogReader(source: source, folder: folder, trust: trust, now: now).read()
+        let (catalog, summary) = try await verifiedCatalog()
         report(.catalog(summary))
         var outcome = Outcome(catalog: summary)
-        let (installed, unreadable) = PackageOnDisk.read(documents: documents)
-        for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }
+        let installed: [PackageOnDisk]
+        if let known {
+            installed = await known.installed()
+        } else {
+            let (read, unreadable) = try await Blocking.run { [documents] in PackageOnDisk.read(documents: documents) }
+            for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }
+            installed = read
+        }
         let chosen = try unexpired(try PackageSelection.choose(catalog, installed: installed, choice: choice) { report(.warning($0)) })
         if chosen.isEmpty { report(.warning("no package of the catalogue was chosen")) }
 
@@ -149,11 +190,15 @@ package struct Installer: Sendable {
                     packageId: plan.packageId, tourId: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
                     mapBytes: plan.downloadBytes - audio))
         }
-        // What earlier installs left in downloads for files no plan names now goes first.
-        let named = Set(plans.flatMap(\.downloads).map(\.sha256))
-        try await Blocking.run { [folder] in _ = folder.sweepDownloads(keeping: named) }
-        try checkSpace(for: work)
-        try await download(work, board: board)
+        // What earlier installs left in downloads for files neither a plan nor
+        // a package of the catalogue waiting for its commit names now goes first.
+        try await Blocking.run { [folder, plans] in
+            for plan in work { try folder.keepWaiting(plan) }
+            let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(folder.waitingFiles(of: catalog))
+            _ = folder.sweepDownloads(keeping: named)
+            try Self.checkSpace(for: work, folder: folder)
+        }
+        try await download(work, board: board, installed: installed)
 
         let commit = PackageCommit(folder: folder, staging: staging)
         for (index, plan) in work.enumerated() {
@@ -167,7 +212,8 @@ package struct Installer: Sendable {
             // A blob that a later package of this install names too (the same
             // sentence in two tours) stays until that package's commit.
             let later = Set(work.dropFirst(index + 1).flatMap { $0.downloads.map(\.sha256) })
-            folder.discardDownloads(of: plan.downloads.map(\.sha256).filter { !later.contains($0) })
+            let done = plan.downloads.map(\.sha256).filter { !later.contains($0) } + [plan.entry.package.manifest.sha256]
+            await Blocking.cleanUp { [folder] in folder.discardDownloads(of: done) }
             board.move(plan.packageId, to: .completed)
             switch plan.action {
             case .install: outcome.installed.append(plan.packageId)
@@ -207,8 +253,26 @@ package struct Installer: Sendable {
         return chosen.filter { $0.package.expiresAt > moment }
     }
 
+    /// The catalogue to install from: the one the caller verified (`known`)
+    /// while it is the one this folder verified last and not expired, else
+    /// the site's, read and verified.
+    private func verifiedCatalog() async throws -> (Catalog, CatalogSummary) {
+        let site = source.location
+        if let catalog = known?.catalog {
+            let record = try await Blocking.run { [folder] in folder.trustRecord() }
+            if trust == nil || (record?.site == site && record?.generation == catalog.generation) {
+                if trust != nil { try CatalogReader.checkExpiry(catalog, at: now(), site: site) }
+                let summary = CatalogSummary(
+                    catalog, site: site, notModified: true, verifiedBy: trust.map { catalog.signedBy ?? $0.description })
+                return (catalog, summary)
+            }
+        }
+        return try await CatalogReader(source: source, folder: folder, trust: trust, now: now).read()
+    }
+
     /// Refuses up front a download the file system has no room for, naming the root.
-    private func checkSpace(for plans: [PackagePlan]) throws {
+    private static func checkSpace(for plans: [PackagePlan], folder: InstallFolder) throws {
+        let documents = folder.documents
         var needed: Int64 = 0
         var seen: Set<String> = []
         for file in plans.flatMap(\.downloads) where seen.insert(file.sha256).inserted {

@@ -72,13 +72,16 @@ package struct UpdateCheck: Sendable {
     /// Checks the tours `choice` names (every tour when it names none).
     package func check(_ choice: PackageChoice) async throws -> Report {
         let folder = installer.folder
-        try folder.prepare()
-        let lock = try InstallLock.acquire(documents: folder.documents)
+        // The lock and the folder's file work run off the cooperative pool.
+        let lock = try await Blocking.run {
+            try folder.prepare()
+            return try InstallLock.acquire(documents: folder.documents)
+        }
         defer { lock.release() }
         let (catalog, summary) = try await CatalogReader(
             source: installer.source, folder: folder, trust: installer.trust, now: installer.now
         ).read()
-        let (installed, _) = PackageOnDisk.read(documents: folder.documents)
+        let (installed, _) = try await Blocking.run { PackageOnDisk.read(documents: folder.documents) }
         let planner = PackagePlanner(source: installer.source, documents: folder.documents)
         var tours: [Tour] = []
         let wanted = Set(choice.tours.map { $0.lowercased() })

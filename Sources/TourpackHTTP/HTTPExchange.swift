@@ -1,4 +1,5 @@
 package import Foundation
+import TourpackCore
 
 /// One HTTP request as the transport sends it: a POST with a body (TTS), a
 /// GET (map tiles), or a PUT, GET, HEAD or DELETE of an object (the shared
@@ -73,20 +74,13 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     package static let defaultMaxResponseBytes = 64 * 1024 * 1024
 
     package var description: String {
-        "\(method.rawValue) \(HTTPRequestSpec.redactedURL(url)) headers=[\(headers.map(\.name).joined(separator: ","))] body=\(body.count)B"
+        "\(method.rawValue) \(Secret.redacting(url: url)) headers=[\(headers.map(\.name).joined(separator: ","))] body=\(body.count)B"
     }
 
-    /// The URL without user info or query, for messages: neither may carry secrets into a log.
-    package static func redactedURL(_ url: String) -> String {
-        var text = url
-        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<query]) }
-        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
-            !text[scheme.upperBound..<at].contains("/")
-        {
-            text.replaceSubrange(scheme.upperBound...at, with: "")
-        }
-        return text
-    }
+    /// The URL without user info or query, for messages: neither may carry
+    /// secrets into a log. `Secret.redacting(url:)`, under the name the
+    /// builder's callers know.
+    package static func redactedURL(_ url: String) -> String { Secret.redacting(url: url) }
 }
 
 /// What libcurl needs to sign a request with SigV4: the provider string

@@ -64,7 +64,7 @@ public final class ObjectStore: Sendable {
         self.settings = settings
         self.signing = signing
         do { transport = try HTTPTransport(maxConnections: 4) } catch {
-            throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(settings.endpoint), reason: error.reason)
+            throw TourpackError.networkUnavailable(endpoint: Secret.redacting(url: settings.endpoint), reason: error.reason)
         }
     }
 
@@ -306,7 +306,7 @@ public final class ObjectStore: Sendable {
                 if case .cancelled = transportFailure { throw TourpackError.cancelled }
                 if case .cancelledAfterAnswer = transportFailure { throw TourpackError.cancelled }
                 let error = TourpackError.objectStorageFailed(
-                    operation: operation, object: HTTPRequestSpec.redactedURL(url),
+                    operation: operation, object: Secret.redacting(url: url),
                     status: transportFailure.answeredStatus, message: signing.scrub(transportFailure.reason))
                 guard transportFailure.isRetryable else { throw error }
                 lastFailure = error
@@ -323,7 +323,7 @@ public final class ObjectStore: Sendable {
         let message = Self.element("Message", in: text).map { String($0.prefix(300)) }
         let summary = [code, message].compactMap { $0 }.joined(separator: ": ")
         return .objectStorageFailed(
-            operation: operation, object: HTTPRequestSpec.redactedURL(url(for: key)), status: response.status,
+            operation: operation, object: Secret.redacting(url: url(for: key)), status: response.status,
             message: signing.scrub(summary.isEmpty ? "no message" : summary))
     }
 

@@ -1,4 +1,5 @@
 package import Foundation
+import NIOPosix
 import TourpackCore
 package import TourpackHTTP
 
@@ -20,7 +21,7 @@ package struct BucketSite: Site {
 
     package var location: String {
         let settings = store.settings
-        return HTTPRequestSpec.redactedURL(settings.endpoint) + "/" + settings.bucket + "/" + settings.prefix
+        return Secret.redacting(url: settings.endpoint) + "/" + settings.bucket + "/" + settings.prefix
     }
 
     package func contains(_ key: String) async throws -> Bool {
@@ -29,7 +30,8 @@ package struct BucketSite: Site {
 
     package func create(_ key: String, from file: URL, contentType: String, cacheControl: String) async throws -> Bool {
         let bytes: [UInt8]
-        do { bytes = Array(try Data(contentsOf: file)) } catch {
+        // A blob may be hundreds of megabytes: read on NIO's thread pool, never the cooperative pool.
+        do { bytes = try await NIOThreadPool.singleton.runIfActive { Array(try Data(contentsOf: file)) } } catch {
             throw TourpackError.storageFailed(path: file.path, errno: EIO, operation: "read")
         }
         return try await create(key, bytes: bytes, contentType: contentType, cacheControl: cacheControl)

@@ -22,7 +22,9 @@ import Darwin
 /// A version tag is the SHA-256 of the file's bytes. Publishers of one folder
 /// take turns (`exclusively`: a `flock` on the folder itself, which a killed
 /// publisher's kernel drops). Content types and cache lifetimes are the web
-/// server's business here; they are not stored.
+/// server's business here; they are not stored. Every file operation (a
+/// copy, a write and its fsync, a read, a listing) runs on NIO's thread
+/// pool, as the builder's do, never on the cooperative pool.
 package struct FolderSite: Site {
     package let root: URL
 
@@ -33,14 +35,19 @@ package struct FolderSite: Site {
     func url(_ key: String) -> URL { root.appendingPathComponent(key) }
 
     package func contains(_ key: String) async throws -> Bool {
-        FileManager.default.fileExists(atPath: url(key).path)
+        let file = url(key)
+        return try await Self.offPool { FileManager.default.fileExists(atPath: file.path) }
+    }
+
+    /// Runs blocking file work on NIO's thread pool and returns its result.
+    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(work)
     }
 
     package func create(_ key: String, from file: URL, contentType: String, cacheControl: String) async throws -> Bool {
         let final = url(key)
-        // A blob may be hundreds of megabytes: its copy and fsync block, so
-        // they run on NIO's thread pool, never the cooperative pool.
-        return try await NIOThreadPool.singleton.runIfActive { try Self.copy(file, to: final) }
+        // A blob may be hundreds of megabytes: its copy and fsync block.
+        return try await Self.offPool { try Self.copy(file, to: final) }
     }
 
     private static func copy(_ file: URL, to final: URL) throws -> Bool {
@@ -69,13 +76,15 @@ package struct FolderSite: Site {
 
     package func create(_ key: String, bytes: [UInt8], contentType: String, cacheControl: String) async throws -> Bool {
         let final = url(key)
-        if FileManager.default.fileExists(atPath: final.path) { return false }
-        let temp = try AtomicFile.temporaryURL(for: final)
-        do { try AtomicFile.fill(temp, with: bytes) } catch {
-            AtomicFile.discard(temp: temp)
-            throw error
+        return try await Self.offPool {
+            if FileManager.default.fileExists(atPath: final.path) { return false }
+            let temp = try AtomicFile.temporaryURL(for: final)
+            do { try AtomicFile.fill(temp, with: bytes) } catch {
+                AtomicFile.discard(temp: temp)
+                throw error
+            }
+            return try Self.claim(temp, as: final)
         }
-        return try Self.claim(temp, as: final)
     }
 
     /// Gives the finished temp its final name unless the name is taken; the temp goes either way.
@@ -91,36 +100,44 @@ package struct FolderSite: Site {
 
     package func read(_ key: String) async throws -> ObjectStore.Versioned? {
         let file = url(key)
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            if FileManager.default.fileExists(atPath: file.path) {
-                throw TourpackError.storageFailed(path: file.path, errno: EACCES, operation: "read")
+        return try await Self.offPool {
+            guard let data = FileManager.default.contents(atPath: file.path) else {
+                if FileManager.default.fileExists(atPath: file.path) {
+                    throw TourpackError.storageFailed(path: file.path, errno: EACCES, operation: "read")
+                }
+                return nil
             }
-            return nil
+            return ObjectStore.Versioned(bytes: Array(data), etag: SiteLayout.folderTag(of: data))
         }
-        return ObjectStore.Versioned(bytes: Array(data), etag: SiteLayout.folderTag(of: data))
     }
 
     package func replace(_ key: String, bytes: [UInt8], contentType: String, cacheControl: String, expecting: String?) async throws -> Bool
     {
         // Under `exclusively`, nobody else writes between this read and the rename.
         guard try await read(key)?.etag == expecting else { return false }
-        try AtomicFile.write(bytes, to: url(key))
+        let file = url(key)
+        try await Self.offPool { try AtomicFile.write(bytes, to: file) }
         return true
     }
 
     package func overwrite(_ key: String, bytes: [UInt8], contentType: String, cacheControl: String) async throws {
-        try AtomicFile.write(bytes, to: url(key))
+        let file = url(key)
+        try await Self.offPool { try AtomicFile.write(bytes, to: file) }
     }
 
     package func list(prefix: String) async throws -> [ObjectStore.Listed] {
         // The prefixes the publisher lists are folders: `blobs/`, `packages/`, `generations/`.
         let base = url(prefix)
+        let rootPath = root.path.hasSuffix("/") ? root.path : root.path + "/"
+        return try await Self.offPool { try Self.list(base, under: rootPath) }
+    }
+
+    private static func list(_ base: URL, under rootPath: String) throws -> [ObjectStore.Listed] {
         guard
             let walker = FileManager.default.enumerator(
                 at: base, includingPropertiesForKeys: [.isRegularFileKey, .fileSizeKey, .contentModificationDateKey])
         else { return [] }
         var listed: [ObjectStore.Listed] = []
-        let rootPath = root.path.hasSuffix("/") ? root.path : root.path + "/"
         for case let file as URL in walker {
             let values = try file.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey, .contentModificationDateKey])
             guard values.isRegularFile == true, !AtomicFile.isTemporaryName(file.lastPathComponent) else { continue }
@@ -135,13 +152,18 @@ package struct FolderSite: Site {
     }
 
     package func delete(_ key: String) async throws {
-        _ = try AtomicFile.remove(url(key))
+        let file = url(key)
+        _ = try await Self.offPool { try AtomicFile.remove(file) }
     }
 
     package func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        try AtomicFile.createFolder(root)
-        let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open site folder") }
+        let root = self.root
+        let folder = try await Self.offPool {
+            try AtomicFile.createFolder(root)
+            let folder = open(root.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard folder >= 0 else { throw TourpackError.storageFailed(path: root.path, errno: errno, operation: "open site folder") }
+            return folder
+        }
         // `hold` closes the descriptor when it throws.
         try await BuildLock.hold(folder, path: root.path, mode: LOCK_EX, wait: true)
         defer {

@@ -1,4 +1,5 @@
 package import Foundation
+import NIOPosix
 package import TourpackCore
 import TourpackHTTP
 import TourpackKit
@@ -61,7 +62,8 @@ package struct Publisher: Sendable {
     /// Publishes every unexpired package under `roots` in one catalogue:
     /// a pipeline with a quality ladder builds one Documents root per quality.
     package func publish(roots: [URL], dryRun: Bool = false) async throws -> Outcome {
-        let local = try roots.flatMap { try LocalPackage.read(root: $0) }
+        // Every package.json read and hashed on NIO's thread pool, never the cooperative pool.
+        let local = try await NIOThreadPool.singleton.runIfActive { try roots.flatMap { try LocalPackage.read(root: $0) } }
         let moment = now()
         var outcome = Outcome(generation: 0, published: false, packages: 0)
         let live = local.filter { package in

@@ -12,7 +12,7 @@ public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
     public let id: String
 
     public init(endpoint: String, apiKey: String?) {
-        let base = HTTPRequestSpec.redactedURL(endpoint)
+        let base = Secret.redacting(url: endpoint)
         guard let apiKey, !apiKey.isEmpty else {
             id = "\(base)#no-key"
             return

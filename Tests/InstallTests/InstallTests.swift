@@ -54,6 +54,20 @@ import TourpackTesting
         server.requests.filter { $0.path.hasPrefix("/blobs/") }
     }
 
+    /// The CLI's libcurl source and the app's URLSession source read a
+    /// site's address alike, and show it without its user info or query.
+    @Test func bothSiteSourcesShowAnAddressWithoutItsSecrets() throws {
+        for address in [
+            "https://reader:hunter2@cdn.example.org/tours/catalog.json?token=s3cret#top",
+            "https://cdn.example.org/tours/?token=s3cret",
+        ] {
+            let curl = try HTTPSiteSource(base: address)
+            let session = URLSessionSiteSource(base: try #require(URL(string: address)))
+            #expect(curl.location == "https://cdn.example.org/tours", "\(address)")
+            #expect(session.location == curl.location, "\(address)")
+        }
+    }
+
     @Test func installsThroughTenPercentFaultsByteForByte() async throws {
         let fixture = try SiteFixture()
         let alps = try fixture.addTour(name: "Alps", formats: [.aac, .mp3], files: 12, bytes: 60_000, pack: 150_000)

@@ -48,10 +48,9 @@ import TourpackTesting
     @Test(arguments: ["wrongRange", "ignoredRange"])
     func cutAnswersAndAWrongContentRangeFailWithinTheTriesAndReleaseTheLock(_ hostile: String) async throws {
         let fault: SiteServer.Fault = hostile == "wrongRange" ? .wrongRange : .ignoreRangeAndCut(fraction: 0.3)
-        let fixture = try SiteFixture()
-        let original = try fixture.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 60_000)[0]
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, original) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 60_000)[0]
+        }
         defer { server.stop() }
         let (library, package, findings) = try await Self.installedThenUpdated(
             fixture, server, original, policy: DownloadPolicy(maximumAttempts: 3))
@@ -88,10 +87,9 @@ import TourpackTesting
     }
 
     @Test func aOneByteASecondTrickleIsGivenUpByTheFilesDeadline() async throws {
-        let fixture = try SiteFixture()
-        let original = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 30_000)[0]
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, original) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 30_000)[0]
+        }
         defer { server.stop() }
         let policy = DownloadPolicy(minimumBytesPerSecond: 0, fileDeadline: 5, maximumAttempts: 50)
         let (library, package, findings) = try await Self.installedThenUpdated(fixture, server, original, policy: policy)

@@ -12,6 +12,17 @@ import Glibc
 /// over loopback HTTP (TourpackTesting's site server: Range, If-Range,
 /// ETag, injected faults), read with URLSession.
 @Suite(.offThePool) struct OfflineLibraryTests {
+    /// A site published from what `add` puts in a new fixture (on the clock
+    /// `now` when given), served over loopback; the caller stops the server.
+    static func served<Tours>(
+        now: Date? = nil, _ add: (SiteFixture) throws -> Tours
+    ) async throws -> (fixture: SiteFixture, server: SiteServer, tours: Tours) {
+        let fixture = try SiteFixture()
+        let tours = try add(fixture)
+        if let now { try await fixture.publish(now: now) } else { try await fixture.publish() }
+        return (fixture, try SiteServer(root: fixture.site), tours)
+    }
+
     /// A library over `fixture`'s site served by `server`, into a fresh Documents folder.
     static func library(
         _ fixture: SiteFixture, _ server: SiteServer, documents: String = "Documents", policy: DownloadPolicy = DownloadPolicy(),
@@ -33,10 +44,9 @@ import Glibc
     static func tourId(_ package: SiteFixture.Package) -> UUID { UUID(uuidString: package.tourId)! }
 
     @Test func theAppsFlowFromRefreshToDelete() async throws {
-        let fixture = try SiteFixture()
-        let alps = try fixture.addTour(name: "Alps", formats: [.aac, .mp3], files: 6, bytes: 40_000, pack: 60_000, captions: true)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, alps) = try await Self.served {
+            try $0.addTour(name: "Alps", formats: [.aac, .mp3], files: 6, bytes: 40_000, pack: 60_000, captions: true)
+        }
         defer { server.stop() }
         let library = try Self.library(fixture, server)
         let tour = Self.tourId(alps[0])
@@ -107,10 +117,7 @@ import Glibc
     }
 
     @Test func withNoSignalTheLastVerifiedCatalogueStays() async throws {
-        let fixture = try SiteFixture()
-        try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, _) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         let library = try Self.library(fixture, server)
         let first = try await library.refreshCatalog()
         server.stop()
@@ -127,11 +134,8 @@ import Glibc
     }
 
     @Test func aCatalogueSignedByAnotherKeyIsRefused() async throws {
-        let fixture = try SiteFixture()
-        try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
+        let (fixture, server, _) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         let other = try SiteFixture()
-        let server = try SiteServer(root: fixture.site)
         defer { server.stop() }
         let library = OfflineLibrary(
             documents: fixture.documents(), site: URL(string: server.base)!, trust: try .publicKey(base64: other.publicKeyBase64))
@@ -144,11 +148,97 @@ import Glibc
         #expect(await library.catalog == nil)
     }
 
+    /// An error says its kind once, first: the engine's own text for a
+    /// stale catalogue, or a package already downloaded, starts with the
+    /// kind too.
+    @Test func anErrorNamesItsKindOnce() async throws {
+        let (fixture, server, lakes) = try await Self.served {
+            try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)[0]
+        }
+        defer { server.stop() }
+        let clock = ManualClock(Date())
+        let library = try Self.library(fixture, server, now: clock.date)
+        _ = try await Self.download(library, Self.tourId(lakes))
+        do {
+            _ = try await Self.download(library, Self.tourId(lakes))
+            Issue.record("a second download of the same package was not refused")
+        } catch let error as OfflineError {
+            #expect(error.kind == .alreadyDownloaded)
+            #expect(error.description == "alreadyDownloaded: \(error.message)")
+            #expect(error.message.hasPrefix("package \(lakes.packageId) (Lakes): installed at the catalogue's version"), "\(error)")
+        }
+        clock.advance(seconds: 365 * 86_400)
+        do {
+            _ = try await library.refreshCatalog()
+            Issue.record("a catalogue a year past its expiry was accepted")
+        } catch let error as OfflineError {
+            #expect(error.kind == .catalogExpired)
+            #expect(error.description == "catalogExpired: \(error.message)")
+            #expect(error.message.hasPrefix("\(server.base): the site's catalogue (generation "), "\(error)")
+            #expect(error.description.components(separatedBy: "catalogExpired").count == 2, "\(error)")
+        }
+    }
+
+    /// A download installs from the catalogue the library verified moments
+    /// before: it reads neither the catalogue nor its signature again.
+    @Test func aDownloadReadsNoCatalogueTheLibraryHasVerified() async throws {
+        let (fixture, server, tours) = try await Self.served { fixture in
+            try ["A", "B"].map { try fixture.addTour(name: $0, formats: [.opus], files: 2, bytes: 10_000)[0] }
+        }
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        _ = try await library.refreshCatalog()
+        server.resetLog()
+        for tour in tours {
+            let jobs = try await Self.download(library, Self.tourId(tour))
+            #expect(jobs.last?.status == .completed)
+        }
+        let paths = server.requests.map(\.path)
+        #expect(paths.contains { $0.hasPrefix("/packages/") }, "\(paths)")
+        #expect(!paths.contains { $0.contains("catalog.json") || $0.hasPrefix("/roots/") }, "\(paths)")
+        #expect(Set(await library.installed().map(\.tourId)) == Set(tours.map(Self.tourId)))
+    }
+
+    /// A failed download of tour A keeps its partial files through tour B's
+    /// download (A's package.json waits with them, and the catalogue lists
+    /// A), so A's next try resumes rather than starting again.
+    @Test func aFailedDownloadResumesAfterAnotherToursDownload() async throws {
+        let (fixture, server, tours) = try await Self.served { fixture in
+            try ["A", "B"].map { try fixture.addTour(name: $0, formats: [.aac], files: 3, bytes: 200_000)[0] }
+        }
+        defer { server.stop() }
+        let (a, b) = (tours[0], tours[1])
+        let blobsOfA = Set(
+            try fixture.files(of: a).values.map {
+                "/blobs/sha256/" + String(SiteFixture.sha256($0).prefix(2)) + "/" + SiteFixture.sha256($0)
+            })
+        let library = try Self.library(fixture, server, policy: DownloadPolicy(maximumAttempts: 2))
+        _ = try await library.refreshCatalog()
+        // A's files come half way, then the site refuses to go on: A fails with parts on disk.
+        server.inject { _, _, path, headers in
+            guard blobsOfA.contains(path) else { return nil }
+            return headers["range"] == nil ? .cut(fraction: 0.5) : .status(503)
+        }
+        await #expect(throws: OfflineError.self) { _ = try await Self.download(library, Self.tourId(a)) }
+        let downloads = fixture.documents().appendingPathComponent(".tourpack-install/downloads")
+        let parts = { ((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).filter { $0.hasSuffix(".part") } }
+        try #require(!parts().isEmpty, "A's failed download left no partial file: the test proves nothing")
+        let partsOfA = parts()
+
+        server.inject { _, _, _, _ in nil }
+        #expect(try await Self.download(library, Self.tourId(b)).last?.status == .completed)
+        #expect(Set(parts()) == Set(partsOfA), "B's download swept A's partial files")
+
+        server.resetLog()
+        #expect(try await Self.download(library, Self.tourId(a)).last?.status == .completed)
+        let sent = server.requests.filter { blobsOfA.contains($0.path) }.reduce(0) { $0 + $1.bodyBytes }
+        let whole = try fixture.payloadBytes(of: a)
+        #expect(sent > 0 && sent < whole * 3 / 4, "A's second try fetched \(sent) of its \(whole) bytes")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? []).isEmpty)
+    }
+
     @Test func cancelRemovesThePartialDataAndKeepsNothingHalfInstalled() async throws {
-        let fixture = try SiteFixture()
-        let alps = try fixture.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, alps) = try await Self.served { try $0.addTour(name: "Alps", formats: [.aac], files: 3, bytes: 400_000) }
         defer { server.stop() }
         // Each blob trickles, so the cancel lands mid-file.
         server.inject { _, _, path, _ in path.contains("/blobs/") ? .stall(seconds: 5) : nil }
@@ -177,11 +267,8 @@ import Glibc
     }
 
     @Test func blobsSharedByTwoPackagesAreDownloadedOnceAndServeBoth() async throws {
-        let fixture = try SiteFixture()
         // Two tours whose narrations (audio and captions) are the same bytes.
-        let twins = try fixture.addTwinTours(files: 3, bytes: 30_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, twins) = try await Self.served { try $0.addTwinTours(files: 3, bytes: 30_000) }
         defer { server.stop() }
         let library = try Self.library(fixture, server)
         _ = try await library.refreshCatalog()
@@ -203,13 +290,11 @@ import Glibc
     }
 
     @Test func evictionTakesTheLeastRecentlyUsedAndSparesPinnedAndPlaying() async throws {
-        let fixture = try SiteFixture()
-        var tours: [SiteFixture.Package] = []
-        for name in ["A", "B", "C", "D"] { tours += try fixture.addTour(name: name, formats: [.aac], files: 2, bytes: 50_000) }
         let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         // Published on the test's clock, so the catalogue is fresh by it.
-        try await fixture.publish(now: clock.date())
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, tours) = try await Self.served(now: clock.date()) { fixture in
+            try ["A", "B", "C", "D"].flatMap { try fixture.addTour(name: $0, formats: [.aac], files: 2, bytes: 50_000) }
+        }
         defer { server.stop() }
         let ids = tours.map(Self.tourId)
         let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3])
@@ -249,10 +334,7 @@ import Glibc
     /// change made by another library (another process) on the same
     /// Documents folder is still seen.
     @Test func aChangeMadeBehindTheLibrarysBackIsSeen() async throws {
-        let fixture = try SiteFixture()
-        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, lakes) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         defer { server.stop() }
         let clock = ManualClock(Date())
         let library = try Self.library(fixture, server, now: clock.date)
@@ -277,10 +359,7 @@ import Glibc
     /// old package.json; a device that never had the package installs it,
     /// and one that has it stays as it is.
     @Test func aRebuildOfTheSameContentInstallsFromItsSecondManifest() async throws {
-        let fixture = try SiteFixture()
-        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, lakes) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         defer { server.stop() }
         let tour = Self.tourId(lakes[0])
         let early = try Self.library(fixture, server, documents: "Early")
@@ -301,10 +380,7 @@ import Glibc
     }
 
     @Test func statesFollowThePackageToItsExpiry() async throws {
-        let fixture = try SiteFixture()
-        let lakes = try fixture.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, lakes) = try await Self.served { try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000) }
         defer { server.stop() }
         let clock = ManualClock(Date())
         let library = try Self.library(fixture, server, now: clock.date)
@@ -339,10 +415,9 @@ import Glibc
     }
 
     @Test func aKilledUpdateLeavesOldOrNewAndTheNextStartFinishesIt() async throws {
-        let fixture = try SiteFixture()
-        let package = try fixture.addTour(name: "Alps", formats: [.aac], files: 5, bytes: 120_000, captions: true)[0]
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, package) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Alps", formats: [.aac], files: 5, bytes: 120_000, captions: true)[0]
+        }
         defer { server.stop() }
         let documents = fixture.documents()
         let arguments = [server.base, documents.path, fixture.publicKeyBase64, package.tourId]
@@ -384,11 +459,10 @@ import Glibc
 /// socket to disk chunk by chunk.
 @Suite(.serialized, .offThePool) struct LibraryMemoryTests {
     @Test func peakMemoryStaysFlatWhileA300MBPackageInstalls() async throws {
-        let fixture = try SiteFixture()
         // 300 MB in 12 files of 25 MB: each file many times any buffer.
-        let package = try fixture.addTour(name: "Big", formats: [.aac], files: 12, bytes: 25_000_000)[0]
-        try await fixture.publish()
-        let server = try SiteServer(root: fixture.site)
+        let (fixture, server, package) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Big", formats: [.aac], files: 12, bytes: 25_000_000)[0]
+        }
         defer { server.stop() }
         let documents = fixture.documents()
         // Python measures its child's peak resident set (ru_maxrss, KiB): the example app on TourpackClient alone.

@@ -12,8 +12,8 @@ import TourpackPackage
 /// resume may be stale bytes from an older try: the file is fetched once
 /// more from byte 0, and a fresh mismatch is an integrity failure.
 extension Installer {
-    func download(_ plans: [PackagePlan], board: JobBoard) async throws {
-        try await Blocking.run { [folder] in Self.reuseInstalledCopies(of: plans, folder: folder) }
+    func download(_ plans: [PackagePlan], board: JobBoard, installed: [PackageOnDisk]) async throws {
+        try await Blocking.run { [folder] in Self.reuseInstalledCopies(of: plans, installed: installed, folder: folder) }
         var queue: [(plan: PackagePlan, file: PackageFile)] = []
         var seen: Set<String> = []
         for plan in plans {
@@ -91,11 +91,11 @@ extension Installer {
     /// sentence in two tours) is hard-linked into `downloads/<sha256>` rather
     /// than downloaded again; the digest check before the commit still reads
     /// it whole, so a copy damaged on the device is fetched after all.
-    static func reuseInstalledCopies(of plans: [PackagePlan], folder: InstallFolder) {
+    static func reuseInstalledCopies(of plans: [PackagePlan], installed: [PackageOnDisk], folder: InstallFolder) {
         let wanted = Set(plans.flatMap(\.downloads).map(\.sha256))
         guard !wanted.isEmpty else { return }
         var held: [String: URL] = [:]
-        for package in PackageOnDisk.read(documents: folder.documents).packages {
+        for package in installed {
             for file in package.files where wanted.contains(file.sha256) && held[file.sha256] == nil {
                 let url = folder.documents.appendingPathComponent(file.path)
                 if OutputTree.kind(url) == .file, InstallFolder.size(of: url) == file.sizeBytes { held[file.sha256] = url }

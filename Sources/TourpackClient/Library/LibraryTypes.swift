@@ -269,6 +269,10 @@ public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
         case .rollbackRefused: kind = .rollbackRefused
         default: kind = .storageFailed
         }
-        return OfflineError(kind, error.description, package: error.context.item, file: error.context.path)
+        // Some of the engine's texts open with the kind's name (`catalogExpired: …`);
+        // `description` puts it first already, so it is said once.
+        var message = error.description
+        if let named = message.range(of: "\(kind.rawValue): ") { message.removeSubrange(named) }
+        return OfflineError(kind, message, package: error.context.item, file: error.context.path)
     }
 }

@@ -80,6 +80,9 @@ extension OfflineLibrary {
             var installer = Installer(documents: documents, source: source, trust: trust?.trust)
             installer.concurrency = 4
             installer.now = now
+            // The catalogue was verified moments ago and the packages are held:
+            // the install reads neither again (the held ones are checked against the disk).
+            installer.known = Installer.Known(catalog: catalog) { await self.installedPackages() }
             installer.report = { [weak self] event in
                 guard case .job(let job) = event else { return }
                 continuation.yield(job)
@@ -141,8 +144,6 @@ extension OfflineLibrary {
                 package: name)
         }
         defer { packagesChanged() }
-        for package in evict {
-            do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
-        }
+        try await remove(evict.map(\.packageId))
     }
 }

@@ -182,22 +182,26 @@ public actor OfflineLibrary {
 
     /// Records that the tour was just used, for eviction's order.
     public func markAccessed(tourId: UUID) {
-        var times = deviceView().accessed
+        // The log alone: the packages as held stay valid.
+        var times = AccessLog.read(folder)
         times[tourId.uuidString.lowercased()] = now()
         try? AccessLog.write(times, folder)
-        device = nil
+        device?.accessed = times
+        device?.stamp.access = DeviceView.Stamp.identity(AccessLog.url(folder))
     }
 
-    /// Forgets the packages as last read: the library changed them.
-    func packagesChanged() { device = nil }
+    /// Marks the packages as last read stale: the library changed them. The
+    /// next read decodes only the package.json files that changed.
+    func packagesChanged() { device?.stamp.tours = [-1] }
 
     /// The tour whose narration is playing (nil: none): never evicted while it plays.
     public func setPlaying(tourId: UUID?) { playing = tourId }
 
     /// What the packages take.
-    public func storageStatistics() -> StorageStatistics {
+    public func storageStatistics() async -> StorageStatistics {
         let inventory = InstalledInventory(documents: documents)
-        guard let statistics = try? inventory.statistics(now: now()) else {
+        let moment = now()
+        guard let statistics = try? await Blocking.run({ try inventory.statistics(now: moment) }) else {
             return StorageStatistics(packageCount: 0, bytesOnDisk: 0, downloaded: 0, failed: 0, expired: 0, bytesPerTour: [:])
         }
         let packages = statistics.tours.flatMap(\.packages)
@@ -213,37 +217,39 @@ public actor OfflineLibrary {
     // MARK: Removing
 
     /// Deletes the tour's packages and the files no other package names.
-    public func delete(tourId: UUID) throws {
+    public func delete(tourId: UUID) async throws {
         if jobs[tourId].map({ $0.status == .downloading || $0.status == .queued || $0.status == .paused }) == true {
             throw OfflineError(.alreadyDownloading, "tour \(tourId.uuidString.lowercased()) is downloading; cancel it first")
         }
-        defer { device = nil }
-        do { _ = try InstalledInventory(documents: documents).remove(tourId.uuidString.lowercased()) } catch {
-            throw OfflineError.from(error)
-        }
-        var times = deviceView().accessed
+        defer { packagesChanged() }
+        try await remove([tourId.uuidString.lowercased()])
+        var times = AccessLog.read(folder)
         if times.removeValue(forKey: tourId.uuidString.lowercased()) != nil { try? AccessLog.write(times, folder) }
     }
 
     /// Deletes every expired package; returns how many.
     @discardableResult
-    public func clearExpired() throws -> Int {
+    public func clearExpired() async throws -> Int {
         let expired = installedPackages().filter { $0.manifest.isExpired(at: now()) }
-        defer { device = nil }
-        for package in expired {
-            do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
-        }
+        defer { packagesChanged() }
+        try await remove(expired.map(\.packageId))
         return expired.count
     }
 
     /// Deletes every package not downloading.
-    public func clearAll() throws {
-        defer { device = nil }
+    public func clearAll() async throws {
+        defer { packagesChanged() }
         let busy = Set(jobs.filter { $0.value.status != .completed && $0.value.status != .failed && $0.value.status != .cancelled }.keys)
-        for package in installedPackages() {
-            guard let tour = UUID(uuidString: package.manifest.tourId), !busy.contains(tour) else { continue }
-            do { _ = try InstalledInventory(documents: documents).remove(package.packageId) } catch { throw OfflineError.from(error) }
-        }
+        try await remove(
+            installedPackages().filter { package in UUID(uuidString: package.manifest.tourId).map { !busy.contains($0) } ?? false }
+                .map(\.packageId))
+    }
+
+    /// Removes the packages (or tours) `ids` with `InstalledInventory`, off the cooperative pool.
+    func remove(_ ids: [String]) async throws {
+        guard !ids.isEmpty else { return }
+        let inventory = InstalledInventory(documents: documents)
+        do { try await Blocking.run { for id in ids { _ = try inventory.remove(id) } } } catch { throw OfflineError.from(error) }
     }
 
     // MARK: Helpers
@@ -258,7 +264,8 @@ public actor OfflineLibrary {
         let stamp = DeviceView.Stamp(documents: documents, folder: folder)
         if let device, device.stamp == stamp { return device }
         let view = DeviceView(
-            packages: PackageOnDisk.read(documents: documents).packages, accessed: AccessLog.read(folder), stamp: stamp)
+            packages: PackageOnDisk.read(documents: documents, reusing: device?.packages ?? []).packages, accessed: AccessLog.read(folder),
+            stamp: stamp)
         device = view
         return view
     }
@@ -309,7 +316,7 @@ struct DeviceView {
             access = Self.identity(AccessLog.url(folder))
         }
 
-        private static func identity(_ url: URL) -> [Int] {
+        static func identity(_ url: URL) -> [Int] {
             var info = stat()
             guard lstat(url.path, &info) == 0 else { return [] }
             #if canImport(Darwin)

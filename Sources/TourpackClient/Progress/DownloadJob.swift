@@ -1,4 +1,5 @@
 import Foundation
+import TourpackPackage
 
 /// One package's download as the app's download manager shows it: the same
 /// fields under the same names, so a script reading `install --json` and
@@ -123,6 +124,15 @@ package enum InstallEvent: Sendable, Equatable {
 
 /// The catalogue an install works from.
 package struct CatalogSummary: Sendable, Hashable, Codable {
+    init(_ catalog: Catalog, site: String, notModified: Bool, verifiedBy: String?) {
+        self.site = site
+        generation = catalog.generation
+        self.notModified = notModified
+        self.verifiedBy = verifiedBy
+        tours = catalog.tours.count
+        packages = catalog.tours.reduce(0) { $0 + $1.packages.count }
+    }
+
     package var site: String
     package var generation: Int
     /// The site answered 304: the remembered catalogue is still the one in force.

@@ -39,16 +39,7 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     /// - Parameter allowsCellular: handed to the session (`allowsCellularAccess`,
     ///   and `allowsExpensiveNetworkAccess` where the platform has it).
     package init(base url: URL, policy: TransferPolicy = TransferPolicy(), allowsCellular: Bool = true) {
-        var text = url.absoluteString
-        var query: String?
-        if let mark = text.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            if text[mark] == "?" { query = String(text[text.index(after: mark)...].prefix { $0 != "#" }) }
-            text = String(text[..<mark])
-        }
-        while text.hasSuffix("/") { text.removeLast() }
-        if text.hasSuffix("/" + SiteLayout.catalog) { text.removeLast(SiteLayout.catalog.count + 1) }
-        base = text
-        self.query = query.flatMap { $0.isEmpty ? nil : $0 }
+        (base, query) = SiteLayout.address(url.absoluteString)
         self.policy = policy
         let configuration = URLSessionConfiguration.ephemeral
         configuration.allowsCellularAccess = allowsCellular
@@ -69,7 +60,7 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
 
     deinit { session.invalidateAndCancel() }
 
-    package var location: String { Self.redacted(base) }
+    package var location: String { Secret.redacting(url: base) }
 
     private func url(_ key: String) -> URL? {
         let encoded = key.split(separator: "/", omittingEmptySubsequences: false).map {
@@ -79,19 +70,7 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
         return URL(string: base + "/" + encoded + (query.map { "?" + $0 } ?? ""))
     }
 
-    private func shown(_ key: String) -> String { Self.redacted(base + "/" + key) }
-
-    /// A URL without its user info or query, for messages.
-    static func redacted(_ text: String) -> String {
-        var text = text
-        if let mark = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<mark]) }
-        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
-            !text[scheme.upperBound..<at].contains("/")
-        {
-            text.removeSubrange(scheme.upperBound...at)
-        }
-        return text
-    }
+    private func shown(_ key: String) -> String { Secret.redacting(url: base + "/" + key) }
 
     // MARK: Whole objects
 

@@ -16,15 +16,18 @@ import Darwin
 ///   site.json                 the site last read and its catalogue's ETag (or Last-Modified)
 ///   catalog.json, .sig        that catalogue's exact bytes (and signature), reused on a 304
 ///   downloads/<sha256>.part   a file on its way, resumed next time (+ .part.validator: its ETag)
-///   downloads/<sha256>        a file downloaded whole and verified, waiting for its package's commit
+///   downloads/<sha256>        a file downloaded whole and verified, waiting for its package's commit;
+///                             or the package.json of a package on its way, which names its files
 ///   staging/                  package.json temps and links for a commit (`StagingArea`)
 ///   journal/<tourId>.json     a commit in progress (`CommitJournal`), finished by the next run
 /// ```
 ///
 /// It lives inside the root, so every rename from it into the layout is on
-/// one file system and atomic. An install sweeps `downloads` of what its
-/// plans do not name, and refuses a symlink in the place of any of these folders. The app never reads it (hidden), and
-/// `validate` passes over it.
+/// one file system and atomic. An install sweeps `downloads` of what
+/// neither its plans nor a waiting package.json of a package the catalogue
+/// still lists name (so a failed download of one tour resumes after
+/// another tour's install), and refuses a symlink in the place of any of
+/// these folders. The app never reads it (hidden), and `validate` passes over it.
 package struct InstallFolder: Sendable {
     package let documents: URL
 
@@ -121,6 +124,36 @@ package struct InstallFolder: Sendable {
             removed.append(name)
         }
         return removed
+    }
+
+    /// Keeps the plan's package.json in `downloads` under its SHA-256 (as the
+    /// catalogue names it) until the package is committed: while a catalogue
+    /// lists the package, the files it names stay through other installs'
+    /// sweeps. Not synced: a copy a crash damaged fails its SHA-256 and is swept.
+    func keepWaiting(_ plan: PackagePlan) throws {
+        let sha256 = plan.entry.package.manifest.sha256
+        guard !plan.manifestBytes.isEmpty, OutputTree.kind(verified(sha256)) == .absent else { return }
+        do { try Data(plan.manifestBytes).write(to: verified(sha256), options: .atomic) } catch {
+            throw TourpackError.storageFailed(path: verified(sha256).path, operation: "write package.json", reason: "\(error)")
+        }
+    }
+
+    /// The SHA-256 of every package.json waiting in `downloads` for a
+    /// package `catalog` lists (checked against the catalogue's SHA-256),
+    /// and of every file each names.
+    func waitingFiles(of catalog: Catalog) -> Set<String> {
+        var named: Set<String> = []
+        let present = Set((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? [])
+        for package in catalog.tours.flatMap(\.packages) where present.contains(package.manifest.sha256) {
+            let sha256 = package.manifest.sha256
+            guard OutputTree.kind(verified(sha256)) == .file, let data = FileManager.default.contents(atPath: verified(sha256).path),
+                PackageFiles.sha256(data) == sha256, let manifest = try? PackageManifest.decode(Array(data)),
+                let files = try? PackageFiles.of(manifest, file: package.manifest.path)
+            else { continue }
+            named.insert(sha256)
+            named.formUnion(files.map(\.sha256))
+        }
+        return named
     }
 
     /// Deletes what is downloaded for these files: they are in place now.

@@ -58,7 +58,9 @@ package struct CatalogReader: Sendable {
 
     /// The catalogue in force, checked, and what the install reports of it.
     package func read() async throws -> (catalog: Catalog, summary: CatalogSummary) {
-        let record = folder.trustRecord()
+        // What the folder holds is read, and what it learns written (fsynced), off the cooperative pool.
+        let (folder, site) = (self.folder, source.location)
+        let (record, remembered) = try await Blocking.run { (folder.trustRecord(), folder.rememberedCatalog(site: site)) }
         var walked: (RootOfTrust, [UInt8])?
         var verifier: Verifier?
         switch trust {
@@ -69,7 +71,6 @@ package struct CatalogReader: Sendable {
             verifier = .root(root)
         case nil: verifier = nil
         }
-        let remembered = folder.rememberedCatalog(site: source.location)
         var bytes: [UInt8]
         var signature: [UInt8]?
         var version: CatalogVersion
@@ -101,12 +102,12 @@ package struct CatalogReader: Sendable {
         if let trust, let verifier {
             accepted = try checkFreshness(catalog, record: record, trust: trust, verifier: verifier)
         }
-        if !notModified { try folder.remember(site: source.location, bytes: bytes, signature: signature, version: version) }
-        if let trust, let accepted { try folder.remember(accepted, anchor: trust, root: walked) }
+        try await Blocking.run { [bytes, signature, version, notModified, accepted, walked, trust] in
+            if !notModified { try folder.remember(site: site, bytes: bytes, signature: signature, version: version) }
+            if let trust, let accepted { try folder.remember(accepted, anchor: trust, root: walked) }
+        }
         let summary = CatalogSummary(
-            site: source.location, generation: catalog.generation, notModified: notModified,
-            verifiedBy: verifier == nil ? nil : (catalog.signedBy ?? verifier?.description),
-            tours: catalog.tours.count, packages: catalog.tours.reduce(0) { $0 + $1.packages.count })
+            catalog, site: source.location, notModified: notModified, verifiedBy: verifier.map { catalog.signedBy ?? $0.description })
         return (catalog, summary)
     }
 
@@ -154,16 +155,7 @@ package struct CatalogReader: Sendable {
                     + "\(Self.maximumGenerationStep): refused as a fast-forward; nothing was changed",
                 context: TourpackError.Context(path: Self.catalogKey, url: site))
         }
-        let moment = now()
-        if catalog.isExpired(at: moment) {
-            let when = catalog.expiresAt.map { "expired at \(PackageManifest.timestamp($0))" } ?? "has no expiresAt"
-            throw TourpackError(
-                .catalogExpired,
-                "the site's catalogue (generation \(catalog.generation)) \(when), and it is \(PackageManifest.timestamp(moment)): "
-                    + "a mirror may be serving a frozen copy, or the publisher has not run `tourpack publish --refresh`; "
-                    + "installed packages keep playing, nothing new is downloaded",
-                context: TourpackError.Context(path: Self.catalogKey, url: site))
-        }
+        try Self.checkExpiry(catalog, at: now(), site: site)
         var next = record ?? TrustRecord(anchor: .publicKey)
         if record == nil {
             switch trust {
@@ -181,16 +173,32 @@ package struct CatalogReader: Sendable {
         return next
     }
 
+    /// Rule 4 above: `catalogExpired` for a catalogue past its `expiresAt` (or without one).
+    package static func checkExpiry(_ catalog: Catalog, at moment: Date, site: String) throws {
+        guard catalog.isExpired(at: moment) else { return }
+        let when = catalog.expiresAt.map { "expired at \(PackageManifest.timestamp($0))" } ?? "has no expiresAt"
+        throw TourpackError(
+            .catalogExpired,
+            "the site's catalogue (generation \(catalog.generation)) \(when), and it is \(PackageManifest.timestamp(moment)): "
+                + "a mirror may be serving a frozen copy, or the publisher has not run `tourpack publish --refresh`; "
+                + "installed packages keep playing, nothing new is downloaded",
+            context: TourpackError.Context(path: catalogKey, url: site))
+    }
+
     /// The newest root the site holds past the one this device holds
     /// (the pinned one, or the newest it walked to from it before).
     private func walkRoots(from pinned: RootOfTrust, bytes pinnedBytes: [UInt8], record: TrustRecord?) async throws -> (
         RootOfTrust, [UInt8]
     ) {
         var current = (pinned, pinnedBytes)
-        if record?.anchor == .root, let held = folder.heldRoot(), held.version > pinned.version,
-            let bytes = FileManager.default.contents(atPath: folder.heldRootFile.path)
+        let folder = self.folder
+        if record?.anchor == .root,
+            let (held, bytes) = try await Blocking.run({
+                folder.heldRoot().flatMap { held in FileManager.default.contents(atPath: folder.heldRootFile.path).map { (held, Array($0)) }
+                }
+            }), held.version > pinned.version
         {
-            current = (held, Array(bytes))
+            current = (held, bytes)
         }
         for _ in 0..<Self.maximumRootSteps {
             let key = SiteLayout.root(current.0.version + 1)

@@ -50,31 +50,23 @@ package final class HTTPSiteSource: SiteSource {
         base url: String, policy: TransferPolicy = TransferPolicy(), connections: Int = 4,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) throws {
-        var text = url
-        var query: String?
-        if let mark = text.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            if text[mark] == "?" { query = String(text[text.index(after: mark)...].prefix { $0 != "#" }) }
-            text = String(text[..<mark])
-        }
-        while text.hasSuffix("/") { text.removeLast() }
-        // The catalogue's own URL names its site too.
-        if text.hasSuffix("/" + SiteLayout.catalog) { text.removeLast(SiteLayout.catalog.count + 1) }
-        base = text
-        self.query = query.flatMap { $0.isEmpty ? nil : $0 }
+        let (base, query) = SiteLayout.address(url)
+        self.base = base
+        self.query = query
         self.policy = policy
         self.sleep = sleep
         do { transport = try HTTPTransport(maxConnections: max(1, connections)) } catch {
-            throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(text), reason: error.reason)
+            throw TourpackError.networkUnavailable(endpoint: Secret.redacting(url: base), reason: error.reason)
         }
     }
 
-    package var location: String { HTTPRequestSpec.redactedURL(base) }
+    package var location: String { Secret.redacting(url: base) }
 
     private func url(_ key: String) -> String {
         base + "/" + key + (query.map { "?" + $0 } ?? "")
     }
 
-    private func shown(_ key: String) -> String { HTTPRequestSpec.redactedURL(url(key)) }
+    private func shown(_ key: String) -> String { Secret.redacting(url: url(key)) }
 
     // MARK: Whole objects
 

@@ -94,3 +94,22 @@ package enum SiteLayout {
         package var contentType: String
     }
 }
+
+extension SiteLayout {
+    /// A site's address as a person gives it (`https://host/site/`,
+    /// `…/catalog.json`, `…?token=…`): its base, without a trailing slash or
+    /// the catalogue's name, and its query, sent with every request (a
+    /// signed CDN's token). Both site sources read an address this way.
+    package static func address(_ text: String) -> (base: String, query: String?) {
+        var base = text
+        var query: String?
+        if let mark = base.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            if base[mark] == "?" { query = String(base[base.index(after: mark)...].prefix { $0 != "#" }) }
+            base = String(base[..<mark])
+        }
+        while base.hasSuffix("/") { base.removeLast() }
+        // The catalogue's own URL names its site too.
+        if base.hasSuffix("/" + catalog) { base.removeLast(catalog.count + 1) }
+        return (base, query.flatMap { $0.isEmpty ? nil : $0 })
+    }
+}

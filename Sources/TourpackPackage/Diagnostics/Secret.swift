@@ -1,3 +1,5 @@
+import Foundation
+
 /// A credential read from the environment: an API key, a password. It never
 /// prints, dumps or reflects itself, so a configuration that holds one can be
 /// logged, compared and passed around without leaking it.
@@ -17,4 +19,21 @@ public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugSt
     public var description: String { "<redacted>" }
     public var debugDescription: String { "<redacted>" }
     public var customMirror: Mirror { Mirror(self, children: []) }
+}
+
+extension Secret {
+    /// `url` without its user info, query or fragment, for messages and
+    /// logs: any of the three may carry a credential (a token in the query,
+    /// a password before the host). The one implementation for the CLI's
+    /// libcurl code and the app's library.
+    package static func redacting(url: String) -> String {
+        var text = url
+        if let mark = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<mark]) }
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
+            !text[scheme.upperBound..<at].contains("/")
+        {
+            text.removeSubrange(scheme.upperBound...at)
+        }
+        return text
+    }
 }

@@ -110,20 +110,36 @@ package struct PackageOnDisk: Sendable {
     package var manifestBytes: [UInt8]
     package var manifestSHA256: String
     package var files: [PackageFile]
+    /// Its package.json file when it was read: inode, size and modification
+    /// time (a package.json is replaced by a rename, so a new one is another
+    /// inode). Empty for a package not read from disk.
+    package var identity: [Int] = []
 
     package var packageId: String { manifest.packageId }
 
     /// Every package under `OfflineTours` whose package.json reads, by
     /// package ID; what does not read is listed in `unreadable` (the
     /// install leaves it alone).
-    package static func read(documents: URL) -> (packages: [PackageOnDisk], unreadable: [String]) {
+    ///
+    /// - Parameter earlier: packages read before; one whose package.json is
+    ///   still the same file (`identity`) is taken as it is, not read and
+    ///   decoded again, so a reader that holds the packages pays for the
+    ///   ones that changed.
+    package static func read(documents: URL, reusing earlier: [PackageOnDisk] = []) -> (packages: [PackageOnDisk], unreadable: [String]) {
         let tours = documents.appendingPathComponent(Layout.offlineToursFolder)
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted()
+        let held = Dictionary(earlier.map { ($0.packageId, $0) }, uniquingKeysWith: { first, _ in first })
         var packages: [PackageOnDisk] = []
         var unreadable: [String] = []
         for name in names where !name.hasPrefix(".") {
             let url = tours.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName)
-            guard OutputTree.kind(url) == .file, let data = FileManager.default.contents(atPath: url.path) else { continue }
+            let identity = Self.identity(of: url)
+            guard !identity.isEmpty else { continue }
+            if let package = held[name], package.identity == identity {
+                packages.append(package)
+                continue
+            }
+            guard let data = FileManager.default.contents(atPath: url.path) else { continue }
             let relative = "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"
             guard let manifest = try? PackageManifest.decode(Array(data)), manifest.packageId == name,
                 let files = try? PackageFiles.of(manifest, file: relative)
@@ -132,9 +148,23 @@ package struct PackageOnDisk: Sendable {
                 continue
             }
             packages.append(
-                PackageOnDisk(manifest: manifest, manifestBytes: Array(data), manifestSHA256: PackageFiles.sha256(data), files: files))
+                PackageOnDisk(
+                    manifest: manifest, manifestBytes: Array(data), manifestSHA256: PackageFiles.sha256(data), files: files,
+                    identity: identity))
         }
         return (packages, unreadable)
+    }
+
+    /// A regular file's inode, size and modification time; empty for anything else (a symlink is not followed).
+    private static func identity(of url: URL) -> [Int] {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return [] }
+        #if canImport(Darwin)
+        let modified = info.st_mtimespec
+        #else
+        let modified = info.st_mtim
+        #endif
+        return [Int(info.st_ino), Int(info.st_size), Int(modified.tv_sec), Int(modified.tv_nsec)]
     }
 
     /// The files whose size on disk differs from what package.json says

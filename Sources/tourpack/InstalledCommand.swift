@@ -5,7 +5,9 @@ import TourpackCore
 import TourpackInstall
 import TourpackKit
 
-struct Installed: AsyncParsableCommand {
+/// A synchronous command: it only reads and removes files, so it runs on the
+/// main thread from start to end, never on Swift's cooperative pool.
+struct Installed: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "What the installed packages of a Documents root take, and removing one.",
         discussion: """
@@ -56,7 +58,7 @@ struct Installed: AsyncParsableCommand {
         throw ValidationError("--max-storage \(text): not a size; give bytes, or a number with KB, MB or GB")
     }
 
-    func run() async throws {
+    func run() throws {
         let inventory = InstalledInventory(documents: URL(fileURLWithPath: documents))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]

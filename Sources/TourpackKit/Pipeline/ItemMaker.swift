@@ -65,7 +65,7 @@ struct ItemMaker: Sendable {
                 (
                     format,
                     (
-                        final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
+                        final: layout.audioFileURL(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format),
                         key: recipe.outputKey(item, format: format, tour: tour)
                     )
                 )

@@ -161,7 +161,7 @@ package struct TourPublisher: Sendable {
         let live = layout.captionsFolder(packageID: packageID).url
         let present = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
         func holds(_ name: String, _ bytes: [UInt8]) -> Bool {
-            let url = live.appendingPathComponent(name)
+            let url = live.appendingPathComponent(name, isDirectory: false)
             var info = stat()  // lstat: a symlink is not followed
             return lstat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && Int(info.st_size) == bytes.count
                 && Self.file(url.path, holdsExactly: bytes)

@@ -154,6 +154,7 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench piper
 	.build/release/tourpack-bench maps
 	.build/release/tourpack-bench validate
+	.build/release/tourpack-bench validate --seconds 4.5 --files 600 --repetitions 3
 	.build/release/tourpack-bench publish
 	.build/release/tourpack-bench install
 	.build/release/tourpack-bench ledger

@@ -67,14 +67,18 @@ public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
 }
 
 enum CacheDigest {
+    /// SHA-256 of each field as `<UTF-8 length>:<field>\n`, in order. The
+    /// fields are framed into one buffer and hashed at once: the same
+    /// digest as hashing them piece by piece, without a buffer per piece.
     static func of(_ fields: [String]) -> String {
-        var hasher = SHA256()
+        var framed: [UInt8] = []
+        framed.reserveCapacity(fields.reduce(0) { $0 + $1.utf8.count + 8 })
         for field in fields {
-            let bytes = Data(field.utf8)
-            hasher.update(data: Data("\(bytes.count):".utf8))
-            hasher.update(data: bytes)
-            hasher.update(data: Data("\n".utf8))
+            framed.append(contentsOf: String(field.utf8.count).utf8)
+            framed.append(UInt8(ascii: ":"))
+            framed.append(contentsOf: field.utf8)
+            framed.append(UInt8(ascii: "\n"))
         }
-        return hasher.finalize().lowercaseHex
+        return SHA256.hash(data: framed).lowercaseHex
     }
 }

@@ -17,7 +17,7 @@ enum OrphanSweep {
             let shardURL = folder.appendingPathComponent(shard, isDirectory: true)
             for name in (try? fm.contentsOfDirectory(atPath: shardURL.path)) ?? [] {
                 let key = !suffix.isEmpty && name.hasSuffix(suffix) ? String(name.dropLast(suffix.count)) : name
-                let url = shardURL.appendingPathComponent(name)
+                let url = shardURL.appendingPathComponent(name, isDirectory: false)
                 guard !known.contains(key), let attributes = try? fm.attributesOfItem(atPath: url.path),
                     let modified = attributes[.modificationDate] as? Date, graceSeconds == 0 || modified < cutoff
                 else { continue }

@@ -68,7 +68,8 @@ public struct SynthesisCache: Sendable {
     }
 
     package func fileURL(for key: SynthesisKey) -> URL {
-        folder.appendingPathComponent(String(key.hex.prefix(2)), isDirectory: true).appendingPathComponent("\(key.hex).flac")
+        folder.appendingPathComponent(String(key.hex.prefix(2)), isDirectory: true).appendingPathComponent(
+            "\(key.hex).flac", isDirectory: false)
     }
 
     private var cutoff: Double { clock().timeIntervalSince1970 - maxAgeSeconds }

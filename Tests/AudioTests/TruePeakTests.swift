@@ -55,6 +55,17 @@ struct TruePeakTests {
             ("full-scale square waves", (0..<rate).map { ($0 / 7) % 2 == 0 ? Int16.max : Int16.min }),
             ("white noise", (0..<rate).map { _ in Int16.random(in: -20_000...20_000, using: &generator) }),
             ("silence", [Int16](repeating: 0, count: rate / 10)),
+            // Clipping: a sine driven 3 dB past full scale, flat-topped, whose overs lie between samples.
+            (
+                "a clipped sine",
+                (0..<rate).map { Int16(clamping: Int((1.4 * 32_767 * sin(2 * .pi * 997 * Double($0) / Double(rate) + 0.2)).rounded())) }
+            ),
+            // The loudest stretch straddles the meter's window of 16,384 inputs, and the loudest blocks come late.
+            (
+                "an inter-sample peak across a window's edge",
+                [Int16](repeating: 0, count: TruePeakMeter.window - 5) + tone(Double(rate) / 4, 0.9, phase: .pi / 4, count: 11) + quiet
+                    + tone(Double(rate) / 4, 0.95, phase: .pi / 4, count: 9) + quiet
+            ),
         ]
     }
 

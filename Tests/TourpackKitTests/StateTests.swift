@@ -774,6 +774,12 @@ struct StateScratch {
         }
         #expect(try outputs.lastUsed(relativeTo: layout.root).count == 1, "evicted files are forgotten")
 
+        // Now under the budget (950,000 bytes): nothing goes, and the sizes are still counted.
+        let under = try CacheMaintenance.run(
+            layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+        #expect(under.removals.isEmpty && under.bytesBefore == 950_000 && under.budgetBytes == 1_048_576)
+        #expect(FileManager.default.fileExists(atPath: unlisted[2].path))
+
         // A budget below the live packages alone: nothing pinned goes, and that is not an error.
         let again = try CacheMaintenance.run(
             layout: layout, budgets: Budgets(cacheMaxMB: 0), outputs: outputs, now: clock.date(), overBudgetOnly: true)

@@ -120,7 +120,8 @@ public struct AudioFileInspector: Sendable {
         }
 
         let decoder: CodecContext?
-        let meter = decode && rate > 0 ? try LoudnessMeter(rate: rate) : nil
+        // Only the integrated loudness and the true peak are read: no gating blocks are kept.
+        let meter = decode && rate > 0 ? try LoudnessMeter(rate: rate, keepsBlocks: false) : nil
         if decode {
             let context = try CodecContext(decoderFor: parameters)
             context.pointer.pointee.pkt_timebase = stream.pointee.time_base

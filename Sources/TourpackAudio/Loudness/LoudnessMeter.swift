@@ -161,13 +161,22 @@ public final class LoudnessMeter {
     private var hops = 0
     private(set) public var profile = LoudnessProfile()
     private var peaks: TruePeakMeter
+    /// Whether `profile` collects the gating blocks; without it, only the
+    /// integrated loudness and the true peak are measured.
+    private let keepsBlocks: Bool
 
-    public init(rate: Int) throws {
+    /// - Parameter keepsBlocks: false when only `integratedLUFS` and
+    ///   `truePeak` are wanted (a file as shipped, not a chunk): each
+    ///   block's loudness is then not read back from libebur128, which
+    ///   would sum 400 ms of filtered samples again every 100 ms. The
+    ///   integrated loudness and the true peak are the same either way.
+    public init(rate: Int, keepsBlocks: Bool = true) throws {
         guard rate > 0, let state = ebur128_init(1, UInt(rate), Self.mode) else {
             throw TourpackError.internalInvariant("libebur128 cannot measure audio at \(rate) Hz")
         }
         self.state = state
         self.rate = rate
+        self.keepsBlocks = keepsBlocks
         hop = (rate + 5) / 10
         peaks = TruePeakMeter(rate: rate)
     }
@@ -205,7 +214,7 @@ public final class LoudnessMeter {
             if intoHop == hop {
                 intoHop = 0
                 hops += 1
-                if hops >= 4 {
+                if hops >= 4, keepsBlocks {
                     var momentary = 0.0
                     if ebur128_loudness_momentary(state, &momentary) == 0 { profile.addBlock(lufs: momentary) }
                 }

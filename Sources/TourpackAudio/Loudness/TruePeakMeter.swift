@@ -14,8 +14,12 @@ import Foundation
 /// most `gain` (the largest sum of one phase's coefficient magnitudes)
 /// times the largest input it reads, so a block of input whose loudest
 /// sample, and the delay line's before it, cannot reach the peak found so far
-/// (which already counts the block's own sample peak) is only pushed
-/// through the delay line. In speech, that is most blocks.
+/// (which already counts the block's own sample peak) is never computed.
+/// Inputs are gathered in windows of `window` samples, and each window's
+/// blocks are examined loudest first, so the peak is found early and the
+/// quieter blocks are passed over: the outputs computed are a subset of
+/// libebur128's, and every one left out is bounded by the peak already
+/// found, so the maximum is the same. In speech, that is most blocks.
 ///
 /// The result is the larger of the interpolated peak and the sample peak,
 /// as `ebur128_true_peak` reports it, linear (1.0 is full scale).
@@ -32,14 +36,16 @@ public struct TruePeakMeter: Sendable {
     let delay: Int
     /// The largest sum of one phase's coefficient magnitudes.
     let gain: Double
-    /// The last `delay` inputs, as a ring; `cursor` is where the next goes.
-    private var line: [Float]
-    private var cursor = 0
+    /// The `delay` inputs before the window, then the window's inputs so far (`filled` of them).
+    private var buffer: [Float]
+    private var filled = 0
     private var samplePeak = 0.0
     private var interpolatedPeak = 0.0
 
     /// Inputs examined at once: the unit of skipping.
     static let blockSize = 64
+    /// Inputs gathered before their blocks are examined, loudest first.
+    public static let window = 16_384
 
     /// A meter for audio at `rate` Hz.
     public init(rate: Int) {
@@ -61,27 +67,29 @@ public struct TruePeakMeter: Sendable {
         self.phases = factor > 1 ? phases : []
         delay = (taps + factor - 1) / factor
         gain = phases.map { $0.coefficients.reduce(0) { $0 + abs($1) } }.max() ?? 1
-        line = [Float](repeating: 0, count: delay)
+        buffer = [Float](repeating: 0, count: delay + Self.window)
     }
 
     /// The true peak of everything fed so far, linear.
-    public var truePeak: Double { max(interpolatedPeak, samplePeak) }
+    public var truePeak: Double {
+        mutating get {
+            examineWindow()
+            return max(interpolatedPeak, samplePeak)
+        }
+    }
 
     /// Feeds 16-bit samples (full scale 32,768).
     public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
-        var block = [Float](repeating: 0, count: Self.blockSize)
         var start = 0
         while start < samples.count {
-            let count = min(Self.blockSize, samples.count - start)
-            var largest: Int32 = 0
-            for index in 0..<count {
-                let sample = Int32(samples[start + index])
-                largest = max(largest, abs(sample))
-                block[index] = Float(Double(sample) / 32_768)
+            let count = min(Self.window - filled, samples.count - start)
+            let at = delay + filled
+            buffer.withUnsafeMutableBufferPointer { buffer in
+                for index in 0..<count { buffer[at + index] = Float(Double(samples[start + index]) / 32_768) }
             }
-            samplePeak = max(samplePeak, Double(largest) / 32_768)
-            block.withUnsafeBufferPointer { feed(UnsafeBufferPointer(rebasing: $0[0..<count]), largest: Float(Double(largest) / 32_768)) }
+            filled += count
             start += count
+            if filled == Self.window { examineWindow() }
         }
     }
 
@@ -89,56 +97,67 @@ public struct TruePeakMeter: Sendable {
     public mutating func add(_ samples: UnsafeBufferPointer<Float>) {
         var start = 0
         while start < samples.count {
-            let count = min(Self.blockSize, samples.count - start)
-            let block = UnsafeBufferPointer(rebasing: samples[start..<(start + count)])
-            var largest: Float = 0
-            for sample in block { largest = max(largest, abs(sample)) }
-            samplePeak = max(samplePeak, Double(largest))
-            feed(block, largest: largest)
+            let count = min(Self.window - filled, samples.count - start)
+            let at = delay + filled
+            buffer.withUnsafeMutableBufferPointer { buffer in
+                for index in 0..<count { buffer[at + index] = samples[start + index] }
+            }
+            filled += count
             start += count
+            if filled == Self.window { examineWindow() }
         }
     }
 
-    /// One block of at most `blockSize` inputs whose largest magnitude is `largest`.
-    private mutating func feed(_ block: UnsafeBufferPointer<Float>, largest: Float) {
-        guard !phases.isEmpty else { return }
-        // The outputs of this block read its inputs and those still in the
-        // delay line (however small the blocks fed before). A bound on every
-        // one, with room for the rounding of the sums and of the float result:
-        var reach = largest
-        for sample in line { reach = max(reach, abs(sample)) }
-        let bound = gain * Double(reach) * (1 + 1e-6)
-        if bound <= truePeak {
-            for sample in block {
-                line[cursor] = sample
-                cursor = cursor + 1 == delay ? 0 : cursor + 1
-            }
-            return
-        }
+    /// Examines the window's blocks, loudest first, computing the outputs
+    /// only of those that could raise the peak; then keeps its last `delay`
+    /// inputs for the next window.
+    private mutating func examineWindow() {
+        guard filled > 0 else { return }
+        let (delay, filled, gain, phases, blockSize) = (delay, filled, gain, phases, Self.blockSize)
+        var samplePeak = samplePeak
         var peak = interpolatedPeak
-        let delay = delay
-        var cursor = cursor
-        line.withUnsafeMutableBufferPointer { line in
-            for sample in block {
-                line[cursor] = sample
-                for phase in phases {
-                    // Summed in double in tap order, then rounded to float, as libebur128 does.
-                    var sum = 0.0
-                    phase.coefficients.withUnsafeBufferPointer { coefficients in
-                        phase.lags.withUnsafeBufferPointer { lags in
-                            for index in 0..<coefficients.count {
-                                var at = cursor - lags[index]
-                                if at < 0 { at += delay }
-                                sum += Double(line[at]) * coefficients[index]
+        buffer.withUnsafeMutableBufferPointer { buffer in
+            // Each block's largest input, and the largest its outputs read (the `delay` inputs before it too).
+            var reaches: [(block: Int, reach: Float)] = []
+            reaches.reserveCapacity((filled + blockSize - 1) / blockSize)
+            var block = 0
+            while block * blockSize < filled {
+                let first = delay + block * blockSize
+                let end = delay + min(filled, (block + 1) * blockSize)
+                var largest: Float = 0
+                for index in first..<end { largest = max(largest, abs(buffer[index])) }
+                samplePeak = max(samplePeak, Double(largest))
+                var reach = largest
+                for index in (first - delay)..<first { reach = max(reach, abs(buffer[index])) }
+                reaches.append((block, reach))
+                block += 1
+            }
+            guard !phases.isEmpty else { return }
+            reaches.sort { $0.reach > $1.reach || ($0.reach == $1.reach && $0.block < $1.block) }
+            for (block, reach) in reaches {
+                // A bound on every output of the block, with room for the rounding of the sums and of the float result.
+                // The blocks come loudest first: once one cannot raise the peak, none after it can.
+                guard gain * Double(reach) * (1 + 1e-6) > max(peak, samplePeak) else { break }
+                let first = delay + block * blockSize
+                let end = delay + min(filled, (block + 1) * blockSize)
+                for at in first..<end {
+                    for phase in phases {
+                        // Summed in double in tap order, then rounded to float, as libebur128 does.
+                        var sum = 0.0
+                        phase.coefficients.withUnsafeBufferPointer { coefficients in
+                            phase.lags.withUnsafeBufferPointer { lags in
+                                for index in 0..<coefficients.count { sum += Double(buffer[at - lags[index]]) * coefficients[index] }
                             }
                         }
+                        peak = max(peak, abs(Double(Float(sum))))
                     }
-                    peak = max(peak, abs(Double(Float(sum))))
                 }
-                cursor = cursor + 1 == delay ? 0 : cursor + 1
             }
+            // The last `delay` inputs go before the next window.
+            for index in 0..<delay { buffer[index] = buffer[filled + index] }
         }
-        self.cursor = cursor
+        self.samplePeak = samplePeak
         interpolatedPeak = peak
+        self.filled = 0
     }
 }

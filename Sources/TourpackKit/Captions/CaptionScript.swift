@@ -38,14 +38,18 @@ public struct CaptionScript: Sendable, Hashable {
     /// holds a caption file to.
     public static func sentenceTexts(of narration: Narration) -> [String] {
         guard let layout = try? layout(narration.text, isSSML: narration.isSSML) else { return [] }
-        return writtenSentences(of: layout).map(\.text)
+        return writtenSentences(of: layout, levels: levels(of: layout)).map(\.text)
     }
 
     /// The script of `narration`, spoken as `chunks` (after the lexicons).
     public init(narration: Narration, chunks: [Chunk]) {
         let layouts = chunks.map { try? Self.layout($0.text, isSSML: $0.isSSML) }
-        // Each chunk's own sentence starts, and its spoken characters before each unit, worked out once.
-        let marks = layouts.map { $0.map(Self.boundaryUnits) ?? [] }
+        // Each chunk's cut levels, its own sentence starts, and its spoken characters before each unit, worked out once.
+        let chunkLevels = layouts.map { $0.map(Self.levels(of:)) }
+        let marks = zip(layouts, chunkLevels).map { layout, levels in
+            guard let layout, let levels else { return [Int]() }
+            return Self.boundaryUnits(layout, levels: levels)
+        }
         let spokenBefore = layouts.map { layout -> [Int] in
             var sums = [0]
             for unit in layout?.units ?? [] { sums.append(sums.last! + Self.spokenText(of: unit).count) }
@@ -71,7 +75,10 @@ public struct CaptionScript: Sendable, Hashable {
             }
         }
         // Where the spoken text's sentences start, by spoken unit number.
-        let levels = CutRules.levels(row.map(\.display), blocks: row.map(\.isBlock))
+        // One chunk's row is its own units, whose levels are known.
+        let levels =
+            layouts.count == 1 && chunkLevels[0] != nil
+            ? chunkLevels[0]! : CutRules.levels(row.map(\.display), blocks: row.map(\.isBlock))
         var spokenStarts: [Int] = []
         var number = 0
         var atStart = true
@@ -93,8 +100,15 @@ public struct CaptionScript: Sendable, Hashable {
         // chunks as the sentence is into the narration, or the spoken
         // sentence start beside it.
         // The narration is laid out once, for its sentences and its spoken units alike.
-        let narrationLayout = try? Self.layout(narration.text, isSSML: narration.isSSML)
-        let written = narrationLayout.map(Self.writtenSentences(of:)) ?? []
+        // A narration spoken as one chunk of its own text (no lexeme
+        // rewrote it) has that chunk's layout and levels: not worked out again.
+        let asWritten = chunks.count == 1 && chunks[0].text == narration.text && chunks[0].isSSML == narration.isSSML
+        let narrationLayout = asWritten ? layouts[0] : try? Self.layout(narration.text, isSSML: narration.isSSML)
+        let written =
+            narrationLayout.map {
+                Self.writtenSentences(of: $0, levels: asWritten ? chunkLevels[0] ?? Self.levels(of: $0) : Self.levels(of: $0))
+            }
+            ?? []
         let writtenTotal = max(1, narrationLayout?.units.count { !CutRules.isSpace($0.display) } ?? 1)
         sentences = written.enumerated().compactMap { index, sentence in
             guard !places.isEmpty else { return nil }
@@ -116,17 +130,19 @@ public struct CaptionScript: Sendable, Hashable {
 
     /// The sentences of a narration's layout as written (empty ones left
     /// out), each with how many spoken (non-space) units come before it.
-    private static func writtenSentences(of layout: SegmentedNarration) -> [(text: String, spokenUnit: Int)] {
+    private static func writtenSentences(of layout: SegmentedNarration, levels: [CutLevel?]) -> [(text: String, spokenUnit: Int)] {
         var spokenBefore = [0]
         for unit in layout.units { spokenBefore.append(spokenBefore.last! + (CutRules.isSpace(unit.display) ? 0 : 1)) }
-        return sentenceRanges(of: layout).map { (text(of: layout, $0), spokenBefore[$0.lowerBound]) }.filter { !$0.text.isEmpty }
+        return sentenceRanges(of: layout, levels: levels).map { (text(of: layout, $0), spokenBefore[$0.lowerBound]) }.filter {
+            !$0.text.isEmpty
+        }
     }
 
     /// Where sentences start inside `chunk` after its own start, as UTF-8
     /// byte offsets into its text (`SynthesisRequest.sentenceBoundaries`).
     public static func boundaries(of chunk: Chunk) -> [Int] {
         guard let layout = try? layout(chunk.text, isSSML: chunk.isSSML) else { return [] }
-        return offsets(of: boundaryUnits(layout), in: layout)
+        return offsets(of: boundaryUnits(layout, levels: levels(of: layout)), in: layout)
     }
 
     /// The UTF-8 offsets in the chunk's text of the units `marks`.
@@ -142,15 +158,19 @@ public struct CaptionScript: Sendable, Hashable {
     }
 
     /// The units at which a sentence starts inside a chunk, after its first.
-    private static func boundaryUnits(_ layout: SegmentedNarration) -> [Int] {
-        sentenceRanges(of: layout).map(\.lowerBound).filter { $0 > 0 }
+    private static func boundaryUnits(_ layout: SegmentedNarration, levels: [CutLevel?]) -> [Int] {
+        sentenceRanges(of: layout, levels: levels).map(\.lowerBound).filter { $0 > 0 }
     }
 
-    /// The sentences' unit ranges, trimmed, without empty ones.
-    private static func sentenceRanges(of layout: SegmentedNarration) -> [Range<Int>] {
+    /// Where `layout`'s units may be cut (`CutRules.levels`).
+    private static func levels(of layout: SegmentedNarration) -> [CutLevel?] {
+        CutRules.levels(layout.units.map(\.display), blocks: layout.units.map(\.isBlock))
+    }
+
+    /// The sentences' unit ranges, trimmed, without empty ones; `levels` are `levels(of: layout)`.
+    private static func sentenceRanges(of layout: SegmentedNarration, levels: [CutLevel?]) -> [Range<Int>] {
         let units = layout.units
         guard !units.isEmpty else { return [] }
-        let levels = CutRules.levels(units.map(\.display), blocks: units.map(\.isBlock))
         var cuts = [0]
         for index in 1..<units.count where levels[index] == .sentence { cuts.append(index) }
         cuts.append(units.count)

@@ -92,7 +92,7 @@ public struct BuildState: Sendable {
         return try outputs.preloading(
             plan.tours.flatMap { tourPlan in
                 tourPlan.items.flatMap { item in
-                    config.formats.map { output.audioFile(tourID: tourPlan.tour.id, poiID: item.poiID, phase: item.phase, format: $0).url }
+                    config.formats.map { output.audioFileURL(tourID: tourPlan.tour.id, poiID: item.poiID, phase: item.phase, format: $0) }
                 }
             })
     }
@@ -110,7 +110,7 @@ public struct BuildState: Sendable {
             let tour = plan.tours[tourIndex].tour
             for item in plan.tours[tourIndex].items {
                 let reusable = try config.formats.allSatisfy { format in
-                    let url = output.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url
+                    let url = output.audioFileURL(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format)
                     let key = item.outputKey(format: format, tour: tour, config: config, encoder: encoder)
                     return try outputs.reusable(url, key: key, check: .size) != nil
                 }

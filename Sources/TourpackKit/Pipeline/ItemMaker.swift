@@ -65,7 +65,7 @@ struct ItemMaker: Sendable {
                 (
                     format,
                     (
-                        final: layout.audioFile(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format).url,
+                        final: layout.audioFileURL(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format),
                         key: recipe.outputKey(item, format: format, tour: tour)
                     )
                 )
@@ -75,7 +75,8 @@ struct ItemMaker: Sendable {
             let outputs = self.outputs
             let spoken = item.chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
             let speakingRate = recipe.voice.speakingRate
-            let reused = try await pool.runIfActive {
+            let (cache, requests) = (synthesizer.cache, shapeRequests(item, label: label))
+            let (reused, reusedShapes) = try await pool.runIfActive { () throws -> ([AudioFormat: EncodedAudio], [ChunkShape]?) in
                 var found: [AudioFormat: EncodedAudio] = [:]
                 for (format, target) in wanted {
                     // A file an older version made too short for its text (an empty answer joined in) is made again.
@@ -84,11 +85,20 @@ struct ItemMaker: Sendable {
                     else { continue }
                     found[format] = file
                 }
-                return found
+                // Every file reused and captions wanted: the chunks' shapes
+                // from the synthesis cache in the same trip to the pool, as
+                // `shapes(of:)` would find them; a chunk not there is left to it.
+                guard found.count == wanted.count, let requests else { return (found, nil) }
+                var shapes: [ChunkShape] = []
+                for (request, key) in zip(requests, item.keys) {
+                    guard let cached = try cache.lookup(key), ChunkLookup.fits(cached, request) else { return (found, nil) }
+                    shapes.append(cached.shape)
+                }
+                return (found, shapes)
             }
             var encoded = reused
             var duration = reused.values.first?.durationSeconds ?? 0
-            var shapes: [ChunkShape]?
+            var shapes: [ChunkShape]? = reused.count == wanted.count ? reusedShapes : nil
             let missing = recipe.formats.filter { reused[$0] == nil }
             if !missing.isEmpty {
                 for format in missing { temps[format] = try staging.temporaryURL(for: wanted[format]!.final) }
@@ -269,13 +279,20 @@ struct ItemMaker: Sendable {
     /// a chunk no longer there is fetched as a build would.
     private func shapes(of item: PlanItem, label: String) async throws -> [ChunkShape] {
         var shapes: [ChunkShape] = []
-        for (index, chunk) in item.chunks.enumerated() {
-            let request = SynthesisRequest(
-                chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
-                sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: item.chunks.count)
-            shapes.append(try await synthesizer.shape(request, key: item.keys[index]))
+        for (request, key) in zip(shapeRequests(item, label: label) ?? [], item.keys) {
+            shapes.append(try await synthesizer.shape(request, key: key))
         }
         return shapes
+    }
+
+    /// The requests whose chunks' shapes time an item's captions; nil without captions.
+    private func shapeRequests(_ item: PlanItem, label: String) -> [SynthesisRequest]? {
+        guard item.captions != nil else { return nil }
+        return item.chunks.enumerated().map { index, chunk in
+            SynthesisRequest(
+                chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
+                sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: item.chunks.count)
+        }
     }
 
     /// A written file's loudness, by decoding it: what package.json

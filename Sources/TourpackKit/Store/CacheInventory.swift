@@ -40,8 +40,12 @@ public struct CacheInventory: Sendable {
 
     /// Reads the root once: every package.json and every AudioCache file.
     public static func scan(_ layout: Layout, now: Date) throws -> CacheInventory {
+        try scan(layout, bundle: BundleInventory(root: layout.root), now: now)
+    }
+
+    /// The inventory of a root already listed as `bundle`.
+    static func scan(_ layout: Layout, bundle: BundleInventory, now: Date) throws -> CacheInventory {
         var inventory = CacheInventory()
-        let bundle = try BundleInventory(root: layout.root)
         inventory.temporaries = bundle.temporaries
         for name in bundle.packageFolders {
             let url = layout.root.appendingPathComponent("\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)")

@@ -37,6 +37,9 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     public var bytesBefore: Int64 = 0
     public var budgetBytes: Int64 = 0
 
+    /// A plan that removes nothing.
+    init() {}
+
     public var freedBytes: Int64 { removals.reduce(0) { $0 + $1.bytes } }
     public var bytesAfter: Int64 {
         bytesBefore - removals.filter { $0.path.hasPrefix(Layout.audioCacheFolder + "/") }.reduce(0) { $0 + $1.bytes }
@@ -134,7 +137,21 @@ public enum CacheMaintenance {
         layout: Layout, budgets: Budgets, outputs: OutputCache?, synthesis: SynthesisCache? = nil, tiles: TileCache? = nil, now: Date,
         overBudgetOnly: Bool, dryRun: Bool = false, scope: OutputScope? = nil
     ) throws -> CachePrunePlan {
-        let inventory = try CacheInventory.scan(layout, now: now)
+        let bundle = try BundleInventory(root: layout.root)
+        // Under the budget, a build's eviction removes nothing: the listing's
+        // sizes say so without reading a package.json, a file's times or the
+        // output cache's rows.
+        let listedBytes = bundle.audioCacheFiles.reduce(Int64(0)) { $0 + ($1.isSymlink ? 0 : $1.size) }
+        if overBudgetOnly, listedBytes <= budgets.cacheMaxBytes {
+            var plan = CachePrunePlan()
+            plan.bytesBefore = listedBytes
+            plan.budgetBytes = budgets.cacheMaxBytes
+            guard !dryRun else { return plan }
+            _ = try synthesis?.evict(toFit: budgets.synthesisCacheMaxBytes)
+            _ = try tiles?.evict(toFit: budgets.tileCacheMaxBytes)
+            return plan
+        }
+        let inventory = try CacheInventory.scan(layout, bundle: bundle, now: now)
         let lastUsed = try outputs.map { try $0.lastUsed(relativeTo: layout.root) } ?? [:]
         let plan = CachePrunePlan(
             inventory: inventory, budgets: budgets, now: now, lastUsed: lastUsed, overBudgetOnly: overBudgetOnly, scope: scope)

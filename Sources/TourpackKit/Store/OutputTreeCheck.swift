@@ -28,7 +28,7 @@ extension OutputTree {
             let tourID = tourPlan.tour.id
             let audio = layout.audioFolder(tourID: tourID).url
             folders[audio, default: []] += tourPlan.items.flatMap { item in
-                formats.map { layout.audioFile(tourID: tourID, poiID: item.poiID, phase: item.phase, format: $0).url }
+                formats.map { layout.audioFileURL(tourID: tourID, poiID: item.poiID, phase: item.phase, format: $0) }
             }
             for format in formats {
                 let packageID = PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrates[format])

@@ -81,16 +81,18 @@ package struct TourPublisher: Sendable {
                 }
                 let final = layout.manifest(packageID: packageID)
                 let previous = Self.readManifest(final.url, known: index)
+                // Left alone when unchanged; only a changed package is made again under a new `createdAt`.
+                if let same = try unchanged(previous, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
+                    packageIDs.insert(same.packageId)
+                    unchangedPaths.append(final.relativePath)
+                    continue
+                }
                 let manifest = try PackageManifest(
                     tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
                     audio: audio, mapTiles: mapTiles,
                     createdAt: Self.creationTime(now, after: previous?.manifest), maxAgeDays: config.budgets.packageMaxAgeDays,
                     loudness: config.audio.loudness)
                 packageIDs.insert(manifest.packageId)
-                if try isUnchanged(previous, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
-                    unchangedPaths.append(final.relativePath)
-                    continue
-                }
                 let temp = try staging.temporaryURL(for: final.url)
                 manifestTemps.append(temp)
                 try AtomicFile.fill(temp, with: manifest.encoded())
@@ -159,10 +161,10 @@ package struct TourPublisher: Sendable {
         let live = layout.captionsFolder(packageID: packageID).url
         let present = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
         func holds(_ name: String, _ bytes: [UInt8]) -> Bool {
-            let url = live.appendingPathComponent(name)
+            let url = live.appendingPathComponent(name, isDirectory: false)
             var info = stat()  // lstat: a symlink is not followed
             return lstat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && Int(info.st_size) == bytes.count
-                && (try? Data(contentsOf: url)).map(Array.init) == bytes
+                && Self.file(url.path, holdsExactly: bytes)
         }
         let same = wanted.filter { holds($0.key, $0.value) }
         guard same.count != wanted.count || Set(present) != Set(wanted.keys) else { return nil }
@@ -179,6 +181,27 @@ package struct TourPublisher: Sendable {
             }
         }
         return (swap, wanted.count - same.count)
+    }
+
+    /// Whether the regular file at `path` (a symlink is not followed) holds
+    /// exactly `bytes`: read with `read(2)` into one buffer, one byte more
+    /// than expected so a longer file is told apart.
+    static func file(_ path: String, holdsExactly bytes: [UInt8]) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: bytes.count + 1)
+        var total = 0
+        while total < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + total, $0.count - total) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            total += count
+        }
+        return total == bytes.count && buffer[0..<total].elementsEqual(bytes)
     }
 
     /// Makes the tour's next audio folder beside the live one: the new files
@@ -235,19 +258,19 @@ package struct TourPublisher: Sendable {
         return previous.createdAt.addingTimeInterval(1)
     }
 
-    /// True when the `previous` package.json already says exactly what a
-    /// new one would (compared byte for byte under its own `createdAt`) and
-    /// does not expire within `refreshWithinDays`.
-    private func isUnchanged(
+    /// The package as it stands when the `previous` package.json already
+    /// says exactly what a new one would (compared byte for byte under its
+    /// own `createdAt`) and does not expire within `refreshWithinDays`; nil otherwise.
+    private func unchanged(
         _ previous: (bytes: [UInt8], manifest: PackageManifest)?, tour: Tour, format: AudioFormat, audio: [PackageAudio],
         coverage: MapCoverage, now: Date
-    ) throws -> Bool {
-        guard let (bytes, existing) = previous else { return false }
-        guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return false }
+    ) throws -> PackageManifest? {
+        guard let (bytes, existing) = previous else { return nil }
+        guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return nil }
         let same = try PackageManifest(
             tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
             audio: audio, mapTiles: coverage,
             createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
-        return same.encoded() == bytes
+        return same.encoded() == bytes ? same : nil
     }
 }

@@ -189,7 +189,7 @@ struct BundleInventory: Sendable {
     /// `lstat` facts: a real folder (not a link to one), the size, whether it is a link.
     private static func info(_ folder: URL, _ name: String) -> (isFolder: Bool, size: Int64, isSymlink: Bool) {
         var status = stat()
-        guard lstat(folder.appendingPathComponent(name).path, &status) == 0 else { return (false, 0, false) }
+        guard lstat(folder.appendingPathComponent(name, isDirectory: false).path, &status) == 0 else { return (false, 0, false) }
         let kind = status.st_mode & S_IFMT
         return (kind == S_IFDIR, kind == S_IFREG ? Int64(status.st_size) : 0, kind == S_IFLNK)
     }

@@ -776,7 +776,7 @@ struct StateScratch {
 
         // Now under the budget (950,000 bytes): nothing goes, and the sizes are still counted.
         let under = try CacheMaintenance.run(
-            layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.now(), overBudgetOnly: true)
+            layout: layout, budgets: Budgets(cacheMaxMB: 1), outputs: outputs, now: clock.date(), overBudgetOnly: true)
         #expect(under.removals.isEmpty && under.bytesBefore == 950_000 && under.budgetBytes == 1_048_576)
         #expect(FileManager.default.fileExists(atPath: unlisted[2].path))
 

@@ -57,7 +57,7 @@ enum ValidateBench {
             print(
                 String(
                     format:
-                        "  %d thread%@  %.2f s (min %.2f s)  %.0f files/s; %.2f ms of CPU per file of %.0f s (goal ≤ %.1f ms at 3-6 s, issue 39: %@; "
+                        "  %d thread%@  %.2f s (min %.2f s)  %.0f files/s; %.2f ms of CPU per file of %g s (goal ≤ %.1f ms at 3-6 s, issue 39: %@; "
                         + "depends on the machine's load, reported only); load average %@",
                     threads, threads == 1 ? " " : "s", EncodeBench.median(times), times.min()!, Double(count) / EncodeBench.median(times),
                     EncodeBench.median(cpu) * 1000 / Double(count), seconds, goalCPUMillisecondsPerFile,

@@ -76,11 +76,6 @@ package struct HTTPRequestSpec: Sendable, CustomStringConvertible {
     package var description: String {
         "\(method.rawValue) \(Secret.redacting(url: url)) headers=[\(headers.map(\.name).joined(separator: ","))] body=\(body.count)B"
     }
-
-    /// The URL without user info or query, for messages: neither may carry
-    /// secrets into a log. `Secret.redacting(url:)`, under the name the
-    /// builder's callers know.
-    package static func redactedURL(_ url: String) -> String { Secret.redacting(url: url) }
 }
 
 /// What libcurl needs to sign a request with SigV4: the provider string

@@ -50,7 +50,6 @@ final class InstallDisplay: @unchecked Sendable {
     func finish(_ outcome: Installer.Outcome) {
         lock.withLock {
             if mode == .json {
-                display.clearBar()
                 var summary = outcome
                 summary.jobs = []
                 display.emit(summary, name: "finished")

@@ -101,12 +101,12 @@ extension PipelineConfig {
         var lines: [String] = []
         if let objects = shared.objects {
             lines.append(
-                "          objects s3 \(HTTPRequestSpec.redactedURL(objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet"
+                "          objects s3 \(Secret.redacting(url: objects.endpoint)) bucket \(objects.bucket) prefix '\(objects.prefix)' · region \(objects.region) · keys from \(variable(objects.accessKeyEnv)) and \(variable(objects.secretKeyEnv)) · not used by this build yet"
             )
         }
         if let postgres = shared.postgres {
             lines.append(
-                "          postgres \(HTTPRequestSpec.redactedURL(postgres)) · password from \(variable(shared.postgresPasswordEnv)) · holds the quota ledger, the cache indexes and the build records"
+                "          postgres \(Secret.redacting(url: postgres)) · password from \(variable(shared.postgresPasswordEnv)) · holds the quota ledger, the cache indexes and the build records"
             )
         }
         if let scratch = shared.scratch { lines.append("          scratch \(shown(scratch))") }

@@ -71,7 +71,7 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         do {
             transport = try HTTPTransport(maxConnections: settings.concurrency)
         } catch {
-            throw TourpackError.networkUnavailable(endpoint: HTTPRequestSpec.redactedURL(settings.endpoint), reason: error.reason)
+            throw TourpackError.networkUnavailable(endpoint: Secret.redacting(url: settings.endpoint), reason: error.reason)
         }
         core = SynthesisClient(
             settings: settings, key: APIKey(apiKey), dialect: dialect, transport: transport, options: options,
@@ -162,7 +162,7 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
 
     public var description: String {
         let settings = core.settings
-        return "HTTPSpeechSynthesizer(api: \(settings.api.rawValue), endpoint: \(HTTPRequestSpec.redactedURL(settings.endpoint)), "
+        return "HTTPSpeechSynthesizer(api: \(settings.api.rawValue), endpoint: \(Secret.redacting(url: settings.endpoint)), "
             + "key: \(core.key == nil && core.signing == nil ? "none" : "<redacted>"), concurrency: \(settings.concurrency), "
             + "requestsPerMinute: \(settings.requestsPerMinute))"
     }

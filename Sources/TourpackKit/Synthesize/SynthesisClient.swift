@@ -204,7 +204,7 @@ final class SynthesisClient: Sendable {
                         ])
                     if let transport, status == nil {
                         throw TourpackError.networkUnavailable(
-                            endpoint: HTTPRequestSpec.redactedURL(base + dialect.path(for: request)), reason: "\(transport.reason); \(why)")
+                            endpoint: Secret.redacting(url: base + dialect.path(for: request)), reason: "\(transport.reason); \(why)")
                     }
                     throw TourpackError.audioGenerationFailed(item: request.itemLabel, status: status, message: "\(reason); \(why)")
                 }

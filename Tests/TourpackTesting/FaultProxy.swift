@@ -80,9 +80,13 @@ package final class FaultProxy: @unchecked Sendable {
         let lines = head.components(separatedBy: "\r\n")
         let parts = lines[0].split(separator: " ")
         guard parts.count >= 2 else { return }
-        let fault = lock.withLock { picker(log.count) }
-        let forwarded = fault == nil || fault.map { if case .cut = $0 { true } else { false } } == true
-        lock.withLock { log.append(Request(path: String(parts[1]), body: body, fault: fault, forwarded: forwarded)) }
+        // The index is taken and logged in one step: two requests at once never share it.
+        let fault = lock.withLock {
+            let fault = picker(log.count)
+            let forwarded = fault == nil || fault.map { if case .cut = $0 { true } else { false } } == true
+            log.append(Request(path: String(parts[1]), body: body, fault: fault, forwarded: forwarded))
+            return fault
+        }
         switch fault {
         case .status(let code):
             _ = Self.send(connection, Array("HTTP/1.1 \(code) Injected\r\nContent-Length: 8\r\nConnection: close\r\n\r\ninjected".utf8))

@@ -53,6 +53,9 @@ package final class SiteServer: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var log: [Request] = []
+    /// Requests since the log was last reset, counted as they arrive: the
+    /// picker's index, never shared by two requests at once.
+    private var arrivals = 0
     private var faultPicker: @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?
 
     package var base: String { "http://127.0.0.1:\(port)" }
@@ -87,7 +90,12 @@ package final class SiteServer: @unchecked Sendable {
     package var requests: [Request] { lock.withLock { log } }
     package var bodyBytesSent: Int { requests.reduce(0) { $0 + $1.bodyBytes } }
 
-    package func resetLog() { lock.withLock { log.removeAll() } }
+    package func resetLog() {
+        lock.withLock {
+            log.removeAll()
+            arrivals = 0
+        }
+    }
 
     // MARK: Serving
 
@@ -121,7 +129,10 @@ package final class SiteServer: @unchecked Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        let fault = lock.withLock { faultPicker(log.count, method, path, headers) }
+        let fault = lock.withLock {
+            defer { arrivals += 1 }
+            return faultPicker(arrivals, method, path, headers)
+        }
         let (status, extra, body, sendBytes) = answer(path: path, headers: headers, fault: fault)
         var reply = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         for (name, value) in extra { reply += "\(name): \(value)\r\n" }

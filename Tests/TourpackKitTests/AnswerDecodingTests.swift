@@ -176,6 +176,57 @@ import TourpackTesting
         }
     }
 
+    /// Base64 fed in pieces of `size`: by runs where `addRun` takes them,
+    /// else a byte at a time, as `Base64JSONDecoder` feeds it; or only a
+    /// byte at a time (`add`, the reference).
+    static func base64(_ text: [UInt8], pieces size: Int, runs: Bool) throws -> [UInt8] {
+        var decoder = Base64StreamDecoder()
+        var output: [UInt8] = []
+        for start in stride(from: 0, to: text.count, by: size) {
+            try text[start..<min(text.count, start + size)].withUnsafeBytes { piece in
+                var index = 0
+                while index < piece.count {
+                    let taken = runs ? try decoder.addRun(UnsafeRawBufferPointer(rebasing: piece[index...]), into: &output) : 0
+                    if taken > 0 {
+                        index += taken
+                    } else {
+                        try decoder.add(piece[index], into: &output)
+                        index += 1
+                    }
+                }
+            }
+        }
+        try decoder.finish(into: &output)
+        return output
+    }
+
+    @Test("base64 decoded by runs is Foundation's decode, and refuses what a byte at a time refuses, wherever the pieces end")
+    func base64Runs() throws {
+        var generator = SeededGenerator(seed: 39)
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let text = Array(Data(bytes).base64EncodedString().utf8)
+            for size in [1, 2, 3, 5, 8, 13, 4_096] {
+                #expect(try Self.base64(text, pieces: size, runs: true) == bytes, "\(length) bytes in pieces of \(size)")
+            }
+            // One byte changed anywhere: the same outcome as a byte at a time.
+            guard !text.isEmpty else { continue }
+            for damage in [UInt8(ascii: "!"), UInt8(ascii: "="), UInt8(ascii: "\""), 0, 0xC3] {
+                var damaged = text
+                damaged[Int.random(in: 0..<text.count, using: &generator)] = damage
+                let reference = Result { try Self.base64(damaged, pieces: 1, runs: false) }
+                for size in [1, 3, 7, 4_096] {
+                    let runs = Result { try Self.base64(damaged, pieces: size, runs: true) }
+                    switch (reference, runs) {
+                    case (.success(let expected), .success(let got)): #expect(got == expected)
+                    case (.failure, .failure): break
+                    default: Issue.record("\(String(decoding: damaged, as: UTF8.self)) in pieces of \(size): \(runs), not \(reference)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("an answer at another rate is kept at the rate asked for, in a FLAC file with its shape")
     func recorderResamples() throws {
         let folder = try TemporaryFolder.make("recorder")

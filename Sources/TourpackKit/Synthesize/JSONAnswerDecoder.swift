@@ -50,7 +50,16 @@ struct Base64JSONDecoder<Audio: AnswerDecoder> {
 
     mutating func feed(_ bytes: UnsafeRawBufferPointer, emit: (UnsafeBufferPointer<Int16>, Int) throws -> Void) throws {
         decoded.removeAll(keepingCapacity: true)
-        for byte in bytes {
+        var index = 0
+        while index < bytes.count {
+            // Inside the audio's string, its base64 goes by whole runs.
+            if readingAudio, inString, !escape, unicodeDigits == 0, capturing == nil {
+                let taken = try base64.addRun(UnsafeRawBufferPointer(rebasing: bytes[index...]), into: &decoded)
+                index += taken
+                if taken > 0 { continue }
+            }
+            let byte = bytes[index]
+            index += 1
             if capturing != nil { keep(byte) }
             if inString {
                 try string(byte)

@@ -74,4 +74,36 @@ import Testing
         #expect((decoded["totals"] as? [String: Any])?["characters"] as? Int == expectedCharacters)
         #expect(((decoded["tours"] as? [[String: Any]])?.first?["mapTiles"] as? [String: Any])?["tileCount"] != nil)
     }
+
+    @Test("Tours planned side by side come back in tour order, each as planned alone, with every problem in tour order")
+    func toursPlannedSideBySideKeepTheirOrder() throws {
+        let fixture = try ConfigFixture()
+        defer { fixture.remove() }
+        let resources = Bundle.module.url(forResource: "Resources", withExtension: nil)!
+        try FileManager.default.copyItem(
+            at: resources.appendingPathComponent("good-tour.json"), to: fixture.root.appendingPathComponent("tours/good.json"))
+        let config = try fixture.load(PipelineConfigTests.minimal)
+        let good = try #require(try TourLoader().loadAll(globs: config.tourGlobs).first)
+        let tours = (0..<24).map { index -> Tour in
+            var tour = good
+            tour.id = SafeID(validating: String(format: "00000000-0000-4000-8000-%012x", index + 1))!
+            tour.sourceFile = "tour-\(index).json"
+            tour.pois[0].narrations[.approaching] = Narration(
+                text: "Tour \(index) begins here. " + String(repeating: "The road climbs. ", count: index))
+            return tour
+        }
+        let planner = Planner(config: config)
+        let plan = try planner.plan(tours)
+        #expect(plan.tours.map(\.tour.id) == tours.map(\.id))
+        for (tour, planned) in zip(tours, plan.tours) {
+            var alone = DiagnosticCollector()
+            #expect(planner.plan(tour, diagnostics: &alone)?.items == planned.items)
+        }
+
+        // Tours 5, 11 and 17 have a narration with nothing to speak.
+        var broken = tours
+        for index in [17, 5, 11] { broken[index].pois[0].narrations[.detailed] = Narration(text: "<speak> </speak>") }
+        let error = #expect(throws: DiagnosticsError.self) { try planner.plan(broken) }
+        #expect(error?.diagnostics.map(\.file) == ["tour-5.json", "tour-11.json", "tour-17.json"], "\(String(describing: error))")
+    }
 }

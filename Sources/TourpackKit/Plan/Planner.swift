@@ -1,3 +1,4 @@
+import Foundation
 public import TourpackCore
 import TourpackMaps
 import TourpackState
@@ -41,8 +42,9 @@ public struct Planner: Sendable {
         let tours = selection?.tours ?? tours
         var diagnostics = DiagnosticCollector()
         var plans: [TourPlan] = []
-        for tour in tours {
-            if let plan = self.plan(tour, diagnostics: &diagnostics) { plans.append(plan) }
+        for (plan, found) in planEach(tours) {
+            diagnostics.append(contentsOf: found)
+            if let plan { plans.append(plan) }
         }
         try diagnostics.throwIfErrors()
         // A chunk that appears twice (one sentence in two narrations) is spoken once.
@@ -63,6 +65,20 @@ public struct Planner: Sendable {
         )
         plan.billingUnit = config.billing.unit
         return plan
+    }
+
+    /// Each tour's plan and problems, in tour order. Tours are planned side
+    /// by side on every core: each is work for the CPU alone (no file, no
+    /// network), and a warm rebuild of a large catalogue waits on it before
+    /// anything else can start.
+    private func planEach(_ tours: [Tour]) -> [(TourPlan?, [Diagnostic])] {
+        let slots = PlanSlots(count: tours.count)
+        DispatchQueue.concurrentPerform(iterations: tours.count) { index in
+            var found = DiagnosticCollector()
+            let plan = self.plan(tours[index], diagnostics: &found)
+            slots.set(index, (plan, found.diagnostics))
+        }
+        return slots.values
     }
 
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {
@@ -148,4 +164,17 @@ public struct Planner: Sendable {
     public static func estimatedFileBytes(seconds: Double, format: AudioFormat, bitrateKbps: Int? = nil) -> Int {
         Int((seconds * Double(bitrateKbps ?? format.bitrateKbps) * 1000 / 8).rounded(.up)) + 2048
     }
+}
+
+/// One result per tour, each written by the one worker that planned it;
+/// `concurrentPerform` returns only when every index has run.
+private final class PlanSlots: @unchecked Sendable {
+    private var slots: [(TourPlan?, [Diagnostic])?]
+    private let lock = NSLock()
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ value: (TourPlan?, [Diagnostic])) { lock.withLock { slots[index] = value } }
+
+    var values: [(TourPlan?, [Diagnostic])] { lock.withLock { slots.map { $0! } } }
 }

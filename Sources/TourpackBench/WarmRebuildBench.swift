@@ -62,12 +62,6 @@ enum WarmRebuildBench {
             result.items, result.warm.wallSeconds, result.warm.pipelineSeconds, result.warm.processSeconds ?? 0, result.warm.cpuSeconds,
             result.startupSeconds, result.startupCPUSeconds, result.millisecondsPerItem, result.cpuMillisecondsPerItem,
             goalMillisecondsPerItem, result.millisecondsPerItem <= goalMillisecondsPerItem ? "met" : "missed", result.warm.reused,
-            result.warm.requests, result.warm.encodes, result.reusedEverything ? "PASS" : "FAIL", loadAverage())
-    }
-
-    /// The first three fields of /proc/loadavg, beside every timed figure.
-    static func loadAverage() -> String {
-        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
-        return text.split(separator: " ").prefix(3).joined(separator: " ")
+            result.warm.requests, result.warm.encodes, result.reusedEverything ? "PASS" : "FAIL", BenchLoad.text)
     }
 }

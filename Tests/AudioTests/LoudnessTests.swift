@@ -135,6 +135,48 @@ struct LoudnessTests {
         }
     }
 
+    @Test(
+        "a limiter with nothing to limit skips its block, and the survey's figures are the same to the bit",
+        arguments: [16_000, 48_000])
+    func settledLimitersSkipTheirBlocks(rate: Int) throws {
+        let directory = try TemporaryFolder.make("tourpack-survey")
+        defer { TemporaryFolder.remove(directory) }
+        // A second and a half of speech: the reference runs every limiter on every sample, slowly in a debug build.
+        let speech = Array(try Fixtures.chunks(rate: rate, in: directory).flatMap(\.samples).prefix(rate * 3 / 2))
+        func scaled(_ samples: [Int16], dB: Double) -> [Int16] {
+            samples.map { Int16(clamping: Int((Double($0) * pow(10, dB / 20)).rounded())) }
+        }
+        let silence = [Int16](repeating: 0, count: rate / 2)
+        let signals: [(String, [Int16])] = [
+            ("speech", speech),
+            ("speech pushed 12 dB into clipping, between pauses", silence + scaled(speech, dB: 12) + silence + speech),
+            ("quiet speech", scaled(speech, dB: -30)),
+            (
+                "tone bursts",
+                silence + Self.tone(hertz: 997, dBFS: -3, seconds: 0.3, rate: rate) + silence
+                    + Self.tone(hertz: 3_000, dBFS: -20, seconds: 0.2, rate: rate)
+            ),
+            ("silence", silence),
+        ]
+        for (name, samples) in signals {
+            for block in [61, 1 << 20] {
+                var skipping = LimiterSurvey(rate: rate, skipsSettled: true)
+                var reference = LimiterSurvey(rate: rate, skipsSettled: false)
+                for start in stride(from: 0, to: samples.count, by: block) {
+                    samples[start..<min(samples.count, start + block)].withUnsafeBufferPointer {
+                        skipping.add($0)
+                        reference.add($0)
+                    }
+                }
+                let expected = reference.finish()
+                #expect(skipping.finish() == expected, "\(name) in blocks of \(block) at \(rate) Hz")
+                if name != "silence" {
+                    #expect(expected.count == LimiterSurvey.thresholdsDBFS.count && expected.contains { $0 < 1 }, "\(name)")
+                }
+            }
+        }
+    }
+
     @Test("chunks 0, 9 and 18 dB down, joined and levelled, land on the target in every format by ffmpeg's own meter")
     func speechOnTarget() throws {
         let rate = 24_000

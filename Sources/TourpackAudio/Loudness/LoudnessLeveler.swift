@@ -247,6 +247,9 @@ struct LimiterGain {
     private var ringSum: Double
     private var ringSlot = 0
     private var count = 0
+    /// Samples since `held` was last below 1. From `lookahead` on, every
+    /// gain in the ring is 1 and the queue holds only gains of 1.
+    private var settled = 0
 
     init(threshold: Float, lookahead: Int, release: Float) {
         self.threshold = threshold
@@ -256,16 +259,40 @@ struct LimiterGain {
         queueGain = Array(repeating: 1, count: lookahead + 1)
         ring = Array(repeating: 1, count: lookahead)
         ringSum = Double(lookahead)
+        // Nothing limited yet: a ring of ones and an empty queue.
+        settled = lookahead
     }
 
     /// The next sample `run` hands out.
     var nextOut: Int { max(0, count - lookahead + 1) }
 
+    /// Whether `skip` may stand for `run` over peaks none of which passes
+    /// the threshold: nothing has been limited for a whole look-ahead.
+    var isSettled: Bool { settled >= lookahead }
+
+    /// What `run` does over `count` peaks none of which passes the
+    /// threshold, once settled, without the work per sample: each sample is
+    /// handed out at the one gain `run` would give it (the ring's average,
+    /// unchanged, since every step adds 1 and removes 1), and the state ends
+    /// as `run` leaves it. `body` gets the samples handed out and that gain.
+    mutating func skip(_ steps: Int, _ body: (Range<Int>, Float) -> Void) {
+        guard steps > 0 else { return }
+        let first = nextOut
+        count += steps
+        settled += steps
+        ringSlot = (ringSlot + steps) % lookahead
+        // The queue keeps the newest peak, as `run` would after popping the equal gains before it.
+        queueIndex[head] = count - 1
+        queueGain[head] = 1
+        tail = head + 1 == lookahead + 1 ? 0 : head + 1
+        body(first..<nextOut, Float(ringSum / Double(lookahead)))
+    }
+
     /// Takes the next samples' peaks; calls `body` with the index and gain
     /// of each sample that becomes known, in order.
     mutating func run(_ peaks: UnsafeBufferPointer<Float>, _ body: (Int, Float) -> Void) {
         let (threshold, lookahead, release, capacity) = (threshold, lookahead, release, lookahead + 1)
-        var (head, tail, held, ringSum, ringSlot, count) = (head, tail, held, ringSum, ringSlot, count)
+        var (head, tail, held, ringSum, ringSlot, count, settled) = (head, tail, held, ringSum, ringSlot, count, settled)
         queueIndex.withUnsafeMutableBufferPointer { queueIndex in
             queueGain.withUnsafeMutableBufferPointer { queueGain in
                 ring.withUnsafeMutableBufferPointer { ring in
@@ -283,6 +310,7 @@ struct LimiterGain {
                         tail = tail + 1 == capacity ? 0 : tail + 1
                         while queueIndex[head] <= n - lookahead { head = head + 1 == capacity ? 0 : head + 1 }
                         held = min(queueGain[head], held + (1 - held) * release)
+                        settled = held == 1 ? settled + 1 : 0
                         ringSum += Double(held - ring[ringSlot])
                         ring[ringSlot] = held
                         ringSlot = ringSlot + 1 == lookahead ? 0 : ringSlot + 1
@@ -292,7 +320,8 @@ struct LimiterGain {
                 }
             }
         }
-        (self.head, self.tail, self.held, self.ringSum, self.ringSlot, self.count) = (head, tail, held, ringSum, ringSlot, count)
+        (self.head, self.tail, self.held, self.ringSum, self.ringSlot, self.count, self.settled) =
+            (head, tail, held, ringSum, ringSlot, count, settled)
     }
 }
 
@@ -348,11 +377,19 @@ public struct LimiterSurvey {
     private var values: [Float] = []
     private var peaks: [Float] = []
 
+    /// Whether a limiter with nothing to limit skips the block (`LimiterGain.skip`); off only to test that it changes nothing.
+    private let skipsSettled: Bool
+
     public init(rate: Int) {
+        self.init(rate: rate, skipsSettled: true)
+    }
+
+    init(rate: Int, skipsSettled: Bool) {
         let lookahead = LoudnessLeveler.lookahead(rate: rate)
         let release = LoudnessLeveler.release(rate: rate)
         limiters = Self.thresholdsDBFS.map { LimiterGain(threshold: Float(pow(10, $0 / 20)), lookahead: lookahead, release: release) }
         after = Array(repeating: 0, count: Self.thresholdsDBFS.count)
+        self.skipsSettled = skipsSettled
     }
 
     public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
@@ -371,12 +408,25 @@ public struct LimiterSurvey {
         do {
             // A local view, released before `drop` so the drop never copies.
             let history = self.history
+            // Quiet stretches (and the high thresholds) have nothing to limit:
+            // a settled limiter whose threshold the block's loudest peak does
+            // not pass hands the block out at one gain, the same figures.
+            let loudest = skipsSettled ? peaks.max() ?? 0 : .infinity
             peaks.withUnsafeBufferPointer { peaks in
                 for index in limiters.indices {
                     var energy = 0.0
-                    limiters[index].run(peaks) { out, gain in
-                        let limited = Double(history[out] * gain)
-                        energy += limited * limited
+                    if limiters[index].isSettled, loudest <= limiters[index].threshold {
+                        limiters[index].skip(peaks.count) { outs, gain in
+                            for out in outs {
+                                let limited = Double(history[out] * gain)
+                                energy += limited * limited
+                            }
+                        }
+                    } else {
+                        limiters[index].run(peaks) { out, gain in
+                            let limited = Double(history[out] * gain)
+                            energy += limited * limited
+                        }
                     }
                     after[index] += energy
                 }

@@ -177,6 +177,53 @@ struct LoudnessTests {
         }
     }
 
+    /// The true-peak envelope a sample at a time, as its documentation
+    /// reads: sample n's magnitude and the interpolated points on either
+    /// side of it, each a sum over samples n-5 … n+6 (zeros before the start).
+    static func envelope(_ samples: [Float]) -> [Float] {
+        let phases = TruePeakEnvelope.phases
+        let padded = [Float](repeating: 0, count: 11) + samples
+        var between: [Float] = []
+        for k in samples.indices {
+            var largest: Float = 0
+            for phase in 0..<3 {
+                var sum: Float = 0
+                for tap in 0..<12 { sum += padded[k + tap] * phases[phase * 12 + tap] }
+                largest = max(largest, abs(sum))
+            }
+            between.append(largest)
+        }
+        // Sample n = k - 6 is known when sample k arrives.
+        return (6..<max(6, samples.count)).map { k in
+            max(abs(padded[k + 5]), between[k], k > 6 ? between[k - 1] : 0)
+        }
+    }
+
+    @Test("the true-peak envelope, four windows at a time, is a sample at a time's to the bit, whatever the blocks")
+    func envelopeInBlocks() throws {
+        let directory = try TemporaryFolder.make("tourpack-envelope")
+        defer { TemporaryFolder.remove(directory) }
+        var generator = SeededGenerator(seed: 39)
+        let speech = try Fixtures.chunks(rate: 24_000, in: directory).flatMap(\.samples).prefix(30_000).map { Float($0) / 32_768 }
+        let noise = (0..<5_003).map { _ in Float.random(in: -1...1, using: &generator) }
+        let square = (0..<999).map { $0 / 7 % 2 == 0 ? Float(0.99) : -0.99 }
+        for (name, samples) in [("speech", speech), ("noise", noise), ("square", square), ("five samples", Array(noise.prefix(5)))] {
+            let expected = Self.envelope(samples)
+            for blocks in [[1], [3, 1, 4], [4_096], [17, 256, 5]] {
+                var envelope = TruePeakEnvelope()
+                var peaks: [Float] = []
+                var start = 0, turn = 0
+                while start < samples.count {
+                    let end = min(samples.count, start + blocks[turn % blocks.count])
+                    samples[start..<end].withUnsafeBufferPointer { envelope.run($0, into: &peaks) }
+                    start = end
+                    turn += 1
+                }
+                #expect(peaks == expected, "\(name) in blocks of \(blocks)")
+            }
+        }
+    }
+
     @Test("chunks 0, 9 and 18 dB down, joined and levelled, land on the target in every format by ffmpeg's own meter")
     func speechOnTarget() throws {
         let rate = 24_000

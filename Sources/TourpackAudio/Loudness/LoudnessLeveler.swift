@@ -166,7 +166,7 @@ struct TruePeakEnvelope {
     private static let taps = 2 * halfTaps
     /// The coefficients for the point ¼, ½ and ¾ of the way from sample n
     /// to n+1, over samples n-5 … n+6; each phase sums to 1.
-    private static let phases: [Float] = (1...3).flatMap { phase -> [Float] in
+    static let phases: [Float] = (1...3).flatMap { phase -> [Float] in
         let fraction = Double(phase) / 4
         let raw = (-(halfTaps - 1)...halfTaps).map { m -> Double in
             let t = Double(m) - fraction
@@ -178,50 +178,68 @@ struct TruePeakEnvelope {
         return raw.map { Float($0 / sum) }
     }
 
-    /// The last `taps` samples, written twice (at `slot` and `slot + taps`),
-    /// so the window oldest-to-newest is always the contiguous
-    /// `window[slot ..< slot + taps]`: no index wraps in the inner loop.
-    private var window = [Float](repeating: 0, count: 2 * taps)
-    private var slot = 0
+    /// The last `taps - 1` samples before the next block (zeros at the start).
+    private var tail = [Float](repeating: 0, count: taps - 1)
     private var count = 0
     private var previousBetween: Float = 0
+    /// Scratch, kept between blocks: `tail`, the block and three zeros; each sample's `between`.
+    private var buffer: [Float] = []
+    private var betweens: [Float] = []
 
     /// Takes the next samples; appends to `peaks` the peak of every sample
     /// that becomes known (each `latency` samples behind the input).
+    ///
+    /// Sample n's window is samples n-5 … n+6; its peak is the largest of
+    /// its own magnitude and the interpolated points on either side of it.
+    /// Four windows are summed at once, one per SIMD lane, each tap in the
+    /// same order as a sum of one window would take it: the same figures
+    /// to the bit as a sample at a time.
     mutating func run(_ input: UnsafeBufferPointer<Float>, into peaks: inout [Float]) {
-        peaks.reserveCapacity(peaks.count + input.count)
-        for value in input {
-            if let peak = push(value) { peaks.append(peak) }
+        let (taps, halfTaps, blockCount) = (Self.taps, Self.halfTaps, input.count)
+        guard blockCount > 0 else { return }
+        buffer.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: tail)
+        buffer.append(contentsOf: input)
+        buffer.append(contentsOf: repeatElement(0, count: 3))
+        betweens.removeAll(keepingCapacity: true)
+        betweens.append(contentsOf: repeatElement(0, count: blockCount + 3))
+        Self.phases.withUnsafeBufferPointer { coefficients in
+            buffer.withUnsafeBufferPointer { buffer in
+                betweens.withUnsafeMutableBufferPointer { betweens in
+                    let base = UnsafeRawPointer(buffer.baseAddress!)
+                    var index = 0
+                    while index < blockCount {
+                        var first = SIMD4<Float>(repeating: 0), second = first, third = first
+                        for tap in 0..<taps {
+                            let window = base.loadUnaligned(
+                                fromByteOffset: (index + tap) * MemoryLayout<Float>.stride, as: SIMD4<Float>.self)
+                            first += window * coefficients[tap]
+                            second += window * coefficients[taps + tap]
+                            third += window * coefficients[2 * taps + tap]
+                        }
+                        let largest = pointwiseMax(pointwiseMax(Self.magnitude(first), Self.magnitude(second)), Self.magnitude(third))
+                        for lane in 0..<4 { betweens[index + lane] = largest[lane] }
+                        index += 4
+                    }
+                }
+            }
+        }
+        peaks.reserveCapacity(peaks.count + blockCount)
+        for index in 0..<blockCount where count + index >= halfTaps {
+            // Window `index` is samples n-5 … n+6 of sample n, which sits at `index + halfTaps - 1`.
+            let between = betweens[index]
+            peaks.append(max(abs(buffer[index + halfTaps - 1]), between, previousBetween))
+            previousBetween = between
+        }
+        count += blockCount
+        tail.withUnsafeMutableBufferPointer { tail in
+            for index in 0..<(taps - 1) { tail[index] = buffer[blockCount + index] }
         }
     }
 
-    /// Takes the next sample; the peak of the sample `latency` before it
-    /// (nil for the first `latency` samples).
     @inline(__always)
-    mutating func push(_ value: Float) -> Float? {
-        let taps = Self.taps
-        window[slot] = value
-        window[slot + taps] = value
-        slot = slot + 1 == taps ? 0 : slot + 1
-        count += 1
-        // The window is now samples n-5 … n+6 of sample n = count - 1 - halfTaps.
-        guard count > Self.halfTaps else { return nil }
-        let start = slot
-        let between = Self.phases.withUnsafeBufferPointer { coefficients in
-            window.withUnsafeBufferPointer { window in
-                var largest: Float = 0
-                for phase in 0..<3 {
-                    var sum: Float = 0
-                    for tap in 0..<taps { sum += window[start + tap] * coefficients[phase * taps + tap] }
-                    largest = max(largest, abs(sum))
-                }
-                return largest
-            }
-        }
-        // Sample n sits halfTaps - 1 after the window's start.
-        let own = abs(window[start + Self.halfTaps - 1])
-        defer { previousBetween = between }
-        return max(own, between, previousBetween)
+    private static func magnitude(_ value: SIMD4<Float>) -> SIMD4<Float> {
+        value.replacing(with: -value, where: value .< 0)
     }
 }
 

@@ -170,6 +170,22 @@ struct LoudnessTests {
                 }
                 let expected = reference.finish()
                 #expect(skipping.finish() == expected, "\(name) in blocks of \(block) at \(rate) Hz")
+                // The leveler's limiter skips the same way: the same samples out.
+                for gainDB in [-6.0, 9.0] {
+                    let levelled = try [true, false].map { skips in
+                        let leveler = LoudnessLeveler(gainDB: gainDB, ceilingDBTP: -1, rate: rate, skipsSettled: skips)
+                        var out: [Int16] = []
+                        for start in stride(from: 0, to: samples.count, by: block) {
+                            try samples[start..<min(samples.count, start + block)].withUnsafeBufferPointer {
+                                try leveler.feed($0) { out.append(contentsOf: $0) }
+                            }
+                        }
+                        try leveler.finish { out.append(contentsOf: $0) }
+                        return (out, leveler.report)
+                    }
+                    #expect(levelled[0].0 == levelled[1].0 && levelled[0].1 == levelled[1].1, "\(name) levelled \(gainDB) dB")
+                    #expect(levelled[0].0.count == samples.count)
+                }
                 if name != "silence" {
                     #expect(expected.count == LimiterSurvey.thresholdsDBFS.count && expected.contains { $0 < 1 }, "\(name)")
                 }

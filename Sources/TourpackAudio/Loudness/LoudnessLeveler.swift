@@ -79,12 +79,21 @@ public final class LoudnessLeveler {
     private var gained: [Float] = []
     private var peaks: [Float] = []
     private var block: [Int16] = []
+    private let skipsSettled: Bool
 
     /// - Parameters:
     ///   - gainDB: the file's gain.
     ///   - ceilingDBTP: the largest true peak let through.
     ///   - rate: the samples' rate.
-    public init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
+    public convenience init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
+        self.init(gainDB: gainDB, ceilingDBTP: ceilingDBTP, rate: rate, skipsSettled: true)
+    }
+
+    /// - Parameter skipsSettled: whether blocks the limiter has nothing to
+    ///   do in skip it (`LimiterGain.skip`); off only to test that this
+    ///   changes no sample.
+    init(gainDB: Double, ceilingDBTP: Double, rate: Int, skipsSettled: Bool) {
+        self.skipsSettled = skipsSettled
         self.gainDB = gainDB
         gain = Float(pow(10, gainDB / 20) / 32768)
         limiter = LimiterGain(
@@ -121,13 +130,19 @@ public final class LoudnessLeveler {
         do {
             // A local view, released before `drop` so the drop never copies.
             let history = self.history
-            peaks.withUnsafeBufferPointer { peaks in
-                limiter.run(peaks) { out, applied in
-                    guard out < end else { return }
-                    smallest = min(smallest, applied)
-                    let level = (history[out] * applied * 32768).rounded()
-                    block.append(Int16(max(-32768, min(32767, level))))
+            func hand(_ out: Int, _ applied: Float) {
+                guard out < end else { return }
+                smallest = min(smallest, applied)
+                let level = (history[out] * applied * 32768).rounded()
+                block.append(Int16(max(-32768, min(32767, level))))
+            }
+            // A block under the ceiling, with nothing limited for a look-ahead, goes out at one gain.
+            if skipsSettled, limiter.isSettled, peaks.max() ?? 0 <= limiter.threshold {
+                limiter.skip(peaks.count) { outs, applied in
+                    for out in outs { hand(out, applied) }
                 }
+            } else {
+                peaks.withUnsafeBufferPointer { peaks in limiter.run(peaks, hand) }
             }
         }
         smallestGain = smallest

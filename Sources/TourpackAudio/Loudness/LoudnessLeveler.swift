@@ -232,7 +232,7 @@ struct TruePeakEnvelope {
                             second += window * coefficients[taps + tap]
                             third += window * coefficients[2 * taps + tap]
                         }
-                        let largest = pointwiseMax(pointwiseMax(Self.magnitude(first), Self.magnitude(second)), Self.magnitude(third))
+                        let largest = Self.larger(Self.larger(Self.magnitude(first), Self.magnitude(second)), Self.magnitude(third))
                         for lane in 0..<4 { betweens[index + lane] = largest[lane] }
                         index += 4
                     }
@@ -255,6 +255,12 @@ struct TruePeakEnvelope {
     @inline(__always)
     private static func magnitude(_ value: SIMD4<Float>) -> SIMD4<Float> {
         value.replacing(with: -value, where: value .< 0)
+    }
+
+    /// Lane by lane, the larger (the generic `pointwiseMax` was not inlined here).
+    @inline(__always)
+    private static func larger(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> {
+        a.replacing(with: b, where: b .> a)
     }
 }
 

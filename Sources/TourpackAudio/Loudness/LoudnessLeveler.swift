@@ -395,11 +395,18 @@ package final class LevelingSession: AudioEncodeSession {
 /// A gain moves every sample and the ceiling does not, so limiting `x`
 /// gained by G under ceiling C takes exactly what limiting `x` under
 /// C - G takes: the limiter only sees peaks against its threshold. The
-/// survey runs one `LimiterGain` per threshold of `thresholdsDBFS` (sharing
-/// one true-peak envelope) over the chunk as it is, and keeps, for each,
-/// the energy left after limiting as a fraction of the energy before. A
-/// file's gain then solves for the target with each chunk's loss at the
-/// threshold that gain implies (`LoudnessTarget.gainDB(for:)`).
+/// survey runs one limiter per threshold of `thresholdsDBFS` (sharing one
+/// true-peak envelope) over the chunk as it is, and keeps, for each, the
+/// energy left after limiting as a fraction of the energy before. A file's
+/// gain then solves for the target with each chunk's loss at the threshold
+/// that gain implies (`LoudnessTarget.gainDB(for:)`).
+///
+/// The limiters are `LimiterGain`'s, all thirteen at once, one per SIMD
+/// lane: each step is the same arithmetic in the same order as one
+/// `LimiterGain` takes it, so the figures are the same to the bit. The
+/// smallest wanted gain over the look-ahead comes from running minimums
+/// over stretches of `lookahead` (van Herk and Gil-Werman), which no
+/// branch per sample decides.
 public struct LimiterSurvey {
     /// +1 dBFS (nothing to limit) down to -35 dBFS, 3 dB apart: a ceiling
     /// of -1 dBTP less the margin, with every gain up to the largest
@@ -407,28 +414,41 @@ public struct LimiterSurvey {
     /// interpolated in dB: it changes smoothly with the threshold.
     public static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
 
+    typealias Lanes = SIMD16<Float>
+    typealias WideLanes = SIMD16<Double>
+
+    /// One lane per threshold; the three lanes past them never limit.
+    private let thresholds: Lanes
+    private let lookahead: Int
+    private let release: Float
     private var envelope = TruePeakEnvelope()
-    private var limiters: [LimiterGain]
     private var history = SampleHistory()
+    /// The wanted gains of the last `lookahead - 1` samples (1 before the start).
+    private var carried: [Lanes]
+    private var held = Lanes(repeating: 1)
+    /// The last `lookahead` held gains, and their sum.
+    private var ring: [Lanes]
+    private var ringSum: WideLanes
+    private var ringSlot = 0
+    private var count = 0
     private var before = 0.0
-    private var after: [Double]
+    private var after = WideLanes(repeating: 0)
     private var finished = false
     private var values: [Float] = []
     private var peaks: [Float] = []
-
-    /// Whether a limiter with nothing to limit skips the block (`LimiterGain.skip`); off only to test that it changes nothing.
-    private let skipsSettled: Bool
+    private var wanted: [Lanes] = []
+    private var prefix: [Lanes] = []
+    private var suffix: [Lanes] = []
 
     public init(rate: Int) {
-        self.init(rate: rate, skipsSettled: true)
-    }
-
-    init(rate: Int, skipsSettled: Bool) {
-        let lookahead = LoudnessLeveler.lookahead(rate: rate)
-        let release = LoudnessLeveler.release(rate: rate)
-        limiters = Self.thresholdsDBFS.map { LimiterGain(threshold: Float(pow(10, $0 / 20)), lookahead: lookahead, release: release) }
-        after = Array(repeating: 0, count: Self.thresholdsDBFS.count)
-        self.skipsSettled = skipsSettled
+        lookahead = LoudnessLeveler.lookahead(rate: rate)
+        release = LoudnessLeveler.release(rate: rate)
+        var thresholds = Lanes(repeating: .infinity)
+        for (lane, dBFS) in Self.thresholdsDBFS.enumerated() { thresholds[lane] = Float(pow(10, dBFS / 20)) }
+        self.thresholds = thresholds
+        carried = Array(repeating: Lanes(repeating: 1), count: lookahead - 1)
+        ring = Array(repeating: Lanes(repeating: 1), count: lookahead)
+        ringSum = WideLanes(repeating: Double(lookahead))
     }
 
     public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
@@ -437,46 +457,90 @@ public struct LimiterSurvey {
         process()
     }
 
-    /// Each limiter runs over the block's peaks in turn: its state stays in
-    /// registers, and the block's samples in cache.
     private mutating func process() {
         history.append(values)
         peaks.removeAll(keepingCapacity: true)
         values.withUnsafeBufferPointer { envelope.run($0, into: &peaks) }
+        let (blockCount, lookahead, release, thresholds) = (peaks.count, lookahead, release, thresholds)
+        guard blockCount > 0 else { return }
+        // Each step's wanted gains, after the carried ones: step j's
+        // look-ahead is wanted[j ..< j + lookahead].
+        wanted.removeAll(keepingCapacity: true)
+        wanted.append(contentsOf: carried)
+        for peak in peaks {
+            let spread = Lanes(repeating: peak)
+            wanted.append(Lanes(repeating: 1).replacing(with: thresholds / spread, where: spread .> thresholds))
+        }
+        Self.runningMinimums(wanted, stretch: lookahead, prefix: &prefix, suffix: &suffix)
+        var (held, ringSum, ringSlot, count) = (held, ringSum, ringSlot, count)
+        var energy = WideLanes(repeating: 0)
+        let one = Lanes(repeating: 1)
         let handedOut: Int
         do {
             // A local view, released before `drop` so the drop never copies.
             let history = self.history
-            // Quiet stretches (and the high thresholds) have nothing to limit:
-            // a settled limiter whose threshold the block's loudest peak does
-            // not pass hands the block out at one gain, the same figures.
-            let loudest = skipsSettled ? peaks.max() ?? 0 : .infinity
-            peaks.withUnsafeBufferPointer { peaks in
-                for index in limiters.indices {
-                    var energy = 0.0
-                    if limiters[index].isSettled, loudest <= limiters[index].threshold {
-                        limiters[index].skip(peaks.count) { outs, gain in
-                            for out in outs {
-                                let limited = Double(history[out] * gain)
-                                energy += limited * limited
-                            }
-                        }
-                    } else {
-                        limiters[index].run(peaks) { out, gain in
-                            let limited = Double(history[out] * gain)
+            ring.withUnsafeMutableBufferPointer { ring in
+                prefix.withUnsafeBufferPointer { prefix in
+                    suffix.withUnsafeBufferPointer { suffix in
+                        for step in 0..<blockCount {
+                            let smallest = Self.smaller(suffix[step], prefix[step + lookahead - 1])
+                            held = Self.smaller(smallest, held + (one - held) * release)
+                            ringSum += WideLanes(held - ring[ringSlot])
+                            ring[ringSlot] = held
+                            ringSlot = ringSlot + 1 == lookahead ? 0 : ringSlot + 1
+                            let out = count - lookahead + 1
+                            count += 1
+                            guard out >= 0 else { continue }
+                            let gain = Lanes(ringSum / Double(lookahead))
+                            let limited = WideLanes(Lanes(repeating: history[out]) * gain)
                             energy += limited * limited
                         }
                     }
-                    after[index] += energy
                 }
             }
-            // The samples the limiters handed out in this block, once.
-            handedOut = limiters[0].nextOut
-            for out in max(0, handedOut - peaks.count)..<handedOut {
+            // The samples handed out in this block.
+            handedOut = max(0, count - lookahead + 1)
+            for out in max(0, handedOut - blockCount)..<handedOut {
                 before += Double(history[out]) * Double(history[out])
             }
         }
+        (self.held, self.ringSum, self.ringSlot, self.count) = (held, ringSum, ringSlot, count)
+        after += energy
+        carried.removeAll(keepingCapacity: true)
+        carried.append(contentsOf: wanted.suffix(lookahead - 1))
         history.drop(before: handedOut)
+    }
+
+    /// For every stretch of `stretch` values, its minimum is
+    /// `min(suffix[i], prefix[i + stretch - 1])`: the running minimum of
+    /// each aligned block from its start (`prefix`) and to its end (`suffix`).
+    private static func runningMinimums(_ values: [Lanes], stretch: Int, prefix: inout [Lanes], suffix: inout [Lanes]) {
+        prefix.removeAll(keepingCapacity: true)
+        suffix.removeAll(keepingCapacity: true)
+        prefix.append(contentsOf: values)
+        suffix.append(contentsOf: values)
+        let total = values.count
+        prefix.withUnsafeMutableBufferPointer { prefix in
+            suffix.withUnsafeMutableBufferPointer { suffix in
+                var start = 0
+                while start < total {
+                    let end = min(total, start + stretch)
+                    for index in (start + 1)..<max(start + 1, end) { prefix[index] = smaller(prefix[index - 1], prefix[index]) }
+                    var index = end - 2
+                    while index >= start {
+                        suffix[index] = smaller(suffix[index + 1], suffix[index])
+                        index -= 1
+                    }
+                    start = end
+                }
+            }
+        }
+    }
+
+    /// Lane by lane, `Swift.min(a, b)`: `b` where it is smaller, else `a`.
+    @inline(__always)
+    private static func smaller(_ a: Lanes, _ b: Lanes) -> Lanes {
+        a.replacing(with: b, where: b .< a)
     }
 
     /// The energy left at each threshold, as a fraction; empty for silence.
@@ -484,10 +548,10 @@ public struct LimiterSurvey {
         if !finished {
             finished = true
             // Push the tail through; what the padding adds is silence.
-            values = Array(repeating: 0, count: (limiters.first?.lookahead ?? 0) + TruePeakEnvelope.latency)
+            values = Array(repeating: 0, count: lookahead + TruePeakEnvelope.latency)
             process()
         }
         guard before > 0 else { return [] }
-        return after.map { min(1, $0 / before) }
+        return Self.thresholdsDBFS.indices.map { min(1, after[$0] / before) }
     }
 }

@@ -148,44 +148,50 @@ public struct OutputCache: Sendable {
     }
 }
 
-/// An index whose rows for some paths were read at once (`OutputCache.preloading`):
-/// those are answered from memory until the path is written or forgotten.
-struct PreloadedOutputIndex: OutputIndex {
-    private final class Rows: @unchecked Sendable {
-        let lock = NSLock()
-        var rows: [String: OutputEntry]
-        var paths: Set<String>
-        init(rows: [String: OutputEntry], paths: Set<String>) {
-            self.rows = rows
-            self.paths = paths
-        }
-        /// The preloaded answer: nil when the path was not preloaded or has changed since.
-        func answer(_ path: String) -> OutputEntry?? {
-            lock.withLock { paths.contains(path) ? .some(rows[path]) : nil }
-        }
-        func drop(_ changed: [String]) {
-            lock.withLock {
-                for path in changed {
-                    paths.remove(path)
-                    rows[path] = nil
-                }
-            }
-        }
-        func dropAll(under prefix: String) {
-            lock.withLock {
-                paths = paths.filter { !$0.hasPrefix(prefix) }
-                rows = rows.filter { !$0.key.hasPrefix(prefix) }
+/// Rows of an index read at once for some keys, answered from memory
+/// until a key is written or forgotten. Shared by the threads of a build.
+final class PreloadedRows<Entry: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var rows: [String: Entry]
+    private var keys: Set<String>
+
+    init(rows: [String: Entry], keys: Set<String>) {
+        self.rows = rows
+        self.keys = keys
+    }
+
+    /// The preloaded answer (a row, or none): nil when the key was not preloaded or has changed since.
+    func answer(_ key: String) -> Entry?? {
+        lock.withLock { keys.contains(key) ? .some(rows[key]) : nil }
+    }
+
+    func drop(_ changed: some Sequence<String>) {
+        lock.withLock {
+            for key in changed {
+                keys.remove(key)
+                rows[key] = nil
             }
         }
     }
 
+    func dropAll(where isChanged: (String) -> Bool) {
+        lock.withLock {
+            keys = keys.filter { !isChanged($0) }
+            rows = rows.filter { !isChanged($0.key) }
+        }
+    }
+}
+
+/// An index whose rows for some paths were read at once (`OutputCache.preloading`):
+/// those are answered from memory until the path is written or forgotten.
+struct PreloadedOutputIndex: OutputIndex {
     let base: any OutputIndex
-    private let preloaded: Rows
+    private let preloaded: PreloadedRows<OutputEntry>
     var location: StateLocation { base.location }
 
     init(_ base: any OutputIndex, rows: [String: OutputEntry], paths: Set<String>) {
         self.base = base
-        preloaded = Rows(rows: rows, paths: paths)
+        preloaded = PreloadedRows(rows: rows, keys: paths)
     }
 
     func entry(path: String) throws -> OutputEntry? {
@@ -221,7 +227,7 @@ struct PreloadedOutputIndex: OutputIndex {
     }
 
     func forgetAll(under prefix: String) throws {
-        preloaded.dropAll(under: prefix)
+        preloaded.dropAll { $0.hasPrefix(prefix) }
         try base.forgetAll(under: prefix)
     }
 }

@@ -171,19 +171,42 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
             // Asked once per chunk of a build: the statement is prepared once per connection.
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
+                    SELECT key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
                         fileSHA256, sentenceTimes
                     FROM synthesisChunk WHERE key = ?
                     """)
-            return try Row.fetchOne(statement, arguments: [key]).map { row in
-                SynthesisEntry(
-                    key: key, characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"],
-                    fileBytes: row["fileBytes"],
-                    createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"],
-                    audibleEnd: row["audibleEnd"],
-                    loudness: row["loudness"], fileSHA256: row["fileSHA256"], sentenceTimes: row["sentenceTimes"])
+            return try Row.fetchOne(statement, arguments: [key]).map(Self.entry)
+        }
+    }
+
+    func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
+        var found: [String: SynthesisEntry] = [:]
+        try database.read { db in
+            // SQLite takes at most 999 variables a statement in old builds: batches of 500.
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let batch = keys[start..<min(keys.count, start + 500)]
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
+                            fileSHA256, sentenceTimes
+                        FROM synthesisChunk WHERE key IN (\(marks))
+                        """, arguments: StatementArguments(Array(batch)))
+                {
+                    let entry = Self.entry(row)
+                    found[entry.key] = entry
+                }
             }
         }
+        return found
+    }
+
+    private static func entry(_ row: Row) -> SynthesisEntry {
+        SynthesisEntry(
+            key: row["key"], characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"],
+            fileBytes: row["fileBytes"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"],
+            audibleEnd: row["audibleEnd"], loudness: row["loudness"], fileSHA256: row["fileSHA256"], sentenceTimes: row["sentenceTimes"])
     }
 
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {

@@ -186,6 +186,8 @@ public protocol SynthesisIndex: Sendable {
     /// The keys among `keys` with an entry created at or after `cutoff`.
     func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String>
     func entry(_ key: String) throws -> SynthesisEntry?
+    /// The entries of `keys` that exist, by key.
+    func entries(_ keys: [String]) throws -> [String: SynthesisEntry]
     /// A hit: the entry becomes the most recently used, with its shape and loudness.
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws
     /// Hits whose shape and loudness were already recorded: only their last
@@ -204,6 +206,13 @@ public protocol SynthesisIndex: Sendable {
 }
 
 extension SynthesisIndex {
+    /// A row at a time; a backend that can read them together does.
+    public func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
+        var found: [String: SynthesisEntry] = [:]
+        for key in keys { found[key] = try entry(key) }
+        return found
+    }
+
     /// A row at a time, keeping each row's shape and loudness; a backend that can write them together does.
     public func touch(_ keys: [String], at time: Double) throws {
         for key in keys {

@@ -32,7 +32,7 @@ import TourpackCore
 ///
 /// All of it blocks (the index and file I/O); call it from a thread pool.
 public struct SynthesisCache: Sendable {
-    public let index: any SynthesisIndex
+    public private(set) var index: any SynthesisIndex
     public let folder: URL
     public let maxAgeSeconds: TimeInterval
     public let clock: @Sendable () -> Date
@@ -65,6 +65,18 @@ public struct SynthesisCache: Sendable {
     /// The cache indexed in a SQLite state database.
     public init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.init(index: database.synthesisIndex, folder: folder, maxAgeDays: maxAgeDays, clock: clock)
+    }
+
+    /// This cache, with the rows of `keys` read in one query: `lookup`
+    /// answers those keys from memory, without a query per chunk. A key
+    /// kept or forgotten afterwards is read from the index again. A shared
+    /// index is read as before: other workers write it while a build runs.
+    public func preloading(_ keys: some Sequence<SynthesisKey>) throws -> SynthesisCache {
+        guard !indexIsShared else { return self }
+        let wanted = Array(Set(keys.map(\.hex)))
+        var cache = self
+        cache.index = PreloadedSynthesisIndex(index, rows: try index.entries(wanted), keys: Set(wanted))
+        return cache
     }
 
     package func fileURL(for key: SynthesisKey) -> URL {
@@ -338,5 +350,68 @@ public final class DeferredTouches: @unchecked Sendable {
         return Dictionary(grouping: taken, by: \.value).map { (time: $0.key, keys: $0.value.map(\.key).sorted()) }.sorted {
             $0.time < $1.time
         }
+    }
+}
+
+/// An index whose rows for some keys were read at once (`SynthesisCache.preloading`):
+/// those found are answered from memory until the key is kept, touched with a new shape, or forgotten.
+struct PreloadedSynthesisIndex: SynthesisIndex {
+    let base: any SynthesisIndex
+    private let preloaded: PreloadedRows<SynthesisEntry>
+    var location: StateLocation { base.location }
+
+    init(_ base: any SynthesisIndex, rows: [String: SynthesisEntry], keys: Set<String>) {
+        self.base = base
+        preloaded = PreloadedRows(rows: rows, keys: keys)
+    }
+
+    func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String> {
+        try base.freshKeys(among: keys, createdSince: cutoff)
+    }
+
+    /// A preloaded row; a key that had none is asked again, since another
+    /// build on this state may have kept it since (after waiting on its claim, say).
+    func entry(_ key: String) throws -> SynthesisEntry? {
+        if let answer = preloaded.answer(key), let row = answer { return row }
+        return try base.entry(key)
+    }
+
+    func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
+        var found: [String: SynthesisEntry] = [:]
+        var asked: [String] = []
+        for key in keys {
+            if let answer = preloaded.answer(key), let row = answer { found[key] = row } else { asked.append(key) }
+        }
+        return found.merging(try base.entries(asked)) { _, read in read }
+    }
+
+    func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {
+        preloaded.drop([key])
+        try base.touch(key, at: time, audibleStart: audibleStart, audibleEnd: audibleEnd, loudness: loudness)
+    }
+
+    func touch(_ keys: [String], at time: Double) throws {
+        try base.touch(keys, at: time)
+    }
+
+    func keep(_ entry: SynthesisEntry, settling: LedgerSettlement?) throws {
+        preloaded.drop([entry.key])
+        try base.keep(entry, settling: settling)
+    }
+
+    func totals() throws -> (entries: Int, bytes: Int64) { try base.totals() }
+
+    func byLastUse() throws -> [(key: String, bytes: Int64, createdAt: Double)] { try base.byLastUse() }
+
+    func allKeys() throws -> Set<String> { try base.allKeys() }
+
+    func forget(_ key: String) throws {
+        preloaded.drop([key])
+        try base.forget(key)
+    }
+
+    func forgetAll() throws {
+        preloaded.dropAll { _ in true }
+        try base.forgetAll()
     }
 }

@@ -591,6 +591,40 @@ struct StateScratch {
         #expect(try cache.freshKeys(among: [key]).isEmpty)
     }
 
+    @Test(arguments: Backend.allCases)
+    func rowsReadAtOnceAnswerLikeTheIndexAndAKeyWithoutOneIsAskedAgain(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        let cache = try fixture.synthesisCache(clock: clock)
+        // More rows than one query's batch of 500.
+        let rows = (0..<620).map { index in
+            SynthesisEntry(
+                key: Self.key("Row \(index).").hex, characters: index, sampleRate: 24_000, samples: 100 + index, fileBytes: 1_000,
+                createdAt: 1, lastUsedAt: 2, audibleStart: index % 3 == 0 ? nil : 5, audibleEnd: 90, loudness: Data([3, UInt8(index % 7)]),
+                fileSHA256: String(repeating: "a", count: 64), sentenceTimes: index % 2 == 0 ? nil : "0.5")
+        }
+        for row in rows { try cache.index.keep(row, settling: nil) }
+        let asked = rows.map(\.key) + [Self.key("No row.").hex]
+        let together = try cache.index.entries(asked)
+        #expect(together.count == rows.count)
+        for key in asked { #expect(together[key] == (try cache.index.entry(key)), "\(key)") }
+
+        let (kept, forgotten, later) = (Self.key("Kept."), Self.key("Forgotten."), Self.key("Later."))
+        try cache.store(Self.pcm(1, count: 4_800), for: kept, characters: 5)
+        try cache.store(Self.pcm(2, count: 4_800), for: forgotten, characters: 10)
+        let preloaded = try cache.preloading([kept, forgotten, later])
+        #expect(try preloaded.lookup(kept)?.shape == (try cache.lookup(kept))?.shape)
+        // Another build forgets one and keeps one after the rows were read: both are seen.
+        try cache.forget(forgotten)
+        try cache.store(Self.pcm(3, count: 4_800), for: later, characters: 6)
+        #expect(try preloaded.lookup(forgotten) == nil)
+        #expect(try preloaded.load(later) == Self.pcm(3, count: 4_800), "a key without a row when read is asked again")
+        // Kept again through the preloaded cache: its new row is read, not the old one.
+        try preloaded.store(Self.pcm(4, count: 9_600), for: kept, characters: 5)
+        #expect(try preloaded.load(kept) == Self.pcm(4, count: 9_600))
+    }
+
     @Test(arguments: Backend.allCases) func aDamagedFileIsAMissAndItsEntryIsDropped(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }

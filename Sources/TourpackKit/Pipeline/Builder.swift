@@ -168,6 +168,9 @@ public struct Builder: Sendable {
         // Hits' last uses are written together once the items are made, not one write per chunk.
         var cache = state.synthesis
         cache.deferredTouches = DeferredTouches()
+        // The plan's chunk rows in one query, not one per chunk.
+        let keys = plan.tours.flatMap { $0.items.flatMap(\.keys) }
+        cache = try await pool.runIfActive { [cache] in try cache.preloading(keys) }
         let synthesis = CachingSynthesizer(
             inner: synthesizer, cache: cache, ledger: state.ledger, billing: config.billing, pool: pool, objects: objects,
             claims: state.claims)

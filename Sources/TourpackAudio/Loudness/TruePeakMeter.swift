@@ -209,6 +209,10 @@ public struct TruePeakMeter: Sendable {
                 block += 1
             }
             guard !phases.isEmpty else { return }
+            // Blocks that cannot raise the peak as it stands (the window's sample peak now counted) are not sorted:
+            // the loop below would stop before them.
+            let floor = max(peak, samplePeak)
+            reaches.removeAll { gain * Double($0.reach) * (1 + 1e-6) <= floor }
             reaches.sort { $0.reach > $1.reach || ($0.reach == $1.reach && $0.block < $1.block) }
             estimateCoefficients.withUnsafeBufferPointer { coefficients in
                 estimateLags.withUnsafeBufferPointer { lags in

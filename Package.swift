@@ -7,7 +7,7 @@
 //                  the Documents layout, the atomic commit  (Foundation, swift-crypto)
 //   TourpackCore   values between stages, settings, SSML rules  (re-exports TourpackPackage)
 //   TourpackHTTP   libcurl, SigV4, retries, limits, S3      (Core)
-//   TourpackAudio  FFmpeg, libebur128, FLAC, join, leveller  (Core)
+//   TourpackAudio  FFmpeg, loudness, FLAC, join, leveller    (Core)
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
@@ -81,7 +81,8 @@ let package = Package(
             dependencies: ["CFFmpeg"],
             linkerSettings: [.linkedLibrary("avutil")]
         ),
-        // EBU R128 / ITU-R BS.1770 loudness and true peak (`loudness` in the pipeline).
+        // EBU R128 / ITU-R BS.1770 loudness and true peak: the reference the
+        // tests hold TourpackAudio's own meter to (the product does not link it).
         .systemLibrary(
             name: "CEbur128",
             pkgConfig: "libebur128",
@@ -130,12 +131,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // Audio through FFmpeg's libraries and libebur128: encoders, FLAC, the
-        // streamed join, the loudness meter and leveller, inspection.
+        // Audio through FFmpeg's libraries: encoders, FLAC, the streamed join,
+        // the loudness meter (BS.1770, our own) and leveller, inspection.
         .target(
             name: "TourpackAudio",
             dependencies: [
-                "TourpackCore", "CEbur128", "CFFmpeg", "CFFmpegShims",
+                "TourpackCore", "CFFmpeg", "CFFmpegShims",
                 // SHA-256 of encoded files.
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -2,8 +2,8 @@
 //
 // The CPU cost of loudness normalization per hour of audio, on espeak-ng
 // speech at the endpoint's 24 kHz, in the parts the build runs:
-// 1. per chunk, once, when it is recorded: libebur128 (gating blocks and
-//    true peak) and the limiter survey (13 thresholds over one shared
+// 1. per chunk, once, when it is recorded: the loudness meter (gating
+//    blocks and true peak) and the limiter survey (13 thresholds over one shared
 //    true-peak envelope), on 30-second chunks;
 // 2. per file: the gain solve, then the leveler (gain and look-ahead
 //    true-peak limiter) on the joined stream;
@@ -58,7 +58,7 @@ enum LoudnessBench {
         }
 
         var profiles: [LoudnessProfile] = []
-        let meter = try perHour("per chunk: libebur128 (gating blocks, true peak)") {
+        let meter = try perHour("per chunk: loudness meter (gating blocks, true peak)") {
             profiles = []
             for chunk in chunks {
                 let meter = try LoudnessMeter(rate: rate)
@@ -113,7 +113,7 @@ enum LoudnessBench {
         print(
             String(
                 format:
-                    "loudness: %.1f s CPU per hour of audio measured per chunk (%.1f libebur128 + %.1f survey), %.1f s to level, %.1f s to measure an AAC file as shipped; AAC encode %.1f s",
+                    "loudness: %.1f s CPU per hour of audio measured per chunk (%.1f meter + %.1f survey), %.1f s to level, %.1f s to measure an AAC file as shipped; AAC encode %.1f s",
                 perChunk, meter, survey, perFile, shipped["aac"] ?? .nan, encodeAAC))
     }
 }

@@ -1,8 +1,9 @@
 import CEbur128
 import Foundation
 import Testing
-import TourpackAudio
 import TourpackTesting
+
+@testable import TourpackAudio
 
 /// `TruePeakMeter` against libebur128's own true-peak mode: the same figure
 /// to the bit, since package.json records it and files must stay
@@ -112,5 +113,53 @@ struct TruePeakTests {
         var meter = TruePeakMeter(rate: rate)
         floats.withUnsafeBufferPointer { meter.add($0) }
         #expect(meter.truePeak == reference)
+    }
+
+    @Test(
+        "the float estimate of eight outputs is within 1e-6 of their bound of the exact outputs, inside the meter's margin",
+        arguments: [24_000, 96_000])
+    func estimateBound(rate: Int) {
+        let meter = TruePeakMeter(rate: rate)
+        var generator = SeededGenerator(seed: UInt64(rate))
+        let count = 40_000
+        let signals: [(String, [Float])] = [
+            ("full-scale noise", (0..<count).map { _ in Float(Int16(truncatingIfNeeded: generator.next())) / 32_768 }),
+            ("full-scale square waves", (0..<count).map { ($0 / 3) % 2 == 0 ? 32_767 / 32_768 : -1 }),
+            ("quiet noise with loud clicks", (0..<count).map { $0 % 997 == 0 ? 1 : Float(Int(generator.next() % 65) - 32) / 32_768 }),
+            ("float noise past full scale", (0..<count).map { _ in Float(generator.unit() * 4 - 2) }),
+        ]
+        for (name, inputs) in signals {
+            var largestError = 0.0
+            inputs.withUnsafeBufferPointer { input in
+                meter.estimateCoefficients.withUnsafeBufferPointer { coefficients in
+                    meter.estimateLags.withUnsafeBufferPointer { lags in
+                        meter.phaseEnds.withUnsafeBufferPointer { phaseEnds in
+                            for at in stride(from: meter.delay, to: count - 8, by: 8) {
+                                let estimate = Double(
+                                    TruePeakMeter.largestEstimate(input.baseAddress!, at: at, coefficients, lags, phaseEnds))
+                                let reach = input[(at - meter.delay + 1)..<(at + 8)].reduce(Float(0)) { max($0, abs($1)) }
+                                let bound = meter.gain * Double(reach)
+                                // The exact outputs, as libebur128 computes them: in double, in tap order, rounded to float.
+                                var exact = 0.0
+                                for output in at..<(at + 8) {
+                                    for phase in meter.phases {
+                                        var sum = 0.0
+                                        for (coefficient, lag) in zip(phase.coefficients, phase.lags) {
+                                            sum += Double(input[output - lag]) * coefficient
+                                        }
+                                        exact = max(exact, abs(Double(Float(sum))))
+                                    }
+                                }
+                                // What the meter relies on to pass the outputs over.
+                                #expect(exact <= (estimate + bound * 1e-5) * (1 + 1e-6), "\(name) at \(at)")
+                                if bound > 0 { largestError = max(largestError, abs(exact - estimate) / bound) }
+                            }
+                        }
+                    }
+                }
+            }
+            // The proof's figure, with the exact output's own rounding to float.
+            #expect(largestError < 1.1e-6, "\(name): the estimate is off by \(largestError) of the bound")
+        }
     }
 }

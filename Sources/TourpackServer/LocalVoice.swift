@@ -51,7 +51,7 @@ struct LocalVoice: Sendable {
         let native = speech.pcm
         if native.sampleRate == sampleRate { return (native, timeline) }
         // libswresample is C work: keep it off the event loops and the cooperative pool.
-        return (try await NIOThreadPool.singleton.runIfActive { try native.resampled(to: sampleRate) }, timeline)
+        return (try await ServerThreads.pool.runIfActive { try native.resampled(to: sampleRate) }, timeline)
     }
 
     /// Google spells language codes `en-US`; espeak spells them `en-us`.

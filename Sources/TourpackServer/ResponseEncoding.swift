@@ -112,7 +112,7 @@ enum ResponseEncoding: Sendable, Hashable {
     func encode(_ pcm: PCMAudio) async throws -> [UInt8] {
         switch self {
         case .wav, .pcm: return try encodeBlocking(pcm)  // a copy, no C work
-        default: return try await NIOThreadPool.singleton.runIfActive { try encodeBlocking(pcm) }
+        default: return try await ServerThreads.pool.runIfActive { try encodeBlocking(pcm) }
         }
     }
 }

@@ -69,7 +69,10 @@ final class EventLog: @unchecked Sendable {
             "Marmots often sit on the rocks near the parking area.", "The pass was first crossed by a paved road in 1935.",
         ]
         let pois = (0..<4).map { index in
-            let long = (0..<40).map { sentences[($0 + index) % sentences.count] }.joined(separator: " ")
+            // Ten sentences a guided tour: long enough to beat between items, short
+            // enough that the process's one espeak thread (every in-process server
+            // shares it) is not held for seconds while other suites wait on it.
+            let long = (0..<10).map { sentences[($0 + index) % sentences.count] }.joined(separator: " ")
             return """
                 {"id": "00000000-0000-4000-8000-00000000000\(index + 1)", "name": "Stop \(index + 1)", "location": {"latitude": \(46.5 + Double(index) * 0.01), "longitude": 10.4},
                  "triggerRadiusMeters": 300, "narrations": {"approaching": "Stop \(index + 1) ahead.", "guidedTour": "\(long)"}}

@@ -44,6 +44,11 @@ endef
 # one it reaches only indirectly, so each target lists exactly what it imports.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
+# Every swift command here compiles TourpackAudio optimized, in debug too
+# (Package.swift says why); exported so `make build`, `make test` and `make lint`
+# see one manifest and share one build.
+export TOURPACK_OPTIMIZE_AUDIO := 1
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-piper setup-test setup-bench build build-release test tour bench docs clean help lint format fuzz

@@ -385,6 +385,20 @@ if Context.environment["TOURPACK_FUZZ"] == "1" {
         ))
 }
 
+// The Makefile sets TOURPACK_OPTIMIZE_AUDIO=1: TourpackAudio's sample loops
+// (the meter's K-weighting, the true-peak envelope, the limiter survey) are
+// SIMD, which an unoptimized build runs lane by lane through generic code,
+// ten to fifty times slower. Every debug `tourpack build` the tests run
+// levels its audio, so the tests' debug build compiles this one target
+// optimized; `@testable` still reaches it (SwiftPM adds -enable-testing).
+// An environment switch, not a default: a product with an unsafe flag cannot
+// be a versioned dependency of another package.
+if Context.environment["TOURPACK_OPTIMIZE_AUDIO"] == "1" {
+    for target in package.targets where target.name == "TourpackAudio" {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-O"], .when(configuration: .debug))]
+    }
+}
+
 // CI (`.ci/run`) builds with TOURPACK_WARNINGS_AS_ERRORS=1, in debug and
 // release: a warning in this package's own Swift code fails the run, one
 // in a dependency does not (the flag is set on our targets only).

@@ -154,15 +154,43 @@ final class PreloadedRows<Entry: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var rows: [String: Entry]
     private var keys: Set<String>
+    /// Whether a key preloaded with no row is answered "none" from memory;
+    /// when false it is read again, as when another build may write it meanwhile.
+    private let absenceIsAnswer: Bool
 
-    init(rows: [String: Entry], keys: Set<String>) {
+    init(rows: [String: Entry], keys: Set<String>, absenceIsAnswer: Bool) {
         self.rows = rows
         self.keys = keys
+        self.absenceIsAnswer = absenceIsAnswer
     }
 
-    /// The preloaded answer (a row, or none): nil when the key was not preloaded or has changed since.
-    func answer(_ key: String) -> Entry?? {
-        lock.withLock { keys.contains(key) ? .some(rows[key]) : nil }
+    /// The preloaded answer (a row, or none): nil when the key was not preloaded, has changed since, or is to be read again.
+    private func answer(_ key: String) -> Entry?? {
+        lock.withLock {
+            guard keys.contains(key) else { return nil }
+            let row = rows[key]
+            return row != nil || absenceIsAnswer ? .some(row) : nil
+        }
+    }
+
+    /// `key`'s row from memory, or from `read` when memory has no answer.
+    func row(_ key: String, orRead read: (String) throws -> Entry?) rethrows -> Entry? {
+        if let answer = answer(key) { return answer }
+        return try read(key)
+    }
+
+    /// `keys`' rows: those memory answers, and the rest from one `read` of them.
+    func rows(_ keys: [String], orRead read: ([String]) throws -> [String: Entry]) rethrows -> [String: Entry] {
+        var found: [String: Entry] = [:]
+        var asked: [String] = []
+        for key in keys {
+            switch answer(key) {
+            case .some(.some(let row)): found[key] = row
+            case .some(.none): break
+            case .none: asked.append(key)
+            }
+        }
+        return found.merging(try read(asked)) { _, read in read }
     }
 
     func drop(_ changed: some Sequence<String>) {
@@ -191,21 +219,16 @@ struct PreloadedOutputIndex: OutputIndex {
 
     init(_ base: any OutputIndex, rows: [String: OutputEntry], paths: Set<String>) {
         self.base = base
-        preloaded = PreloadedRows(rows: rows, keys: paths)
+        // Only this build writes the output root (its lock): a path with no row has none.
+        preloaded = PreloadedRows(rows: rows, keys: paths, absenceIsAnswer: true)
     }
 
     func entry(path: String) throws -> OutputEntry? {
-        if let answer = preloaded.answer(path) { return answer }
-        return try base.entry(path: path)
+        try preloaded.row(path) { try base.entry(path: $0) }
     }
 
     func entries(paths: [String]) throws -> [String: OutputEntry] {
-        var found: [String: OutputEntry] = [:]
-        var asked: [String] = []
-        for path in paths {
-            if let answer = preloaded.answer(path) { found[path] = answer } else { asked.append(path) }
-        }
-        return found.merging(try base.entries(paths: asked)) { _, read in read }
+        try preloaded.rows(paths) { try base.entries(paths: $0) }
     }
 
     func record(_ entries: [OutputEntry]) throws {

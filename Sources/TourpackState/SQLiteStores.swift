@@ -153,14 +153,11 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
     func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String> {
         var found: Set<String> = []
         try database.read { db in
-            // SQLite takes at most 999 variables a statement in old builds: batches of 500.
-            for start in stride(from: 0, to: keys.count, by: 500) {
-                let batch = keys[start..<min(keys.count, start + 500)]
-                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
-                let rows = try String.fetchAll(
-                    db, sql: "SELECT key FROM synthesisChunk WHERE createdAt >= ? AND key IN (\(marks))",
-                    arguments: StatementArguments([cutoff] + Array(batch)))
-                found.formUnion(rows)
+            try inBatches(keys) { batch, marks in
+                found.formUnion(
+                    try String.fetchAll(
+                        db, sql: "SELECT key FROM synthesisChunk WHERE createdAt >= ? AND key IN (\(marks))",
+                        arguments: StatementArguments([cutoff] + batch)))
             }
         }
         return found
@@ -182,17 +179,14 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
     func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
         var found: [String: SynthesisEntry] = [:]
         try database.read { db in
-            // SQLite takes at most 999 variables a statement in old builds: batches of 500.
-            for start in stride(from: 0, to: keys.count, by: 500) {
-                let batch = keys[start..<min(keys.count, start + 500)]
-                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+            try inBatches(keys) { batch, marks in
                 for row in try Row.fetchAll(
                     db,
                     sql: """
                         SELECT key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
                             fileSHA256, sentenceTimes
                         FROM synthesisChunk WHERE key IN (\(marks))
-                        """, arguments: StatementArguments(Array(batch)))
+                        """, arguments: StatementArguments(batch))
                 {
                     let entry = Self.entry(row)
                     found[entry.key] = entry
@@ -283,12 +277,9 @@ struct SQLiteOutputIndex: OutputIndex {
     func entries(paths: [String]) throws -> [String: OutputEntry] {
         var found: [String: OutputEntry] = [:]
         try database.read { db in
-            // SQLite takes at most 999 variables a statement in old builds: batches of 500.
-            for start in stride(from: 0, to: paths.count, by: 500) {
-                let batch = paths[start..<min(paths.count, start + 500)]
-                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+            try inBatches(paths) { batch, marks in
                 for row in try Row.fetchAll(
-                    db, sql: "SELECT * FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(Array(batch)))
+                    db, sql: "SELECT * FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(batch))
                 {
                     let entry = Self.entry(row)
                     found[entry.path] = entry
@@ -464,5 +455,15 @@ struct SQLiteBuildRecordStore: BuildRecordStore {
                 arguments: [output]
             ).filter { ($0["outcome"] as String) == "failed" }.map { ($0["tourId"], $0["message"]) }
         }
+    }
+}
+
+/// Calls `body` with `values` a batch at a time, and the batch's `?,?,…` for
+/// an `IN (…)` list: SQLite takes at most 999 variables a statement in old
+/// builds, so a batch holds 500.
+private func inBatches(_ values: [String], _ body: (_ batch: [String], _ marks: String) throws -> Void) rethrows {
+    for start in stride(from: 0, to: values.count, by: 500) {
+        let batch = Array(values[start..<min(values.count, start + 500)])
+        try body(batch, Array(repeating: "?", count: batch.count).joined(separator: ","))
     }
 }

@@ -362,27 +362,21 @@ struct PreloadedSynthesisIndex: SynthesisIndex {
 
     init(_ base: any SynthesisIndex, rows: [String: SynthesisEntry], keys: Set<String>) {
         self.base = base
-        preloaded = PreloadedRows(rows: rows, keys: keys)
+        // A key that had no row is asked again: another build on this state
+        // may have kept it since (after waiting on its claim, say).
+        preloaded = PreloadedRows(rows: rows, keys: keys, absenceIsAnswer: false)
     }
 
     func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String> {
         try base.freshKeys(among: keys, createdSince: cutoff)
     }
 
-    /// A preloaded row; a key that had none is asked again, since another
-    /// build on this state may have kept it since (after waiting on its claim, say).
     func entry(_ key: String) throws -> SynthesisEntry? {
-        if let answer = preloaded.answer(key), let row = answer { return row }
-        return try base.entry(key)
+        try preloaded.row(key) { try base.entry($0) }
     }
 
     func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
-        var found: [String: SynthesisEntry] = [:]
-        var asked: [String] = []
-        for key in keys {
-            if let answer = preloaded.answer(key), let row = answer { found[key] = row } else { asked.append(key) }
-        }
-        return found.merging(try base.entries(asked)) { _, read in read }
+        try preloaded.rows(keys) { try base.entries($0) }
     }
 
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {

@@ -10,7 +10,10 @@ import TourpackCore
 ///
 /// A file is reused only when its key is unchanged, it is younger than
 /// `audioMaxAgeDays`, and the file on disk still has the recorded size and
-/// SHA-256: a tampered or truncated file is made again, never trusted. Rows
+/// SHA-256: a tampered or truncated file is made again, never trusted. A
+/// file whose SHA-256 a build found right is not hashed again while `lstat`
+/// says of it what it said then (`FileSignature`): any write to it since
+/// would have changed its change time. Rows
 /// are written only after a tour's files are committed, so a row never
 /// describes a file that is not at its path (a crash in between leaves a file
 /// without a row, which is simply made again).
@@ -22,11 +25,14 @@ public struct OutputCache: Sendable {
     public let index: any OutputIndex
     public let maxAgeSeconds: TimeInterval
     public let clock: @Sendable () -> Date
+    /// Signatures of files found right by `reusable`, written by `touch`.
+    private let signatures: PendingSignatures
 
     public init(index: any OutputIndex, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
         self.maxAgeSeconds = Double(maxAgeDays) * 86_400
         self.clock = clock
+        self.signatures = PendingSignatures()
     }
 
     /// The cache indexed in a SQLite state database.
@@ -40,13 +46,18 @@ public struct OutputCache: Sendable {
     public func preloading(_ urls: [URL]) throws -> OutputCache {
         let paths = urls.map(\.path)
         let rows = try index.entries(paths: paths)
-        return OutputCache(index: PreloadedOutputIndex(index, rows: rows, paths: Set(paths)), maxAgeSeconds: maxAgeSeconds, clock: clock)
+        return OutputCache(
+            index: PreloadedOutputIndex(index, rows: rows, paths: Set(paths)), maxAgeSeconds: maxAgeSeconds, clock: clock,
+            signatures: signatures)
     }
 
-    private init(index: any OutputIndex, maxAgeSeconds: TimeInterval, clock: @escaping @Sendable () -> Date) {
+    private init(
+        index: any OutputIndex, maxAgeSeconds: TimeInterval, clock: @escaping @Sendable () -> Date, signatures: PendingSignatures
+    ) {
         self.index = index
         self.maxAgeSeconds = maxAgeSeconds
         self.clock = clock
+        self.signatures = signatures
     }
 
     /// How hard `reusable` looks at the file.
@@ -74,9 +85,10 @@ public struct OutputCache: Sendable {
             })
         // A file recorded before loudness was measured is made again, so package.json can say it.
         guard audio.loudness != nil else { return nil }
-        guard SynthesisCache.fileSize(url) == audio.sizeBytes else { return nil }
-        if case .sizeAndHash = check {
+        guard let signature = FileSignature(path: url.path), signature.size == audio.sizeBytes else { return nil }
+        if case .sizeAndHash = check, entry.fileSignature != signature.text {
             guard Self.sha256Hex(of: url.path) == audio.sha256 else { return nil }
+            if signature.isSettled() { signatures.note(signature.text, for: url.path) }
         }
         return audio
     }
@@ -120,10 +132,12 @@ public struct OutputCache: Sendable {
             })
     }
 
-    /// Marks reused files as just used, for the LRU order.
+    /// Marks reused files as just used, for the LRU order, and records the
+    /// signatures `reusable` took of them.
     public func touch(_ urls: [URL]) throws {
         guard !urls.isEmpty else { return }
-        try index.touch(urls.map(\.path), at: clock().timeIntervalSince1970)
+        let paths = urls.map(\.path)
+        try index.touch(paths, at: clock().timeIntervalSince1970, signatures: signatures.take(paths))
     }
 
     /// Forgets files that were removed.
@@ -236,8 +250,9 @@ struct PreloadedOutputIndex: OutputIndex {
         try base.record(entries)
     }
 
-    func touch(_ paths: [String], at time: Double) throws {
-        try base.touch(paths, at: time)
+    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
+        preloaded.drop(signatures.keys)
+        try base.touch(paths, at: time, signatures: signatures)
     }
 
     func forget(_ paths: [String]) throws {
@@ -252,5 +267,63 @@ struct PreloadedOutputIndex: OutputIndex {
     func forgetAll(under prefix: String) throws {
         preloaded.dropAll { $0.hasPrefix(prefix) }
         try base.forgetAll(under: prefix)
+    }
+}
+
+/// What `lstat` says of a file that any write to it changes: its device and
+/// inode, its size, and its modification and change times to the
+/// nanosecond. Nothing but the kernel sets a change time, so a file with the
+/// signature it had when its SHA-256 was found right still has those bytes
+/// (git's index and rsync's quick check trust the same), unless it was
+/// written within the same tick of the kernel's clock as that signature's
+/// change time: a signature is kept only once its change time is
+/// `settleSeconds` old (git's "racy" files), and a file on a disk that
+/// flips bits without a write is `tourpack validate`'s to find.
+struct FileSignature: Sendable, Hashable {
+    var size: Int64
+    var changedAt: Double
+    var text: String
+
+    /// How old a change time must be, against this machine's clock, before
+    /// its signature is kept: far above the kernel's tick and a network file
+    /// system's clock skew.
+    static let settleSeconds = 2.0
+
+    /// The signature of the regular file at `path`, not following a final
+    /// symbolic link; nil when there is none.
+    init?(path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        size = Int64(info.st_size)
+        changedAt = Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9
+        let (modified, changed) = (info.st_mtim, info.st_ctim)
+        text = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec):\(changed.tv_sec).\(changed.tv_nsec)"
+    }
+
+    /// Whether the file last changed at least `settleSeconds` ago.
+    func isSettled(now: Double = Date().timeIntervalSince1970) -> Bool {
+        now - changedAt >= Self.settleSeconds
+    }
+}
+
+/// Signatures `OutputCache.reusable` took of files it found right, until
+/// `OutputCache.touch` records them with their last use. Shared by the
+/// threads of a build.
+final class PendingSignatures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byPath: [String: String] = [:]
+
+    func note(_ signature: String, for path: String) {
+        lock.withLock { byPath[path] = signature }
+    }
+
+    /// The signatures of `paths` noted so far, forgotten here.
+    func take(_ paths: [String]) -> [String: String] {
+        lock.withLock {
+            guard !byPath.isEmpty else { return [:] }
+            var taken: [String: String] = [:]
+            for path in paths { taken[path] = byPath.removeValue(forKey: path) }
+            return taken
+        }
     }
 }

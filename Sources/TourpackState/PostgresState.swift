@@ -90,7 +90,8 @@ public struct PostgresState: StateBackend {
         var name: String
         /// What `schema_migrations` recorded before both backends named
         /// their changes alike; renamed in place on the next migration.
-        var formerName: String
+        /// Nil for the changes made since.
+        var formerName: String?
         var statements: [String]
     }
 
@@ -223,6 +224,10 @@ public struct PostgresState: StateBackend {
         Migration(
             version: 5, name: MigrationName.sentenceTimes, formerName: "v5 sentence times",
             statements: ["ALTER TABLE synthesis_chunk ADD COLUMN sentence_times TEXT"]),
+        // What `lstat` said of each output file when its SHA-256 was last found right (NULL: hash it).
+        Migration(
+            version: 6, name: MigrationName.fileSignatures, formerName: nil,
+            statements: ["ALTER TABLE output_file ADD COLUMN file_signature TEXT"]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.
@@ -231,7 +236,7 @@ public struct PostgresState: StateBackend {
     /// The schema's version, and whether any migration is still recorded
     /// under its former name; nil when there is no schema yet.
     static func schema(_ connections: PostgresConnections) throws -> (version: Int, formerNames: Bool)? {
-        let formerNames = migrations.map(\.formerName)
+        let formerNames = migrations.compactMap(\.formerName)
         return try PostgresStore(connections: connections).run("read the schema version") {
             try connections.withConnection { session in
                 guard try session.query("SELECT to_regclass('schema_migrations') IS NOT NULL").first?.decode(Bool.self) == true else {
@@ -284,8 +289,9 @@ public struct PostgresState: StateBackend {
                 if let newest = applied.max(), newest > known { throw refuseNewer(newest) }
                 // Recorded before both backends named their changes alike: renamed in place, once.
                 for migration in migrations where applied.contains(migration.version) {
+                    guard let formerName = migration.formerName else { continue }
                     try session.execute(
-                        "UPDATE schema_migrations SET name = \(migration.name) WHERE version = \(migration.version) AND name = \(migration.formerName)"
+                        "UPDATE schema_migrations SET name = \(migration.name) WHERE version = \(migration.version) AND name = \(formerName)"
                     )
                 }
                 var names: [String] = []

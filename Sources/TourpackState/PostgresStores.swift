@@ -318,17 +318,21 @@ struct PostgresOutputIndex: OutputIndex {
             "look up \(path)",
             """
             SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at,
-                integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db
+                integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature
             FROM output_file WHERE path = \(path)
             """
         ).first.map { row in
-            let (key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter) =
+            let (key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter, signature) =
                 try row.decode(
-                    (String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?).self)
+                    (
+                        String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?,
+                        String?
+                    )
+                    .self)
             return OutputEntry(
                 path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels, bitrateKbps: bitrate,
                 durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used, integratedLUFS: lufs,
-                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter)
+                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature)
         }
     }
 
@@ -340,25 +344,30 @@ struct PostgresOutputIndex: OutputIndex {
                     """
                     INSERT INTO output_file (path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
                         duration_seconds, size_bytes, sha256, created_at, last_used_at,
-                        integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db)
+                        integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature)
                     VALUES (\(e.path), \(e.inputKey), \(e.format), \(e.codec), \(e.sampleRateHz), \(e.channels), \(e.bitrateKbps),
                         \(e.durationSeconds), \(e.sizeBytes), \(e.sha256), \(e.createdAt), \(e.lastUsedAt),
-                        \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB))
+                        \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB), \(e.fileSignature))
                     ON CONFLICT (path) DO UPDATE SET
                         input_key = EXCLUDED.input_key, format = EXCLUDED.format, codec = EXCLUDED.codec,
                         sample_rate_hz = EXCLUDED.sample_rate_hz, channels = EXCLUDED.channels, bitrate_kbps = EXCLUDED.bitrate_kbps,
                         duration_seconds = EXCLUDED.duration_seconds, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256,
                         created_at = EXCLUDED.created_at, last_used_at = EXCLUDED.last_used_at,
                         integrated_lufs = EXCLUDED.integrated_lufs, true_peak_dbtp = EXCLUDED.true_peak_dbtp, gain_db = EXCLUDED.gain_db,
-                        limiter_reduction_db = EXCLUDED.limiter_reduction_db
+                        limiter_reduction_db = EXCLUDED.limiter_reduction_db, file_signature = EXCLUDED.file_signature
                     """)
             }
         }
     }
 
-    func touch(_ paths: [String], at time: Double) throws {
-        guard !paths.isEmpty else { return }
-        try store.query("mark \(paths.count) files used", "UPDATE output_file SET last_used_at = \(time) WHERE path = ANY(\(paths))")
+    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
+        guard !paths.isEmpty || !signatures.isEmpty else { return }
+        try store.transaction("mark \(paths.count) files used") { session in
+            try session.execute("UPDATE output_file SET last_used_at = \(time) WHERE path = ANY(\(paths))")
+            for (path, signature) in signatures {
+                try session.execute("UPDATE output_file SET file_signature = \(signature) WHERE path = \(path)")
+            }
+        }
     }
 
     func forget(_ paths: [String]) throws {

@@ -295,7 +295,7 @@ struct SQLiteOutputIndex: OutputIndex {
             channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
             sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
             integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
-            limiterReductionDB: row["limiterReductionDB"])
+            limiterReductionDB: row["limiterReductionDB"], fileSignature: row["fileSignature"])
     }
 
     func record(_ entries: [OutputEntry]) throws {
@@ -305,22 +305,24 @@ struct SQLiteOutputIndex: OutputIndex {
                     sql: """
                         INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
                             durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
-                            integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
                         e.durationSeconds, e.sizeBytes, e.sha256, e.createdAt, e.lastUsedAt,
-                        e.integratedLUFS, e.truePeakDBTP, e.gainDB, e.limiterReductionDB,
+                        e.integratedLUFS, e.truePeakDBTP, e.gainDB, e.limiterReductionDB, e.fileSignature,
                     ])
             }
         }
     }
 
-    func touch(_ paths: [String], at time: Double) throws {
+    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
         try database.write { db in
             let statement = try db.cachedStatement(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?")
             for path in paths { try statement.execute(arguments: [time, path]) }
+            let signing = try db.cachedStatement(sql: "UPDATE outputFile SET fileSignature = ? WHERE path = ?")
+            for (path, signature) in signatures { try signing.execute(arguments: [signature, path]) }
         }
     }
 

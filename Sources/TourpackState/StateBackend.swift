@@ -246,11 +246,15 @@ public struct OutputEntry: Sendable, Hashable {
     public var truePeakDBTP: Double?
     public var gainDB: Double?
     public var limiterReductionDB: Double?
+    /// What `lstat` said of the file when a build last found its SHA-256
+    /// right (`FileSignature`); nil until then, and again once the file is
+    /// made anew. While the file still has it, the file is not hashed again.
+    public var fileSignature: String?
 
     public init(
         path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
         durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
-        integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?
+        integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?, fileSignature: String? = nil
     ) {
         self.path = path
         self.inputKey = inputKey
@@ -268,6 +272,7 @@ public struct OutputEntry: Sendable, Hashable {
         self.truePeakDBTP = truePeakDBTP
         self.gainDB = gainDB
         self.limiterReductionDB = limiterReductionDB
+        self.fileSignature = fileSignature
     }
 }
 
@@ -280,7 +285,9 @@ public protocol OutputIndex: Sendable {
     func entries(paths: [String]) throws -> [String: OutputEntry]
     /// Records (or replaces) entries, all in one transaction.
     func record(_ entries: [OutputEntry]) throws
-    func touch(_ paths: [String], at time: Double) throws
+    /// Marks `paths` used at `time`, and records `signatures` (by path) of
+    /// files whose SHA-256 was just found right, in one transaction.
+    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws
     func forget(_ paths: [String]) throws
     /// Path and last use of every entry whose path starts with `prefix`.
     func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)]

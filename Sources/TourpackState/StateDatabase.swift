@@ -315,6 +315,11 @@ public struct StateDatabase: Sendable {
             // for captions (`SentenceTimes`). NULL: none reported.
             try db.execute(sql: "ALTER TABLE synthesisChunk ADD COLUMN sentenceTimes TEXT")
         }
+        migrator.registerMigration(MigrationName.fileSignatures) { db in
+            // What `lstat` said of each output file when its SHA-256 was last
+            // found right (`FileSignature`). NULL: hash it at the next build.
+            try db.execute(sql: "ALTER TABLE outputFile ADD COLUMN fileSignature TEXT")
+        }
         return migrator
     }
 }

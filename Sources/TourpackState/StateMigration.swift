@@ -46,4 +46,5 @@ enum MigrationName {
     static let synthesisClaims = "synthesis claims"
     static let chunkDigests = "chunk digests"
     static let sentenceTimes = "sentence times"
+    static let fileSignatures = "file signatures"
 }

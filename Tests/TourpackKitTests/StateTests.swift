@@ -35,9 +35,10 @@ struct StateScratch {
         case .sqlite:
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
-                "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times",
+                "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
             ]
-        case .postgres: ["caches, ledger and build records", "loudness", "synthesis claims", "chunk digests", "sentence times"]
+        case .postgres:
+            ["caches, ledger and build records", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures"]
         }
     }
 
@@ -727,6 +728,59 @@ struct StateScratch {
         try bytes.write(to: url)
         clock.advance(days: 31)
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == nil, "audio older than audioMaxAgeDays is not reused")
+    }
+
+    /// A file whose SHA-256 a build found right is trusted without reading
+    /// it while `lstat` says what it said then, and only once its change
+    /// time is settled; a write to it since, or a new encode, means hashing again.
+    @Test(arguments: Backend.allCases) func aFileFoundRightIsNotHashedAgainUntilItIsWritten(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let outputs = try fixture.outputCache(clock: ManualClock())
+        let url = fixture.scratch.output.appendingPathComponent("AudioCache/t/p_Detailed.m4a")
+        let bytes = Data((0..<4096).map { UInt8($0 % 251) })
+        try AtomicFile.write(bytes, to: url)
+        var audio = StoreManifestFixture.encoded(1, duration: 3)
+        audio.sizeBytes = Int64(bytes.count)
+        audio.sha256 = try FileDigest.sha256(of: url).hex
+        let key = OutputKey(
+            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
+            loudness: nil, metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        try outputs.record([(url: url, key: key, audio: audio)])
+        func signature() throws -> String? { try outputs.index.entry(path: url.path)?.fileSignature }
+
+        // Just written: its change time is not settled, so nothing is kept.
+        #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
+        try outputs.touch([url])
+        #expect(try signature() == nil, "a file changed within the last \(FileSignature.settleSeconds) s is hashed every time")
+
+        Thread.sleep(forTimeInterval: FileSignature.settleSeconds + 0.2)
+        #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
+        #expect(try signature() == nil, "kept with the file's last use, not before")
+        try outputs.touch([url])
+        let kept = try #require(try signature())
+        #expect(kept == FileSignature(path: url.path)?.text)
+
+        // The row's SHA-256 made wrong: a signed file is not read, so it still passes.
+        let (table, column) = backend == .sqlite ? ("outputFile", "sha256") : ("output_file", "sha256")
+        try fixture.execute("UPDATE \(table) SET \(column) = '\(String(repeating: "0", count: 64))' WHERE path = '\(url.path)'")
+        #expect(try outputs.reusable(url, key: key, check: .sizeAndHash)?.sha256 == String(repeating: "0", count: 64))
+        #expect(try outputs.reusable(url, key: key, check: .size) != nil)
+
+        // The same size written in place: a new change time, so it is hashed, and fails.
+        var flipped = bytes
+        flipped[2000] ^= 0x40
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.write(contentsOf: flipped)
+        try handle.close()
+        #expect(FileSignature(path: url.path)?.text != kept)
+        #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == nil, "a file written since is hashed again")
+
+        // A new encode's row has no signature.
+        try bytes.write(to: url)
+        try outputs.record([(url: url, key: key, audio: audio)])
+        #expect(try signature() == nil)
+        #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
     }
 
     /// A build reads every row of its plan in one query (`preloading`): the

@@ -58,12 +58,12 @@ struct BuildRun {
         self.tileProgress = tileProgress
         // Longest first: the long narrations are the critical path (their
         // synthesis and encode take longest), so starting them early lets the
-        // short ones fill in around them. Ties keep plan order.
+        // short ones fill in around them. Ties keep plan order. Each item's
+        // length is counted once: a comparison is not the place to count scalars.
         let ordered = assemblies.indices.flatMap { tour in assemblies[tour].plan.items.map { (tourIndex: tour, item: $0) } }
-        jobs = ordered.enumerated().sorted { lhs, rhs in
-            lhs.element.item.characters != rhs.element.item.characters
-                ? lhs.element.item.characters > rhs.element.item.characters : lhs.offset < rhs.offset
-        }.map(\.element)
+        jobs = ordered.enumerated().map { (offset: $0.offset, characters: $0.element.item.characters, job: $0.element) }
+            .sorted { lhs, rhs in lhs.characters != rhs.characters ? lhs.characters > rhs.characters : lhs.offset < rhs.offset }
+            .map(\.job)
     }
 
     private var config: PipelineConfig { builder.config }

@@ -46,7 +46,7 @@ extension FuzzHarness {
         guard let (starts, end) = SentenceTimings.sentenceStarts(chunk, boundaries: boundaries) else {
             violated("timing-polly", "the narration's own sentence starts do not fit it")
         }
-        let times = SentenceTimings.pollyTimes(bytes, targets: starts, end: end)
+        let times = try? SentenceTimings.pollyTimes(bytes, targets: starts, end: end)
         let samples = Int(hash(bytes) % UInt64(4 * timingRate + 1))
         timeCaptions(
             "timing-polly", bytes, samples: (0..<samples).map { Int16(truncatingIfNeeded: ($0 % 50) * 400 - 10_000) }, times: times)

@@ -320,8 +320,10 @@ import TourpackTesting
             request, api: .polly,
             answer: Self.pollyAnswer(marks: #"{"time":5,"type":"sentence","start":0,"end":9,"value":"One. Two."}"#))
         #expect(merged.shape.sentenceTimes == nil && merged.shape.samples > 0)
+        // Marks that are not speech marks are a damaged answer: asked again (and billed) until the tries run out.
         let garbled = try await Self.speak(request, api: .polly, answer: Self.pollyAnswer(marks: "{not json"))
         #expect(garbled.shape.sentenceTimes == nil && garbled.shape.samples > 0)
+        #expect(garbled.stats.requests == 4 && garbled.stats.retries == 2 && garbled.stats.failures == 0)
     }
 
     @Test("Polly: captions off sends one request, as before")

@@ -91,12 +91,12 @@ struct PollyDialect: TTSDialect, TimingFollowUp {
         return type.hasPrefix("application/x-json-stream") || type.hasPrefix("application/json")
     }
 
-    func sentenceTimes(fromTimingAnswer body: [UInt8], for request: SynthesisRequest) -> [Double]? {
+    func sentenceTimes(fromTimingAnswer body: [UInt8], for request: SynthesisRequest) throws(MalformedSpeechMarks) -> [Double]? {
         guard let boundaries = request.sentenceBoundaries,
             let (starts, end) = SentenceTimings.sentenceStarts(request.chunk, boundaries: boundaries)
         else { return nil }
         let offset = Self.sentText(for: request).offset
-        return SentenceTimings.pollyTimes(body, targets: starts.map(offset), end: offset(end))
+        return try SentenceTimings.pollyTimes(body, targets: starts.map(offset), end: offset(end))
     }
 
     func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {

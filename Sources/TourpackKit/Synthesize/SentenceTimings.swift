@@ -206,15 +206,22 @@ package enum SentenceTimings {
     /// to the sentence starts (`targets`, offsets into the text sent, and
     /// `end`): each takes the first mark that starts at or after it and
     /// before the next sentence.
-    package static func pollyTimes(_ body: [UInt8], targets: [Int], end: Int) -> [Double]? {
+    ///
+    /// Throws `MalformedSpeechMarks` for a body that is not speech marks (a
+    /// line that is not a JSON object, a sentence mark without its start or
+    /// time): a damaged answer, which the client asks for again, where a
+    /// well-formed answer that places too few sentences is nil.
+    package static func pollyTimes(_ body: [UInt8], targets: [Int], end: Int) throws(MalformedSpeechMarks) -> [Double]? {
         var marks: [(start: Int, time: Double)] = []
-        for line in body.split(separator: UInt8(ascii: "\n")) {
+        for (index, line) in body.split(separator: UInt8(ascii: "\n")).enumerated() {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
                 if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) { continue }
-                return nil
+                throw MalformedSpeechMarks(line: index + 1, problem: "not a JSON object")
             }
             guard object["type"] as? String == "sentence" else { continue }
-            guard let start = object["start"] as? NSNumber, let time = object["time"] as? NSNumber else { return nil }
+            guard let start = object["start"] as? NSNumber, let time = object["time"] as? NSNumber else {
+                throw MalformedSpeechMarks(line: index + 1, problem: "a sentence mark without its start or time")
+            }
             marks.append((start.intValue, time.doubleValue / 1000))
         }
         var times: [Double?] = []
@@ -224,4 +231,12 @@ package enum SentenceTimings {
         }
         return ordered(times)
     }
+}
+
+/// A speech marks answer that is not speech marks; `line` counts from 1.
+package struct MalformedSpeechMarks: Error, CustomStringConvertible {
+    var line: Int
+    var problem: String
+
+    package var description: String { "speech marks answer, line \(line): \(problem)" }
 }

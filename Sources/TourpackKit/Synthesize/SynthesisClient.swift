@@ -121,9 +121,15 @@ final class SynthesisClient: Sendable {
             return try await withRetries(request, countsFailures: false) { attempt, timeout in
                 await self.attemptOnce(
                     request, body: body, attempt: attempt, timeout: timeout, spool: spool, accepts: followUp.acceptsTiming(contentType:),
-                    answered: { response in
+                    answered: { response -> Outcome<[Double]?> in
                         let bytes = response.spooled ? (try? Array(Data(contentsOf: spool))) : response.body
-                        return .answered(bytes.flatMap { followUp.sentenceTimes(fromTimingAnswer: $0, for: request) })
+                        guard let bytes else { return .answered(nil) }
+                        do {
+                            return .answered(try followUp.sentenceTimes(fromTimingAnswer: bytes, for: request))
+                        } catch {
+                            // Damaged in transit or by the provider: billed, and asked again like a corrupt audio body.
+                            return .retryable(status: response.status, reason: "\(error)", retryAfter: nil, transport: nil)
+                        }
                     })
             }
         } catch let error as TourpackError where error.kind == .audioGenerationFailed || error.kind == .networkUnavailable {

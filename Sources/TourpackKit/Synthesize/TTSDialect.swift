@@ -39,8 +39,10 @@ protocol TimingFollowUp: TTSDialect {
     /// The second request's body; nil when the request asks for no timings.
     func timingBody(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8]?
     func acceptsTiming(contentType: String?) -> Bool
-    /// The sentence starts read from the second answer; nil when it does not place them all.
-    func sentenceTimes(fromTimingAnswer body: [UInt8], for request: SynthesisRequest) -> [Double]?
+    /// The sentence starts read from the second answer; nil when it does not
+    /// place them all. Throws `MalformedSpeechMarks` when the answer is
+    /// damaged, so the client asks again.
+    func sentenceTimes(fromTimingAnswer body: [UInt8], for request: SynthesisRequest) throws(MalformedSpeechMarks) -> [Double]?
 }
 
 /// An error answer, as the retry policy sees it.

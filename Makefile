@@ -16,13 +16,14 @@ BIN_DEBUG := .build/debug/tourpack
 # anything from the internet).
 APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 	libavutil-dev libswresample-dev libopus-dev libmp3lame-dev libespeak-ng-dev \
-	espeak-ng libebur128-dev libsqlite3-dev sqlite3 libjs-leaflet
+	espeak-ng libsqlite3-dev sqlite3 libjs-leaflet
 # What the tests and benches add: the independent checkers of the output
 # (ffmpeg and ffprobe, opusinfo, mp3val); postgresql, whose initdb and pg_ctl
 # (from /usr/lib/postgresql/<version>/bin) start a throwaway server for the
 # PostgreSQL state; chromium and chromium-driver, the headless browser the
-# review page's tests drive through Selenium.
-APT_TEST_PACKAGES := ffmpeg opus-tools mp3val postgresql chromium chromium-driver
+# review page's tests drive through Selenium; libebur128-dev, the reference the
+# audio tests hold tourpack's own loudness meter to (the product does not link it).
+APT_TEST_PACKAGES := ffmpeg opus-tools mp3val postgresql chromium chromium-driver libebur128-dev
 
 # Installs the Debian packages of $(1) that are missing, naming them.
 define apt_install

@@ -40,7 +40,9 @@ import Glibc
             let new = try fixture.files(of: fixture.package(id))
 
             // Blobs arrive slowly (half, a pause, the rest), so a kill lands mid-download as often as mid-commit.
-            server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .stall(seconds: 0.2) : nil }
+            // The first round's pause lasts seconds, so its early kill always lands before the update is in place.
+            let stall = round == 1 ? 3.0 : 0.2
+            server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .stall(seconds: stall) : nil }
             server.resetLog()
             let process = Process()
             process.executableURL = Executable.tourpack

@@ -435,7 +435,11 @@ import Glibc
             try fixture.changeCaptions(of: fixture.package(package.packageId), index: 3)
             try await fixture.publish()
             let new = try fixture.files(of: fixture.package(package.packageId))
-            server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .stall(seconds: 0.2) : nil }
+            // The first round's blobs stall for seconds, so its early kill always lands
+            // before the update is in place (on a quick machine a 0.2 s stall could be
+            // over by then in every round); the other rounds' kills land anywhere.
+            let stall = round == 1 ? 3.0 : 0.2
+            server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .stall(seconds: stall) : nil }
             let process = try Self.runExample(arguments)
             let instant = round == 1 ? Int.random(in: 50...300, using: &seeds) : Int.random(in: 0...1_200, using: &seeds)
             try await Task.sleep(for: .milliseconds(instant))

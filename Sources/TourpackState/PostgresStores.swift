@@ -362,11 +362,17 @@ struct PostgresOutputIndex: OutputIndex {
 
     func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
         guard !paths.isEmpty || !signatures.isEmpty else { return }
+        let (signed, signs) = (Array(signatures.keys), Array(signatures.values))
         try store.transaction("mark \(paths.count) files used") { session in
             try session.execute("UPDATE output_file SET last_used_at = \(time) WHERE path = ANY(\(paths))")
-            for (path, signature) in signatures {
-                try session.execute("UPDATE output_file SET file_signature = \(signature) WHERE path = \(path)")
-            }
+            guard !signed.isEmpty else { return }
+            // One statement for all of them: the first rebuild after a cold build signs every file.
+            try session.execute(
+                """
+                UPDATE output_file SET file_signature = given.signature
+                FROM unnest(\(signed)::text[], \(signs)::text[]) AS given(path, signature)
+                WHERE output_file.path = given.path
+                """)
         }
     }
 

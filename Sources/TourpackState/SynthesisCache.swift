@@ -292,13 +292,6 @@ public struct SynthesisCache: Sendable {
         try index.forget(key.hex)
         _ = try? AtomicFile.remove(fileURL(for: key))
     }
-
-    static func fileSize(_ url: URL) -> Int64 {
-        // lstat, as `attributesOfItem` did, without its owner and group names (a passwd and group look-up per call).
-        var info = stat()
-        guard lstat(url.path, &info) == 0 else { return 0 }
-        return Int64(info.st_size)
-    }
 }
 
 /// A chunk's entry in the synthesis cache: its FLAC file and its shape.

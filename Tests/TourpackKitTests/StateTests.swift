@@ -674,7 +674,7 @@ struct StateScratch {
             clock.advance(seconds: 60)
         }
         _ = try cache.load(keys[0])  // "one." is now the most recently used
-        let sizes = keys.map { SynthesisCache.fileSize(cache.fileURL(for: $0)) }
+        let sizes = keys.map { SynthesisCache.regularFileSize(cache.fileURL(for: $0)) ?? 0 }
         let removed = try cache.evict(toFit: sizes[0] + sizes[2])
         #expect(removed.files == 1 && removed.bytes == sizes[1])
         #expect(try cache.freshKeys(among: keys) == [keys[0], keys[2]])
@@ -693,30 +693,42 @@ struct StateScratch {
 }
 
 @Suite(.offThePool) struct OutputCacheAndEvictionTests {
-    @Test(arguments: Backend.allCases) func aFileIsReusedOnlyWhenItsKeyAgeSizeAndHashAllHold(backend: Backend) throws {
-        let fixture = try StateFixture(backend)
-        defer { fixture.remove() }
-        let scratch = fixture.scratch
-        let clock = ManualClock()
-        let outputs = try fixture.outputCache(clock: clock)
-        let url = scratch.output.appendingPathComponent("AudioCache/t/p_Detailed.m4a")
-        let bytes = Data((0..<4096).map { UInt8($0 % 251) })
+    /// The bytes of each test's AudioCache file.
+    static let bytes = Data((0..<4096).map { UInt8($0 % 251) })
+
+    /// `bytes` written at AudioCache/t/<poi>_Detailed.m4a under the fixture's output.
+    static func writeFile(_ poi: String, in fixture: StateFixture) throws -> URL {
+        let url = fixture.scratch.output.appendingPathComponent("AudioCache/t/\(poi)_Detailed.m4a")
         try AtomicFile.write(bytes, to: url)
+        return url
+    }
+
+    /// The measurements of a file `writeFile` wrote, as a build records them (size and SHA-256 right).
+    static func audio(of url: URL) throws -> EncodedAudio {
         var audio = StoreManifestFixture.encoded(1, duration: 3)
         audio.sizeBytes = Int64(bytes.count)
         audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(
-            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
-            loudness: nil,
-            metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        return audio
+    }
+
+    /// A file's key, made by `encoder`.
+    static func key(encoder: String = "e1") -> OutputKey {
+        OutputKey(
+            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: encoder, sampleRateHz: 24_000, pauseMilliseconds: 350,
+            loudness: nil, metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+    }
+
+    @Test(arguments: Backend.allCases) func aFileIsReusedOnlyWhenItsKeyAgeSizeAndHashAllHold(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let clock = ManualClock()
+        let outputs = try fixture.outputCache(clock: clock)
+        let url = try Self.writeFile("p", in: fixture)
+        let (bytes, audio, key) = (Self.bytes, try Self.audio(of: url), Self.key())
         try outputs.record([(url: url, key: key, audio: audio)])
 
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
-        let otherEncoder = OutputKey(
-            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e2", sampleRateHz: 24_000, pauseMilliseconds: 350,
-            loudness: nil,
-            metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
-        #expect(try outputs.reusable(url, key: otherEncoder, check: .sizeAndHash) == nil)
+        #expect(try outputs.reusable(url, key: Self.key(encoder: "e2"), check: .sizeAndHash) == nil)
 
         var flipped = bytes
         flipped[2000] ^= 0x40
@@ -737,15 +749,8 @@ struct StateScratch {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
         let outputs = try fixture.outputCache(clock: ManualClock())
-        let url = fixture.scratch.output.appendingPathComponent("AudioCache/t/p_Detailed.m4a")
-        let bytes = Data((0..<4096).map { UInt8($0 % 251) })
-        try AtomicFile.write(bytes, to: url)
-        var audio = StoreManifestFixture.encoded(1, duration: 3)
-        audio.sizeBytes = Int64(bytes.count)
-        audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(
-            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
-            loudness: nil, metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        let url = try Self.writeFile("p", in: fixture)
+        let (bytes, audio, key) = (Self.bytes, try Self.audio(of: url), Self.key())
         try outputs.record([(url: url, key: key, audio: audio)])
         func signature() throws -> String? { try outputs.index.entry(path: url.path)?.fileSignature }
 
@@ -790,18 +795,8 @@ struct StateScratch {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }
         let outputs = try fixture.outputCache(clock: ManualClock())
-        let (url, other) = (
-            fixture.scratch.output.appendingPathComponent("AudioCache/t/p_Detailed.m4a"),
-            fixture.scratch.output.appendingPathComponent("AudioCache/t/q_Detailed.m4a")
-        )
-        let bytes = Data((0..<4096).map { UInt8($0 % 251) })
-        var audio = StoreManifestFixture.encoded(1, duration: 3)
-        audio.sizeBytes = Int64(bytes.count)
-        for file in [url, other] { try AtomicFile.write(bytes, to: file) }
-        audio.sha256 = try FileDigest.sha256(of: url).hex
-        let key = OutputKey(
-            chunks: [SynthesisCacheTests.key("a")], format: .aac, encoder: "e1", sampleRateHz: 24_000, pauseMilliseconds: 350,
-            loudness: nil, metadata: AudioMetadata(title: "P – Detailed", album: "T", language: "en-US"))
+        let (url, other) = (try Self.writeFile("p", in: fixture), try Self.writeFile("q", in: fixture))
+        let (audio, key) = (try Self.audio(of: url), Self.key())
         try outputs.record([(url: url, key: key, audio: audio)])
 
         let preloaded = try outputs.preloading([url, other])

@@ -71,15 +71,18 @@ let package = Package(
         .target(name: "CCurlShims", dependencies: ["CCurl"], linkerSettings: [.linkedLibrary("curl")]),
         // SQLite from a descriptor (a read-only VFS) and a time limit on a connection's statements.
         .target(name: "CSQLiteShims", linkerSettings: [.linkedLibrary("sqlite3")]),
+        // FFmpeg's headers only (Debian's multiarch include folder, where
+        // `pkg-config --cflags libavformat` points): nothing links the
+        // libraries, which CFFmpegShims loads on first use (`loader.c`), so
+        // a command that encodes nothing does not pay for loading them.
         .systemLibrary(
             name: "CFFmpeg",
-            pkgConfig: "libavformat",
             providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]
         ),
         .target(
             name: "CFFmpegShims",
             dependencies: ["CFFmpeg"],
-            linkerSettings: [.linkedLibrary("avutil")]
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         // EBU R128 / ITU-R BS.1770 loudness and true peak: the reference the
         // tests hold TourpackAudio's own meter to (the product does not link it).

@@ -1,6 +1,5 @@
 #include "CFFmpegShims.h"
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +27,6 @@ void tp_av_strerror(int errnum, char *buffer, size_t size) {
 static _Thread_local int tp_capturing;
 static _Thread_local int tp_captured_count;
 static _Thread_local char tp_captured[TP_KEPT_MESSAGES][TP_MESSAGE_SIZE];
-static pthread_once_t tp_log_once = PTHREAD_ONCE_INIT;
 
 static void tp_log_callback(void *context, int level, const char *format, va_list arguments) {
     // Outside a capture FFmpeg's lines ("[flac @ 0x…] CRC error") never
@@ -46,12 +44,15 @@ static void tp_log_callback(void *context, int level, const char *format, va_lis
     tp_captured_count++;
 }
 
-static void tp_install_log_callback(void) { av_log_set_callback(tp_log_callback); }
+// Called once, by the loader, with the real av_log_set_callback.
+void tp_log_install_loaded(void (*set_callback)(void (*)(void *, int, const char *, va_list))) {
+    set_callback(tp_log_callback);
+}
 
-void tp_log_install(void) { pthread_once(&tp_log_once, tp_install_log_callback); }
+void tp_log_install(void) { (void)tp_ffmpeg_load(); }
 
 void tp_log_capture_begin(void) {
-    pthread_once(&tp_log_once, tp_install_log_callback);
+    (void)tp_ffmpeg_load();
     tp_capturing = 1;
     tp_captured_count = 0;
 }

@@ -154,6 +154,35 @@ import Glibc
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
     }
 
+    /// Issue 39: FFmpeg's libraries (about 110 shared objects with their
+    /// dependencies) are loaded when something is encoded or decoded, not
+    /// when tourpack starts: `--help`, `plan` and a rebuild that reuses every
+    /// file never map them. The dynamic loader's own trace (`LD_DEBUG=files`)
+    /// names every object it maps.
+    @Test func ffmpegIsLoadedOnlyWhenAudioIsMade() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        let trace = ["LD_DEBUG": "files"]
+        func loadsFFmpeg(_ result: Executable.Result) -> Bool { result.stderr.contains("file=libavcodec.so") }
+
+        let help = try Executable.run(["--help"], environment: trace)
+        #expect(help.status == 0 && help.stderr.contains("file=libc.so"), "the trace is on: \(help.stderr.prefix(300))")
+        #expect(!loadsFFmpeg(help))
+        let cold = try Executable.run(
+            ["build", workspace.pipeline.path, "--endpoint", server.endpoint], in: workspace.root, environment: trace)
+        #expect(cold.status == 0 && loadsFFmpeg(cold), "a cold build encodes, so it loads FFmpeg")
+        let warm = try Executable.run(
+            ["build", workspace.pipeline.path, "--endpoint", server.endpoint, "--json"], in: workspace.root, environment: trace)
+        #expect(warm.status == 0, "\(warm.stderr.suffix(2_000))")
+        #expect(try Self.summary(warm)["reusedFiles"] as? Int == 5)
+        #expect(!loadsFFmpeg(warm), "every file reused: nothing to encode")
+        let plan = try Executable.run(["plan", workspace.pipeline.path], in: workspace.root, environment: trace)
+        #expect(plan.status == 0 && !loadsFFmpeg(plan))
+        // validate decodes every file: it loads FFmpeg, and its checks pass.
+        let validate = try Executable.run(["validate", workspace.output.path], environment: trace)
+        #expect(validate.status == 0 && loadsFFmpeg(validate), "\(validate.stdout)")
+    }
+
     /// Issue 27, defect 12: an Opus file made again from the synthesis
     /// cache is the same bytes, its Ogg serial number coming from its tags
     /// rather than chance, so neither its sha256 nor the package's

@@ -4,6 +4,18 @@
 #include <libavutil/error.h>
 #include <libavutil/channel_layout.h>
 
+// FFmpeg's libraries are loaded on first use (loader.c): 1 once they are,
+// 0 when they cannot be (then every FFmpeg call fails, and
+// tp_ffmpeg_load_error says why).
+int tp_ffmpeg_load(void);
+// Why FFmpeg's libraries could not be loaded; NULL once they are.
+const char *tp_ffmpeg_load_error(void);
+// LIBAVCODEC_VERSION_INT and LIBAVFORMAT_VERSION_INT of the headers tourpack
+// was built with, which the loaded libraries are held to: known without
+// loading them.
+unsigned tp_avcodec_built_version(void);
+unsigned tp_avformat_built_version(void);
+
 // AVERROR(e) is a function-like macro; Swift imports no function-like macros.
 int tp_averror(int posix_errno);
 // AVERROR_EOF is built with FFERRTAG, a macro Swift cannot evaluate.

@@ -36,8 +36,13 @@ public struct FFmpegAudioEncoder: AudioEncoding {
 
     /// libavcodec's and libavformat's versions, the recipe's revision and the
     /// AAC coder. Each file's rate is part of its own cache key.
+    ///
+    /// The versions are the headers' (`LIBAVCODEC_VERSION_INT`,
+    /// `LIBAVFORMAT_VERSION_INT`), known without loading FFmpeg, so a
+    /// rebuild that reuses every file never loads it. The libraries loaded
+    /// to encode must be those versions, or nothing is encoded (`loader.c`).
     public var fingerprint: String {
-        "ffmpeg avcodec \(avcodec_version()) avformat \(avformat_version()) recipe \(Self.recipeRevision) aac \(aacCoder.rawValue)"
+        "ffmpeg avcodec \(tp_avcodec_built_version()) avformat \(tp_avformat_built_version()) recipe \(Self.recipeRevision) aac \(aacCoder.rawValue)"
     }
 
     public func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession {

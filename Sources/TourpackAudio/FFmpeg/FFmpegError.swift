@@ -18,7 +18,10 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let call = "\(operation): \(FFmpegError.text(for: code)) (\(code))"
+        var call = "\(operation): \(FFmpegError.text(for: code)) (\(code))"
+        if let reason = tp_ffmpeg_load_error() {
+            call = "\(operation): FFmpeg's libraries could not be loaded: \(String(cString: reason))"
+        }
         guard let path else { return call }
         return "\(path): \(call)"
     }

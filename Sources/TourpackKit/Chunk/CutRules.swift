@@ -45,6 +45,10 @@ enum CutRules {
     /// between unit `i - 1` and unit `i`, or nil where no cut is allowed.
     static func levels(_ text: [Character], blocks: [Bool]) -> [CutLevel?] {
         let n = text.count
+        // Each unit is classified once (ASCII from a table), not looked up
+        // in each set by each rule: planning asks this of every character
+        // of every narration, and a `Set<Character>` lookup hashes a string.
+        let kinds = text.map(UnitKind.init)
         var levels = [CutLevel?](repeating: nil, count: n + 1)
         func mark(_ i: Int, _ level: CutLevel) {
             guard i > 0 && i < n else { return }
@@ -52,16 +56,16 @@ enum CutRules {
             levels[i] = level
         }
 
-        for i in 1..<max(n, 1) where !continuesCluster(text[i]) && !endsWithJoiner(text[i - 1]) {
+        for i in 1..<max(n, 1) where !kinds[i].contains(.continuesCluster) && !kinds[i - 1].contains(.endsWithJoiner) {
             mark(i, .grapheme)
         }
-        for i in 0..<n where isSpace(text[i]) { mark(i, .space) }
+        for i in 0..<n where kinds[i].contains(.space) { mark(i, .space) }
         for i in 0..<n {
-            let c = text[i]
-            let spacedDash = c == "–" && i > 0 && isSpace(text[i - 1])
-            guard spacedClauseMarks.contains(c) || clauseMarks.contains(c) || spacedDash else { continue }
-            let k = skipClosers(text, from: i + 1)
-            if clauseMarks.contains(c) || k == n || isSpace(text[k]) { mark(k, .clause) }
+            let kind = kinds[i]
+            let spacedDash = kind.contains(.enDash) && i > 0 && kinds[i - 1].contains(.space)
+            guard kind.contains(.spacedClauseMark) || kind.contains(.clauseMark) || spacedDash else { continue }
+            let k = skipClosers(text, kinds, from: i + 1)
+            if kind.contains(.clauseMark) || k == n || kinds[k].contains(.space) { mark(k, .clause) }
         }
         for i in 0..<n where blocks[i] {
             mark(i, .sentence)
@@ -70,14 +74,14 @@ enum CutRules {
 
         var i = 0
         while i < n {
-            guard terminators.contains(text[i]) else {
+            guard kinds[i].contains(.terminator) else {
                 i += 1
                 continue
             }
             var j = i
-            while j < n, terminators.contains(text[j]) { j += 1 }
-            let k = skipClosers(text, from: j)
-            switch sentenceEnd(text, run: i..<j, after: k) {
+            while j < n, kinds[j].contains(.terminator) { j += 1 }
+            let k = skipClosers(text, kinds, from: j)
+            switch sentenceEnd(text, kinds, run: i..<j, after: k) {
             case .sentence?: mark(k, .sentence)
             case .clause?: mark(k, .clause)
             default: break
@@ -87,14 +91,64 @@ enum CutRules {
         return levels
     }
 
+    /// What the rules ask of one unit: which of the sets above it is in,
+    /// and the few single characters they test.
+    private struct UnitKind: OptionSet {
+        let rawValue: UInt16
+        static let space = UnitKind(rawValue: 1 << 0)
+        static let terminator = UnitKind(rawValue: 1 << 1)
+        static let cjkTerminator = UnitKind(rawValue: 1 << 2)
+        static let exclamation = UnitKind(rawValue: 1 << 3)
+        static let closer = UnitKind(rawValue: 1 << 4)
+        static let spacedClauseMark = UnitKind(rawValue: 1 << 5)
+        static let clauseMark = UnitKind(rawValue: 1 << 6)
+        static let enDash = UnitKind(rawValue: 1 << 7)
+        static let ellipsis = UnitKind(rawValue: 1 << 8)
+        static let closingGuillemet = UnitKind(rawValue: 1 << 9)
+        static let continuesCluster = UnitKind(rawValue: 1 << 10)
+        static let endsWithJoiner = UnitKind(rawValue: 1 << 11)
+        static let placeholder = UnitKind(rawValue: 1 << 12)
+
+        init(rawValue: UInt16) { self.rawValue = rawValue }
+
+        init(_ c: Character) {
+            if let ascii = c.asciiValue {
+                self = Self.ascii[Int(ascii)]
+            } else {
+                self = Self.classify(c)
+            }
+        }
+
+        /// The 128 ASCII characters, classified once.
+        private static let ascii: [UnitKind] = (0..<128).map { classify(Character(Unicode.Scalar(UInt8($0)))) }
+
+        private static func classify(_ c: Character) -> UnitKind {
+            var kind: UnitKind = []
+            if CutRules.isSpace(c) { kind.insert(.space) }
+            if terminators.contains(c) { kind.insert(.terminator) }
+            if cjkTerminators.contains(c) { kind.insert(.cjkTerminator) }
+            if exclamations.contains(c) { kind.insert(.exclamation) }
+            if closers.contains(c) { kind.insert(.closer) }
+            if spacedClauseMarks.contains(c) { kind.insert(.spacedClauseMark) }
+            if clauseMarks.contains(c) { kind.insert(.clauseMark) }
+            if c == "–" { kind.insert(.enDash) }
+            if c == "…" { kind.insert(.ellipsis) }
+            if c == "»" || c == "›" { kind.insert(.closingGuillemet) }
+            if CutRules.continuesCluster(c) { kind.insert(.continuesCluster) }
+            if CutRules.endsWithJoiner(c) { kind.insert(.endsWithJoiner) }
+            if c == CutRules.placeholder { kind.insert(.placeholder) }
+            return kind
+        }
+    }
+
     /// Whether the terminator run `run`, followed by closers up to `k`, ends
     /// a sentence (`.sentence`), is only a pause (`.clause`), or neither.
-    private static func sentenceEnd(_ text: [Character], run: Range<Int>, after k: Int) -> CutLevel? {
-        let marks = text[run]
-        if marks.contains(where: cjkTerminators.contains) { return .sentence }
-        let spaceAfter = k == text.count || isSpace(text[k])
-        let isExclamation = marks.contains(where: exclamations.contains)
-        if !isExclamation && (marks.count > 1 || marks.contains("…")) {
+    private static func sentenceEnd(_ text: [Character], _ kinds: [UnitKind], run: Range<Int>, after k: Int) -> CutLevel? {
+        let marks = kinds[run]
+        if marks.contains(where: { $0.contains(.cjkTerminator) }) { return .sentence }
+        let spaceAfter = k == text.count || kinds[k].contains(.space)
+        let isExclamation = marks.contains { $0.contains(.exclamation) }
+        if !isExclamation && (marks.count > 1 || marks.contains { $0.contains(.ellipsis) }) {
             return spaceAfter ? .clause : nil
         }
         guard spaceAfter else {
@@ -102,20 +156,20 @@ enum CutRules {
             return isExclamation && isCJK(text[k]) ? .sentence : nil
         }
         var start = k
-        while start < text.count, isSpace(text[start]) { start += 1 }
-        let nextWord = start < text.count ? word(in: text, from: start) : nil
+        while start < text.count, kinds[start].contains(.space) { start += 1 }
+        let nextWord = start < text.count ? word(in: text, kinds, from: start) : nil
         if let first = nextWord?.first(where: { !openers.contains($0) }), first.isLowercase { return nil }
         if isExclamation { return .sentence }
 
         var wordStart = run.lowerBound
-        while wordStart > 0, !isSpace(text[wordStart - 1]), text[wordStart - 1] != placeholder { wordStart -= 1 }
+        while wordStart > 0, !kinds[wordStart - 1].contains(.space), !kinds[wordStart - 1].contains(.placeholder) { wordStart -= 1 }
         var before = text[wordStart..<run.lowerBound]
         while let first = before.first, openers.contains(first) { before = before.dropFirst() }
         while let last = before.last, closers.contains(last) { before = before.dropLast() }
         var previousEnd = wordStart
-        while previousEnd > 0, isSpace(text[previousEnd - 1]) { previousEnd -= 1 }
+        while previousEnd > 0, kinds[previousEnd - 1].contains(.space) { previousEnd -= 1 }
         var previousStart = previousEnd
-        while previousStart > 0, !isSpace(text[previousStart - 1]) { previousStart -= 1 }
+        while previousStart > 0, !kinds[previousStart - 1].contains(.space) { previousStart -= 1 }
         let previousWord = previousStart < previousEnd ? String(text[previousStart..<previousEnd]) : nil
         if !before.isEmpty && Abbreviations.keepsPeriod(word: String(before), nextWord: nextWord, previousWord: previousWord) {
             return nil
@@ -123,19 +177,19 @@ enum CutRules {
         return .sentence
     }
 
-    private static func word(in text: [Character], from start: Int) -> String {
+    private static func word(in text: [Character], _ kinds: [UnitKind], from start: Int) -> String {
         var end = start
-        while end < text.count, !isSpace(text[end]) { end += 1 }
+        while end < text.count, !kinds[end].contains(.space) { end += 1 }
         return String(text[start..<end])
     }
 
     /// Past closing quotes and brackets that belong to the sentence before,
     /// including a French ` »` (a space, then `»` followed by a space or the end).
-    private static func skipClosers(_ text: [Character], from start: Int) -> Int {
+    private static func skipClosers(_ text: [Character], _ kinds: [UnitKind], from start: Int) -> Int {
         var k = start
-        while k < text.count, closers.contains(text[k]) { k += 1 }
-        if k == start, k + 1 < text.count, isSpace(text[k]), text[k + 1] == "»" || text[k + 1] == "›",
-            k + 2 == text.count || isSpace(text[k + 2])
+        while k < text.count, kinds[k].contains(.closer) { k += 1 }
+        if k == start, k + 1 < text.count, kinds[k].contains(.space), kinds[k + 1].contains(.closingGuillemet),
+            k + 2 == text.count || kinds[k + 2].contains(.space)
         {
             k += 2
         }
@@ -145,7 +199,8 @@ enum CutRules {
     /// Whitespace that may be collapsed and cut at. No-break spaces (as in
     /// French `« Bonjour »` or `10 km`) are glue and are kept as they are.
     static func isSpace(_ c: Character) -> Bool {
-        c.unicodeScalars.allSatisfy(isSpace)
+        if let ascii = c.asciiValue { return ascii == 0x20 || (0x09...0x0D).contains(ascii) }
+        return c.unicodeScalars.allSatisfy(isSpace)
     }
 
     /// One scalar of `isSpace`. ASCII is answered without Unicode's property

@@ -111,6 +111,31 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: target.path))
     }
 
+    /// Each folder's files are judged from one listing of it: a symlink at an
+    /// audio file and a folder at a caption file are both found, and named
+    /// in one refusal, on a rebuild as on a first build.
+    @Test func aSymlinkedAudioFileAndAFolderAtACaptionFileAreRefused() throws {
+        let setup = try Setup()
+        #expect(try setup.workspace.build(setup.server).status == 0)
+        let files = RootCheck.allFiles(under: setup.workspace.output)
+        let audio = setup.workspace.output.appendingPathComponent(try #require(files.first { $0.hasSuffix(".m4a") }))
+        let captions = setup.workspace.output.appendingPathComponent(try #require(files.first { $0.hasSuffix(".vtt") }))
+        let target = setup.outside.appendingPathComponent("audio.m4a")
+        try Data("outside".utf8).write(to: target)
+        try FileManager.default.removeItem(at: audio)
+        try FileManager.default.createSymbolicLink(at: audio, withDestinationURL: target)
+        try FileManager.default.removeItem(at: captions)
+        try FileManager.default.createDirectory(at: captions, withIntermediateDirectories: false)
+
+        let requests = try IncrementalBuildTests.requests(setup.server)
+        let result = try setup.workspace.build(setup.server)
+        #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stderr.contains("\(audio.path) is a symlink to \(target.path), not a file"), "\(result.stderr)")
+        #expect(result.stderr.contains("\(captions.path) is a folder, not a file"), "\(result.stderr)")
+        #expect(try IncrementalBuildTests.requests(setup.server) == requests)
+        #expect(try Data(contentsOf: target) == Data("outside".utf8), "the file outside is untouched")
+    }
+
     @Test func audioCacheThatIsAFileIsRefused() throws {
         let setup = try Setup()
         let file = setup.workspace.output.appendingPathComponent("AudioCache")

@@ -23,32 +23,35 @@ extension OutputTree {
                 problems.append(describe(folder.appendingPathComponent(name), as: .symlink, wanted: "a folder"))
             }
         }
-        var folders: [URL: [URL]] = [:]
+        // The files a build replaces, by folder and name: each folder is
+        // listed once (`OutputTree.entries`), not each file looked at alone.
+        var folders: [URL: [String]] = [:]
         for tourPlan in plan.tours {
             let tourID = tourPlan.tour.id
             let audio = layout.audioFolder(tourID: tourID).url
             folders[audio, default: []] += tourPlan.items.flatMap { item in
-                formats.map { layout.audioFileURL(tourID: tourID, poiID: item.poiID, phase: item.phase, format: $0) }
+                formats.map { Layout.audioFileName(poiID: item.poiID, phase: item.phase, format: $0) }
             }
             for format in formats {
                 let packageID = PackageID.make(tourID: tourID, voice: voice, format: format, bitrateKbps: bitrates[format])
-                folders[layout.packageFolder(packageID: packageID).url, default: []] +=
-                    [layout.manifest(packageID: packageID).url, layout.tilePack(packageID: packageID).url]
+                folders[layout.packageFolder(packageID: packageID).url, default: []] += [Layout.manifestFileName, Layout.tilePackFileName]
                 // The caption files, in a folder of the package's own.
                 folders[layout.captionsFolder(packageID: packageID).url, default: []] += tourPlan.items.map { item in
-                    layout.root.appendingPathComponent(
-                        Layout.captionsRelativePath(packageID: packageID, poiID: item.poiID, phase: item.phase))
+                    Layout.captionsFileName(poiID: item.poiID, phase: item.phase)
                 }
             }
         }
-        for (folder, files) in folders.sorted(by: { $0.key.path < $1.key.path }) {
+        for (folder, names) in folders.sorted(by: { $0.key.path < $1.key.path }) {
             if let problem = folderProblem(folder) {
                 if !problems.contains(problem) { problems.append(problem) }
                 continue
             }
-            for file in files {
-                let found = kind(file)
-                if found == .symlink || found == .folder { problems.append(describe(file, as: found, wanted: "a file")) }
+            let entries = entries(of: folder)
+            for name in names {
+                let found = entries[name] ?? .absent
+                if found == .symlink || found == .folder {
+                    problems.append(describe(folder.appendingPathComponent(name), as: found, wanted: "a file"))
+                }
             }
         }
         guard !problems.isEmpty else { return }

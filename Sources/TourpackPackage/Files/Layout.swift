@@ -55,7 +55,12 @@ public struct Layout: Sendable, Hashable {
 
     /// The root-relative audio path on its own, as package.json records it.
     public static func audioRelativePath(tourID: SafeID, poiID: SafeID, phase: Phase, format: AudioFormat) -> String {
-        "\(audioCacheFolder)/\(tourID.value)/\(poiID.value)_\(phase.fileLabel).\(format.fileExtension)"
+        "\(audioCacheFolder)/\(tourID.value)/\(audioFileName(poiID: poiID, phase: phase, format: format))"
+    }
+
+    /// `<poiId>_<Phase>.<ext>`: an audio file's name in its tour's folder.
+    package static func audioFileName(poiID: SafeID, phase: Phase, format: AudioFormat) -> String {
+        "\(poiID.value)_\(phase.fileLabel).\(format.fileExtension)"
     }
 
     /// `OfflineTours/<packageId>`.
@@ -81,7 +86,12 @@ public struct Layout: Sendable, Hashable {
     /// narration's WebVTT captions. They live in the package's folder, so
     /// the app's `AudioCache` layout stays exactly as it is.
     public static func captionsRelativePath(packageID: SafeID, poiID: SafeID, phase: Phase) -> String {
-        "\(offlineToursFolder)/\(packageID.value)/\(captionsFolderName)/\(poiID.value)_\(phase.fileLabel).vtt"
+        "\(offlineToursFolder)/\(packageID.value)/\(captionsFolderName)/\(captionsFileName(poiID: poiID, phase: phase))"
+    }
+
+    /// `<poiId>_<Phase label>.vtt`: a caption file's name in its package's captions folder.
+    package static func captionsFileName(poiID: SafeID, phase: Phase) -> String {
+        "\(poiID.value)_\(phase.fileLabel).vtt"
     }
 
     /// `OfflineTours/<packageId>/captions`.

@@ -66,6 +66,31 @@ public enum OutputTree {
         }
     }
 
+    /// What each entry of `folder` is, by name, from one listing: the
+    /// directory entry's own type (`d_type`, which like `lstat` does not
+    /// follow a link), and `lstat` only where the file system does not
+    /// give it. Empty when the folder cannot be read (absent: nothing in it
+    /// to refuse).
+    package static func entries(of folder: URL) -> [String: Kind] {
+        guard let stream = opendir(folder.path) else { return [:] }
+        defer { closedir(stream) }
+        var found: [String: Kind] = [:]
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            switch Int32(entry.pointee.d_type) {
+            case Int32(DT_DIR): found[name] = .folder
+            case Int32(DT_LNK): found[name] = .symlink
+            case Int32(DT_REG): found[name] = .file
+            case Int32(DT_UNKNOWN): found[name] = kind(folder.appendingPathComponent(name))
+            default: found[name] = .other
+            }
+        }
+        return found
+    }
+
     /// Why `folder` cannot take the build's files, or nil when it is a real folder or absent.
     package static func folderProblem(_ folder: URL) -> String? {
         let found = kind(folder)

@@ -10,6 +10,7 @@ import Glibc
 
 struct Build: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "build",
         abstract: "Run the pipeline: synthesize, encode and write the Documents layout.",
         discussion: """
             Writes <output>/AudioCache/<tourId>/<poiId>_<Phase>.<ext>, \

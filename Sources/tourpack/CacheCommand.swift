@@ -6,12 +6,14 @@ import TourpackState
 
 struct Cache: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cache",
         abstract: "Storage statistics and cleanup of a pipeline's output and state.",
         subcommands: [Stats.self, Prune.self, Clear.self]
     )
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stats",
             abstract:
                 "Packages, files, bytes (in total and per tour), expired and failed counts, unreferenced audio, temps, synthesis- and tile-cache sizes, tile packs."
         )
@@ -73,6 +75,7 @@ struct Cache: AsyncParsableCommand {
 
     struct Prune: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "prune",
             abstract: "Remove expired packages, old unreferenced audio, and unreferenced audio over the budget.",
             discussion: "Audio that a live package lists is never removed. Takes the build lock, so it never runs beside a build.")
 
@@ -112,6 +115,7 @@ struct Cache: AsyncParsableCommand {
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clear",
             abstract:
                 "Remove everything the pipeline wrote: AudioCache, OfflineTours, the synthesis and tile caches and the build records.",
             discussion:

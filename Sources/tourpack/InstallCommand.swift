@@ -8,6 +8,7 @@ import TourpackPublish
 
 struct Install: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "install",
         abstract: "Download published packages into a Documents root, as the app does.",
         discussion: """
             Reads SITE's catalog.json (an http(s):// base URL, or a folder that `publish` wrote) \

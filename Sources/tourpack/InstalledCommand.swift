@@ -9,6 +9,7 @@ import TourpackKit
 /// main thread from start to end, never on Swift's cooperative pool.
 struct Installed: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "installed",
         abstract: "What the installed packages of a Documents root take, and removing one.",
         discussion: """
             Lists every package under DOCUMENTS/OfflineTours by tour, with its format, voice, \

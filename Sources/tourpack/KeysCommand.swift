@@ -6,12 +6,14 @@ import TourpackPublish
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "keys",
         abstract: "The Ed25519 keys the published catalogue is signed and verified with, and the site's roots of trust.",
         subcommands: [Generate.self, Root.self, Rotate.self]
     )
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "generate",
             abstract: "Make a new signing key pair and print both halves, once.",
             discussion: """
                 Prints the private key, the public key (each the base64 of its 32 raw \
@@ -104,6 +106,7 @@ struct Keys: ParsableCommand {
 
     struct Root: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "root",
             abstract: "Write the site's first root of trust, roots/1.json: the root.json the app ships.",
             discussion: """
                 Root version 1 names the root keys (which sign the next root; give their private keys \
@@ -151,6 +154,7 @@ struct Keys: ParsableCommand {
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rotate",
             abstract: "Write the site's next root of trust, roots/<n+1>.json, with new catalogue (or root) keys.",
             discussion: """
                 The new root names --catalog-key as the only keys allowed to sign the catalogue \

@@ -5,6 +5,7 @@ import TourpackKit
 
 struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "plan",
         abstract: "Show what a build would cost and make, before anything is spent.",
         discussion: """
             For each tour and in total: POIs, phases, chunks, requests and characters; \

@@ -7,6 +7,7 @@ import TourpackPublish
 
 struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "publish",
         abstract: "Put the built packages where a CDN can serve them, with a signed catalogue the app reads.",
         discussion: """
             Validates the output root (with a quality ladder, each quality's root), then uploads to the pipeline's publish.target (a folder, \

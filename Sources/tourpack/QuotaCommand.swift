@@ -6,6 +6,7 @@ import TourpackState
 
 struct Quota: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "quota",
         abstract: "Characters used, reserved and left this month, per pricing tier, for the pipeline's TTS account.",
         discussion: """
             The account is the pipeline's endpoint plus a fingerprint of its API key \

@@ -9,6 +9,7 @@ import TourpackReview
 /// copy CI can keep.
 struct Review: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "review",
         abstract: "Show a Documents root's packages in a browser: tours on their own maps, every narration to play.",
         discussion: """
             Serves read-only web pages on loopback: the packages (tour, version, language, voice, \

@@ -12,6 +12,7 @@ struct StateCommand: AsyncParsableCommand {
 
     struct Migrate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "migrate",
             abstract: "Apply the state schema's missing migrations and print what was applied.",
             discussion: """
                 Applies them to PostgreSQL when the pipeline's state.postgres is set (the \

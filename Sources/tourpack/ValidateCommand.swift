@@ -5,6 +5,7 @@ import TourpackKit
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "validate",
         abstract: "Check a generated bundle before it ships: every defect, each with its path.",
         discussion: """
             For each OfflineTours/*/package.json under ROOT: the JSON Schema, safe IDs and \

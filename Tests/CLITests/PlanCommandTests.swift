@@ -213,4 +213,28 @@ import TourpackTesting
         #expect(plan.stdout.contains("--json"))
         #expect(plan.stdout.contains("before anything is spent"))
     }
+
+    /// Every command spells its name out (`commandName:`), which spares
+    /// argument-parser deriving it from the type through
+    /// `String(describing:)`, a scan of the conformance table at every start;
+    /// the names are the ones that derivation gave, which scripts call.
+    @Test func commandNamesAreTheDerivedOnes() throws {
+        let dump = try Executable.run(["--experimental-dump-help"])
+        #expect(dump.status == 0, "\(dump.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        func paths(_ command: [String: Any], under parent: String) -> [String] {
+            let name = "\(parent) \(command["commandName"] as? String ?? "?")".trimmingCharacters(in: .whitespaces)
+            let subcommands = command["subcommands"] as? [[String: Any]] ?? []
+            return [name] + subcommands.flatMap { paths($0, under: name) }
+        }
+        let commands = try paths(#require(object["command"] as? [String: Any]), under: "")
+        #expect(
+            commands == [
+                "tourpack", "tourpack build", "tourpack plan", "tourpack validate", "tourpack review", "tourpack publish",
+                "tourpack install", "tourpack installed", "tourpack cache", "tourpack cache stats", "tourpack cache prune",
+                "tourpack cache clear", "tourpack quota", "tourpack state", "tourpack state migrate", "tourpack keys",
+                "tourpack keys generate", "tourpack keys root", "tourpack keys rotate", "tourpack serve-tts",
+                "tourpack serve-tiles", "tourpack help",
+            ])
+    }
 }

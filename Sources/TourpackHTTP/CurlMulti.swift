@@ -120,20 +120,39 @@ final class CurlMulti: @unchecked Sendable {
 
 /// The synthesizer's HTTP client: one `CurlMulti` and its thread, stopped
 /// when the last synthesizer copy goes away.
+///
+/// The multi handle and its thread are made by the first request, and
+/// libcurl's global set-up (`curl_global_init`, TLS included) with them: a
+/// build whose every chunk is cached starts none of it. A set-up that fails
+/// fails that request (and every later one) with `.unusable`.
 package final class HTTPTransport: Sendable {
-    private let multi: CurlMulti
+    /// Internal, not private: the tests look at whether it was made.
+    let multi: OnFirstUse<Result<CurlMulti, TransportFailure>>
 
-    package init(maxConnections: Int) throws(TransportFailure) {
-        multi = try CurlMulti(maxConnections: maxConnections)
-        multi.start(name: "tourpack.curl")
+    package init(maxConnections: Int) {
+        multi = OnFirstUse {
+            Result { () throws(TransportFailure) in
+                let multi = try CurlMulti(maxConnections: maxConnections)
+                multi.start(name: "tourpack.curl")
+                return multi
+            }
+        }
     }
 
-    deinit { multi.stop() }
+    deinit {
+        if case .success(let multi)? = multi.made { multi.stop() }
+    }
 
     /// Performs one exchange; suspends the task, never a cooperative thread.
     package func perform(_ request: HTTPRequestSpec) async -> Result<HTTPResponse, TransportFailure> {
+        let multi: CurlMulti
         let transfer: CurlTransfer
-        do { transfer = try CurlTransfer(request) } catch { return .failure(error) }
+        do {
+            multi = try self.multi.value.get()
+            transfer = try CurlTransfer(request)
+        } catch {
+            return .failure(error)
+        }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 transfer.continuation = continuation

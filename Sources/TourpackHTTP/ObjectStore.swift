@@ -57,15 +57,13 @@ public final class ObjectStore: Sendable {
         guard let secret = environment[settings.secretKeyEnv], !secret.isEmpty else {
             throw TourpackError.invalidInput("\(section): the secret key variable $\(settings.secretKeyEnv) is not set")
         }
-        try self.init(settings: settings, signing: AWSSigning(region: settings.region, service: "s3", accessKey: access, secretKey: secret))
+        self.init(settings: settings, signing: AWSSigning(region: settings.region, service: "s3", accessKey: access, secretKey: secret))
     }
 
-    init(settings: ObjectStoreSettings, signing: AWSSigning) throws {
+    init(settings: ObjectStoreSettings, signing: AWSSigning) {
         self.settings = settings
         self.signing = signing
-        do { transport = try HTTPTransport(maxConnections: 4) } catch {
-            throw TourpackError.networkUnavailable(endpoint: Secret.redacting(url: settings.endpoint), reason: error.reason)
-        }
+        transport = HTTPTransport(maxConnections: 4)
     }
 
     // MARK: Operations

@@ -74,11 +74,7 @@ package final class TileFetcher: Sendable {
         self.timeoutSeconds = timeoutSeconds
         self.clock = clock
         self.sleep = sleep
-        do {
-            transport = try HTTPTransport(maxConnections: source.concurrency)
-        } catch {
-            throw TourpackError.invalidInput("maps.source: the HTTP client could not start: \(error.reason)")
-        }
+        transport = HTTPTransport(maxConnections: source.concurrency)
         inFlight = ConcurrencyLimit(limit: source.concurrency)
         if source.requestsPerSecond > 0 {
             let perMinute = max(1, Int((source.requestsPerSecond * 60).rounded()))

@@ -113,7 +113,7 @@ import TourpackTesting
             totalTimeoutSeconds: 10, connectTimeoutSeconds: 5, stallTimeoutSeconds: 5)
         request.signing = AWSSigning(region: "us-east-1", service: "service", accessKey: accessKey, secretKey: secretKey)
         request.connectTo = ["example.amazonaws.com:80:127.0.0.1:\(server.port)"]
-        let transport = try HTTPTransport(maxConnections: 1)
+        let transport = HTTPTransport(maxConnections: 1)
         let response = try await transport.perform(request).get()
         #expect(response.status == 200)
         let head = try #require(server.received.first)

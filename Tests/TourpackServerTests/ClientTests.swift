@@ -195,6 +195,42 @@ import TourpackServer
             #expect(synthesizer.stats.connectionsOpened == 1)
         }
     }
+
+    /// A build whose every chunk is cached sends nothing: its synthesizer
+    /// starts no transfer thread, no decode pool and not libcurl until a
+    /// request is made, and then once, however many requests start together.
+    @Test func threadsStartWithTheFirstRequest() async throws {
+        try await withServer { port, server in
+            let synthesizer = try HTTPSpeechSynthesizer(settings: fastSettings(port: port, concurrency: 8), apiKey: nil)
+            #expect(synthesizer.core.transport.multi.made == nil)
+            #expect(synthesizer.core.pool.made == nil)
+            try await withThrowingTaskGroup(of: Double.self) { group in
+                for index in 0..<8 {
+                    group.addTask { try await synthesizer.synthesize(speechRequest("Together \(index).")).durationSeconds }
+                }
+                for try await seconds in group { #expect(seconds > 0.3) }
+            }
+            #expect(try synthesizer.core.transport.multi.made?.get() != nil)
+            #expect(synthesizer.core.pool.made != nil)
+            #expect(server.stats.snapshot.synthesizeRequests == 8)
+        }
+    }
+
+    @Test func firstUseMakesTheValueOnce() async {
+        let makes = LockedCounts(0)
+        let value = OnFirstUse<Int> {
+            makes.update {
+                $0 += 1; return 42
+            }
+        }
+        #expect(value.made == nil)
+        await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<64 { group.addTask { value.value } }
+            for await made in group { #expect(made == 42) }
+        }
+        #expect(value.made == 42)
+        #expect(makes.snapshot == 1)
+    }
 }
 
 extension InjectedFault {

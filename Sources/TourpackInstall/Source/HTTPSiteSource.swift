@@ -55,9 +55,7 @@ package final class HTTPSiteSource: SiteSource {
         self.query = query
         self.policy = policy
         self.sleep = sleep
-        do { transport = try HTTPTransport(maxConnections: max(1, connections)) } catch {
-            throw TourpackError.networkUnavailable(endpoint: Secret.redacting(url: base), reason: error.reason)
-        }
+        transport = HTTPTransport(maxConnections: max(1, connections))
     }
 
     package var location: String { Secret.redacting(url: base) }

@@ -44,7 +44,8 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
     /// Splits a chunk the server refused as too long; nil when it cannot be split.
     public typealias Splitter = @Sendable (Chunk) -> [Chunk]?
 
-    private let core: SynthesisClient
+    /// Internal, not private: the tests look at what it has started.
+    let core: SynthesisClient
     private let splitter: Splitter?
 
     /// - Parameters:
@@ -67,14 +68,9 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
             }
             signing = AWSSigning(region: region, service: "polly", accessKey: access.value, secretKey: secret.value)
         }
-        let transport: HTTPTransport
-        do {
-            transport = try HTTPTransport(maxConnections: settings.concurrency)
-        } catch {
-            throw TourpackError.networkUnavailable(endpoint: Secret.redacting(url: settings.endpoint), reason: error.reason)
-        }
         core = SynthesisClient(
-            settings: settings, key: APIKey(apiKey), dialect: dialect, transport: transport, options: options,
+            settings: settings, key: APIKey(apiKey), dialect: dialect, transport: HTTPTransport(maxConnections: settings.concurrency),
+            options: options,
             retry: options.retry ?? RetryPolicy(settings: settings), signing: signing)
         self.splitter = splitter
     }
@@ -145,7 +141,7 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
                 }
             }
             let (rate, measured, measuresLoudness) = (request.sampleRateHz, shapes, core.options.measuresLoudness)
-            return try await core.pool.runIfActive {
+            return try await core.pool.value.runIfActive {
                 let recorder = ChunkRecorder(destination: destination, rate: rate, measuresLoudness: measuresLoudness)
                 do {
                     for (shape, file) in zip(measured, files) where shape.samples > 0 {

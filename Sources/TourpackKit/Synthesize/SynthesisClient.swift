@@ -16,7 +16,9 @@ final class SynthesisClient: Sendable {
     let retry: RetryPolicy
     let counters = SynthesisCounters(SynthesisStats())
     /// Where answers are decoded and written: never the cooperative pool.
-    let pool: NIOThreadPool
+    /// Started by the first answer, so a build that sends no request starts
+    /// no threads for it.
+    let pool: OnFirstUse<NIOThreadPool>
     private let inFlight: ConcurrencyLimit
     private let rateLimiter: RequestRateLimiter<ContinuousClock>?
     /// The endpoint's base URL, without a trailing slash; the dialect adds the path.
@@ -35,8 +37,11 @@ final class SynthesisClient: Sendable {
         self.transport = transport
         self.options = options
         self.retry = retry
-        pool = NIOThreadPool(numberOfThreads: max(1, min(2, ProcessInfo.processInfo.activeProcessorCount)))
-        pool.start()
+        pool = OnFirstUse {
+            let pool = NIOThreadPool(numberOfThreads: max(1, min(2, ProcessInfo.processInfo.activeProcessorCount)))
+            pool.start()
+            return pool
+        }
         inFlight = ConcurrencyLimit(limit: settings.concurrency)
         if settings.requestsPerMinute > 0 {
             let burst = min(max(1, settings.concurrency), max(1, settings.requestsPerMinute / 60))
@@ -67,7 +72,7 @@ final class SynthesisClient: Sendable {
         return BillingRule(api: settings.api, voice: request.voice).requestUnits(for: request.chunk)
     }
 
-    deinit { pool.shutdownGracefully { _ in } }
+    deinit { pool.made?.shutdownGracefully { _ in } }
 
     /// What one try came to: `Value` is the chunk's audio, or a follow-up's timings.
     private enum Outcome<Value> {
@@ -359,7 +364,7 @@ final class SynthesisClient: Sendable {
     > {
         let (dialect, measuresLoudness, settings, rate) = (dialect, options.measuresLoudness, settings, request.sampleRateHz)
         do {
-            return try await pool.runIfActive {
+            return try await pool.value.runIfActive {
                 let recorder = ChunkRecorder(destination: destination, rate: rate, measuresLoudness: measuresLoudness)
                 var decoder = dialect.answerDecoder(for: request, settings: settings)
                 do {

@@ -58,19 +58,39 @@ public struct StateDatabase: Sendable {
             let openingLock = try FileLock(url.deletingLastPathComponent().appendingPathComponent(Self.fileName + ".open-lock"))
             defer { openingLock.unlock() }
             pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.renameFormerMigrations(in: pool)
-            if try pool.read({ db in try Self.migrator.hasBeenSuperseded(db) }) {
-                throw TourpackError.stateFailed(
-                    path: path, message: "the schema is newer than this tourpack knows; use a newer tourpack or another state folder")
+            let migrator = Self.migrator
+            let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+            // The usual open: every migration this tourpack knows is applied,
+            // and no other (none under a former name, none of a newer
+            // tourpack's), so there is nothing to rename, refuse or apply,
+            // and the migrator's reads and its write barrier are spared.
+            if applied == Set(migrator.migrations) {
+                appliedNow = []
+            } else {
+                appliedNow = try Self.migrate(pool, applied: applied, with: migrator, path: path)
             }
-            let before = Set(try pool.read { db in try Self.migrator.appliedIdentifiers(db) })
-            try Self.migrator.migrate(pool)
-            appliedNow = Self.migrator.migrations.filter { !before.contains($0) }
         } catch let error as TourpackError {
             throw error
         } catch {
             throw Self.failure(error, path: path)
         }
+    }
+
+    /// Brings a schema that is not current up to date: renames the
+    /// migrations recorded under former names, refuses one a newer tourpack
+    /// migrated, and applies the missing ones; returns those, oldest first.
+    /// `applied`: what the database recorded when it was opened.
+    private static func migrate(_ pool: DatabasePool, applied: Set<String>, with migrator: DatabaseMigrator, path: String) throws
+        -> [String]
+    {
+        try renameFormerMigrations(in: pool, applied: applied)
+        if try pool.read({ db in try migrator.hasBeenSuperseded(db) }) {
+            throw TourpackError.stateFailed(
+                path: path, message: "the schema is newer than this tourpack knows; use a newer tourpack or another state folder")
+        }
+        let before = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        try migrator.migrate(pool)
+        return migrator.migrations.filter { !before.contains($0) }
     }
 
     /// An SQLite error as a `TourpackError`: a full disk (`SQLITE_FULL`) is
@@ -131,9 +151,8 @@ public struct StateDatabase: Sendable {
     /// Renames the migrations a database records under their former names,
     /// in place, one UPDATE each, before the migrator looks: otherwise it
     /// would take them for a newer tourpack's. A database with none costs
-    /// one read and no write; renaming twice changes nothing.
-    private static func renameFormerMigrations(in pool: DatabasePool) throws {
-        let applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+    /// no write; renaming twice changes nothing. `applied`: what it records.
+    private static func renameFormerMigrations(in pool: DatabasePool, applied: Set<String>) throws {
         let renames = formerNames.filter { applied.contains($0.former) }
         guard !renames.isEmpty else { return }
         try pool.write { db in

@@ -148,6 +148,47 @@ struct StateScratch {
         #expect(try fixture.ledger(clock: ManualClock()).usage(of: .standard).used == 5)
     }
 
+    /// A state an older tourpack left lacks the latest migration: opening it
+    /// applies that one (a current schema is opened with one query and no
+    /// migrator, which must not take this one for current), keeps the data,
+    /// and the next open applies nothing.
+    @Test(arguments: Backend.allCases) func aStateFromAnOlderTourpackGetsTheMigrationItLacks(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        _ = try fixture.open()
+        let ledger = try fixture.ledger(clock: ManualClock())
+        try ledger.settle(try ledger.reserve(5, tier: .standard))
+        let latest = try #require(Self.migrations(backend).last)
+        #expect(latest == "file signatures")
+        switch backend {
+        case .sqlite:
+            try fixture.execute(
+                "DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; ALTER TABLE outputFile DROP COLUMN fileSignature;")
+        case .postgres:
+            try fixture.execute(
+                "DELETE FROM schema_migrations WHERE name = '\(latest)'; ALTER TABLE output_file DROP COLUMN file_signature;")
+        }
+
+        let state = try fixture.open()
+        let appliedNow = (state as? StateDatabase)?.appliedNow ?? (state as? PostgresState)?.appliedNow
+        #expect(appliedNow == [latest])
+        #expect(try state.appliedMigrations() == Self.migrations(backend))
+        // The column the migration adds is back.
+        switch backend {
+        case .sqlite:
+            let database = try #require(state as? StateDatabase)
+            let columns = try database.read { db in try db.columns(in: "outputFile").map(\.name) }
+            #expect(columns.contains("fileSignature"))
+        case .postgres:
+            let columns = try PostgresTestServer.shared().psql(
+                fixture.databaseName!, "SELECT column_name FROM information_schema.columns WHERE table_name = 'output_file'")
+            #expect(columns.split(separator: "\n").contains("file_signature"))
+        }
+        let again = try fixture.open()
+        #expect(((again as? StateDatabase)?.appliedNow ?? (again as? PostgresState)?.appliedNow)?.isEmpty == true)
+        #expect(try fixture.ledger(clock: ManualClock()).usage(of: .standard).used == 5)
+    }
+
     @Test(arguments: Backend.allCases) func aSchemaFromANewerTourpackIsRefusedNotGuessedAt(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }

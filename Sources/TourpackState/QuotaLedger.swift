@@ -109,12 +109,14 @@ public struct QuotaLedger: Sendable {
         self.init(store: database.ledger, account: account, budgets: budgets, clock: clock)
     }
 
-    /// `yyyy-MM` in UTC.
+    /// `yyyy-MM` in UTC. Through `gmtime_r`: a `Calendar` with a time zone
+    /// and `String(format:)` cost more than the rest of a reservation.
     public static func month(of date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month], from: date)
-        return String(format: "%04d-%02d", parts.year ?? 0, parts.month ?? 0)
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else { return "0000-00" }
+        let (year, month) = (String(Int(parts.tm_year) + 1900), String(Int(parts.tm_mon) + 1))
+        return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-" + (month.count < 2 ? "0" : "") + month
     }
 
     public var currentMonth: String { Self.month(of: clock()) }

@@ -212,6 +212,29 @@ struct StateScratch {
 }
 
 @Suite(.offThePool) struct QuotaLedgerTests {
+    /// The ledger's month is UTC's, to the second either side of each
+    /// month's start, in leap years and before 1970 too: as a Gregorian
+    /// calendar in UTC gives it.
+    @Test func theMonthIsTheUTCMonth() {
+        #expect(QuotaLedger.month(of: Date(timeIntervalSince1970: 0)) == "1970-01")
+        #expect(QuotaLedger.month(of: Date(timeIntervalSince1970: -0.5)) == "1969-12")
+        #expect(QuotaLedger.month(of: Date(timeIntervalSince1970: 1_709_251_199.999)) == "2024-02")
+        #expect(QuotaLedger.month(of: Date(timeIntervalSince1970: 1_709_251_200)) == "2024-03")
+        #expect(QuotaLedger.month(of: Date(timeIntervalSince1970: 253_402_300_799)) == "9999-12")
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        for year in [1901, 1969, 1970, 2000, 2024, 2026, 2100, 2400] {
+            for month in 1...12 {
+                let start = calendar.date(from: DateComponents(year: year, month: month, day: 1))!
+                for date in [start.addingTimeInterval(-1), start, start.addingTimeInterval(86_400 * 15)] {
+                    let parts = calendar.dateComponents([.year, .month], from: date)
+                    let expected = String(format: "%04d-%02d", parts.year!, parts.month!)
+                    #expect(QuotaLedger.month(of: date) == expected, "\(date)")
+                }
+            }
+        }
+    }
+
     @Test(arguments: Backend.allCases) func reserveSettleAndReleaseMoveTheNumbers(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }

@@ -86,6 +86,30 @@ import TourpackTesting
         #expect(diagnostics.diagnostics.map(\.description) == ["tours/big.json: file is 8388609 bytes, more than the 8388608 allowed"])
     }
 
+    /// Only a regular file is read (one `lstat`): a folder, a FIFO and a
+    /// symlink, even to a good tour, are refused unread; a missing file is
+    /// an error that says it cannot be read.
+    @Test func onlyARegularFileIsRead() throws {
+        let dir = try TemporaryFolder.make("tourpack-kinds")
+        defer { TemporaryFolder.remove(dir) }
+        let good = dir.appendingPathComponent("good.json")
+        try FileManager.default.copyItem(at: Self.resources.appendingPathComponent("good-tour.json"), to: good)
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("folder.json"), withIntermediateDirectories: false)
+        #expect(mkfifo(dir.appendingPathComponent("fifo.json").path, 0o644) == 0)
+        try FileManager.default.createSymbolicLink(at: dir.appendingPathComponent("link.json"), withDestinationURL: good)
+        func problems(_ name: String) -> [String] {
+            var diagnostics = DiagnosticCollector()
+            _ = TourLoader().load(dir.appendingPathComponent(name), displayName: name, into: &diagnostics)
+            return diagnostics.diagnostics.map(\.description)
+        }
+        #expect(problems("good.json").isEmpty)
+        for name in ["folder.json", "fifo.json", "link.json"] {
+            #expect(problems(name) == ["\(name): not a regular file"])
+        }
+        let missing = problems("missing.json")
+        #expect(missing.count == 1 && missing.first?.hasPrefix("missing.json: cannot read: ") == true, "\(missing)")
+    }
+
     @Test func unknownTopLevelKeyIsOnlyAWarning() throws {
         var json = try String(contentsOf: Self.resources.appendingPathComponent("good-tour.json"), encoding: .utf8)
         json = json.replacingOccurrences(of: "\"version\": 1,", with: "\"version\": 1, \"author\": \"me\",")

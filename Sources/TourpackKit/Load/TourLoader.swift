@@ -104,11 +104,20 @@ public struct TourLoader: Sendable {
 
 /// Reading files with limits, so a huge or special file can't exhaust memory.
 enum FileReading {
-    /// The size of a regular file, or nil when it is not one (a FIFO, a device, a folder).
+    /// The size of a regular file, or nil when it is not one (a FIFO, a
+    /// device, a folder, a symlink). One `lstat`: `FileManager`'s attributes
+    /// also look up the owner's and group's names, reading `/etc/passwd` and
+    /// `/etc/group` for every file. It is asked only when `lstat` fails, for
+    /// the error it has always thrown.
     static func size(of url: URL) throws -> Int? {
-        let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
-        guard (attributes[.type] as? FileAttributeType) == .typeRegular else { return nil }
-        return (attributes[.size] as? NSNumber)?.intValue ?? 0
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else {
+            let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+            guard (attributes[.type] as? FileAttributeType) == .typeRegular else { return nil }
+            return (attributes[.size] as? NSNumber)?.intValue ?? 0
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int(info.st_size)
     }
 
     static func bytes(of url: URL, limit: Int) throws -> [UInt8] {

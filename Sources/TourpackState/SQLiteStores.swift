@@ -212,10 +212,16 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
     }
 
     func touch(_ keys: [String], at time: Double) throws {
-        guard !keys.isEmpty else { return }
+        try touch([(time: time, keys: keys)])
+    }
+
+    func touch(_ batches: [(time: Double, keys: [String])]) throws {
+        guard batches.contains(where: { !$0.keys.isEmpty }) else { return }
         try database.write { db in
             let statement = try db.cachedStatement(sql: "UPDATE synthesisChunk SET lastUsedAt = ? WHERE key = ?")
-            for key in keys { try statement.execute(arguments: [time, key]) }
+            for (time, keys) in batches {
+                for key in keys { try statement.execute(arguments: [time, key]) }
+            }
         }
     }
 

@@ -193,6 +193,11 @@ public protocol SynthesisIndex: Sendable {
     /// Hits whose shape and loudness were already recorded: only their last
     /// use changes, all in one transaction.
     func touch(_ keys: [String], at time: Double) throws
+    /// Hits deferred by a build (`DeferredTouches`), each batch at its own
+    /// time, in one transaction where the backend can: a warm build's hits
+    /// each have their own time, and a transaction apiece cost more than
+    /// the writes.
+    func touch(_ batches: [(time: Double, keys: [String])]) throws
     /// Records (or replaces) an entry, with the ledger's settlement in the
     /// same transaction when given: the chunk is paid for exactly when it is
     /// kept, and a crash between the two cannot make it paid twice.
@@ -211,6 +216,11 @@ extension SynthesisIndex {
         var found: [String: SynthesisEntry] = [:]
         for key in keys { found[key] = try entry(key) }
         return found
+    }
+
+    /// A batch at a time; a backend that can write them together does.
+    public func touch(_ batches: [(time: Double, keys: [String])]) throws {
+        for batch in batches { try touch(batch.keys, at: batch.time) }
     }
 
     /// A row at a time, keeping each row's shape and loudness; a backend that can write them together does.

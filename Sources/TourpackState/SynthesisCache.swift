@@ -161,11 +161,11 @@ public struct SynthesisCache: Sendable {
             expectation: entry.fileSHA256.map { FLACFile.Expectation(sha256: $0, bytes: entry.fileBytes) })
     }
 
-    /// Writes the last uses `deferredTouches` holds, in one transaction per
-    /// time; the build calls it before it evicts.
+    /// Writes the last uses `deferredTouches` holds, each at its time, in
+    /// one transaction (SQLite); the build calls it before it evicts.
     public func flushTouches() throws {
         guard let deferredTouches else { return }
-        for (time, keys) in deferredTouches.take() { try index.touch(keys, at: time) }
+        try index.touch(deferredTouches.take())
     }
 
     /// The size of the regular file at `url`; nil when there is none (a
@@ -379,6 +379,10 @@ struct PreloadedSynthesisIndex: SynthesisIndex {
 
     func touch(_ keys: [String], at time: Double) throws {
         try base.touch(keys, at: time)
+    }
+
+    func touch(_ batches: [(time: Double, keys: [String])]) throws {
+        try base.touch(batches)
     }
 
     func keep(_ entry: SynthesisEntry, settling: LedgerSettlement?) throws {

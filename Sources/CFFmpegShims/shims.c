@@ -44,15 +44,14 @@ static void tp_log_callback(void *context, int level, const char *format, va_lis
     tp_captured_count++;
 }
 
-// Called once, by the loader, with the real av_log_set_callback.
+// Called once, by the loader, with the real av_log_set_callback: av_log
+// goes through tourpack's callback from FFmpeg's first call on, so what is
+// not captured is dropped.
 void tp_log_install_loaded(void (*set_callback)(void (*)(void *, int, const char *, va_list))) {
     set_callback(tp_log_callback);
 }
 
-void tp_log_install(void) { (void)tp_ffmpeg_load(); }
-
 void tp_log_capture_begin(void) {
-    (void)tp_ffmpeg_load();
     tp_capturing = 1;
     tp_captured_count = 0;
 }

@@ -39,6 +39,11 @@ struct StateFixture {
         }
     }
 
+    /// The migrations `state`'s open applied, whichever backend it is.
+    static func appliedNow(_ state: any StateBackend) -> [String]? {
+        (state as? StateDatabase)?.appliedNow ?? (state as? PostgresState)?.appliedNow
+    }
+
     func ledger(clock: ManualClock, standard: Int = 1000, key: String? = "k-123") throws -> QuotaLedger {
         let budgets = Budgets(monthlyCharacters: [.standard: standard, .wavenet: 50])
         return QuotaLedger(

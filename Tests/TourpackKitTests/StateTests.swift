@@ -91,7 +91,7 @@ struct StateScratch {
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
             do {
                 let state = try fixture.open()
-                let now = (state as? StateDatabase)?.appliedNow ?? (state as? PostgresState)?.appliedNow ?? []
+                let now = StateFixture.appliedNow(state) ?? []
                 failures.withLock { applied += now }
             } catch {
                 failures.withLock { errors.append("\(error)") }
@@ -170,8 +170,7 @@ struct StateScratch {
         }
 
         let state = try fixture.open()
-        let appliedNow = (state as? StateDatabase)?.appliedNow ?? (state as? PostgresState)?.appliedNow
-        #expect(appliedNow == [latest])
+        #expect(StateFixture.appliedNow(state) == [latest])
         #expect(try state.appliedMigrations() == Self.migrations(backend))
         // The column the migration adds is back.
         switch backend {
@@ -185,7 +184,7 @@ struct StateScratch {
             #expect(columns.split(separator: "\n").contains("file_signature"))
         }
         let again = try fixture.open()
-        #expect(((again as? StateDatabase)?.appliedNow ?? (again as? PostgresState)?.appliedNow)?.isEmpty == true)
+        #expect(StateFixture.appliedNow(again)?.isEmpty == true)
         #expect(try fixture.ledger(clock: ManualClock()).usage(of: .standard).used == 5)
     }
 

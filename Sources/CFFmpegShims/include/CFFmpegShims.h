@@ -40,8 +40,6 @@ void tp_av_strerror(int errnum, char *buffer, size_t size);
 // decoder conceals most damage and only logs it), and keep them off stderr,
 // so an inspection can report them. Other threads' logging is unchanged.
 void tp_log_capture_begin(void);
-/// Routes av_log through tourpack's callback (once per process): what is not captured is dropped.
-void tp_log_install(void);
 // Ends the capture on this thread; returns how many error messages were logged.
 int tp_log_capture_end(void);
 // The index-th captured message (up to 8 are kept), copied into buffer; 0 when absent.

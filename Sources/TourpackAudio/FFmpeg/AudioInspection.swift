@@ -255,7 +255,6 @@ final class InputContainer {
         // /proc/self/fd/<n>: FFmpeg refuses a URL of 1,024 bytes or more
         // ("URL type isn't supported"), and a root's path may be that long.
         // Anything else goes by its path, as FFmpeg reports it.
-        tp_log_install()
         let descriptor = Self.openRegularFile(url.path)
         defer { if descriptor >= 0 { close(descriptor) } }
         let name = descriptor >= 0 ? "file:/proc/self/fd/\(descriptor)" : url.path

@@ -14,7 +14,6 @@ final class CodecContext {
     enum Pull { case got, needsInput, finished }
 
     private init(codec: UnsafePointer<AVCodec>) throws(FFmpegError) {
-        tp_log_install()
         guard let context = avcodec_alloc_context3(codec) else {
             throw FFmpegError("avcodec_alloc_context3", code: tp_averror(ENOMEM))
         }

@@ -18,10 +18,9 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        var call = "\(operation): \(FFmpegError.text(for: code)) (\(code))"
-        if let reason = tp_ffmpeg_load_error() {
-            call = "\(operation): FFmpeg's libraries could not be loaded: \(String(cString: reason))"
-        }
+        let call =
+            tp_ffmpeg_load_error().map { "\(operation): FFmpeg's libraries could not be loaded: \(String(cString: $0))" }
+            ?? "\(operation): \(FFmpegError.text(for: code)) (\(code))"
         guard let path else { return call }
         return "\(path): \(call)"
     }

@@ -26,7 +26,6 @@ final class OutputContainer {
     ///   - url: the file to write; its path is also the context's URL, which
     ///     the mp4 muxer reopens for faststart.
     init(muxer: String, url: URL) throws(FFmpegError) {
-        tp_log_install()
         var context: UnsafeMutablePointer<AVFormatContext>?
         try FFmpegError.check(avformat_alloc_output_context2(&context, nil, muxer, url.path), "avformat_alloc_output_context2(\(muxer))")
         guard let context else { throw FFmpegError("avformat_alloc_output_context2(\(muxer))", code: tp_averror(ENOMEM)) }

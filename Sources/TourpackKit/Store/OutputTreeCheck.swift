@@ -18,8 +18,7 @@ extension OutputTree {
             }
             // Every tour or package folder, planned or not: leftovers are
             // swept and superseded packages removed in each of them.
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
-            for name in names where kind(folder.appendingPathComponent(name)) == .symlink {
+            for (name, found) in entries(of: folder).sorted(by: { $0.key < $1.key }) where found == .symlink {
                 problems.append(describe(folder.appendingPathComponent(name), as: .symlink, wanted: "a folder"))
             }
         }

@@ -66,6 +66,34 @@ public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
     public var description: String { hex }
 }
 
+/// The key of one narration's captions besides the audio they follow:
+/// the narration as written (the cues' text), its chunks' keys in order
+/// (what was spoken, by which voice, at which rate, and so each chunk's
+/// shape), and the join (pause, fades, quiet kept at seams), which places
+/// every chunk in the file. With the same audio file and the same key, a
+/// build would make the same WebVTT bytes again.
+///
+/// `revision` names the way captions are laid out, timed and written
+/// (`CaptionScript`, `CaptionTimer`, `WebVTT`): a change to any of them
+/// that changes a byte of a caption file must change it, or files made
+/// before would be kept.
+public struct CaptionKey: Sendable, Hashable, CustomStringConvertible {
+    public static let revision = "tourpack captions v1"
+
+    public let hex: String
+
+    public init(narration: Narration, chunks: [SynthesisKey], joiner: PCMJoiner) {
+        let fields =
+            [
+                Self.revision, narration.isSSML ? "ssml" : "text", narration.text,
+                "pause \(joiner.pauseMilliseconds) fade \(joiner.fadeMilliseconds) quiet \(joiner.keepQuietMilliseconds)",
+            ] + chunks.map(\.hex)
+        hex = CacheDigest.of(fields)
+    }
+
+    public var description: String { hex }
+}
+
 enum CacheDigest {
     /// SHA-256 of each field as `<UTF-8 length>:<field>\n`, in order. The
     /// fields are framed into one buffer and hashed at once: the same

@@ -117,8 +117,17 @@ public struct OutputCache: Sendable {
         return hasher.finalize().lowercaseHex
     }
 
-    /// Records files just committed at their final paths.
-    public func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio)]) throws {
+    /// The captions kept with the file at `url` when they were made under
+    /// `key`; nil when none were, or under another key. Asked only of a
+    /// file `reusable` vouched for: they follow that file's audio.
+    public func captions(_ url: URL, key: CaptionKey) throws -> StoredCaptions? {
+        guard let kept = try index.entry(path: url.path)?.captions, kept.key == key.hex else { return nil }
+        return kept
+    }
+
+    /// Records files just committed at their final paths, each with the
+    /// captions made with it (nil with `captions: off`).
+    public func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio, captions: StoredCaptions?)]) throws {
         guard !files.isEmpty else { return }
         let now = clock().timeIntervalSince1970
         try index.record(
@@ -128,16 +137,20 @@ public struct OutputCache: Sendable {
                     path: file.url.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec, sampleRateHz: a.sampleRateHz,
                     channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds, sizeBytes: a.sizeBytes,
                     sha256: a.sha256, createdAt: now, lastUsedAt: now, integratedLUFS: a.loudness?.integratedLUFS,
-                    truePeakDBTP: a.loudness?.truePeakDBTP, gainDB: a.loudness?.gainDB, limiterReductionDB: a.loudness?.limiterReductionDB)
+                    truePeakDBTP: a.loudness?.truePeakDBTP, gainDB: a.loudness?.gainDB, limiterReductionDB: a.loudness?.limiterReductionDB,
+                    captions: file.captions)
             })
     }
 
     /// Marks reused files as just used, for the LRU order, and records the
-    /// signatures `reusable` took of them.
-    public func touch(_ urls: [URL]) throws {
+    /// signatures `reusable` took of them and `captions` made again for
+    /// them (by file).
+    public func touch(_ urls: [URL], captions: [URL: StoredCaptions] = [:]) throws {
         guard !urls.isEmpty else { return }
         let paths = urls.map(\.path)
-        try index.touch(paths, at: clock().timeIntervalSince1970, signatures: signatures.take(paths))
+        try index.touch(
+            paths, at: clock().timeIntervalSince1970, signatures: signatures.take(paths),
+            captions: Dictionary(captions.map { ($0.key.path, $0.value) }) { first, _ in first })
     }
 
     /// Forgets files that were removed.
@@ -250,9 +263,10 @@ struct PreloadedOutputIndex: OutputIndex {
         try base.record(entries)
     }
 
-    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
+    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws {
         preloaded.drop(signatures.keys)
-        try base.touch(paths, at: time, signatures: signatures)
+        preloaded.drop(captions.keys)
+        try base.touch(paths, at: time, signatures: signatures, captions: captions)
     }
 
     func forget(_ paths: [String]) throws {

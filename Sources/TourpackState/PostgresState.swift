@@ -228,6 +228,19 @@ public struct PostgresState: StateBackend {
         Migration(
             version: 6, name: MigrationName.fileSignatures, formerName: nil,
             statements: ["ALTER TABLE output_file ADD COLUMN file_signature TEXT"]),
+        // Each output file's narration's captions, as made with it (NULL: make them again).
+        Migration(
+            version: 7, name: MigrationName.outputCaptions, formerName: nil,
+            statements: [
+                """
+                ALTER TABLE output_file
+                    ADD COLUMN captions_key TEXT,
+                    ADD COLUMN captions_vtt BYTEA,
+                    ADD COLUMN captions_sha256 TEXT,
+                    ADD COLUMN captions_cues INTEGER,
+                    ADD COLUMN captions_timing TEXT
+                """
+            ]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.

@@ -318,21 +318,28 @@ struct PostgresOutputIndex: OutputIndex {
             "look up \(path)",
             """
             SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at,
-                integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature
+                integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
+                captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing
             FROM output_file WHERE path = \(path)
             """
         ).first.map { row in
-            let (key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter, signature) =
-                try row.decode(
-                    (
-                        String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?,
-                        String?
-                    )
-                    .self)
+            let (
+                key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter, signature,
+                captionsKey, vtt, captionsSHA256, cues, timing
+            ) = try row.decode(
+                (
+                    String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?,
+                    String?, String?, Data?, String?, Int?, String?
+                )
+                .self)
+            var captions: StoredCaptions?
+            if let captionsKey, let vtt, let captionsSHA256, let cues, let timing {
+                captions = StoredCaptions(key: captionsKey, bytes: Array(vtt), sha256: captionsSHA256, cues: cues, timing: timing)
+            }
             return OutputEntry(
                 path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels, bitrateKbps: bitrate,
                 durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used, integratedLUFS: lufs,
-                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature)
+                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature, captions: captions)
         }
     }
 
@@ -344,33 +351,53 @@ struct PostgresOutputIndex: OutputIndex {
                     """
                     INSERT INTO output_file (path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
                         duration_seconds, size_bytes, sha256, created_at, last_used_at,
-                        integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature)
+                        integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
+                        captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing)
                     VALUES (\(e.path), \(e.inputKey), \(e.format), \(e.codec), \(e.sampleRateHz), \(e.channels), \(e.bitrateKbps),
                         \(e.durationSeconds), \(e.sizeBytes), \(e.sha256), \(e.createdAt), \(e.lastUsedAt),
-                        \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB), \(e.fileSignature))
+                        \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB), \(e.fileSignature),
+                        \(e.captions?.key), \(e.captions.map { Data($0.bytes) }), \(e.captions?.sha256), \(e.captions?.cues),
+                        \(e.captions?.timing))
                     ON CONFLICT (path) DO UPDATE SET
                         input_key = EXCLUDED.input_key, format = EXCLUDED.format, codec = EXCLUDED.codec,
                         sample_rate_hz = EXCLUDED.sample_rate_hz, channels = EXCLUDED.channels, bitrate_kbps = EXCLUDED.bitrate_kbps,
                         duration_seconds = EXCLUDED.duration_seconds, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256,
                         created_at = EXCLUDED.created_at, last_used_at = EXCLUDED.last_used_at,
                         integrated_lufs = EXCLUDED.integrated_lufs, true_peak_dbtp = EXCLUDED.true_peak_dbtp, gain_db = EXCLUDED.gain_db,
-                        limiter_reduction_db = EXCLUDED.limiter_reduction_db, file_signature = EXCLUDED.file_signature
+                        limiter_reduction_db = EXCLUDED.limiter_reduction_db, file_signature = EXCLUDED.file_signature,
+                        captions_key = EXCLUDED.captions_key, captions_vtt = EXCLUDED.captions_vtt,
+                        captions_sha256 = EXCLUDED.captions_sha256, captions_cues = EXCLUDED.captions_cues,
+                        captions_timing = EXCLUDED.captions_timing
                     """)
             }
         }
     }
 
-    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
-        guard !paths.isEmpty || !signatures.isEmpty else { return }
+    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws {
+        guard !paths.isEmpty || !signatures.isEmpty || !captions.isEmpty else { return }
         let (signed, signs) = (Array(signatures.keys), Array(signatures.values))
         try store.transaction("mark \(paths.count) files used") { session in
             try session.execute("UPDATE output_file SET last_used_at = \(time) WHERE path = ANY(\(paths))")
-            guard !signed.isEmpty else { return }
-            // One statement for all of them: the first rebuild after a cold build signs every file.
+            if !signed.isEmpty {
+                // One statement for all of them: the first rebuild after a cold build signs every file.
+                try session.execute(
+                    """
+                    UPDATE output_file SET file_signature = given.signature
+                    FROM unnest(\(signed)::text[], \(signs)::text[]) AS given(path, signature)
+                    WHERE output_file.path = given.path
+                    """)
+            }
+            guard !captions.isEmpty else { return }
+            // One statement too: the first rebuild after an upgrade keeps the captions of every file.
+            let made = Array(captions)
             try session.execute(
                 """
-                UPDATE output_file SET file_signature = given.signature
-                FROM unnest(\(signed)::text[], \(signs)::text[]) AS given(path, signature)
+                UPDATE output_file SET captions_key = given.key, captions_vtt = given.vtt, captions_sha256 = given.sha256,
+                    captions_cues = given.cues, captions_timing = given.timing
+                FROM unnest(\(made.map(\.key))::text[], \(made.map(\.value.key))::text[],
+                    \(made.map { ByteBuffer(bytes: $0.value.bytes) })::bytea[], \(made.map(\.value.sha256))::text[],
+                    \(made.map(\.value.cues))::bigint[], \(made.map(\.value.timing))::text[])
+                    AS given(path, key, vtt, sha256, cues, timing)
                 WHERE output_file.path = given.path
                 """)
         }

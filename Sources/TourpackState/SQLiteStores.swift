@@ -301,7 +301,14 @@ struct SQLiteOutputIndex: OutputIndex {
             channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
             sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
             integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
-            limiterReductionDB: row["limiterReductionDB"], fileSignature: row["fileSignature"])
+            limiterReductionDB: row["limiterReductionDB"], fileSignature: row["fileSignature"], captions: captions(row))
+    }
+
+    private static func captions(_ row: Row) -> StoredCaptions? {
+        guard let key: String = row["captionsKey"], let bytes: Data = row["captionsVTT"], let sha256: String = row["captionsSHA256"],
+            let cues: Int = row["captionsCues"], let timing: String = row["captionsTiming"]
+        else { return nil }
+        return StoredCaptions(key: key, bytes: Array(bytes), sha256: sha256, cues: cues, timing: timing)
     }
 
     func record(_ entries: [OutputEntry]) throws {
@@ -311,24 +318,35 @@ struct SQLiteOutputIndex: OutputIndex {
                     sql: """
                         INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
                             durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
-                            integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature,
+                            captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
                         e.durationSeconds, e.sizeBytes, e.sha256, e.createdAt, e.lastUsedAt,
                         e.integratedLUFS, e.truePeakDBTP, e.gainDB, e.limiterReductionDB, e.fileSignature,
+                        e.captions?.key, e.captions.map { Data($0.bytes) }, e.captions?.sha256, e.captions?.cues, e.captions?.timing,
                     ])
             }
         }
     }
 
-    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws {
+    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws {
         try database.write { db in
             let statement = try db.cachedStatement(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?")
             for path in paths { try statement.execute(arguments: [time, path]) }
             let signing = try db.cachedStatement(sql: "UPDATE outputFile SET fileSignature = ? WHERE path = ?")
             for (path, signature) in signatures { try signing.execute(arguments: [signature, path]) }
+            guard !captions.isEmpty else { return }
+            let captioning = try db.cachedStatement(
+                sql: """
+                    UPDATE outputFile SET captionsKey = ?, captionsVTT = ?, captionsSHA256 = ?, captionsCues = ?, captionsTiming = ?
+                    WHERE path = ?
+                    """)
+            for (path, made) in captions {
+                try captioning.execute(arguments: [made.key, Data(made.bytes), made.sha256, made.cues, made.timing, path])
+            }
         }
     }
 

@@ -260,11 +260,16 @@ public struct OutputEntry: Sendable, Hashable {
     /// right (`FileSignature`); nil until then, and again once the file is
     /// made anew. While the file still has it, the file is not hashed again.
     public var fileSignature: String?
+    /// The narration's captions as the build that made or last reused the
+    /// file made them, and what they were made from; nil until a build with
+    /// captions records them.
+    public var captions: StoredCaptions?
 
     public init(
         path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
         durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
-        integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?, fileSignature: String? = nil
+        integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?, fileSignature: String? = nil,
+        captions: StoredCaptions? = nil
     ) {
         self.path = path
         self.inputKey = inputKey
@@ -283,6 +288,30 @@ public struct OutputEntry: Sendable, Hashable {
         self.gainDB = gainDB
         self.limiterReductionDB = limiterReductionDB
         self.fileSignature = fileSignature
+        self.captions = captions
+    }
+}
+
+/// One narration's WebVTT file as a build made it beside an AudioCache file,
+/// kept in that file's row so a build that reuses the file reuses its
+/// captions too, without laying out the narration or timing its cues again.
+public struct StoredCaptions: Sendable, Hashable {
+    /// `CaptionKey.hex`: what the captions follow from besides the audio.
+    public var key: String
+    /// The WebVTT file's bytes.
+    public var bytes: [UInt8]
+    /// Lowercase hex SHA-256 of `bytes`.
+    public var sha256: String
+    public var cues: Int
+    /// `CaptionTiming`'s raw value: where the cue times came from.
+    public var timing: String
+
+    public init(key: String, bytes: [UInt8], sha256: String, cues: Int, timing: String) {
+        self.key = key
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.cues = cues
+        self.timing = timing
     }
 }
 
@@ -296,8 +325,9 @@ public protocol OutputIndex: Sendable {
     /// Records (or replaces) entries, all in one transaction.
     func record(_ entries: [OutputEntry]) throws
     /// Marks `paths` used at `time`, and records `signatures` (by path) of
-    /// files whose SHA-256 was just found right, in one transaction.
-    func touch(_ paths: [String], at time: Double, signatures: [String: String]) throws
+    /// files whose SHA-256 was just found right and `captions` (by path)
+    /// made again for files reused, in one transaction.
+    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws
     func forget(_ paths: [String]) throws
     /// Path and last use of every entry whose path starts with `prefix`.
     func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)]

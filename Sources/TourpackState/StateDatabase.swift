@@ -339,6 +339,18 @@ public struct StateDatabase: Sendable {
             // found right (`FileSignature`). NULL: hash it at the next build.
             try db.execute(sql: "ALTER TABLE outputFile ADD COLUMN fileSignature TEXT")
         }
+        migrator.registerMigration(MigrationName.outputCaptions) { db in
+            // Each output file's narration's captions, as made with it
+            // (`StoredCaptions`). NULL: made again at the next build with captions.
+            try db.execute(
+                sql: """
+                    ALTER TABLE outputFile ADD COLUMN captionsKey TEXT;
+                    ALTER TABLE outputFile ADD COLUMN captionsVTT BLOB;
+                    ALTER TABLE outputFile ADD COLUMN captionsSHA256 TEXT;
+                    ALTER TABLE outputFile ADD COLUMN captionsCues INTEGER;
+                    ALTER TABLE outputFile ADD COLUMN captionsTiming TEXT;
+                    """)
+        }
         return migrator
     }
 }

@@ -47,4 +47,5 @@ enum MigrationName {
     static let chunkDigests = "chunk digests"
     static let sentenceTimes = "sentence times"
     static let fileSignatures = "file signatures"
+    static let outputCaptions = "output captions"
 }

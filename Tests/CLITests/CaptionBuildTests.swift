@@ -188,6 +188,61 @@ import TourpackTesting
         #expect(long.count == 3 && long.allSatisfy { $0.cues.map(\.text) == edited && $0.captions.timing == .provider })
     }
 
+    /// Captions are kept with their files. A narration whose written text
+    /// changes while what is spoken does not (a lexicon's alias written
+    /// out) keeps its audio and gets new captions, with no request; and a
+    /// rebuild reads no chunk's shape: with every chunk gone from the
+    /// synthesis cache it still asks nothing and writes the same captions.
+    @Test func captionsAreKeptWithTheirFilesAndFollowTheWrittenText() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try Self.workspace(extraYAML: "chunking: {headroom: 2000}\nlexicons: [names.pls]\n")
+        try """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en-US">
+          <lexeme><grapheme>Gotthard</grapheme><alias>Gott hard</alias></lexeme>
+        </lexicon>
+        """.write(to: workspace.root.appendingPathComponent("names.pls"), atomically: true, encoding: .utf8)
+        var spoken = Self.longSentences
+        spoken[0] = "The old hospice on the Gott hard stood here for eight hundred years."
+        try Self.writeTour(workspace, long: spoken.joined(separator: " "))
+        let first = try workspace.build(server)
+        #expect(first.status == 0, "\(first.stderr)")
+        let requests = try IncrementalBuildTests.requests(server)
+        let audio = RootCheck.allFiles(under: workspace.output).filter { $0.hasPrefix("AudioCache/") }
+        let inodes = Dictionary(uniqueKeysWithValues: audio.map { ($0, Self.inode(workspace.output.appendingPathComponent($0))) })
+
+        var written = spoken
+        written[0] = "The old hospice on the Gotthard stood here for eight hundred years."
+        try Self.writeTour(workspace, long: written.joined(separator: " "))
+        let renamed = try workspace.build(server)
+        #expect(renamed.status == 0, "\(renamed.stderr)")
+        #expect(renamed.stdout.contains("+ 3 caption files"), "the long narration's, in three packages: \(renamed.stdout)")
+        #expect(try IncrementalBuildTests.requests(server) == requests, "the same words are spoken")
+        for path in audio { #expect(Self.inode(workspace.output.appendingPathComponent(path)) == inodes[path], "\(path) was made again") }
+        let long = try Self.captioned(workspace).filter { $0.entry.poiId == Self.longPOI }
+        #expect(long.count == 3 && long.allSatisfy { $0.cues.map(\.text) == written && $0.captions.timing == .provider })
+        let captions = try Self.captioned(workspace).map { workspace.output.appendingPathComponent($0.captions.path) }
+        let before = try Dictionary(uniqueKeysWithValues: captions.map { ($0.path, try Data(contentsOf: $0)) })
+
+        try Self.sqlite(workspace.state.appendingPathComponent("state.sqlite"), "DELETE FROM synthesisChunk")
+        let again = try workspace.build(server)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try IncrementalBuildTests.requests(server) == requests, "no chunk's shape is needed to reuse captions")
+        for file in captions { #expect(try Data(contentsOf: file) == before[file.path], "\(file.lastPathComponent)") }
+        let validated = try Executable.run(["validate", "--strict", workspace.output.path], in: workspace.root)
+        #expect(validated.status == 0, "\(validated.stdout)\(validated.stderr)")
+    }
+
+    /// Runs the sqlite3 command-line shell on a state database.
+    static func sqlite(_ url: URL, _ statement: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", url.path, statement]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw SetupFailure("sqlite3 failed on \(url.path)") }
+    }
+
     @Test func anOpenAIBuildGetsEstimatedCaptionsThatStillCoverEverySentence() throws {
         let server = try LocalVoiceServer()
         let workspace = try Self.workspace(api: "openai", extraYAML: "captions: webvtt\n")

@@ -36,9 +36,13 @@ struct StateScratch {
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
                 "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
+                "output captions",
             ]
         case .postgres:
-            ["caches, ledger and build records", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures"]
+            [
+                "caches, ledger and build records", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
+                "output captions",
+            ]
         }
     }
 
@@ -159,14 +163,20 @@ struct StateScratch {
         let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(5, tier: .standard))
         let latest = try #require(Self.migrations(backend).last)
-        #expect(latest == "file signatures")
+        #expect(latest == "output captions")
         switch backend {
         case .sqlite:
-            try fixture.execute(
-                "DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; ALTER TABLE outputFile DROP COLUMN fileSignature;")
+            let drops = ["captionsKey", "captionsVTT", "captionsSHA256", "captionsCues", "captionsTiming"].map {
+                "ALTER TABLE outputFile DROP COLUMN \($0);"
+            }
+            try fixture.execute("DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; \(drops.joined(separator: " "))")
         case .postgres:
             try fixture.execute(
-                "DELETE FROM schema_migrations WHERE name = '\(latest)'; ALTER TABLE output_file DROP COLUMN file_signature;")
+                """
+                DELETE FROM schema_migrations WHERE name = '\(latest)';
+                ALTER TABLE output_file DROP COLUMN captions_key, DROP COLUMN captions_vtt, DROP COLUMN captions_sha256,
+                    DROP COLUMN captions_cues, DROP COLUMN captions_timing;
+                """)
         }
 
         let state = try fixture.open()
@@ -177,11 +187,11 @@ struct StateScratch {
         case .sqlite:
             let database = try #require(state as? StateDatabase)
             let columns = try database.read { db in try db.columns(in: "outputFile").map(\.name) }
-            #expect(columns.contains("fileSignature"))
+            #expect(columns.contains("captionsVTT") && columns.contains("captionsTiming"))
         case .postgres:
             let columns = try PostgresTestServer.shared().psql(
                 fixture.databaseName!, "SELECT column_name FROM information_schema.columns WHERE table_name = 'output_file'")
-            #expect(columns.split(separator: "\n").contains("file_signature"))
+            #expect(columns.split(separator: "\n").contains("captions_vtt"))
         }
         let again = try fixture.open()
         #expect(StateFixture.appliedNow(again)?.isEmpty == true)
@@ -791,7 +801,7 @@ struct StateScratch {
         let outputs = try fixture.outputCache(clock: clock)
         let url = try Self.writeFile("p", in: fixture)
         let (bytes, audio, key) = (Self.bytes, try Self.audio(of: url), Self.key())
-        try outputs.record([(url: url, key: key, audio: audio)])
+        try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
 
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
         #expect(try outputs.reusable(url, key: Self.key(encoder: "e2"), check: .sizeAndHash) == nil)
@@ -817,7 +827,7 @@ struct StateScratch {
         let outputs = try fixture.outputCache(clock: ManualClock())
         let url = try Self.writeFile("p", in: fixture)
         let (bytes, audio, key) = (Self.bytes, try Self.audio(of: url), Self.key())
-        try outputs.record([(url: url, key: key, audio: audio)])
+        try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
         func signature() throws -> String? { try outputs.index.entry(path: url.path)?.fileSignature }
 
         // Just written: its change time is not settled, so nothing is kept.
@@ -849,9 +859,47 @@ struct StateScratch {
 
         // A new encode's row has no signature.
         try bytes.write(to: url)
-        try outputs.record([(url: url, key: key, audio: audio)])
+        try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
         #expect(try signature() == nil)
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
+    }
+
+    /// A file's captions are kept in its row, made under a key: asked under
+    /// that key they are the bytes and facts kept, under another none. A
+    /// reused file is given captions made again; a new encode's row holds
+    /// what was made with it, and a row from before captions none.
+    @Test(arguments: Backend.allCases) func captionsAreKeptWithTheirFileUnderTheirKey(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let outputs = try fixture.outputCache(clock: ManualClock())
+        let url = try Self.writeFile("p", in: fixture)
+        let (audio, key) = (try Self.audio(of: url), Self.key())
+        let narration = Narration(text: "One. Two.")
+        let captionKey = CaptionKey(narration: narration, chunks: [SynthesisCacheTests.key("a")], joiner: PCMJoiner())
+        let bytes = Array("WEBVTT\n\n00:00.000 --> 00:01.000\nOne.\n".utf8) + [0, 255]
+        let made = StoredCaptions(key: captionKey.hex, bytes: bytes, sha256: String(repeating: "a", count: 64), cues: 1, timing: "provider")
+
+        try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
+        #expect(try outputs.captions(url, key: captionKey) == nil, "a row from before captions has none")
+        try outputs.touch([url], captions: [url: made])
+        #expect(try outputs.captions(url, key: captionKey) == made, "a reused file is given the captions made again")
+        for other in [
+            CaptionKey(narration: Narration(text: "One! Two."), chunks: [SynthesisCacheTests.key("a")], joiner: PCMJoiner()),
+            CaptionKey(narration: narration, chunks: [SynthesisCacheTests.key("b")], joiner: PCMJoiner()),
+            CaptionKey(narration: narration, chunks: [SynthesisCacheTests.key("a")], joiner: PCMJoiner(pauseMilliseconds: 500)),
+        ] {
+            #expect(try outputs.captions(url, key: other) == nil, "made from another narration, chunks or join")
+        }
+
+        var remade = made
+        remade.bytes = Array("WEBVTT\n".utf8)
+        remade.timing = "estimated"
+        try outputs.record([(url: url, key: key, audio: audio, captions: remade)])
+        #expect(try outputs.captions(url, key: captionKey) == remade, "a new encode's row holds its own captions")
+        try outputs.touch([url])
+        #expect(try outputs.captions(url, key: captionKey) == remade, "a touch without captions leaves them")
+        try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
+        #expect(try outputs.captions(url, key: captionKey) == nil, "an encode with captions off keeps none")
     }
 
     /// A build reads every row of its plan in one query (`preloading`): the
@@ -863,13 +911,13 @@ struct StateScratch {
         let outputs = try fixture.outputCache(clock: ManualClock())
         let (url, other) = (try Self.writeFile("p", in: fixture), try Self.writeFile("q", in: fixture))
         let (audio, key) = (try Self.audio(of: url), Self.key())
-        try outputs.record([(url: url, key: key, audio: audio)])
+        try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
 
         let preloaded = try outputs.preloading([url, other])
         #expect(try preloaded.index.entries(paths: [url.path, other.path]).keys.sorted() == [url.path])
         #expect(try preloaded.reusable(url, key: key, check: .sizeAndHash) == audio)
         #expect(try preloaded.reusable(other, key: key, check: .sizeAndHash) == nil, "no row when preloaded")
-        try preloaded.record([(url: other, key: key, audio: audio)])
+        try preloaded.record([(url: other, key: key, audio: audio, captions: nil)])
         #expect(try preloaded.reusable(other, key: key, check: .sizeAndHash) == audio, "recorded after the preload")
         try preloaded.forget([url])
         #expect(try preloaded.reusable(url, key: key, check: .size) == nil, "forgotten after the preload")
@@ -903,7 +951,7 @@ struct StateScratch {
                     key: OutputKey(
                         chunks: [], format: .aac, encoder: "e", sampleRateHz: 24_000, pauseMilliseconds: 0, loudness: nil,
                         metadata: AudioMetadata(title: "\(index)", album: "", language: "")),
-                    audio: StoreManifestFixture.encoded(index, duration: 1)
+                    audio: StoreManifestFixture.encoded(index, duration: 1), captions: nil
                 )
             ])
             clock.advance(seconds: 60)

@@ -75,8 +75,8 @@ struct ItemMaker: Sendable {
             let outputs = self.outputs
             let spoken = item.chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
             let speakingRate = recipe.voice.speakingRate
-            let (cache, requests) = (synthesizer.cache, shapeRequests(item, label: label))
-            let (reused, reusedShapes) = try await pool.runIfActive { () throws -> ([AudioFormat: EncodedAudio], [ChunkShape]?) in
+            let captionKey = item.captionKey(joiner: recipe.joiner)
+            let (reused, keptCaptions) = try await pool.runIfActive { () throws -> ([AudioFormat: EncodedAudio], StoredCaptions?) in
                 var found: [AudioFormat: EncodedAudio] = [:]
                 for (format, target) in wanted {
                     // A file an older version made too short for its text (an empty answer joined in) is made again.
@@ -85,20 +85,18 @@ struct ItemMaker: Sendable {
                     else { continue }
                     found[format] = file
                 }
-                // Every file reused and captions wanted: the chunks' shapes
-                // from the synthesis cache in the same trip to the pool, as
-                // `shapes(of:)` would find them; a chunk not there is left to it.
-                guard found.count == wanted.count, let requests else { return (found, nil) }
-                var shapes: [ChunkShape] = []
-                for (request, key) in zip(requests, item.keys) {
-                    guard let cached = try cache.lookup(key), ChunkLookup.fits(cached, request) else { return (found, nil) }
-                    shapes.append(cached.shape)
+                // Every file reused: the captions kept with them, when made from the same narration, chunks and join.
+                guard found.count == wanted.count, let captionKey else { return (found, nil) }
+                for format in recipe.formats {
+                    if let kept = try outputs.captions(wanted[format]!.final, key: captionKey) { return (found, kept) }
                 }
-                return (found, shapes)
+                return (found, nil)
             }
             var encoded = reused
             var duration = reused.values.first?.durationSeconds ?? 0
-            var shapes: [ChunkShape]? = reused.count == wanted.count ? reusedShapes : nil
+            var shapes: [ChunkShape]?
+            // Laid out only when captions are made: for the requests' sentence marks, and the cues.
+            let script = keptCaptions == nil ? item.captionScript() : nil
             let missing = recipe.formats.filter { reused[$0] == nil }
             if !missing.isEmpty {
                 for format in missing { temps[format] = try staging.temporaryURL(for: wanted[format]!.final) }
@@ -108,33 +106,40 @@ struct ItemMaker: Sendable {
                 }
                 let made: (files: [AudioFormat: EncodedAudio], samples: Int, shapes: [ChunkShape])
                 do {
-                    made = try await stream(item, label: label, into: targets, metadata: metadata)
+                    made = try await stream(item, script: script, label: label, into: targets, metadata: metadata)
                 } catch let damaged as DamagedChunk {
                     // A cache file that fails its checks is dropped and spoken again, once.
                     let cache = synthesizer.cache
                     try await pool.runIfActive { try cache.forget(damaged.key) }
-                    made = try await stream(item, label: label, into: targets, metadata: metadata)
+                    made = try await stream(item, script: script, label: label, into: targets, metadata: metadata)
                 }
                 encoded.merge(made.files) { _, new in new }
                 duration = Double(made.samples) / Double(recipe.endpointRate)
                 shapes = made.shapes
             }
-            var captions: (bytes: [UInt8], facts: PackageCaptions)?
-            if let script = item.captions {
-                // Every file was reused: the chunks' shapes come from the synthesis cache (no audio is read).
+            var captions = keptCaptions
+            if captions == nil, let script, let captionKey {
+                // Every file was reused, its captions not: the chunks' shapes come from the synthesis cache (no audio is read).
                 var known = shapes ?? []
-                if shapes == nil { known = try await self.shapes(of: item, label: label) }
+                if shapes == nil { known = try await self.shapes(of: item, script: script, label: label) }
                 let timed = CaptionTimer(joiner: recipe.joiner, rate: recipe.endpointRate).cues(script, shapes: known)
                 let bytes = WebVTT.encode(timed.cues)
-                captions = (bytes, PackageCaptions(bytes: bytes, cues: timed.cues.count, timing: timed.timing))
+                let facts = PackageCaptions(bytes: bytes, cues: timed.cues.count, timing: timed.timing)
+                captions = StoredCaptions(
+                    key: captionKey.hex, bytes: bytes, sha256: facts.sha256, cues: facts.cues, timing: facts.timing.rawValue)
+            }
+            let facts = try captions.map { kept in
+                guard let timing = CaptionTiming(rawValue: kept.timing) else {
+                    throw TourpackError.internalInvariant("\(label): captions kept with the timing \(kept.timing)")
+                }
+                return PackageCaptions(sha256: kept.sha256, sizeBytes: Int64(kept.bytes.count), cues: kept.cues, timing: timing)
             }
             let files = recipe.formats.compactMap { format -> StagedFile? in
                 guard let target = wanted[format], let audio = encoded[format] else { return nil }
                 return StagedFile(
                     temp: temps[format], final: target.final,
-                    audio: PackageAudio(
-                        poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters, captions: captions?.facts),
-                    key: target.key, captions: captions?.bytes)
+                    audio: PackageAudio(poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters, captions: facts),
+                    key: target.key, captions: captions, captionsAreNew: keptCaptions == nil)
             }
             return .done(tourIndex: tourIndex, item: item, files: files, durationSeconds: duration)
         } catch {
@@ -159,7 +164,7 @@ struct ItemMaker: Sendable {
     /// wait as their files, as early ones always do. Each file is measured
     /// as written, by decoding it.
     private func stream(
-        _ item: PlanItem, label: String, into targets: [EncodeTarget], metadata: AudioMetadata
+        _ item: PlanItem, script: CaptionScript?, label: String, into targets: [EncodeTarget], metadata: AudioMetadata
     ) async throws -> (files: [AudioFormat: EncodedAudio], samples: Int, shapes: [ChunkShape]) {
         let (synthesizer, recipe, keys, pool) = (synthesizer, recipe, item.keys, pool)
         /// Opens the encoders, behind a leveler with `gainDB` when given one.
@@ -182,7 +187,7 @@ struct ItemMaker: Sendable {
                         chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
                         previousText: index > 0 ? ElevenLabsDialect.plain(neighbours[index - 1]) : nil,
                         nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil,
-                        sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: neighbours.count)
+                        sentenceBoundaries: script?.boundaries[index], chunkIndex: index, chunkCount: neighbours.count)
                     do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
                     {
                         return ChunkOutcome(index: index, result: .failure(error))
@@ -277,22 +282,15 @@ struct ItemMaker: Sendable {
     /// The shapes of an item's chunks, for captions when every file was
     /// reused: from the synthesis cache, which reads no audio for them;
     /// a chunk no longer there is fetched as a build would.
-    private func shapes(of item: PlanItem, label: String) async throws -> [ChunkShape] {
+    private func shapes(of item: PlanItem, script: CaptionScript, label: String) async throws -> [ChunkShape] {
         var shapes: [ChunkShape] = []
-        for (request, key) in zip(shapeRequests(item, label: label) ?? [], item.keys) {
+        for (index, (chunk, key)) in zip(item.chunks, item.keys).enumerated() {
+            let request = SynthesisRequest(
+                chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
+                sentenceBoundaries: script.boundaries[index], chunkIndex: index, chunkCount: item.chunks.count)
             shapes.append(try await synthesizer.shape(request, key: key))
         }
         return shapes
-    }
-
-    /// The requests whose chunks' shapes time an item's captions; nil without captions.
-    private func shapeRequests(_ item: PlanItem, label: String) -> [SynthesisRequest]? {
-        guard item.captions != nil else { return nil }
-        return item.chunks.enumerated().map { index, chunk in
-            SynthesisRequest(
-                chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
-                sentenceBoundaries: item.captions?.boundaries[index], chunkIndex: index, chunkCount: item.chunks.count)
-        }
     }
 
     /// A written file's loudness, by decoding it: what package.json

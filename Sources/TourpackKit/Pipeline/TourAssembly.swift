@@ -10,9 +10,13 @@ struct StagedFile: Sendable, Hashable {
     var audio: PackageAudio
     /// What the file was made from, recorded once it is committed.
     var key: OutputKey
-    /// The narration's WebVTT bytes, written into the format's package
-    /// folder with its package.json; nil with `captions: off`.
-    var captions: [UInt8]? = nil
+    /// The narration's WebVTT file, written into the format's package
+    /// folder with its package.json and kept in the file's row of the
+    /// output index; nil with `captions: off`.
+    var captions: StoredCaptions? = nil
+    /// Whether `captions` were made by this build, not read from the row:
+    /// a reused file's row is then given them.
+    var captionsAreNew = false
 }
 
 /// What one item of work came to.

@@ -15,9 +15,21 @@ public struct PlanItem: Sendable, Hashable {
     /// Each chunk's key in the synthesis cache, made once by the planner and
     /// carried through the plan, the caches and the build.
     public var keys: [SynthesisKey]
+    /// The narration as written, before the lexicons: what the captions
+    /// show. Nil with `captions: off`.
+    public var writtenNarration: Narration? = nil
+
     /// The narration's sentences and where they start among the chunks;
-    /// nil with `captions: off`.
-    public var captions: CaptionScript? = nil
+    /// nil with `captions: off`. Laid out when asked: a rebuild that reuses
+    /// an item's files reuses the captions kept with them, and never needs it.
+    public func captionScript() -> CaptionScript? {
+        writtenNarration.map { CaptionScript(narration: $0, chunks: chunks) }
+    }
+
+    /// What this item's captions follow from besides its audio; nil with `captions: off`.
+    func captionKey(joiner: PCMJoiner) -> CaptionKey? {
+        writtenNarration.map { CaptionKey(narration: $0, chunks: keys, joiner: joiner) }
+    }
 
     public var characters: Int { chunks.reduce(0) { $0 + $1.characters } }
     /// `tour/poi/phase` by name, for messages a person reads.

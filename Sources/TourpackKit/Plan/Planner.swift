@@ -105,7 +105,7 @@ public struct Planner: Sendable {
                     var item = PlanItem(
                         tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
                         keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) })
-                    if config.audio.captions == .webvtt { item.captions = CaptionScript(narration: narration, chunks: chunks) }
+                    if config.audio.captions == .webvtt { item.writtenNarration = narration }
                     items.append(item)
                 } catch {
                     diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", error.message)

@@ -124,7 +124,7 @@ package struct TourPublisher: Sendable {
         // reused rather than encoded again. A record is only trusted while the
         // file at its path has its size and SHA-256, so a commit rolled back
         // leaves records that match nothing. Losing them costs an encode, not this tour.
-        try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded) })
+        try? outputs.record(fresh.map { (url: $0.final, key: $0.key, audio: $0.audio.encoded, captions: $0.captions) })
         if swap != nil || !moves.isEmpty || !removals.isEmpty || !packDeletions.isEmpty || !captionSwaps.isEmpty {
             let journal = CommitJournal(
                 tourId: tour.id.value, moves: moves, removals: removals.map(\.path), deletions: packDeletions, swap: swap,
@@ -132,7 +132,12 @@ package struct TourPublisher: Sendable {
             try journal.commit(state: state.rootFolder)
         }
         for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
-        try? outputs.touch(assembly.staged.filter { $0.temp == nil }.map(\.final))
+        let reused = assembly.staged.filter { $0.temp == nil }
+        try? outputs.touch(
+            reused.map(\.final),
+            captions: Dictionary(reused.compactMap { file in file.captionsAreNew ? file.captions.map { (file.final, $0) } : nil }) { a, _ in
+                a
+            })
         if let pack = assembly.pack {
             for path in packPaths { try? tilePacks.save(pack.record, for: path) }
         }
@@ -154,7 +159,7 @@ package struct TourPublisher: Sendable {
     private func prepareCaptions(_ staged: [StagedFile], packageID: SafeID) throws -> (swap: CommitJournal.FolderSwap, written: Int)? {
         var wanted: [String: [UInt8]] = [:]
         for file in staged {
-            guard let bytes = file.captions else { continue }
+            guard let bytes = file.captions?.bytes else { continue }
             let relative = Layout.captionsRelativePath(packageID: packageID, poiID: file.audio.poiID, phase: file.audio.phase)
             wanted[(relative as NSString).lastPathComponent] = bytes
         }

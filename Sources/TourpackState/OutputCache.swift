@@ -27,12 +27,15 @@ public struct OutputCache: Sendable {
     public let clock: @Sendable () -> Date
     /// Signatures of files found right by `reusable`, written by `touch`.
     private let signatures: PendingSignatures
+    /// Signatures of caption files found right by `captionFile`, by their audio file's path, written by `touch`.
+    private let captionSignatures: PendingSignatures
 
     public init(index: any OutputIndex, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
         self.maxAgeSeconds = Double(maxAgeDays) * 86_400
         self.clock = clock
         self.signatures = PendingSignatures()
+        self.captionSignatures = PendingSignatures()
     }
 
     /// The cache indexed in a SQLite state database.
@@ -48,16 +51,18 @@ public struct OutputCache: Sendable {
         let rows = try index.entries(paths: paths)
         return OutputCache(
             index: PreloadedOutputIndex(index, rows: rows, paths: Set(paths)), maxAgeSeconds: maxAgeSeconds, clock: clock,
-            signatures: signatures)
+            signatures: signatures, captionSignatures: captionSignatures)
     }
 
     private init(
-        index: any OutputIndex, maxAgeSeconds: TimeInterval, clock: @escaping @Sendable () -> Date, signatures: PendingSignatures
+        index: any OutputIndex, maxAgeSeconds: TimeInterval, clock: @escaping @Sendable () -> Date, signatures: PendingSignatures,
+        captionSignatures: PendingSignatures
     ) {
         self.index = index
         self.maxAgeSeconds = maxAgeSeconds
         self.clock = clock
         self.signatures = signatures
+        self.captionSignatures = captionSignatures
     }
 
     /// How hard `reusable` looks at the file.
@@ -125,6 +130,46 @@ public struct OutputCache: Sendable {
         return kept
     }
 
+    /// Whether the regular file at `path` (a package's caption file) holds
+    /// exactly the bytes of `captions`, kept in the row of the audio file
+    /// `audio`. Read and compared unless `lstat` says of it what it said
+    /// when a build last found these bytes there (`FileSignature`, as for
+    /// audio files); a file found right whose change time has settled is
+    /// signed, and the signature is written by `touch(_:)` with `audio`'s
+    /// last use. With no `audio` (captions just made, not kept in a row
+    /// yet) the file is always read.
+    public func captionFile(atPath path: String, holds captions: StoredCaptions, keptWith audio: URL?) -> Bool {
+        guard let signature = FileSignature(path: path), signature.size == captions.bytes.count else { return false }
+        // The bytes' digest is part of what is kept: a signature says nothing of other captions.
+        let signed = "\(captions.sha256) \(signature.text)"
+        let audioPath = audio?.path
+        if let audioPath, (try? index.entry(path: audioPath))??.captionsFileSignature == signed { return true }
+        guard Self.file(path, holdsExactly: captions.bytes) else { return false }
+        if let audioPath, signature.isSettled() { captionSignatures.note(signed, for: audioPath) }
+        return true
+    }
+
+    /// Whether the regular file at `path` (a symlink is not followed) holds
+    /// exactly `bytes`: read with `read(2)` into one buffer, one byte more
+    /// than expected so a longer file is told apart.
+    static func file(_ path: String, holdsExactly bytes: [UInt8]) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: bytes.count + 1)
+        var total = 0
+        while total < buffer.count {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + total, $0.count - total) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            total += count
+        }
+        return total == bytes.count && buffer[0..<total].elementsEqual(bytes)
+    }
+
     /// Records files just committed at their final paths, each with the
     /// captions made with it (nil with `captions: off`).
     public func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio, captions: StoredCaptions?)]) throws {
@@ -143,14 +188,15 @@ public struct OutputCache: Sendable {
     }
 
     /// Marks reused files as just used, for the LRU order, and records the
-    /// signatures `reusable` took of them and `captions` made again for
-    /// them (by file).
+    /// signatures `reusable` and `captionFile` took of them and their
+    /// caption files, and `captions` made again for them (by file).
     public func touch(_ urls: [URL], captions: [URL: StoredCaptions] = [:]) throws {
         guard !urls.isEmpty else { return }
         let paths = urls.map(\.path)
         try index.touch(
             paths, at: clock().timeIntervalSince1970, signatures: signatures.take(paths),
-            captions: Dictionary(captions.map { ($0.key.path, $0.value) }) { first, _ in first })
+            captions: Dictionary(captions.map { ($0.key.path, $0.value) }) { first, _ in first },
+            captionSignatures: captionSignatures.take(paths))
     }
 
     /// Forgets files that were removed.
@@ -263,10 +309,14 @@ struct PreloadedOutputIndex: OutputIndex {
         try base.record(entries)
     }
 
-    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws {
+    func touch(
+        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        captionSignatures: [String: String]
+    ) throws {
         preloaded.drop(signatures.keys)
         preloaded.drop(captions.keys)
-        try base.touch(paths, at: time, signatures: signatures, captions: captions)
+        preloaded.drop(captionSignatures.keys)
+        try base.touch(paths, at: time, signatures: signatures, captions: captions, captionSignatures: captionSignatures)
     }
 
     func forget(_ paths: [String]) throws {

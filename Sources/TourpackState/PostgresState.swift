@@ -238,7 +238,8 @@ public struct PostgresState: StateBackend {
                     ADD COLUMN captions_vtt BYTEA,
                     ADD COLUMN captions_sha256 TEXT,
                     ADD COLUMN captions_cues INTEGER,
-                    ADD COLUMN captions_timing TEXT
+                    ADD COLUMN captions_timing TEXT,
+                    ADD COLUMN captions_file_signature TEXT
                 """
             ]),
     ]

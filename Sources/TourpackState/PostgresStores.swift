@@ -319,17 +319,17 @@ struct PostgresOutputIndex: OutputIndex {
             """
             SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at,
                 integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
-                captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing
+                captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing, captions_file_signature
             FROM output_file WHERE path = \(path)
             """
         ).first.map { row in
             let (
                 key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter, signature,
-                captionsKey, vtt, captionsSHA256, cues, timing
+                captionsKey, vtt, captionsSHA256, cues, timing, captionsSignature
             ) = try row.decode(
                 (
                     String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?,
-                    String?, String?, Data?, String?, Int?, String?
+                    String?, String?, Data?, String?, Int?, String?, String?
                 )
                 .self)
             var captions: StoredCaptions?
@@ -339,7 +339,8 @@ struct PostgresOutputIndex: OutputIndex {
             return OutputEntry(
                 path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels, bitrateKbps: bitrate,
                 durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used, integratedLUFS: lufs,
-                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature, captions: captions)
+                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature, captions: captions,
+                captionsFileSignature: captionsSignature)
         }
     }
 
@@ -352,12 +353,12 @@ struct PostgresOutputIndex: OutputIndex {
                     INSERT INTO output_file (path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
                         duration_seconds, size_bytes, sha256, created_at, last_used_at,
                         integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
-                        captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing)
+                        captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing, captions_file_signature)
                     VALUES (\(e.path), \(e.inputKey), \(e.format), \(e.codec), \(e.sampleRateHz), \(e.channels), \(e.bitrateKbps),
                         \(e.durationSeconds), \(e.sizeBytes), \(e.sha256), \(e.createdAt), \(e.lastUsedAt),
                         \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB), \(e.fileSignature),
                         \(e.captions?.key), \(e.captions.map { Data($0.bytes) }), \(e.captions?.sha256), \(e.captions?.cues),
-                        \(e.captions?.timing))
+                        \(e.captions?.timing), \(e.captionsFileSignature))
                     ON CONFLICT (path) DO UPDATE SET
                         input_key = EXCLUDED.input_key, format = EXCLUDED.format, codec = EXCLUDED.codec,
                         sample_rate_hz = EXCLUDED.sample_rate_hz, channels = EXCLUDED.channels, bitrate_kbps = EXCLUDED.bitrate_kbps,
@@ -367,15 +368,19 @@ struct PostgresOutputIndex: OutputIndex {
                         limiter_reduction_db = EXCLUDED.limiter_reduction_db, file_signature = EXCLUDED.file_signature,
                         captions_key = EXCLUDED.captions_key, captions_vtt = EXCLUDED.captions_vtt,
                         captions_sha256 = EXCLUDED.captions_sha256, captions_cues = EXCLUDED.captions_cues,
-                        captions_timing = EXCLUDED.captions_timing
+                        captions_timing = EXCLUDED.captions_timing, captions_file_signature = EXCLUDED.captions_file_signature
                     """)
             }
         }
     }
 
-    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws {
-        guard !paths.isEmpty || !signatures.isEmpty || !captions.isEmpty else { return }
+    func touch(
+        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        captionSignatures: [String: String]
+    ) throws {
+        guard !paths.isEmpty || !signatures.isEmpty || !captions.isEmpty || !captionSignatures.isEmpty else { return }
         let (signed, signs) = (Array(signatures.keys), Array(signatures.values))
+        let (captionsSigned, captionSigns) = (Array(captionSignatures.keys), Array(captionSignatures.values))
         try store.transaction("mark \(paths.count) files used") { session in
             try session.execute("UPDATE output_file SET last_used_at = \(time) WHERE path = ANY(\(paths))")
             if !signed.isEmpty {
@@ -387,13 +392,21 @@ struct PostgresOutputIndex: OutputIndex {
                     WHERE output_file.path = given.path
                     """)
             }
+            if !captionsSigned.isEmpty {
+                try session.execute(
+                    """
+                    UPDATE output_file SET captions_file_signature = given.signature
+                    FROM unnest(\(captionsSigned)::text[], \(captionSigns)::text[]) AS given(path, signature)
+                    WHERE output_file.path = given.path
+                    """)
+            }
             guard !captions.isEmpty else { return }
             // One statement too: the first rebuild after an upgrade keeps the captions of every file.
             let made = Array(captions)
             try session.execute(
                 """
                 UPDATE output_file SET captions_key = given.key, captions_vtt = given.vtt, captions_sha256 = given.sha256,
-                    captions_cues = given.cues, captions_timing = given.timing
+                    captions_cues = given.cues, captions_timing = given.timing, captions_file_signature = NULL
                 FROM unnest(\(made.map(\.key))::text[], \(made.map(\.value.key))::text[],
                     \(made.map { ByteBuffer(bytes: $0.value.bytes) })::bytea[], \(made.map(\.value.sha256))::text[],
                     \(made.map(\.value.cues))::bigint[], \(made.map(\.value.timing))::text[])

@@ -166,12 +166,7 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
     func entry(_ key: String) throws -> SynthesisEntry? {
         try database.read { db in
             // Asked once per chunk of a build: the statement is prepared once per connection.
-            let statement = try db.cachedStatement(
-                sql: """
-                    SELECT key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
-                        fileSHA256, sentenceTimes
-                    FROM synthesisChunk WHERE key = ?
-                    """)
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.columns) FROM synthesisChunk WHERE key = ?")
             return try Row.fetchOne(statement, arguments: [key]).map(Self.entry)
         }
     }
@@ -182,11 +177,7 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
             try inBatches(keys) { batch, marks in
                 for row in try Row.fetchAll(
                     db,
-                    sql: """
-                        SELECT key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness,
-                            fileSHA256, sentenceTimes
-                        FROM synthesisChunk WHERE key IN (\(marks))
-                        """, arguments: StatementArguments(batch))
+                    sql: "SELECT \(Self.columns) FROM synthesisChunk WHERE key IN (\(marks))", arguments: StatementArguments(batch))
                 {
                     let entry = Self.entry(row)
                     found[entry.key] = entry
@@ -196,11 +187,18 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
         return found
     }
 
+    /// The columns `entry(_:)` reads, in its order: read by position, as
+    /// GRDB looks a name up by lowercasing it.
+    private static let columns = """
+        key, characters, sampleRate, samples, fileBytes, createdAt, lastUsedAt, audibleStart, audibleEnd, loudness, fileSHA256,
+        sentenceTimes
+        """
+
+    /// A row of `columns`.
     private static func entry(_ row: Row) -> SynthesisEntry {
         SynthesisEntry(
-            key: row["key"], characters: row["characters"], sampleRate: row["sampleRate"], samples: row["samples"],
-            fileBytes: row["fileBytes"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"], audibleStart: row["audibleStart"],
-            audibleEnd: row["audibleEnd"], loudness: row["loudness"], fileSHA256: row["fileSHA256"], sentenceTimes: row["sentenceTimes"])
+            key: row[0], characters: row[1], sampleRate: row[2], samples: row[3], fileBytes: row[4], createdAt: row[5], lastUsedAt: row[6],
+            audibleStart: row[7], audibleEnd: row[8], loudness: row[9], fileSHA256: row[10], sentenceTimes: row[11])
     }
 
     func touch(_ key: String, at time: Double, audibleStart: Int, audibleEnd: Int, loudness: Data?) throws {
@@ -274,9 +272,18 @@ struct SQLiteOutputIndex: OutputIndex {
     let database: StateDatabase
     var location: StateLocation { database.location }
 
+    /// The columns `entry(_:)` reads, in its order: read by position, as
+    /// GRDB looks a name up by lowercasing it, on every column of every row.
+    private static let columns = """
+        path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps, durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
+        integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature,
+        captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming, captionsFileSignature
+        """
+
     func entry(path: String) throws -> OutputEntry? {
         try database.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outputFile WHERE path = ?"), arguments: [path]).map(Self.entry)
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM outputFile WHERE path = ?"), arguments: [path]).map(
+                Self.entry)
         }
     }
 
@@ -285,7 +292,7 @@ struct SQLiteOutputIndex: OutputIndex {
         try database.read { db in
             try inBatches(paths) { batch, marks in
                 for row in try Row.fetchAll(
-                    db, sql: "SELECT * FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(batch))
+                    db, sql: "SELECT \(Self.columns) FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(batch))
                 {
                     let entry = Self.entry(row)
                     found[entry.path] = entry
@@ -295,20 +302,19 @@ struct SQLiteOutputIndex: OutputIndex {
         return found
     }
 
+    /// A row of `columns`.
     private static func entry(_ row: Row) -> OutputEntry {
-        OutputEntry(
-            path: row["path"], inputKey: row["inputKey"], format: row["format"], codec: row["codec"], sampleRateHz: row["sampleRateHz"],
-            channels: row["channels"], bitrateKbps: row["bitrateKbps"], durationSeconds: row["durationSeconds"],
-            sizeBytes: row["sizeBytes"], sha256: row["sha256"], createdAt: row["createdAt"], lastUsedAt: row["lastUsedAt"],
-            integratedLUFS: row["integratedLUFS"], truePeakDBTP: row["truePeakDBTP"], gainDB: row["gainDB"],
-            limiterReductionDB: row["limiterReductionDB"], fileSignature: row["fileSignature"], captions: captions(row))
-    }
-
-    private static func captions(_ row: Row) -> StoredCaptions? {
-        guard let key: String = row["captionsKey"], let bytes: Data = row["captionsVTT"], let sha256: String = row["captionsSHA256"],
-            let cues: Int = row["captionsCues"], let timing: String = row["captionsTiming"]
-        else { return nil }
-        return StoredCaptions(key: key, bytes: Array(bytes), sha256: sha256, cues: cues, timing: timing)
+        var captions: StoredCaptions?
+        if let key: String = row[17], let bytes: Data = row[18], let sha256: String = row[19], let cues: Int = row[20],
+            let timing: String = row[21]
+        {
+            captions = StoredCaptions(key: key, bytes: Array(bytes), sha256: sha256, cues: cues, timing: timing)
+        }
+        return OutputEntry(
+            path: row[0], inputKey: row[1], format: row[2], codec: row[3], sampleRateHz: row[4], channels: row[5], bitrateKbps: row[6],
+            durationSeconds: row[7], sizeBytes: row[8], sha256: row[9], createdAt: row[10], lastUsedAt: row[11], integratedLUFS: row[12],
+            truePeakDBTP: row[13], gainDB: row[14], limiterReductionDB: row[15], fileSignature: row[16], captions: captions,
+            captionsFileSignature: row[22])
     }
 
     func record(_ entries: [OutputEntry]) throws {
@@ -319,29 +325,38 @@ struct SQLiteOutputIndex: OutputIndex {
                         INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
                             durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
                             integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature,
-                            captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming, captionsFileSignature)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
                         e.durationSeconds, e.sizeBytes, e.sha256, e.createdAt, e.lastUsedAt,
                         e.integratedLUFS, e.truePeakDBTP, e.gainDB, e.limiterReductionDB, e.fileSignature,
                         e.captions?.key, e.captions.map { Data($0.bytes) }, e.captions?.sha256, e.captions?.cues, e.captions?.timing,
+                        e.captionsFileSignature,
                     ])
             }
         }
     }
 
-    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws {
+    func touch(
+        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        captionSignatures: [String: String]
+    ) throws {
         try database.write { db in
             let statement = try db.cachedStatement(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?")
             for path in paths { try statement.execute(arguments: [time, path]) }
             let signing = try db.cachedStatement(sql: "UPDATE outputFile SET fileSignature = ? WHERE path = ?")
             for (path, signature) in signatures { try signing.execute(arguments: [signature, path]) }
+            if !captionSignatures.isEmpty {
+                let signing = try db.cachedStatement(sql: "UPDATE outputFile SET captionsFileSignature = ? WHERE path = ?")
+                for (path, signature) in captionSignatures { try signing.execute(arguments: [signature, path]) }
+            }
             guard !captions.isEmpty else { return }
             let captioning = try db.cachedStatement(
                 sql: """
-                    UPDATE outputFile SET captionsKey = ?, captionsVTT = ?, captionsSHA256 = ?, captionsCues = ?, captionsTiming = ?
+                    UPDATE outputFile SET captionsKey = ?, captionsVTT = ?, captionsSHA256 = ?, captionsCues = ?, captionsTiming = ?,
+                        captionsFileSignature = NULL
                     WHERE path = ?
                     """)
             for (path, made) in captions {

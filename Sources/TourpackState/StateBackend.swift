@@ -264,12 +264,17 @@ public struct OutputEntry: Sendable, Hashable {
     /// file made them, and what they were made from; nil until a build with
     /// captions records them.
     public var captions: StoredCaptions?
+    /// What `lstat` said of the caption file holding `captions` when a
+    /// build last found its bytes right, after their SHA-256
+    /// (`OutputCache.captionFile(_:holds:keptWith:)`); nil until then, and
+    /// again once the captions are made anew.
+    public var captionsFileSignature: String?
 
     public init(
         path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
         durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
         integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?, fileSignature: String? = nil,
-        captions: StoredCaptions? = nil
+        captions: StoredCaptions? = nil, captionsFileSignature: String? = nil
     ) {
         self.path = path
         self.inputKey = inputKey
@@ -289,6 +294,7 @@ public struct OutputEntry: Sendable, Hashable {
         self.limiterReductionDB = limiterReductionDB
         self.fileSignature = fileSignature
         self.captions = captions
+        self.captionsFileSignature = captionsFileSignature
     }
 }
 
@@ -324,10 +330,15 @@ public protocol OutputIndex: Sendable {
     func entries(paths: [String]) throws -> [String: OutputEntry]
     /// Records (or replaces) entries, all in one transaction.
     func record(_ entries: [OutputEntry]) throws
-    /// Marks `paths` used at `time`, and records `signatures` (by path) of
-    /// files whose SHA-256 was just found right and `captions` (by path)
-    /// made again for files reused, in one transaction.
-    func touch(_ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions]) throws
+    /// Marks `paths` used at `time`, in one transaction, with what the
+    /// build learned of them (by path): `signatures` of files whose SHA-256
+    /// was just found right, `captions` made again (which clears their
+    /// file's signature), and `captionSignatures` of caption files whose
+    /// bytes were just found right.
+    func touch(
+        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        captionSignatures: [String: String]
+    ) throws
     func forget(_ paths: [String]) throws
     /// Path and last use of every entry whose path starts with `prefix`.
     func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)]

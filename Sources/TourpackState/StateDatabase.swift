@@ -349,6 +349,7 @@ public struct StateDatabase: Sendable {
                     ALTER TABLE outputFile ADD COLUMN captionsSHA256 TEXT;
                     ALTER TABLE outputFile ADD COLUMN captionsCues INTEGER;
                     ALTER TABLE outputFile ADD COLUMN captionsTiming TEXT;
+                    ALTER TABLE outputFile ADD COLUMN captionsFileSignature TEXT;
                     """)
         }
         return migrator

@@ -70,8 +70,13 @@ final class BuildDisplay: @unchecked Sendable {
         case .mapsDone, .mapsProgress:
             return nil
         case .tourPackaged(let packaged) where packaged.packages.isEmpty:
+            // A damaged or missing caption file is written again under an unchanged package.json.
+            let repaired =
+                packaged.captionFiles == 0
+                ? "" : ", \(packaged.captionFiles) caption file\(packaged.captionFiles == 1 ? "" : "s") written again"
             return
                 "up to date \(packaged.tourName): \(packaged.reusedFiles) files reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
+                + repaired
         case .tourPackaged(let packaged):
             var text =
                 "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "

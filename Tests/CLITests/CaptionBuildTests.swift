@@ -233,6 +233,30 @@ import TourpackTesting
         #expect(validated.status == 0, "\(validated.stdout)\(validated.stderr)")
     }
 
+    /// A caption file a rebuild trusted unread (its signature kept) is still
+    /// written again when it is damaged in place or removed: any write
+    /// changes what `lstat` says of it.
+    @Test func aDamagedOrMissingCaptionFileIsWrittenAgainByARebuild() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try Self.workspace(extraYAML: "")
+        #expect(try workspace.build(server).status == 0)
+        let files = try Self.captioned(workspace).map { workspace.output.appendingPathComponent($0.captions.path) }
+        let before = try Dictionary(uniqueKeysWithValues: files.map { ($0.path, try Data(contentsOf: $0)) })
+        // Settled, then signed by a rebuild that reads them.
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(try workspace.build(server).status == 0)
+
+        let (damaged, removed) = (files[0], files[1])
+        let handle = try FileHandle(forWritingTo: damaged)
+        try handle.write(contentsOf: Data(repeating: 0x41, count: before[damaged.path]!.count))
+        try handle.close()
+        try FileManager.default.removeItem(at: removed)
+        let again = try workspace.build(server)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("packages unchanged, 2 caption files written again"), "\(again.stdout)")
+        for file in files { #expect(try Data(contentsOf: file) == before[file.path], "\(file.lastPathComponent)") }
+    }
+
     /// Runs the sqlite3 command-line shell on a state database.
     static func sqlite(_ url: URL, _ statement: String) throws {
         let process = Process()

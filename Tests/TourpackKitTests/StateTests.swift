@@ -166,7 +166,7 @@ struct StateScratch {
         #expect(latest == "output captions")
         switch backend {
         case .sqlite:
-            let drops = ["captionsKey", "captionsVTT", "captionsSHA256", "captionsCues", "captionsTiming"].map {
+            let drops = ["captionsKey", "captionsVTT", "captionsSHA256", "captionsCues", "captionsTiming", "captionsFileSignature"].map {
                 "ALTER TABLE outputFile DROP COLUMN \($0);"
             }
             try fixture.execute("DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; \(drops.joined(separator: " "))")
@@ -175,7 +175,7 @@ struct StateScratch {
                 """
                 DELETE FROM schema_migrations WHERE name = '\(latest)';
                 ALTER TABLE output_file DROP COLUMN captions_key, DROP COLUMN captions_vtt, DROP COLUMN captions_sha256,
-                    DROP COLUMN captions_cues, DROP COLUMN captions_timing;
+                    DROP COLUMN captions_cues, DROP COLUMN captions_timing, DROP COLUMN captions_file_signature;
                 """)
         }
 
@@ -900,6 +900,58 @@ struct StateScratch {
         #expect(try outputs.captions(url, key: captionKey) == remade, "a touch without captions leaves them")
         try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
         #expect(try outputs.captions(url, key: captionKey) == nil, "an encode with captions off keeps none")
+    }
+
+    /// A package's caption file is read to see that it holds its captions'
+    /// bytes until a build has found them there with its change time
+    /// settled; then, while `lstat` says the same, it is trusted unread. A
+    /// write to it since, or captions made again, means reading it again.
+    @Test(arguments: Backend.allCases) func aCaptionFileFoundRightIsNotReadAgainUntilItIsWritten(backend: Backend) throws {
+        let fixture = try StateFixture(backend)
+        defer { fixture.remove() }
+        let outputs = try fixture.outputCache(clock: ManualClock())
+        let audio = try Self.writeFile("p", in: fixture)
+        let bytes = Array("WEBVTT\n\n00:00.000 --> 00:01.000\nOne.\n".utf8)
+        let sha256 = PackageCaptions(bytes: bytes, cues: 1, timing: .provider).sha256
+        let made = StoredCaptions(key: String(repeating: "c", count: 64), bytes: bytes, sha256: sha256, cues: 1, timing: "provider")
+        let file = fixture.scratch.output.appendingPathComponent("p.vtt")
+        try Data(bytes).write(to: file)
+        try outputs.record([(url: audio, key: Self.key(), audio: try Self.audio(of: audio), captions: made)])
+        func signature() throws -> String? { try outputs.index.entry(path: audio.path)?.captionsFileSignature }
+
+        #expect(outputs.captionFile(atPath: file.path, holds: made, keptWith: audio))
+        try outputs.touch([audio])
+        #expect(try signature() == nil, "a file changed within the last \(FileSignature.settleSeconds) s is read every time")
+        Thread.sleep(forTimeInterval: FileSignature.settleSeconds + 0.2)
+        #expect(outputs.captionFile(atPath: file.path, holds: made, keptWith: audio))
+        #expect(
+            !outputs.captionFile(
+                atPath: file.path,
+                holds: StoredCaptions(key: made.key, bytes: bytes + [0x0A], sha256: made.sha256, cues: 1, timing: "provider"),
+                keptWith: audio), "another size")
+        try outputs.touch([audio])
+        #expect(try signature()?.hasPrefix(made.sha256) == true)
+
+        // Other bytes of the same size and digest in the row: a signed file is not read, so it still passes.
+        var other = made
+        other.bytes = Array(repeating: 0x41, count: bytes.count)
+        #expect(outputs.captionFile(atPath: file.path, holds: other, keptWith: audio))
+        #expect(!outputs.captionFile(atPath: file.path, holds: other, keptWith: nil), "captions not kept in a row are always read")
+
+        // The same size written in place: a new change time, so it is read, and fails.
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.write(contentsOf: Data(other.bytes))
+        try handle.close()
+        #expect(!outputs.captionFile(atPath: file.path, holds: made, keptWith: audio), "a file written since is read again")
+
+        // Captions made again clear the signature.
+        try Data(bytes).write(to: file)
+        Thread.sleep(forTimeInterval: FileSignature.settleSeconds + 0.2)
+        #expect(outputs.captionFile(atPath: file.path, holds: made, keptWith: audio))
+        try outputs.touch([audio])
+        #expect(try signature() != nil)
+        try outputs.touch([audio], captions: [audio: made])
+        #expect(try signature() == nil)
     }
 
     /// A build reads every row of its plan in one query (`preloading`): the

@@ -157,56 +157,33 @@ package struct TourPublisher: Sendable {
     /// when the live folder is already exactly right. `written` counts the
     /// files that are new.
     private func prepareCaptions(_ staged: [StagedFile], packageID: SafeID) throws -> (swap: CommitJournal.FolderSwap, written: Int)? {
-        var wanted: [String: [UInt8]] = [:]
+        var wanted: [String: (captions: StoredCaptions, audio: URL, isNew: Bool)] = [:]
         for file in staged {
-            guard let bytes = file.captions?.bytes else { continue }
-            let relative = Layout.captionsRelativePath(packageID: packageID, poiID: file.audio.poiID, phase: file.audio.phase)
-            wanted[(relative as NSString).lastPathComponent] = bytes
+            guard let captions = file.captions else { continue }
+            wanted[Layout.captionsFileName(poiID: file.audio.poiID, phase: file.audio.phase)] = (captions, file.final, file.captionsAreNew)
         }
         let live = layout.captionsFolder(packageID: packageID).url
-        let present = ((try? FileManager.default.contentsOfDirectory(atPath: live.path)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
-        func holds(_ name: String, _ bytes: [UInt8]) -> Bool {
-            let url = live.appendingPathComponent(name, isDirectory: false)
-            var info = stat()  // lstat: a symlink is not followed
-            return lstat(url.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && Int(info.st_size) == bytes.count
-                && Self.file(url.path, holdsExactly: bytes)
+        let livePath = live.path
+        let present = ((try? FileManager.default.contentsOfDirectory(atPath: livePath)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
+        let outputs = self.outputs
+        let same = wanted.filter { name, file in
+            // Captions just made again are not in the row yet: their file is read.
+            outputs.captionFile(atPath: "\(livePath)/\(name)", holds: file.captions, keptWith: file.isNew ? nil : file.audio)
         }
-        let same = wanted.filter { holds($0.key, $0.value) }
         guard same.count != wanted.count || Set(present) != Set(wanted.keys) else { return nil }
         guard !wanted.isEmpty || !present.isEmpty else { return nil }
         let root = layout.root
         let swap = try CaptionsFolder.prepare(packageFolder: layout.packageFolder(packageID: packageID).url, root: root) { next in
-            for (name, bytes) in wanted.sorted(by: { $0.key < $1.key }) {
+            for (name, file) in wanted.sorted(by: { $0.key < $1.key }) {
                 let target = next.appendingPathComponent(name)
                 if same[name] != nil {
                     try AtomicFile.hardLink(live.appendingPathComponent(name), to: target, under: root)
                 } else {
-                    try AtomicFile.write(bytes, to: target)
+                    try AtomicFile.write(file.captions.bytes, to: target)
                 }
             }
         }
         return (swap, wanted.count - same.count)
-    }
-
-    /// Whether the regular file at `path` (a symlink is not followed) holds
-    /// exactly `bytes`: read with `read(2)` into one buffer, one byte more
-    /// than expected so a longer file is told apart.
-    static func file(_ path: String, holdsExactly bytes: [UInt8]) -> Bool {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: bytes.count + 1)
-        var total = 0
-        while total < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + total, $0.count - total) }
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            total += count
-        }
-        return total == bytes.count && buffer[0..<total].elementsEqual(bytes)
     }
 
     /// Makes the tour's next audio folder beside the live one: the new files

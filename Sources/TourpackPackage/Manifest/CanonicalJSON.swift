@@ -33,9 +33,9 @@ extension JSONValue {
 
     private func write(into out: inout [UInt8], pretty: Bool, indent: Int) {
         switch self {
-        case .null: out.append(contentsOf: Array("null".utf8))
-        case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
-        case .number(let n): out.append(contentsOf: Array(JSONValue.canonicalNumber(n).utf8))
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let n): out.append(contentsOf: JSONValue.canonicalNumber(n).utf8)
         case .string(let s): JSONValue.writeString(s, into: &out)
         case .array(let values):
             guard !values.isEmpty else { out.append(contentsOf: [0x5B, 0x5D]); return }
@@ -49,22 +49,33 @@ extension JSONValue {
             out.append(0x5D)
         case .object(let members):
             guard !members.isEmpty else { out.append(contentsOf: [0x7B, 0x7D]); return }
-            let sorted = members.enumerated().sorted { a, b in
-                let (ka, kb) = (Array(a.element.key.utf8), Array(b.element.key.utf8))
-                return ka == kb ? a.offset < b.offset : ka.lexicographicallyPrecedes(kb)
-            }
             out.append(0x7B)
-            for (i, member) in sorted.enumerated() {
+            for (i, index) in JSONValue.keyOrder(members).enumerated() {
+                let member = members[index]
                 if i > 0 { out.append(0x2C) }
                 JSONValue.newline(&out, pretty: pretty, indent: indent + 1)
-                JSONValue.writeString(member.element.key, into: &out)
+                JSONValue.writeString(member.key, into: &out)
                 out.append(0x3A)
                 if pretty { out.append(0x20) }
-                member.element.value.write(into: &out, pretty: pretty, indent: indent + 1)
+                member.value.write(into: &out, pretty: pretty, indent: indent + 1)
             }
             JSONValue.newline(&out, pretty: pretty, indent: indent)
             out.append(0x7D)
         }
+    }
+
+    /// The members' indices with their keys sorted by UTF-8 bytes, members
+    /// of equal keys in their order; compared in place, without copying a key.
+    private static func keyOrder(_ members: [(key: String, value: JSONValue)]) -> [Int] {
+        func precedes(_ a: Int, _ b: Int) -> Bool {
+            let (ka, kb) = (members[a].key.utf8, members[b].key.utf8)
+            if ka.elementsEqual(kb) { return a < b }
+            return ka.lexicographicallyPrecedes(kb)
+        }
+        var order = Array(members.indices)
+        // Most objects are built in key order already: then one pass finds nothing to sort.
+        if !zip(order, order.dropFirst()).allSatisfy({ precedes($0, $1) }) { order.sort(by: precedes) }
+        return order
     }
 
     private static func newline(_ out: inout [UInt8], pretty: Bool, indent: Int) {
@@ -75,6 +86,12 @@ extension JSONValue {
 
     private static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(0x22)
+        defer { out.append(0x22) }
+        // Most strings need no escape: copied at once.
+        guard s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F }) else {
+            out.append(contentsOf: s.utf8)
+            return
+        }
         for byte in s.utf8 {
             switch byte {
             case 0x22: out.append(contentsOf: [0x5C, 0x22])
@@ -89,6 +106,5 @@ extension JSONValue {
             default: out.append(byte)
             }
         }
-        out.append(0x22)
     }
 }

@@ -61,8 +61,9 @@ struct BundleInventory: Sendable {
 
     init(root: URL) throws {
         let top = try Self.list(root)
+        let rootPath = root.path
         for name in top {
-            let info = Self.info(root, name)
+            let info = Self.info(rootPath, name)
             if name == Layout.installFolder, info.isFolder {
                 // `tourpack install`'s staging and memory of the site: not the app's, never shipped.
                 continue
@@ -93,9 +94,10 @@ struct BundleInventory: Sendable {
     }
 
     private mutating func walkOfflineTours(_ folder: URL) throws {
+        let base = folder.path
         for name in try Self.list(folder) {
             let relative = "\(Layout.offlineToursFolder)/\(name)"
-            let info = Self.info(folder, name)
+            let info = Self.info(base, name)
             if AtomicFile.isTemporaryName(name) {
                 temporaries.append(relative)
                 continue
@@ -110,8 +112,9 @@ struct BundleInventory: Sendable {
             }
             let packageFolder = folder.appendingPathComponent(name)
             var hasManifest = false
+            let packagePath = packageFolder.path
             for inner in (try? Self.list(packageFolder)) ?? [] {
-                let innerInfo = Self.info(packageFolder, inner)
+                let innerInfo = Self.info(packagePath, inner)
                 if innerInfo.isSymlink { addLink(packageFolder, inner, relative: "\(relative)/\(inner)") }
                 if inner == Layout.manifestFileName {
                     hasManifest = true
@@ -138,9 +141,10 @@ struct BundleInventory: Sendable {
     /// A package's `captions` folder: `.vtt` files, temps of the build's
     /// atomic writes; links are listed and not followed; anything else is misplaced.
     private mutating func walkCaptions(_ folder: URL, relative: String) {
+        let base = folder.path
         for name in (try? Self.list(folder)) ?? [] {
             let path = "\(relative)/\(name)"
-            let info = Self.info(folder, name)
+            let info = Self.info(base, name)
             if info.isSymlink {
                 addLink(folder, name, relative: path)
             } else if AtomicFile.isTemporaryName(name) {
@@ -157,9 +161,10 @@ struct BundleInventory: Sendable {
     static let sideFileSuffixes = ["-journal", "-wal", "-shm"]
 
     private mutating func walkAudioCache(_ folder: URL, relative: String) {
+        let base = folder.path
         for name in (try? Self.list(folder)) ?? [] {
             let path = "\(relative)/\(name)"
-            let info = Self.info(folder, name)
+            let info = Self.info(base, name)
             if info.isSymlink {
                 addLink(folder, name, relative: path)
                 continue
@@ -187,9 +192,10 @@ struct BundleInventory: Sendable {
     }
 
     /// `lstat` facts: a real folder (not a link to one), the size, whether it is a link.
-    private static func info(_ folder: URL, _ name: String) -> (isFolder: Bool, size: Int64, isSymlink: Bool) {
+    /// `folder` is a path: a URL per file cost more than the `lstat`.
+    private static func info(_ folder: String, _ name: String) -> (isFolder: Bool, size: Int64, isSymlink: Bool) {
         var status = stat()
-        guard lstat(folder.appendingPathComponent(name, isDirectory: false).path, &status) == 0 else { return (false, 0, false) }
+        guard lstat("\(folder)/\(name)", &status) == 0 else { return (false, 0, false) }
         let kind = status.st_mode & S_IFMT
         return (kind == S_IFDIR, kind == S_IFREG ? Int64(status.st_size) : 0, kind == S_IFLNK)
     }

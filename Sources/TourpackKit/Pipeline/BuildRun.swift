@@ -26,6 +26,8 @@ struct BuildRun {
     private var nextMaps = 0
     private var mapsInFlight = 0
     private var tickerRunning = false
+    /// Items and maps started and not yet come back (the ticker is not work).
+    private var working = 0
     private var tilesReported = -1
     /// Every item in plan order, and the next one to start.
     private let jobs: [(tourIndex: Int, item: PlanItem)]
@@ -84,6 +86,7 @@ struct BuildRun {
                     startTicker(in: &group)
                     continue
                 }
+                working -= 1
                 await record(outcome)
                 if Task.isCancelled, !cancelled {
                     cancelled = true
@@ -100,6 +103,8 @@ struct BuildRun {
                 } else {
                     await startNext(in: &group)
                 }
+                // Only the ticker left: wake it now, or the build would wait out its sleep.
+                if working == 0, tickerRunning { group.cancelAll() }
             }
         }
         if let stopReason {
@@ -125,6 +130,7 @@ struct BuildRun {
             let maker = ItemMaker(
                 recipe: recipe, layout: layout, staging: staging, pool: pool, tour: assemblies[tourIndex].tour,
                 synthesizer: synthesizer, outputs: outputs)
+            working += 1
             group.addTask { await maker.make(item, tourIndex: tourIndex) }
             return
         }
@@ -152,6 +158,7 @@ struct BuildRun {
                 layout.tilePack(packageID: config.packageID(tourID: tour.id, format: $0))
             }
             mapsInFlight += 1
+            working += 1
             group.addTask {
                 do {
                     return .mapsReady(

@@ -119,7 +119,8 @@ struct ItemMaker: Sendable {
             }
             var captions = keptCaptions
             if captions == nil, let script, let captionKey {
-                // Every file was reused, its captions not: the chunks' shapes come from the synthesis cache (no audio is read).
+                // Made now: from the shapes of the chunks just joined or, when every file was
+                // reused without its captions, from the synthesis cache (no audio is read).
                 var known = shapes ?? []
                 if shapes == nil { known = try await self.shapes(of: item, script: script, label: label) }
                 let timed = CaptionTimer(joiner: recipe.joiner, rate: recipe.endpointRate).cues(script, shapes: known)

@@ -133,11 +133,9 @@ package struct TourPublisher: Sendable {
         }
         for temp in assembly.temps + manifestTemps + packTemps { staging.committed(temp) }
         let reused = assembly.staged.filter { $0.temp == nil }
-        try? outputs.touch(
-            reused.map(\.final),
-            captions: Dictionary(reused.compactMap { file in file.captionsAreNew ? file.captions.map { (file.final, $0) } : nil }) { a, _ in
-                a
-            })
+        // Captions made again for a reused file go into its row.
+        let remade = reused.filter(\.captionsAreNew).compactMap { file in file.captions.map { (file.final, $0) } }
+        try? outputs.touch(reused.map(\.final), captions: Dictionary(remade) { first, _ in first })
         if let pack = assembly.pack {
             for path in packPaths { try? tilePacks.save(pack.record, for: path) }
         }

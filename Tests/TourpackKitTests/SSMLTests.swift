@@ -23,6 +23,7 @@ import Testing
     @Test func escapedSizeMatchesTheEscapedString() {
         let text = #"a&b<c>d"e'f ü 🏔️"#
         #expect(SSML.escapedUTF8Count(text.unicodeScalars) == SSML.escape(text).utf8.count)
+        #expect(SSML.escapedScalarCount(text.unicodeScalars) == SSML.escape(text).unicodeScalars.count)
     }
 }
 

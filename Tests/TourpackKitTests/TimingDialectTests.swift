@@ -356,5 +356,11 @@ import TourpackTesting
         let ssml = Chunk(text: #"<speak>One. <mark name="x"/>Two.</speak>"#, isSSML: true)
         #expect(BillingRule.googleCharacters(ssml.text) == "<speak>One. Two.</speak>".count)
         #expect(BillingRule.googleCharacters("<speak><marker/>a</speak>") == "<speak><marker/>a</speak>".count)
+        // Counted without building the SSML: the same as counting what is sent.
+        let google = BillingRule(api: .google, voice: Self.voice(.google), timings: true)
+        for text in ["", "<mark name=\"a\"/> written out", "Tom's \"café\" & <b>", "山の上 🏔️ e\u{301}", "&amp;&lt;<<>>''"] {
+            let sent = BillingRule.googleCharacters("<speak>" + SSML.escape(text) + "</speak>")
+            #expect(google.requestUnits(for: Chunk(text: text, isSSML: false)) == sent, "\(text)")
+        }
     }
 }

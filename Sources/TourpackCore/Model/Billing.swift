@@ -59,8 +59,10 @@ public struct BillingRule: Sendable, Hashable {
     public func requestUnits(for chunk: Chunk) -> Int {
         switch api {
         case .google where timings && !chunk.isSSML:
-            // Sent as SSML to carry its marks, which are free.
-            return Self.googleCharacters("<speak>" + SSML.escape(chunk.text) + "</speak>")
+            // Sent as SSML to carry its marks, which are free: `<speak>`, the
+            // text escaped (so holding no tag) and `</speak>`, counted without
+            // building them.
+            return "<speak></speak>".unicodeScalars.count + SSML.escapedScalarCount(chunk.text.unicodeScalars)
         case .google, .openai:
             return chunk.characters
         case .polly:

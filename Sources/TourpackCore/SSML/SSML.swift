@@ -32,13 +32,25 @@ public enum SSML {
 
     /// The UTF-8 size of `escape(text)`, without building the escaped string.
     package static func escapedUTF8Count<S: Sequence>(_ scalars: S) -> Int where S.Element == Unicode.Scalar {
+        escapedLength(scalars, plain: UTF8.width)
+    }
+
+    /// The Unicode scalars of `escape(text)`, without building the escaped string.
+    package static func escapedScalarCount<S: Sequence>(_ scalars: S) -> Int where S.Element == Unicode.Scalar {
+        escapedLength(scalars) { _ in 1 }
+    }
+
+    /// `escape`'s length, each entity (ASCII) counted by its characters and
+    /// every other scalar by `plain`.
+    private static func escapedLength<S: Sequence>(_ scalars: S, plain: (Unicode.Scalar) -> Int) -> Int
+    where S.Element == Unicode.Scalar {
         var count = 0
         for scalar in scalars {
             switch scalar {
             case "&": count += 5
             case "<", ">": count += 4
             case "\"", "'": count += 6
-            default: count += UTF8.width(scalar)
+            default: count += plain(scalar)
             }
         }
         return count

@@ -10,18 +10,31 @@ extension Sequence<UInt8> {
     /// package.json, object keys, cache paths and messages. The one hex
     /// encoder of the package.
     package var lowercaseHex: String {
-        var text: [UInt8] = []
-        text.reserveCapacity(underestimatedCount * 2)
-        for byte in self {
-            text.append(UInt8.hexDigits[Int(byte >> 4)])
-            text.append(UInt8.hexDigits[Int(byte & 0x0F)])
+        // Written straight into the string's storage: a build writes one
+        // for every key and digest it checks, thousands on a warm rebuild.
+        withContiguousStorageIfAvailable(Self.hex) ?? Self.hex(Array(self))
+    }
+
+    private static func hex(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            for (index, byte) in bytes.enumerated() {
+                text[2 * index] = UInt8.hexDigit(byte >> 4)
+                text[2 * index + 1] = UInt8.hexDigit(byte & 0x0F)
+            }
+            return bytes.count * 2
         }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBufferPointer(hex)
     }
 }
 
 extension UInt8 {
-    fileprivate static let hexDigits = Array("0123456789abcdef".utf8)
+    /// The lowercase ASCII digit of a value below 16.
+    fileprivate static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? 0x30 + value : 0x57 + value
+    }
 
     /// The value of this ASCII byte as a hex digit, either case; nil when it is not one.
     package var hexDigitValue: UInt8? {

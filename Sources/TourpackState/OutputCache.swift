@@ -1,7 +1,7 @@
 import Crypto
 public import Foundation
 public import TourpackAudio
-import TourpackCore
+package import TourpackCore
 
 /// What each AudioCache file was made from, so a build can keep a file
 /// instead of making it again: one row per file (by absolute path) with its
@@ -75,8 +75,25 @@ public struct OutputCache: Sendable {
 
     /// The file's measurements when the file at `url` can stand for `key`.
     public func reusable(_ url: URL, key: OutputKey, check: Check) throws -> EncodedAudio? {
+        try reusable(url, key: key, check: check, captionKey: nil)?.audio
+    }
+
+    /// A file that can stand for its key, with what its row keeps of its captions.
+    public struct ReusedFile: Sendable, Hashable {
+        public var audio: EncodedAudio
+        /// The captions kept with the file, when made under the caption key asked for.
+        public var captions: StoredCaptions?
+        /// With `captions`: the signature of the package's caption file as a
+        /// build last found it right (`captionFile`), nil when none has.
+        public var captionFileSignature: String?
+    }
+
+    /// The same, with the captions kept with the file when they were made
+    /// under `captionKey`: one row read for both.
+    public func reusable(_ url: URL, key: OutputKey, check: Check, captionKey: CaptionKey?) throws -> ReusedFile? {
+        let path = url.path
         let cutoff = clock().timeIntervalSince1970 - maxAgeSeconds
-        guard let entry = try index.entry(path: url.path), entry.inputKey == key.hex, entry.createdAt >= cutoff,
+        guard let entry = try index.entry(path: path), entry.inputKey == key.hex, entry.createdAt >= cutoff,
             let format = AudioFormat(rawValue: entry.format)
         else { return nil }
         let audio = EncodedAudio(
@@ -90,12 +107,15 @@ public struct OutputCache: Sendable {
             })
         // A file recorded before loudness was measured is made again, so package.json can say it.
         guard audio.loudness != nil else { return nil }
-        guard let signature = FileSignature(path: url.path), signature.size == audio.sizeBytes else { return nil }
+        guard let signature = FileSignature(path: path), signature.size == audio.sizeBytes else { return nil }
         if case .sizeAndHash = check, entry.fileSignature != signature.text {
-            guard Self.sha256Hex(of: url.path) == audio.sha256 else { return nil }
-            if signature.isSettled() { signatures.note(signature.text, for: url.path) }
+            guard Self.sha256Hex(of: path) == audio.sha256 else { return nil }
+            if signature.isSettled() { signatures.note(signature.text, for: path) }
         }
-        return audio
+        guard let captionKey, let captions = entry.captions, captions.key == captionKey.hex else {
+            return ReusedFile(audio: audio, captions: nil, captionFileSignature: nil)
+        }
+        return ReusedFile(audio: audio, captions: captions, captionFileSignature: entry.captionsFileSignature)
     }
 
     /// The lowercase hex SHA-256 of the file at `path` (`FileDigest`'s
@@ -139,14 +159,32 @@ public struct OutputCache: Sendable {
     /// last use. With no `audio` (captions just made, not kept in a row
     /// yet) the file is always read.
     public func captionFile(atPath path: String, holds captions: StoredCaptions, keptWith audio: URL?) -> Bool {
-        guard let signature = FileSignature(path: path), signature.size == captions.bytes.count else { return false }
+        let kept = audio.flatMap { try? index.entry(path: $0.path) }?.captionsFileSignature
+        return captionFile(atPath: path, status: FileStatus(path: path), holds: captions, signed: kept, keptWith: audio)
+    }
+
+    /// The same, for a file whose folder was just listed: `status` is what
+    /// the listing found there (nil: nothing), and `kept` the signature the
+    /// audio file's row keeps (`ReusedFile.captionFileSignature`). `path`
+    /// is made only when the file must be read.
+    package func captionFile(
+        atPath path: @autoclosure () -> String, status: FileStatus?, holds captions: StoredCaptions, signed kept: String?,
+        keptWith audio: URL?
+    ) -> Bool {
+        guard let status, let signature = FileSignature(status), signature.size == captions.bytes.count else { return false }
+        if audio != nil, let kept, Self.signature(kept, is: signature, of: captions) { return true }
+        guard Self.file(path(), holdsExactly: captions.bytes) else { return false }
         // The bytes' digest is part of what is kept: a signature says nothing of other captions.
-        let signed = "\(captions.sha256) \(signature.text)"
-        let audioPath = audio?.path
-        if let audioPath, (try? index.entry(path: audioPath))??.captionsFileSignature == signed { return true }
-        guard Self.file(path, holdsExactly: captions.bytes) else { return false }
-        if let audioPath, signature.isSettled() { captionSignatures.note(signed, for: audioPath) }
+        if let audio, signature.isSettled() { captionSignatures.note("\(captions.sha256) \(signature.text)", for: audio.path) }
         return true
+    }
+
+    /// Whether `kept` is `<captions' SHA-256> <signature>`, compared without building that text.
+    private static func signature(_ kept: String, is signature: FileSignature, of captions: StoredCaptions) -> Bool {
+        let (kept, digest, text) = (kept.utf8, captions.sha256.utf8, signature.text.utf8)
+        guard kept.count == digest.count + 1 + text.count, kept.starts(with: digest) else { return false }
+        let rest = kept.dropFirst(digest.count)
+        return rest.first == 0x20 && rest.dropFirst().elementsEqual(text)
     }
 
     /// Whether the regular file at `path` (a symlink is not followed) holds
@@ -356,12 +394,45 @@ struct FileSignature: Sendable, Hashable {
     /// The signature of the regular file at `path`, not following a final
     /// symbolic link; nil when there is none.
     init?(path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        size = Int64(info.st_size)
-        changedAt = Double(info.st_ctim.tv_sec) + Double(info.st_ctim.tv_nsec) / 1e9
-        let (modified, changed) = (info.st_mtim, info.st_ctim)
-        text = "\(info.st_dev):\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec):\(changed.tv_sec).\(changed.tv_nsec)"
+        guard let status = FileStatus(path: path) else { return nil }
+        self.init(status)
+    }
+
+    /// The signature of a regular file listed with `status`; nil for anything else.
+    init?(_ status: FileStatus) {
+        guard status.kind == .file else { return nil }
+        size = status.size
+        changedAt = Double(status.changedSeconds) + Double(status.changedNanoseconds) / 1e9
+        // `device:inode:size:mtime:ctime`, each time as `seconds.nanoseconds`
+        // (nanoseconds not padded), written digit by digit: thousands are
+        // taken by every warm rebuild.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(96)
+        Self.append(status.device, to: &bytes)
+        bytes.append(0x3A)
+        Self.append(status.inode, to: &bytes)
+        bytes.append(0x3A)
+        Self.append(Int64(status.size), to: &bytes)
+        bytes.append(0x3A)
+        Self.append(Int64(status.modifiedSeconds), to: &bytes)
+        bytes.append(0x2E)
+        Self.append(Int64(status.modifiedNanoseconds), to: &bytes)
+        bytes.append(0x3A)
+        Self.append(Int64(status.changedSeconds), to: &bytes)
+        bytes.append(0x2E)
+        Self.append(Int64(status.changedNanoseconds), to: &bytes)
+        text = String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `value` in decimal, as `String(value)` writes it.
+    private static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+        if value >= 10 { append(value / 10, to: &bytes) }
+        bytes.append(0x30 + UInt8(value % 10))
+    }
+
+    private static func append(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(0x2D) }
+        append(value.magnitude, to: &bytes)
     }
 
     /// Whether the file last changed at least `settleSeconds` ago.

@@ -352,6 +352,12 @@ public struct StateDatabase: Sendable {
                     ALTER TABLE outputFile ADD COLUMN captionsFileSignature TEXT;
                     """)
         }
+        migrator.registerMigration(MigrationName.packageSignatures) { db in
+            // Each package.json a build found exactly as the store writes it,
+            // with what `lstat` said of it then (`ManifestSignatures`). On
+            // this machine only, like the tile packs.
+            try db.execute(sql: "CREATE TABLE packageFile (path TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL)")
+        }
         return migrator
     }
 }

@@ -30,7 +30,8 @@ public enum StateMigration {
 /// `state migrate` says the same thing for the same change wherever it ran.
 /// PostgreSQL came later: its first migration is SQLite's first with the
 /// build records' indexes, the chunk shapes and the sent reservations
-/// folded in, and it has no map tiles (they stay on each machine).
+/// folded in, and it has no map tiles or package signatures (they stay on
+/// each machine).
 ///
 /// Until both used these, each backend numbered its own ("v6 loudness" in
 /// SQLite was "v2 loudness" in PostgreSQL); a state from then records the
@@ -48,4 +49,5 @@ enum MigrationName {
     static let sentenceTimes = "sentence times"
     static let fileSignatures = "file signatures"
     static let outputCaptions = "output captions"
+    static let packageSignatures = "package signatures"
 }

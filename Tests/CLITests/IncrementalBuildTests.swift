@@ -154,6 +154,41 @@ import Glibc
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
     }
 
+    /// A package.json a rebuild found exactly as the store writes it is
+    /// noted with its `lstat` signature, and later rebuilds keep it without
+    /// encoding the package to compare: until something writes it. Then it
+    /// is compared again, and a hand edit that says the same thing in other
+    /// bytes is written back in the canonical form.
+    @Test func aPackageFoundSoundIsComparedAgainOnceWritten() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        #expect(try workspace.build(server).status == 0)
+        let database = workspace.state.appendingPathComponent(StateDatabase.fileName)
+        func signatures() throws -> [String] { try MapBuildTests.sqlite(database, "SELECT path FROM packageFile ORDER BY path") }
+        let manifests = try RootCheck.allFiles(under: workspace.output).filter { $0.hasSuffix("/package.json") }.sorted()
+        #expect(manifests.count == 2)
+
+        let quick = try Self.summary(try workspace.build(server, ["--json"]))
+        #expect(quick["toursUnchanged"] as? Int == 2)
+        #expect(try signatures().isEmpty, "written within the last 2 s: compared, not noted")
+        Thread.sleep(forTimeInterval: 2.2)  // `FileSignature.settleSeconds`, and a little
+        #expect(try Self.summary(try workspace.build(server, ["--json"]))["toursUnchanged"] as? Int == 2)
+        let noted = try signatures()
+        #expect(noted.count == 2 && zip(noted, manifests).allSatisfy { $0.hasSuffix("/Documents/\($1)") }, "\(noted)")
+        #expect(try Self.summary(try workspace.build(server, ["--json"]))["toursUnchanged"] as? Int == 2)
+
+        // The same content in other bytes: one more space, which JSON ignores.
+        let edited = workspace.output.appendingPathComponent(manifests[0])
+        let canonical = try Data(contentsOf: edited)
+        try (Data("{ ".utf8) + canonical.dropFirst()).write(to: edited)
+        let rebuilt = try workspace.build(server, ["--json"])
+        #expect(try Self.summary(rebuilt)["toursUnchanged"] as? Int == 1, "\(rebuilt.stderr)")
+        let rewritten = try Data(contentsOf: edited)
+        #expect(rewritten.first == UInt8(ascii: "{") && rewritten.dropFirst().first == UInt8(ascii: "\n"))
+        let validate = try Executable.run(["validate", workspace.output.path, "--strict"])
+        #expect(validate.status == 0, "\(validate.stdout)\(validate.stderr)")
+    }
+
     /// Issue 39: FFmpeg's libraries (about 110 shared objects with their
     /// dependencies) are loaded when something is encoded or decoded, not
     /// when tourpack starts: `--help`, `plan` and a rebuild that reuses every

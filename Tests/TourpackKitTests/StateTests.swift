@@ -36,7 +36,7 @@ struct StateScratch {
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
                 "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
-                "output captions",
+                "output captions", "package signatures",
             ]
         case .postgres:
             [
@@ -163,13 +163,10 @@ struct StateScratch {
         let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(5, tier: .standard))
         let latest = try #require(Self.migrations(backend).last)
-        #expect(latest == "output captions")
+        #expect(latest == (backend == .sqlite ? "package signatures" : "output captions"))
         switch backend {
         case .sqlite:
-            let drops = ["captionsKey", "captionsVTT", "captionsSHA256", "captionsCues", "captionsTiming", "captionsFileSignature"].map {
-                "ALTER TABLE outputFile DROP COLUMN \($0);"
-            }
-            try fixture.execute("DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; \(drops.joined(separator: " "))")
+            try fixture.execute("DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; DROP TABLE packageFile;")
         case .postgres:
             try fixture.execute(
                 """
@@ -182,12 +179,11 @@ struct StateScratch {
         let state = try fixture.open()
         #expect(StateFixture.appliedNow(state) == [latest])
         #expect(try state.appliedMigrations() == Self.migrations(backend))
-        // The column the migration adds is back.
+        // What the migration adds is back.
         switch backend {
         case .sqlite:
             let database = try #require(state as? StateDatabase)
-            let columns = try database.read { db in try db.columns(in: "outputFile").map(\.name) }
-            #expect(columns.contains("captionsVTT") && columns.contains("captionsTiming"))
+            #expect(try database.read { db in try db.tableExists("packageFile") })
         case .postgres:
             let columns = try PostgresTestServer.shared().psql(
                 fixture.databaseName!, "SELECT column_name FROM information_schema.columns WHERE table_name = 'output_file'")
@@ -906,6 +902,40 @@ struct StateScratch {
     /// bytes until a build has found them there with its change time
     /// settled; then, while `lstat` says the same, it is trusted unread. A
     /// write to it since, or captions made again, means reading it again.
+    /// The signature text is kept in the state, so it must read as it
+    /// always has (`device:inode:size:mtime:ctime`), or an upgrade would
+    /// hash every file once more; a folder listing gives the same as `lstat`.
+    @Test func aFileSignatureReadsAsItAlwaysHas() throws {
+        let scratch = StateScratch()
+        defer { scratch.remove() }
+        let url = scratch.root.appendingPathComponent("folder/a file")
+        try AtomicFile.write(Array("some bytes".utf8), to: url)
+        var info = stat()
+        #expect(lstat(url.path, &info) == 0)
+        let (modified, changed) = (info.st_mtim, info.st_ctim)
+        let expected =
+            "\(info.st_dev):\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec):\(changed.tv_sec).\(changed.tv_nsec)"
+        #expect(FileSignature(path: url.path)?.text == expected)
+        let listed = try FileStatus.entries(of: url.deletingLastPathComponent().path)
+        #expect(listed.map(\.name) == ["a file"])
+        #expect(listed.first.flatMap { FileSignature($0.status) }?.text == expected)
+        #expect(FileSignature(path: url.deletingLastPathComponent().path) == nil, "a folder has none")
+        #expect(FileSignature(path: url.path + "-missing") == nil)
+
+        // Links are not followed; a name that is not UTF-8 is still listed.
+        let folder = url.deletingLastPathComponent()
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("link").path, withDestinationPath: url.path)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inner"), withIntermediateDirectories: false)
+        let odd = Array((folder.path + "/odd-").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), 0]
+        let descriptor = open(odd, O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+        #expect(descriptor >= 0)
+        close(descriptor)
+        let kinds = Dictionary(uniqueKeysWithValues: try FileStatus.entries(of: folder.path).map { ($0.name, $0.status.kind) })
+        #expect(kinds["link"] == .symlink && kinds["inner"] == .folder && kinds["a file"] == .file)
+        #expect(kinds["odd-\u{FFFD}"] == .file, "\(kinds)")
+        #expect(FileSignature(path: folder.appendingPathComponent("link").path) == nil)
+    }
+
     @Test(arguments: Backend.allCases) func aCaptionFileFoundRightIsNotReadAgainUntilItIsWritten(backend: Backend) throws {
         let fixture = try StateFixture(backend)
         defer { fixture.remove() }

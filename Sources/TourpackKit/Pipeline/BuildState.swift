@@ -24,6 +24,8 @@ public struct BuildState: Sendable {
     public let records: BuildRecords
     public let tiles: TileCache
     public let tilePacks: TilePackRecords
+    /// The package.json files found sound, on this machine.
+    public let manifests: ManifestSignatures
     /// Who is speaking which chunk, among every process sharing the backend.
     public let claims: ChunkClaims
 
@@ -54,6 +56,7 @@ public struct BuildState: Sendable {
         records = BuildRecords(store: backend.buildRecords, clock: clock)
         tiles = TileCache(database: database, folder: layout.tileFolder, clock: clock)
         tilePacks = TilePackRecords(database: database, clock: clock)
+        manifests = ManifestSignatures(database: database)
         claims = ChunkClaims(store: backend.synthesisClaims, clock: clock)
     }
 

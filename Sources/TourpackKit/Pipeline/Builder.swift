@@ -250,14 +250,20 @@ public struct Builder: Sendable {
 
             // Before any request: what the caches already hold, and whether the
             // quota and the cache budget can take the rest.
-            let outputs = try state.outputs(preloadingFor: plan, config: resolved)
-            let annotated = try state.annotate(plan, config: resolved, encoder: fingerprint, outputs: outputs)
+            // The packages already there are read meanwhile, for the publish.
+            let settled = resolved
+            let ((outputs, annotated), index) = try sideBySide(
+                {
+                    let outputs = try state.outputs(preloadingFor: plan, config: settled)
+                    return (outputs, try state.annotate(plan, config: settled, encoder: fingerprint, outputs: outputs))
+                },
+                { PackageIndex.scan(layout) })
             if let refusal = annotated.refusal(config) {
                 throw TourpackError.budgetExceeded(refusal)
             }
             return Preflight(
                 resolved: resolved, layout: layout, staging: staging, recovered: recovered, removed: removed, annotated: annotated,
-                outputs: outputs, index: .scan(layout), tiles: config.maps.source == nil ? 0 : plan.tileCount)
+                outputs: outputs, index: index, tiles: config.maps.source == nil ? 0 : plan.tileCount)
         }
     }
 
@@ -289,7 +295,8 @@ public struct Builder: Sendable {
             synthesizer: synthesis,
             publisher: TourPublisher(
                 config: config, layout: layout, staging: staging, index: preflight.index, state: state.layout,
-                outputs: preflight.outputs, tilePacks: state.tilePacks, refreshWithinDays: options.refreshExpiringDays),
+                outputs: preflight.outputs, tilePacks: state.tilePacks, manifests: state.manifests,
+                refreshWithinDays: options.refreshExpiringDays),
             outputs: preflight.outputs,
             assemblies: plan.tours.map { TourAssembly(plan: $0, hasTileSource: maps != nil) }, maps: maps, tileProgress: tileProgress)
         await run.runAll()

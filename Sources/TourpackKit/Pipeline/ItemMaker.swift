@@ -76,21 +76,23 @@ struct ItemMaker: Sendable {
             let spoken = item.chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
             let speakingRate = recipe.voice.speakingRate
             let captionKey = item.captionKey(joiner: recipe.joiner)
-            let (reused, keptCaptions) = try await pool.runIfActive { () throws -> ([AudioFormat: EncodedAudio], StoredCaptions?) in
-                var found: [AudioFormat: EncodedAudio] = [:]
+            let (reused, keptCaptions, captionSignatures) = try await pool.runIfActive {
+                () throws -> ([AudioFormat: EncodedAudio], StoredCaptions?, [AudioFormat: String]) in
+                var found: [AudioFormat: OutputCache.ReusedFile] = [:]
                 for (format, target) in wanted {
                     // A file an older version made too short for its text (an empty answer joined in) is made again.
-                    guard let file = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash),
-                        SpeechLength.shortfall(seconds: file.durationSeconds, spokenCharacters: spoken, speakingRate: speakingRate) == nil
+                    guard let file = try outputs.reusable(target.final, key: target.key, check: .sizeAndHash, captionKey: captionKey),
+                        SpeechLength.shortfall(seconds: file.audio.durationSeconds, spokenCharacters: spoken, speakingRate: speakingRate)
+                            == nil
                     else { continue }
                     found[format] = file
                 }
+                let audio = found.mapValues(\.audio)
                 // Every file reused: the captions kept with them, when made from the same narration, chunks and join.
-                guard found.count == wanted.count, let captionKey else { return (found, nil) }
-                for format in recipe.formats {
-                    if let kept = try outputs.captions(wanted[format]!.final, key: captionKey) { return (found, kept) }
+                guard found.count == wanted.count, let kept = recipe.formats.lazy.compactMap({ found[$0]?.captions }).first else {
+                    return (audio, nil, [:])
                 }
-                return (found, nil)
+                return (audio, kept, found.compactMapValues(\.captionFileSignature))
             }
             var encoded = reused
             var duration = reused.values.first?.durationSeconds ?? 0
@@ -140,7 +142,8 @@ struct ItemMaker: Sendable {
                 return StagedFile(
                     temp: temps[format], final: target.final,
                     audio: PackageAudio(poiID: item.poiID, phase: item.phase, encoded: audio, characters: item.characters, captions: facts),
-                    key: target.key, captions: captions, captionsAreNew: keptCaptions == nil)
+                    key: target.key, captions: captions, captionsAreNew: keptCaptions == nil,
+                    captionFileSignature: captionSignatures[format])
             }
             return .done(tourIndex: tourIndex, item: item, files: files, durationSeconds: duration)
         } catch {

@@ -22,21 +22,29 @@ public struct PackageIndex: Sendable {
     /// the decoded manifest from here when the file still has those bytes.
     private var read: [String: (bytes: [UInt8], manifest: PackageManifest)] = [:]
 
-    /// Reads every `OfflineTours/*/package.json`; unreadable ones are left
-    /// for `validate` to report, and are never removed by a build.
+    /// Reads every `OfflineTours/*/package.json`, on every core; unreadable
+    /// ones are left for `validate` to report, and are never removed by a build.
     public static func scan(_ layout: Layout) -> PackageIndex {
         var index = PackageIndex()
         let parent = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []).sorted()
-        for name in names where !name.hasPrefix(".") {
-            let folder = parent.appendingPathComponent(name, isDirectory: true)
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        let found = sideBySide(names.count) { slot -> (folder: URL, url: URL, bytes: [UInt8], manifest: PackageManifest)? in
+            let folder = parent.appendingPathComponent(names[slot], isDirectory: true)
             let url = folder.appendingPathComponent(Layout.manifestFileName)
-            guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { continue }
-            index.read[url.path] = (Array(data), manifest)
+            guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { return nil }
+            return (folder, url, Array(data), manifest)
+        }
+        for case let (folder, url, bytes, manifest)? in found {
+            index.read[url.path] = (bytes, manifest)
             index.entries.append(
                 Entry(packageID: manifest.packageId, tourID: manifest.tourId, format: manifest.audio.first?.format, folder: folder))
         }
         return index
+    }
+
+    /// The package.json at `url` as the scan read and decoded it.
+    func scanned(at url: URL) -> (bytes: [UInt8], manifest: PackageManifest)? {
+        read[url.path]
     }
 
     /// The package.json at `url` as the scan decoded it, when `bytes` are still its bytes.

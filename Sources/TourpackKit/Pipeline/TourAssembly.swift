@@ -17,6 +17,9 @@ struct StagedFile: Sendable, Hashable {
     /// Whether `captions` were made by this build, not read from the row:
     /// a reused file's row is then given them.
     var captionsAreNew = false
+    /// What the file's row keeps of the package's caption file, when
+    /// `captions` were kept with the file (`OutputCache.ReusedFile`).
+    var captionFileSignature: String? = nil
 }
 
 /// What one item of work came to.

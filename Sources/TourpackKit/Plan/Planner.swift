@@ -72,13 +72,11 @@ public struct Planner: Sendable {
     /// network), and a warm rebuild of a large catalogue waits on it before
     /// anything else can start.
     private func planEach(_ tours: [Tour]) -> [(TourPlan?, [Diagnostic])] {
-        let slots = PlanSlots(count: tours.count)
-        DispatchQueue.concurrentPerform(iterations: tours.count) { index in
+        sideBySide(tours.count) { index in
             var found = DiagnosticCollector()
             let plan = self.plan(tours[index], diagnostics: &found)
-            slots.set(index, (plan, found.diagnostics))
+            return (plan, found.diagnostics)
         }
-        return slots.values
     }
 
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {
@@ -164,17 +162,4 @@ public struct Planner: Sendable {
     public static func estimatedFileBytes(seconds: Double, format: AudioFormat, bitrateKbps: Int? = nil) -> Int {
         Int((seconds * Double(bitrateKbps ?? format.bitrateKbps) * 1000 / 8).rounded(.up)) + 2048
     }
-}
-
-/// One result per tour, each written by the one worker that planned it;
-/// `concurrentPerform` returns only when every index has run.
-private final class PlanSlots: @unchecked Sendable {
-    private var slots: [(TourPlan?, [Diagnostic])?]
-    private let lock = NSLock()
-
-    init(count: Int) { slots = Array(repeating: nil, count: count) }
-
-    func set(_ index: Int, _ value: (TourPlan?, [Diagnostic])) { lock.withLock { slots[index] = value } }
-
-    var values: [(TourPlan?, [Diagnostic])] { lock.withLock { slots.map { $0! } } }
 }

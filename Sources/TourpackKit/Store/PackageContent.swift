@@ -62,6 +62,18 @@ extension PackageManifest {
         tour: Tour, voice: VoicePreset, format: AudioFormat, bitrateKbps: Int? = nil, quality: AudioQuality = .high,
         audio: [PackageAudio], mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int, loudness: LoudnessTarget? = nil
     ) throws {
+        try self.init(
+            tour: tour, voice: voice, format: format, bitrateKbps: bitrateKbps, quality: quality, audio: audio, mapTiles: mapTiles,
+            createdAt: createdAt, maxAgeDays: maxAgeDays, loudness: loudness, contentHash: nil)
+    }
+
+    /// The same, under `contentHash` as given (nil: worked out), for
+    /// comparing with a package.json known to be sound (`TourPublisher`).
+    init(
+        tour: Tour, voice: VoicePreset, format: AudioFormat, bitrateKbps: Int?, quality: AudioQuality,
+        audio: [PackageAudio], mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int, loudness: LoudnessTarget?,
+        contentHash: String?
+    ) throws {
         let bitrate = bitrateKbps ?? format.bitrateKbps
         let packageID = PackageID.make(tourID: tour.id, voice: voice, format: format, bitrateKbps: bitrate)
         let label = "package \(packageID) (tour \(tour.id), \(format.rawValue))"
@@ -126,7 +138,7 @@ extension PackageManifest {
             sizeBytes: entries.reduce(0) { $0 + $1.sizeBytes }, voice: voiceEntry, route: route, pois: pois, audio: entries,
             mapTiles: mapTiles,
             loudness: loudness.map { Loudness(targetLUFS: $0.integratedLUFS, truePeakDBTP: $0.truePeakDBTP) },
-            quality: quality == .high ? nil : quality)
+            quality: quality == .high ? nil : quality, contentHash: contentHash)
     }
 
 }

@@ -27,6 +27,7 @@ package struct TourPublisher: Sendable {
     let state: StateLayout
     let outputs: OutputCache
     let tilePacks: TilePackRecords
+    let manifests: ManifestSignatures
     let refreshWithinDays: Int
 
     /// Builds the manifests from the staged audio, stages those that
@@ -80,18 +81,18 @@ package struct TourPublisher: Sendable {
                     captionFiles += captions.written
                 }
                 let final = layout.manifest(packageID: packageID)
-                let previous = Self.readManifest(final.url, known: index)
+                // Looked at before it is read: a file found sound is as the build's scan read it.
+                let look = manifests.look(at: final.url.path)
+                let previous = (look.isSound ? index.scanned(at: final.url) : nil) ?? Self.readManifest(final.url, known: index)
                 // Left alone when unchanged; only a changed package is made again under a new `createdAt`.
-                if let same = try unchanged(previous, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
+                if let same = try unchanged(previous, look: look, tour: tour, format: format, audio: audio, coverage: mapTiles, now: now) {
                     packageIDs.insert(same.packageId)
                     unchangedPaths.append(final.relativePath)
                     continue
                 }
-                let manifest = try PackageManifest(
-                    tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
-                    audio: audio, mapTiles: mapTiles,
-                    createdAt: Self.creationTime(now, after: previous?.manifest), maxAgeDays: config.budgets.packageMaxAgeDays,
-                    loudness: config.audio.loudness)
+                let manifest = try self.manifest(
+                    tour: tour, format: format, audio: audio, coverage: mapTiles,
+                    createdAt: Self.creationTime(now, after: previous?.manifest))
                 packageIDs.insert(manifest.packageId)
                 let temp = try staging.temporaryURL(for: final.url)
                 manifestTemps.append(temp)
@@ -155,20 +156,26 @@ package struct TourPublisher: Sendable {
     /// when the live folder is already exactly right. `written` counts the
     /// files that are new.
     private func prepareCaptions(_ staged: [StagedFile], packageID: SafeID) throws -> (swap: CommitJournal.FolderSwap, written: Int)? {
-        var wanted: [String: (captions: StoredCaptions, audio: URL, isNew: Bool)] = [:]
+        var wanted: [String: (file: StagedFile, captions: StoredCaptions)] = [:]
         for file in staged {
             guard let captions = file.captions else { continue }
-            wanted[Layout.captionsFileName(poiID: file.audio.poiID, phase: file.audio.phase)] = (captions, file.final, file.captionsAreNew)
+            wanted[Layout.captionsFileName(poiID: file.audio.poiID, phase: file.audio.phase)] = (file, captions)
         }
         let live = layout.captionsFolder(packageID: packageID).url
         let livePath = live.path
-        let present = ((try? FileManager.default.contentsOfDirectory(atPath: livePath)) ?? []).filter { !AtomicFile.isTemporaryName($0) }
-        let outputs = self.outputs
-        let same = wanted.filter { name, file in
-            // Captions just made again are not in the row yet: their file is read.
-            outputs.captionFile(atPath: "\(livePath)/\(name)", holds: file.captions, keptWith: file.isNew ? nil : file.audio)
+        // Listed with each file's `lstat` at once: one path walk for the folder.
+        var present: [String: FileStatus] = [:]
+        for (name, status) in (try? FileStatus.entries(of: livePath)) ?? [] where !AtomicFile.isTemporaryName(name) {
+            present[name] = status
         }
-        guard same.count != wanted.count || Set(present) != Set(wanted.keys) else { return nil }
+        let outputs = self.outputs
+        let same = wanted.filter { name, entry in
+            // Captions just made again are not in the row yet: their file is read.
+            outputs.captionFile(
+                atPath: "\(livePath)/\(name)", status: present[name], holds: entry.captions, signed: entry.file.captionFileSignature,
+                keptWith: entry.file.captionsAreNew ? nil : entry.file.final)
+        }
+        guard same.count != wanted.count || present.count != wanted.count else { return nil }
         guard !wanted.isEmpty || !present.isEmpty else { return nil }
         let root = layout.root
         let swap = try CaptionsFolder.prepare(packageFolder: layout.packageFolder(packageID: packageID).url, root: root) { next in
@@ -239,18 +246,38 @@ package struct TourPublisher: Sendable {
     }
 
     /// The package as it stands when the `previous` package.json already
-    /// says exactly what a new one would (compared byte for byte under its
-    /// own `createdAt`) and does not expire within `refreshWithinDays`; nil otherwise.
+    /// says exactly what a new one would (the same bytes under its own
+    /// `createdAt`) and does not expire within `refreshWithinDays`; nil otherwise.
+    ///
+    /// The content is compared field by field first, under the old hash:
+    /// different fields are different bytes. The same fields are the same
+    /// bytes when a build found the file as the store writes it and nothing
+    /// has written it since (`look`); otherwise the package is encoded and
+    /// its bytes compared, and a file found sound is noted so.
     private func unchanged(
-        _ previous: (bytes: [UInt8], manifest: PackageManifest)?, tour: Tour, format: AudioFormat, audio: [PackageAudio],
-        coverage: MapCoverage, now: Date
+        _ previous: (bytes: [UInt8], manifest: PackageManifest)?, look: ManifestSignatures.Look, tour: Tour, format: AudioFormat,
+        audio: [PackageAudio], coverage: MapCoverage, now: Date
     ) throws -> PackageManifest? {
         guard let (bytes, existing) = previous else { return nil }
         guard existing.expiresAt > now.addingTimeInterval(Double(refreshWithinDays) * 86_400) else { return nil }
-        let same = try PackageManifest(
+        let same = try manifest(
+            tour: tour, format: format, audio: audio, coverage: coverage, createdAt: existing.createdAt, hash: existing.contentHash)
+        guard same == existing else { return nil }
+        if look.isSound { return same }
+        let made = try manifest(tour: tour, format: format, audio: audio, coverage: coverage, createdAt: existing.createdAt)
+        guard made.encoded() == bytes else { return nil }
+        manifests.noteSound(look)
+        return made
+    }
+
+    /// The format's package.json under `createdAt`, with its content hash
+    /// worked out, or `hash` taken as it.
+    private func manifest(
+        tour: Tour, format: AudioFormat, audio: [PackageAudio], coverage: MapCoverage, createdAt: Date, hash: String? = nil
+    ) throws -> PackageManifest {
+        try PackageManifest(
             tour: tour, voice: config.voice, format: format, bitrateKbps: config.bitrate(for: format), quality: config.quality,
-            audio: audio, mapTiles: coverage,
-            createdAt: existing.createdAt, maxAgeDays: config.budgets.packageMaxAgeDays, loudness: config.audio.loudness)
-        return same.encoded() == bytes ? same : nil
+            audio: audio, mapTiles: coverage, createdAt: createdAt, maxAgeDays: config.budgets.packageMaxAgeDays,
+            loudness: config.audio.loudness, contentHash: hash)
     }
 }

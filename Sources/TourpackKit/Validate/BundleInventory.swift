@@ -60,25 +60,40 @@ struct BundleInventory: Sendable {
     var misplaced: [String] = []
 
     init(root: URL) throws {
-        let top = try Self.list(root)
-        let rootPath = root.path
-        for name in top {
-            let info = Self.info(rootPath, name)
-            if name == Layout.installFolder, info.isFolder {
+        var audioCache: URL?
+        var offlineTours: URL?
+        for (name, info) in try Self.list(root) {
+            if name == Layout.installFolder, info.kind == .folder {
                 // `tourpack install`'s staging and memory of the site: not the app's, never shipped.
                 continue
             } else if AtomicFile.isTemporaryName(name) {
                 temporaries.append(name)
-            } else if name == Layout.audioCacheFolder || name == Layout.offlineToursFolder, info.isSymlink {
+            } else if name == Layout.audioCacheFolder || name == Layout.offlineToursFolder, info.kind == .symlink {
                 addLink(root, name, relative: name)
-            } else if name == Layout.audioCacheFolder, info.isFolder {
-                walkAudioCache(root.appendingPathComponent(name), relative: name)
-            } else if name == Layout.offlineToursFolder, info.isFolder {
-                try walkOfflineTours(root.appendingPathComponent(name))
+            } else if name == Layout.audioCacheFolder, info.kind == .folder {
+                audioCache = root.appendingPathComponent(name)
+            } else if name == Layout.offlineToursFolder, info.kind == .folder {
+                offlineTours = root.appendingPathComponent(name)
             } else {
                 misplaced.append(name)
             }
         }
+        // The two trees are walked side by side: each is a folder walk and
+        // an `lstat` a file, and a catalogue has about as many caption files as audio files.
+        let (audioCacheFolder, offlineToursFolder) = (audioCache, offlineTours)
+        let parts = try sideBySide(
+            {
+                var part = BundleInventory()
+                if let audioCacheFolder { part.walkAudioCache(audioCacheFolder, relative: Layout.audioCacheFolder) }
+                return part
+            },
+            {
+                var part = BundleInventory()
+                if let offlineToursFolder { try part.walkOfflineTours(offlineToursFolder) }
+                return part
+            })
+        add(parts.0)
+        add(parts.1)
         audioCacheFiles.sort { $0.path < $1.path }
         tilePacks.sort { $0.path < $1.path }
         captionFiles.sort { $0.path < $1.path }
@@ -88,44 +103,54 @@ struct BundleInventory: Sendable {
         symlinks.sort { $0.path < $1.path }
     }
 
+    private init() {}
+
+    /// Takes in what a walk of one part of the tree found.
+    private mutating func add(_ part: BundleInventory) {
+        packageFolders += part.packageFolders
+        foldersWithoutManifest += part.foldersWithoutManifest
+        audioCacheFiles += part.audioCacheFiles
+        audioCacheBytes += part.audioCacheBytes
+        tilePacks += part.tilePacks
+        captionFiles += part.captionFiles
+        tilePackSideFiles += part.tilePackSideFiles
+        temporaries += part.temporaries
+        symlinks += part.symlinks
+        misplaced += part.misplaced
+    }
+
     private mutating func addLink(_ folder: URL, _ name: String, relative: String) {
         let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: folder.appendingPathComponent(name).path)) ?? "?"
         symlinks.append(Link(path: relative, target: target))
     }
 
     private mutating func walkOfflineTours(_ folder: URL) throws {
-        let base = folder.path
-        for name in try Self.list(folder) {
+        for (name, info) in try Self.list(folder) {
             let relative = "\(Layout.offlineToursFolder)/\(name)"
-            let info = Self.info(base, name)
             if AtomicFile.isTemporaryName(name) {
                 temporaries.append(relative)
                 continue
             }
-            if info.isSymlink {
+            if info.kind == .symlink {
                 addLink(folder, name, relative: relative)
                 continue
             }
-            guard info.isFolder else {
+            guard info.kind == .folder else {
                 misplaced.append(relative)
                 continue
             }
             let packageFolder = folder.appendingPathComponent(name)
             var hasManifest = false
-            let packagePath = packageFolder.path
-            for inner in (try? Self.list(packageFolder)) ?? [] {
-                let innerInfo = Self.info(packagePath, inner)
-                if innerInfo.isSymlink { addLink(packageFolder, inner, relative: "\(relative)/\(inner)") }
+            for (inner, innerInfo) in (try? Self.list(packageFolder)) ?? [] {
+                if innerInfo.kind == .symlink { addLink(packageFolder, inner, relative: "\(relative)/\(inner)") }
                 if inner == Layout.manifestFileName {
                     hasManifest = true
-                } else if innerInfo.isSymlink {
+                } else if innerInfo.kind == .symlink {
                     continue
-                } else if inner == Layout.manifestFileName {
-                    hasManifest = true
-                } else if inner == Layout.captionsFolderName, innerInfo.isFolder {
+                } else if inner == Layout.captionsFolderName, innerInfo.kind == .folder {
                     walkCaptions(packageFolder.appendingPathComponent(inner), relative: "\(relative)/\(inner)")
-                } else if inner == Layout.tilePackFileName, !innerInfo.isFolder {
-                    tilePacks.append(Entry(path: "\(relative)/\(inner)", size: innerInfo.size, isSymlink: innerInfo.isSymlink))
+                } else if inner == Layout.tilePackFileName, innerInfo.kind != .folder {
+                    tilePacks.append(Entry(path: "\(relative)/\(inner)", size: innerInfo.size, isSymlink: false))
                 } else if Self.sideFileSuffixes.contains(where: { inner == Layout.tilePackFileName + $0 }) {
                     tilePackSideFiles.append("\(relative)/\(inner)")
                 } else if AtomicFile.isTemporaryName(inner) {
@@ -141,15 +166,13 @@ struct BundleInventory: Sendable {
     /// A package's `captions` folder: `.vtt` files, temps of the build's
     /// atomic writes; links are listed and not followed; anything else is misplaced.
     private mutating func walkCaptions(_ folder: URL, relative: String) {
-        let base = folder.path
-        for name in (try? Self.list(folder)) ?? [] {
+        for (name, info) in (try? Self.list(folder)) ?? [] {
             let path = "\(relative)/\(name)"
-            let info = Self.info(base, name)
-            if info.isSymlink {
+            if info.kind == .symlink {
                 addLink(folder, name, relative: path)
             } else if AtomicFile.isTemporaryName(name) {
                 temporaries.append(path)
-            } else if !info.isFolder, name.hasSuffix(".vtt") {
+            } else if info.kind != .folder, name.hasSuffix(".vtt") {
                 captionFiles.append(Entry(path: path, size: info.size, isSymlink: false))
             } else {
                 misplaced.append(path)
@@ -161,15 +184,13 @@ struct BundleInventory: Sendable {
     static let sideFileSuffixes = ["-journal", "-wal", "-shm"]
 
     private mutating func walkAudioCache(_ folder: URL, relative: String) {
-        let base = folder.path
-        for name in (try? Self.list(folder)) ?? [] {
+        for (name, info) in (try? Self.list(folder)) ?? [] {
             let path = "\(relative)/\(name)"
-            let info = Self.info(base, name)
-            if info.isSymlink {
+            if info.kind == .symlink {
                 addLink(folder, name, relative: path)
                 continue
             }
-            if info.isFolder {
+            if info.kind == .folder {
                 walkAudioCache(folder.appendingPathComponent(name), relative: path)
                 continue
             }
@@ -177,26 +198,14 @@ struct BundleInventory: Sendable {
             if AtomicFile.isTemporaryName(name) {
                 temporaries.append(path)
             } else {
-                audioCacheFiles.append(Entry(path: path, size: info.size, isSymlink: info.isSymlink))
+                audioCacheFiles.append(Entry(path: path, size: info.size, isSymlink: false))
             }
         }
     }
 
-    /// The names in a folder, sorted; hidden names included (temps are hidden).
-    private static func list(_ folder: URL) throws -> [String] {
-        do {
-            return try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-        } catch {
-            throw TourpackError.storageFailed(path: folder.path, operation: "list folder", reason: "\(error)")
-        }
-    }
-
-    /// `lstat` facts: a real folder (not a link to one), the size, whether it is a link.
-    /// `folder` is a path: a URL per file cost more than the `lstat`.
-    private static func info(_ folder: String, _ name: String) -> (isFolder: Bool, size: Int64, isSymlink: Bool) {
-        var status = stat()
-        guard lstat("\(folder)/\(name)", &status) == 0 else { return (false, 0, false) }
-        let kind = status.st_mode & S_IFMT
-        return (kind == S_IFDIR, kind == S_IFREG ? Int64(status.st_size) : 0, kind == S_IFLNK)
+    /// The entries of a folder with their `lstat` facts, sorted by name;
+    /// hidden names included (temps are hidden).
+    private static func list(_ folder: URL) throws -> [(name: String, status: FileStatus)] {
+        try FileStatus.entries(of: folder.path).sorted { $0.name < $1.name }
     }
 }

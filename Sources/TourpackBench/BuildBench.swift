@@ -25,7 +25,8 @@ import Glibc
 /// 4. a warm rebuild of the demo and of the `--pois` set, nothing changed:
 ///    every file comes from the output cache (0 requests, 0 encodes);
 /// 5. `WarmRebuildBench`: cold, then warm with captions, at 3,000 and
-///    12,000 items, in ms per item beyond start-up.
+///    12,000 items, in ms per item beyond start-up; then the 3,000 items
+///    with `captions: off` too, warm, against the same with captions.
 ///
 /// The `--pois` build is also held to the streaming issue's ceiling, peak
 /// RSS ≤ 200 MB (`StreamBench.peakGoalMB`; `tourpack-bench stream` holds
@@ -108,6 +109,14 @@ enum BuildBench {
                 print(WarmRebuildBench.report(result))
                 reusedEverything = reusedEverything && result.reusedEverything
             }
+            // What captions cost a warm rebuild, at the first size.
+            if let items = sizes.first {
+                let cost = try await withServeTTS { port in
+                    try WarmRebuildBench.captionsCost(executable, items: items, scratch: scratch, port: port)
+                }
+                print(WarmRebuildBench.report(cost))
+                reusedEverything = reusedEverything && cost.reusedEverything
+            }
             return reusedEverything ? 0 : 1
         } catch {
             print("build bench failed: \(error)")
@@ -117,10 +126,15 @@ enum BuildBench {
 
     /// `WarmRebuildBench` against a fresh in-process serve-tts.
     private static func warmRebuild(_ executable: URL, items: Int, scratch: URL) async throws -> WarmRebuildBench.Result {
+        try await withServeTTS { port in try WarmRebuildBench.run(executable, items: items, scratch: scratch, port: port) }
+    }
+
+    /// `body`, off the cooperative pool, with a fresh in-process serve-tts on `port`.
+    private static func withServeTTS<T: Sendable>(_ body: @escaping @Sendable (_ port: Int) throws -> T) async throws -> T {
         var configuration = TTSServerConfiguration(port: 0)
         configuration.logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
         return try await TTSServer(configuration).withRunning { port in
-            try await OffPool.run { try WarmRebuildBench.run(executable, items: items, scratch: scratch, port: port) }
+            try await OffPool.run { try body(port) }
         }
     }
 
@@ -191,7 +205,7 @@ enum BuildBench {
     }
 
     /// Tours of 30 POIs each, three phases of one or two sentences per POI.
-    static func generate(pois: Int, into folder: URL) throws -> URL {
+    static func generate(pois: Int, into folder: URL, captions: Bool = true) throws -> URL {
         let tours = folder.appendingPathComponent("tours")
         try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
         let sentences = [
@@ -228,6 +242,7 @@ enum BuildBench {
         version: 1
         tours: ["tours/*.json"]
         voice: \(voice)
+        captions: \(captions ? "webvtt" : "off")
         formats: [aac]
         tts: {api: google, endpoint: "http://127.0.0.1:9", concurrency: 4, requestsPerMinute: 100000}
         output: Documents

@@ -64,4 +64,53 @@ enum WarmRebuildBench {
             goalMillisecondsPerItem, result.millisecondsPerItem <= goalMillisecondsPerItem ? "met" : "missed", result.warm.reused,
             result.warm.requests, result.warm.encodes, result.reusedEverything ? "PASS" : "FAIL", BenchLoad.text)
     }
+
+    static let goalCaptionsRatio = 1.1
+
+    /// A warm rebuild of the same catalogue with captions and without,
+    /// `runs` times each, taking turns.
+    struct CaptionsCost {
+        var items: Int
+        var on: [BuildBench.Measurement]
+        var off: [BuildBench.Measurement]
+
+        static func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        }
+        var wallRatio: Double { Self.median(on.map(\.wallSeconds)) / max(1e-9, Self.median(off.map(\.wallSeconds))) }
+        var cpuRatio: Double { Self.median(on.map(\.cpuSeconds)) / max(1e-9, Self.median(off.map(\.cpuSeconds))) }
+        var reusedEverything: Bool {
+            (on + off).allSatisfy { $0.exitStatus == 0 && $0.reused == items && $0.requests == 0 && $0.encodes == 0 }
+        }
+    }
+
+    /// The catalogue `run` built with captions at `items`, and the same
+    /// with `captions: off` built here, rebuilt warm in turns.
+    static func captionsCost(_ executable: URL, items: Int, scratch: URL, port: Int, runs: Int = 7) throws -> CaptionsCost {
+        let on = scratch.appendingPathComponent("warm\(items)")
+        let onPipeline = try BuildBench.generate(pois: (items + 2) / 3, into: on)
+        let off = scratch.appendingPathComponent("warm\(items)-off")
+        let offPipeline = try BuildBench.generate(pois: (items + 2) / 3, into: off, captions: false)
+        let (onRun, offRun) = (on.appendingPathComponent("run"), off.appendingPathComponent("run"))
+        for _ in 0..<3 { _ = try BuildBench.build(executable, pipeline: offPipeline, folder: offRun, port: port) }
+        var cost = CaptionsCost(items: (items + 2) / 3 * 3, on: [], off: [])
+        for _ in 0..<runs {
+            cost.on.append(try BuildBench.build(executable, pipeline: onPipeline, folder: onRun, port: port))
+            cost.off.append(try BuildBench.build(executable, pipeline: offPipeline, folder: offRun, port: port))
+        }
+        return cost
+    }
+
+    static func report(_ cost: CaptionsCost) -> String {
+        let median = CaptionsCost.median
+        return String(
+            format:
+                "build captions' cost, warm rebuild of %d items: captions on %.3f s wall, %.3f s CPU; off %.3f s wall, %.3f s CPU "
+                + "(medians of %d runs each, in turns): %.2f× wall, %.2f× CPU (goal ≤ %.1f×: %@; depends on the machine's load, "
+                + "reported only); every rebuild reused everything: %@; load average %@",
+            cost.items, median(cost.on.map(\.wallSeconds)), median(cost.on.map(\.cpuSeconds)), median(cost.off.map(\.wallSeconds)),
+            median(cost.off.map(\.cpuSeconds)), cost.on.count, cost.wallRatio, cost.cpuRatio, goalCaptionsRatio,
+            cost.wallRatio <= goalCaptionsRatio ? "met" : "missed", cost.reusedEverything ? "PASS" : "FAIL", BenchLoad.text)
+    }
 }

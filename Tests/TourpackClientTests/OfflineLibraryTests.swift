@@ -404,12 +404,20 @@ import Glibc
     /// The article's example app, built beside the tests: an app on `TourpackClient` alone.
     static var example: URL { Executable.productsFolder.appendingPathComponent("OfflineTourExample") }
 
-    static func runExample(_ arguments: [String]) throws -> Process {
+    /// Starts the example; what it prints goes to `output` (nowhere when nil).
+    static func runExample(_ arguments: [String], output: URL? = nil) throws -> Process {
         let process = Process()
         process.executableURL = example
         process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let output {
+            FileManager.default.createFile(atPath: output.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: output)
+            process.standardOutput = handle
+            process.standardError = handle
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }
@@ -450,9 +458,12 @@ import Glibc
             if seen == old { cutShort += 1 }
 
             server.inject { _, _, _, _ in nil }
-            let next = try Self.runExample(arguments)
+            let said = fixture.work.appendingPathComponent("next-start-\(round).txt")
+            let next = try Self.runExample(arguments, output: said)
             next.waitUntilExit()
-            #expect(next.terminationStatus == 0, "round \(round): the next start failed")
+            #expect(
+                next.terminationStatus == 0,
+                "round \(round): the next start failed: \((try? String(contentsOf: said, encoding: .utf8)) ?? "(no output)")")
             #expect(SiteFixture.appView(documents, manifestPath: manifestPath) == new, "round \(round): the new package, whole")
         }
         #expect(cutShort > 0, "no kill landed before the update was in place; the test proved nothing about a mix")

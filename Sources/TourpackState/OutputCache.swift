@@ -179,12 +179,19 @@ public struct OutputCache: Sendable {
         return true
     }
 
-    /// Whether `kept` is `<captions' SHA-256> <signature>`, compared without building that text.
+    /// Whether `kept` is `<captions' SHA-256> <signature>`, compared byte
+    /// for byte without building that text.
     private static func signature(_ kept: String, is signature: FileSignature, of captions: StoredCaptions) -> Bool {
-        let (kept, digest, text) = (kept.utf8, captions.sha256.utf8, signature.text.utf8)
-        guard kept.count == digest.count + 1 + text.count, kept.starts(with: digest) else { return false }
-        let rest = kept.dropFirst(digest.count)
-        return rest.first == 0x20 && rest.dropFirst().elementsEqual(text)
+        var (kept, digest, text) = (kept, captions.sha256, signature.text)
+        guard kept.utf8.count == digest.utf8.count + 1 + text.utf8.count else { return false }
+        return kept.withUTF8 { kept in
+            digest.withUTF8 { digest in
+                text.withUTF8 { text in
+                    UnsafeBufferPointer(rebasing: kept[..<digest.count]).elementsEqual(digest) && kept[digest.count] == 0x20
+                        && UnsafeBufferPointer(rebasing: kept[(digest.count + 1)...]).elementsEqual(text)
+                }
+            }
+        }
     }
 
     /// Whether the regular file at `path` (a symlink is not followed) holds

@@ -175,10 +175,10 @@ struct SQLiteSynthesisIndex: SynthesisIndex {
         var found: [String: SynthesisEntry] = [:]
         try database.read { db in
             try inBatches(keys) { batch, marks in
-                for row in try Row.fetchAll(
-                    db,
-                    sql: "SELECT \(Self.columns) FROM synthesisChunk WHERE key IN (\(marks))", arguments: StatementArguments(batch))
-                {
+                // A cursor's rows are read from the statement in place, not copied first.
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT \(Self.columns) FROM synthesisChunk WHERE key IN (\(marks))", arguments: StatementArguments(batch))
+                while let row = try rows.next() {
                     let entry = Self.entry(row)
                     found[entry.key] = entry
                 }
@@ -282,8 +282,9 @@ struct SQLiteOutputIndex: OutputIndex {
 
     func entry(path: String) throws -> OutputEntry? {
         try database.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM outputFile WHERE path = ?"), arguments: [path]).map(
-                Self.entry)
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM outputFile WHERE path = ?"), arguments: [path]).map {
+                try Self.entry($0)
+            }
         }
     }
 
@@ -291,10 +292,11 @@ struct SQLiteOutputIndex: OutputIndex {
         var found: [String: OutputEntry] = [:]
         try database.read { db in
             try inBatches(paths) { batch, marks in
-                for row in try Row.fetchAll(
+                // A cursor's rows are read from the statement in place, not copied first.
+                let rows = try Row.fetchCursor(
                     db, sql: "SELECT \(Self.columns) FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(batch))
-                {
-                    let entry = Self.entry(row)
+                while let row = try rows.next() {
+                    let entry = try Self.entry(row)
                     found[entry.path] = entry
                 }
             }
@@ -303,12 +305,12 @@ struct SQLiteOutputIndex: OutputIndex {
     }
 
     /// A row of `columns`.
-    private static func entry(_ row: Row) -> OutputEntry {
+    private static func entry(_ row: Row) throws -> OutputEntry {
         var captions: StoredCaptions?
-        if let key: String = row[17], let bytes: Data = row[18], let sha256: String = row[19], let cues: Int = row[20],
-            let timing: String = row[21]
+        if let key: String = row[17], let sha256: String = row[19], let cues: Int = row[20], let timing: String = row[21],
+            let bytes = try row.withUnsafeData(atIndex: 18, { $0.map(Array.init) })
         {
-            captions = StoredCaptions(key: key, bytes: Array(bytes), sha256: sha256, cues: cues, timing: timing)
+            captions = StoredCaptions(key: key, bytes: bytes, sha256: sha256, cues: cues, timing: timing)
         }
         return OutputEntry(
             path: row[0], inputKey: row[1], format: row[2], codec: row[3], sampleRateHz: row[4], channels: row[5], bitrateKbps: row[6],

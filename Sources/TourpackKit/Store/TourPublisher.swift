@@ -168,12 +168,15 @@ package struct TourPublisher: Sendable {
         for (name, status) in (try? FileStatus.entries(of: livePath)) ?? [] where !AtomicFile.isTemporaryName(name) {
             present[name] = status
         }
-        let outputs = self.outputs
-        let same = wanted.filter { name, entry in
-            // Captions just made again are not in the row yet: their file is read.
-            outputs.captionFile(
-                atPath: "\(livePath)/\(name)", status: present[name], holds: entry.captions, signed: entry.file.captionFileSignature,
-                keptWith: entry.file.captionsAreNew ? nil : entry.file.final)
+        // The names whose file is already right. Captions just made again
+        // are not in the row yet: their file is read.
+        var same: Set<String> = []
+        for (name, entry) in wanted
+        where outputs.captionFile(
+            atPath: "\(livePath)/\(name)", status: present[name], holds: entry.captions, signed: entry.file.captionFileSignature,
+            keptWith: entry.file.captionsAreNew ? nil : entry.file.final)
+        {
+            same.insert(name)
         }
         guard same.count != wanted.count || present.count != wanted.count else { return nil }
         guard !wanted.isEmpty || !present.isEmpty else { return nil }
@@ -181,7 +184,7 @@ package struct TourPublisher: Sendable {
         let swap = try CaptionsFolder.prepare(packageFolder: layout.packageFolder(packageID: packageID).url, root: root) { next in
             for (name, file) in wanted.sorted(by: { $0.key < $1.key }) {
                 let target = next.appendingPathComponent(name)
-                if same[name] != nil {
+                if same.contains(name) {
                     try AtomicFile.hardLink(live.appendingPathComponent(name), to: target, under: root)
                 } else {
                     try AtomicFile.write(file.captions.bytes, to: target)

@@ -26,8 +26,10 @@ struct BuildRun {
     private var nextMaps = 0
     private var mapsInFlight = 0
     private var tickerRunning = false
-    /// Items and maps started and not yet come back (the ticker is not work).
+    /// Items, maps and publishes started and not yet come back (the ticker is not work).
     private var working = 0
+    /// Tours whose items and map are all in, waiting for the loop to start their publish.
+    private var readyToPublish: [(index: Int, coverage: MapCoverage)] = []
     private var tilesReported = -1
     /// Every item in plan order, and the next one to start.
     private let jobs: [(tourIndex: Int, item: PlanItem)]
@@ -79,6 +81,7 @@ struct BuildRun {
         await withTaskGroup(of: ItemOutcome.self) { group in
             for _ in 0..<window { await startNext(in: &group) }
             for _ in 0..<Self.mapsWindow { await startNextMaps(in: &group) }
+            startPublishes(in: &group)
             while let outcome = await group.next() {
                 if case .tick = outcome {
                     tickerRunning = false
@@ -100,9 +103,12 @@ struct BuildRun {
                     skipUnstarted()
                 } else if case .mapsReady = outcome {
                     await startNextMaps(in: &group)
+                } else if case .published = outcome {
+                    // Not an item: the window of items is as it was.
                 } else {
                     await startNext(in: &group)
                 }
+                startPublishes(in: &group)
                 // Only the ticker left: wake it now, or the build would wait out its sleep.
                 if working == 0, tickerRunning { group.cancelAll() }
             }
@@ -113,6 +119,20 @@ struct BuildRun {
             summary.stoppedBy = stop?.kind
         }
         for index in assemblies.indices { await settle(index) }
+        while let (index, coverage) = readyToPublish.popLast() {
+            await record(await publishing(index, coverage: coverage)())
+        }
+    }
+
+    /// Starts the publish of each tour that is ready, beside the items in
+    /// flight: the loop goes on starting items meanwhile, so no core waits
+    /// for a publish to end (a warm rebuild is mostly publishes).
+    private mutating func startPublishes(in group: inout TaskGroup<ItemOutcome>) {
+        for (index, coverage) in readyToPublish {
+            working += 1
+            group.addTask(operation: publishing(index, coverage: coverage))
+        }
+        readyToPublish.removeAll()
     }
 
     /// Starts the next item whose tour has not failed; items of a failed tour
@@ -241,6 +261,18 @@ struct BuildRun {
         case .cancelled(let tourIndex):
             assemblies[tourIndex].outstanding -= 1
             assemblies[tourIndex].skipped += 1
+        case .published(_, .success(let packaged)):
+            if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
+            summary.files += packaged.files
+            summary.reusedFiles += packaged.reusedFiles
+            summary.bytes += packaged.bytes
+            summary.tilePacks += packaged.tilePacks.count
+            events(.tourPackaged(packaged))
+        case .published(let tourIndex, .failure(let failure)):
+            let assembly = assemblies[tourIndex]
+            await discard(assembly.temps)
+            summary.failures.append("\(assembly.tour.name): \(failure.message)")
+            await fail(assembly, reason: failure.message)
         case .mapsReady(let tourIndex, let result):
             mapsInFlight -= 1
             assemblies[tourIndex].mapsPending = false
@@ -295,35 +327,33 @@ struct BuildRun {
             return
         }
         if maps == nil { events(.mapsDone(tourID: tour.id, tileCount: coverage.tileCount)) }
-        await publish(assembly, coverage: coverage)
+        readyToPublish.append((index, coverage))
     }
 
-    /// Publishes a tour whose items and map are all in: its audio, tile
+    /// The publish of a tour whose items and map are all in: its audio, tile
     /// packs and package.json files together (`TourPublisher`), under the
-    /// tour's publishing lock; a publish that fails fails the tour only.
-    private mutating func publish(_ assembly: TourAssembly, coverage: MapCoverage) async {
-        let tour = assembly.tour
-        do {
-            let (publisher, now, backend, root) = (publisher, builder.options.now(), state.backend, layout.root.path)
-            // Workers on other machines share the root: one tour is published by one at a time.
-            let packaged = try await pool.runIfActive {
-                try backend.publishing(tour: tour.id.value, into: root) { try publisher.publish(assembly, coverage: coverage, now: now) }
+    /// tour's publishing lock, then the tour's build record. It runs even
+    /// once the build is stopping, as a commit must; a publish that fails
+    /// fails the tour only.
+    private func publishing(_ index: Int, coverage: MapCoverage) -> @Sendable () async -> ItemOutcome {
+        let assembly = assemblies[index]
+        let (publisher, now, backend, root, pool) = (publisher, builder.options.now(), state.backend, layout.root.path, pool)
+        let (records, build, tourID) = (state.records, record, assembly.tour.id.value)
+        return {
+            do {
+                // Workers on other machines share the root: one tour is published by one at a time.
+                let packaged = try await pool.runIfActiveOrHere {
+                    let packaged = try backend.publishing(tour: tourID, into: root) {
+                        try publisher.publish(assembly, coverage: coverage, now: now)
+                    }
+                    try? records.recordTour(build, tourId: tourID, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
+                    return packaged
+                }
+                return .published(tourIndex: index, result: .success(packaged))
+            } catch {
+                return .published(
+                    tourIndex: index, result: .failure(PublishFailure(message: (error as? TourpackError)?.description ?? "\(error)")))
             }
-            if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
-            summary.files += packaged.files
-            summary.reusedFiles += packaged.reusedFiles
-            summary.bytes += packaged.bytes
-            summary.tilePacks += packaged.tilePacks.count
-            let (records, build) = (state.records, record)
-            await offload {
-                try? records.recordTour(build, tourId: tour.id.value, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
-            }
-            events(.tourPackaged(packaged))
-        } catch {
-            await discard(assembly.temps)
-            let message = (error as? TourpackError)?.description ?? "\(error)"
-            summary.failures.append("\(tour.name): \(message)")
-            await fail(assembly, reason: message)
         }
     }
 

@@ -31,6 +31,13 @@ enum ItemOutcome: Sendable {
     case mapsReady(tourIndex: Int, result: Result<StagedTilePack, TourpackError>)
     /// Time to report the tiles' progress.
     case tick
+    /// A tour's publish is over: its packages are in place, or it failed.
+    case published(tourIndex: Int, result: Result<TourPackaged, PublishFailure>)
+}
+
+/// Why a tour's publish failed, as its summary and event say it.
+struct PublishFailure: Error, Sendable {
+    var message: String
 }
 
 /// A tour on its way to being packaged: which items are still out, the

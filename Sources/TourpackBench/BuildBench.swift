@@ -151,6 +151,8 @@ enum BuildBench {
         var cpuSeconds = 0.0
         /// The summary's time since the process started (start-up, loading and planning included).
         var processSeconds: Double?
+        /// The end of what a build that failed wrote to stderr; nil when it exited 0.
+        var failure: String? = nil
     }
 
     /// One build of the output and state named `name` (fresh the first
@@ -184,6 +186,7 @@ enum BuildBench {
         -> Measurement
     {
         let events = folder.appendingPathComponent("events.ndjson")
+        let errors = folder.appendingPathComponent("build.err")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let started = ContinuousClock.now
         let (status, peakKB, cpuSeconds) = try Child.runCounting(
@@ -191,8 +194,9 @@ enum BuildBench {
             [
                 "build", pipeline.path, "--endpoint", "http://127.0.0.1:\(port)", "--json",
                 "--output", folder.appendingPathComponent("Documents").path, "--state", folder.appendingPathComponent("state").path,
-            ] + (tilesURL.map { ["--tiles-url", $0] } ?? []) + extra, stdout: events.path)
+            ] + (tilesURL.map { ["--tiles-url", $0] } ?? []) + extra, stdout: events.path, stderr: errors.path)
         let wall = started.duration(to: .now)
+        let failure = status == 0 ? nil : ((try? String(contentsOf: errors, encoding: .utf8)) ?? "").suffix(600).description
         let lines = try String(contentsOf: events, encoding: .utf8).split(separator: "\n")
         let finished = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
         return Measurement(
@@ -201,10 +205,12 @@ enum BuildBench {
             peakKB: (finished["peakMemoryBytes"] as? Int).map { $0 / 1024 } ?? peakKB,
             files: finished["files"] as? Int ?? 0, requests: finished["requests"] as? Int ?? 0,
             reused: finished["reusedFiles"] as? Int ?? 0, encodes: finished["encodes"] as? Int ?? 0, exitStatus: status,
-            cpuSeconds: cpuSeconds, processSeconds: finished["processSeconds"] as? Double)
+            cpuSeconds: cpuSeconds, processSeconds: finished["processSeconds"] as? Double, failure: failure)
     }
 
-    /// Tours of 30 POIs each, three phases of one or two sentences per POI.
+    /// Tours of 30 POIs each, three phases of one or two sentences per POI,
+    /// under cache budgets that hold 12,000 items (the default 500 MB
+    /// refuses a build of about 6,000).
     static func generate(pois: Int, into folder: URL, captions: Bool = true) throws -> URL {
         let tours = folder.appendingPathComponent("tours")
         try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
@@ -247,6 +253,7 @@ enum BuildBench {
         tts: {api: google, endpoint: "http://127.0.0.1:9", concurrency: 4, requestsPerMinute: 100000}
         output: Documents
         state: state
+        budgets: {cacheMaxMB: 8000, synthesisCacheMaxMB: 8000}
         """.write(to: pipeline, atomically: true, encoding: .utf8)
         return pipeline
     }

@@ -48,9 +48,9 @@ enum Child {
     }
 
     /// `run`, with the child's CPU time.
-    static func runCounting(_ path: String, _ arguments: [String], stdout: String) throws -> (
+    static func runCounting(_ path: String, _ arguments: [String], stdout: String, stderr: String = "/dev/null") throws -> (
         status: Int32, peakKB: Int, cpuSeconds: Double
     ) {
-        try waitCounting(launch(path, arguments, stdout: stdout))
+        try waitCounting(launch(path, arguments, stdout: stdout, stderr: stderr))
     }
 }

@@ -63,6 +63,7 @@ enum WarmRebuildBench {
             result.startupSeconds, result.startupCPUSeconds, result.millisecondsPerItem, result.cpuMillisecondsPerItem,
             goalMillisecondsPerItem, result.millisecondsPerItem <= goalMillisecondsPerItem ? "met" : "missed", result.warm.reused,
             result.warm.requests, result.warm.encodes, result.reusedEverything ? "PASS" : "FAIL", BenchLoad.text)
+            + (result.warm.failure.map { "; the rebuild exited \(result.warm.exitStatus): \($0)" } ?? "")
     }
 
     static let goalCaptionsRatio = 1.1
@@ -112,5 +113,6 @@ enum WarmRebuildBench {
             cost.items, median(cost.on.map(\.wallSeconds)), median(cost.on.map(\.cpuSeconds)), median(cost.off.map(\.wallSeconds)),
             median(cost.off.map(\.cpuSeconds)), cost.on.count, cost.wallRatio, cost.cpuRatio, goalCaptionsRatio,
             cost.wallRatio <= goalCaptionsRatio ? "met" : "missed", cost.reusedEverything ? "PASS" : "FAIL", BenchLoad.text)
+            + ((cost.on + cost.off).compactMap(\.failure).first.map { "; a rebuild failed: \($0)" } ?? "")
     }
 }

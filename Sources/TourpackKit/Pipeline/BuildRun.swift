@@ -30,6 +30,10 @@ struct BuildRun {
     private var working = 0
     /// Tours whose items and map are all in, waiting for the loop to start their publish.
     private var readyToPublish: [(index: Int, coverage: MapCoverage)] = []
+    /// Whether publishes still go ahead once the build's tasks are cancelled:
+    /// yes when it stops for a reason of its own (a tour whose items are all
+    /// in still ships), no after a signal (nothing more is published).
+    private let publishesGoOn = StopKind()
     private var tilesReported = -1
     /// Every item in plan order, and the next one to start.
     private let jobs: [(tourIndex: Int, item: PlanItem)]
@@ -99,6 +103,7 @@ struct BuildRun {
                     // Out of quota, the requests in flight are already paid
                     // for: let them land (and settle) rather than cancel them
                     // after the provider has billed. Anything else stops now.
+                    if !cancelled { publishesGoOn.set() }
                     if !summary.quotaRanOut || cancelled { group.cancelAll() }
                     skipUnstarted()
                 } else if case .mapsReady = outcome {
@@ -338,9 +343,10 @@ struct BuildRun {
     private func publishing(_ index: Int, coverage: MapCoverage) -> @Sendable () async -> ItemOutcome {
         let assembly = assemblies[index]
         let (publisher, now, backend, root, pool) = (publisher, builder.options.now(), state.backend, layout.root.path, pool)
-        let (records, build, tourID) = (state.records, record, assembly.tour.id.value)
+        let (records, build, tourID, goOn) = (state.records, record, assembly.tour.id.value, publishesGoOn)
         return {
             do {
+                if Task.isCancelled, !goOn.isSet { throw TourpackError.cancelled }
                 // Workers on other machines share the root: one tour is published by one at a time.
                 let packaged = try await pool.runIfActiveOrHere {
                     let packaged = try backend.publishing(tour: tourID, into: root) {
@@ -378,4 +384,13 @@ struct BuildRun {
                     tourId: assembly.tour.id.value, tourName: assembly.tour.name, failedItems: assembly.failures.count,
                     skippedItems: assembly.skipped, reason: reason)))
     }
+}
+
+/// A flag the build's loop sets and its child tasks read.
+private final class StopKind: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }

@@ -410,7 +410,7 @@ import Glibc
         process.executableURL = example
         process.arguments = arguments
         if let output {
-            FileManager.default.createFile(atPath: output.path, contents: nil)
+            try Data().write(to: output)
             let handle = try FileHandle(forWritingTo: output)
             process.standardOutput = handle
             process.standardError = handle

@@ -33,7 +33,7 @@ struct BuildRun {
     /// Whether publishes still go ahead once the build's tasks are cancelled:
     /// yes when it stops for a reason of its own (a tour whose items are all
     /// in still ships), no after a signal (nothing more is published).
-    private let publishesGoOn = StopKind()
+    private let publishesGoOn = SharedFlag()
     private var tilesReported = -1
     /// Every item in plan order, and the next one to start.
     private let jobs: [(tourIndex: Int, item: PlanItem)]
@@ -387,7 +387,7 @@ struct BuildRun {
 }
 
 /// A flag the build's loop sets and its child tasks read.
-private final class StopKind: @unchecked Sendable {
+private final class SharedFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
 

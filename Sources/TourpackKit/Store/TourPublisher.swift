@@ -50,7 +50,8 @@ package struct TourPublisher: Sendable {
         var captionFiles = 0
         do {
             for format in config.formats {
-                let audio = assembly.staged.filter { $0.audio.encoded.format == format }.map(\.audio)
+                let staged = assembly.staged.filter { $0.audio.encoded.format == format }
+                let audio = staged.map(\.audio)
                 let packageID = config.packageID(tourID: tour.id, format: format)
                 var mapTiles = coverage
                 if assembly.pack == nil {
@@ -76,7 +77,7 @@ package struct TourPublisher: Sendable {
                         packPaths.append(target.relativePath)
                     }
                 }
-                if let captions = try prepareCaptions(assembly.staged.filter { $0.audio.encoded.format == format }, packageID: packageID) {
+                if let captions = try prepareCaptions(staged, packageID: packageID) {
                     captionSwaps.append(captions.swap)
                     captionFiles += captions.written
                 }

@@ -29,12 +29,17 @@ import PackageDescription
 
 let package = Package(
     name: "tourpack",
-    platforms: [.macOS(.v14)],
+    // The app's library is for iPhone apps (iOS 16: `ContinuousClock`,
+    // `Task.sleep(for:)`) and Mac ones; the rest of the package runs on Linux
+    // and macOS, and a Mac build of it needs macOS 14 (Hummingbird).
+    platforms: [.macOS(.v14), .iOS(.v16)],
     products: [
         .executable(name: "tourpack", targets: ["tourpack"]),
         .library(name: "TourpackKit", targets: ["TourpackKit"]),
         // The touring app's offline layer: catalogue, downloads, installed packages.
         .library(name: "TourpackClient", targets: ["TourpackClient"]),
+        // For an app's tests of its offline screens: a network set by hand.
+        .library(name: "TourpackClientTesting", targets: ["TourpackClientTesting"]),
     ],
     dependencies: [
         // CLI parsing for the thin executable.
@@ -205,6 +210,12 @@ let package = Package(
             // Digests and signatures come from TourpackPackage (swift-crypto).
             dependencies: ["TourpackPackage"]
         ),
+        // What an app's tests use with the library: a `NetworkMonitoring`
+        // set by hand. On TourpackClient's public API alone.
+        .target(
+            name: "TourpackClientTesting",
+            dependencies: ["TourpackClient"]
+        ),
         // `tourpack install` over HTTP: the client's site source on libcurl,
         // as every other request of the CLI goes (the app uses URLSession).
         .target(
@@ -290,7 +301,7 @@ let package = Package(
         // `@testable`, against sites served over loopback HTTP.
         .testTarget(
             name: "TourpackClientTests",
-            dependencies: ["TourpackClient", "TourpackTesting"]
+            dependencies: ["TourpackClient", "TourpackClientTesting", "TourpackTesting"]
         ),
         .testTarget(
             name: "TourpackKitTests",
@@ -419,6 +430,12 @@ for target in package.targets where target.type != .system {
     settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
     // Extensions of a module are visible only where it is imported: GRDB's
     // string-interpolation `SQL` must never be inferred in code that did not ask for it.
-    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    // Not in the example app and the client's tests, which are built as an
+    // app and its tests are by default: they import TourpackClient alone,
+    // and the members of `AudioFormat` and `AudioQuality` (typealiases of
+    // the package's types) come with it.
+    if !["OfflineTourExample", "TourpackClientTests"].contains(target.name) {
+        settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    }
     target.swiftSettings = settings
 }

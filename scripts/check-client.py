@@ -18,7 +18,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIBRARY = "TourpackClient"
 ALLOWED_PRODUCTS = {("Crypto", "swift-crypto")}
-ALLOWED_IMPORTS = {"Foundation", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "Crypto"}
+# Network: NWPathMonitor, in the one Darwin-only file, behind `#if canImport(Network)`.
+ALLOWED_IMPORTS = {"Foundation", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "Network", "Crypto"}
 
 
 def main() -> int:

@@ -27,6 +27,8 @@ TOOLCHAIN = {
     "Foundation", "FoundationNetworking", "FoundationEssentials", "FoundationXML", "Dispatch", "Glibc", "Musl",
     "Darwin", "Android", "Bionic", "WinSDK", "ucrt", "CoreFoundation", "Synchronization", "Observation",
     "_Concurrency", "_StringProcessing", "RegexBuilder", "Testing", "XCTest", "os", "Swift", "PackageDescription",
+    # Apple's SDK frameworks, behind `#if canImport(...)` in TourpackClient's one Darwin-only file.
+    "Network",
 }
 IMPORT = re.compile(
     r"\s*(?:@[\w()\"., ]+\s+)*(?:public |package |internal |fileprivate |private )?import\s+"

@@ -35,9 +35,20 @@ struct OfflineTourExample {
             documents: documents, site: site, trust: try .publicKey(base64: key),
             policy: DownloadPolicy(maxStorageBytes: 500_000_000, allowsCellular: false))
 
+        // Launch: continue the downloads the last run left (the app was
+        // killed, or the phone restarted). The queue lives in Documents.
+        let resumed = await library.resumeDownloads()
+        if !resumed.isEmpty { print("resuming \(resumed.count) download(s)") }
+
         // Refresh: a conditional request, verified against the key. Offline,
         // `library.catalog` still has the last verified one.
-        let catalog = try await library.refreshCatalog()
+        let catalog: CatalogSnapshot
+        do {
+            catalog = try await library.refreshCatalog()
+        } catch let error as OfflineError where error.kind == .networkUnavailable {
+            guard let known = await library.catalog else { throw error }
+            catalog = known
+        }
 
         // Offers with their sizes, before anything is downloaded.
         for tour in catalog.tours {
@@ -48,15 +59,18 @@ struct OfflineTourExample {
         }
         guard let tour = catalog.tours.first(where: { wanted == nil || $0.id == wanted }) else { return }
 
-        // Download with progress (audio 70%, maps 25%, bundling 5%).
-        if case .notDownloaded = await library.state(of: tour.id) {
-            for try await job in library.download(tourId: tour.id, format: .aac) {
-                let percent = Int(job.progress * 100)
-                print("\(job.status.rawValue) \(percent)% \(job.downloadedBytes)/\(job.totalBytes) bytes")
-            }
-        } else if case .updateAvailable(_, _, let bytes) = await library.state(of: tour.id) {
+        // Download with progress (audio 70%, maps 25%, bundling 5%), or
+        // follow the download already queued; a failure says what to do.
+        switch await library.state(of: tour.id) {
+        case .notDownloaded, .failed:
+            try await follow(library.download(tourId: tour.id, format: .aac))
+        case .updateAvailable(_, _, let bytes):
             print("update: \(bytes) bytes")
-            for try await job in library.download(tourId: tour.id) { print("\(job.status.rawValue) \(Int(job.progress * 100))%") }
+            try await follow(library.download(tourId: tour.id))
+        case .queued, .waiting, .downloading:
+            try await follow(library.download(tourId: tour.id))
+        case .paused, .downloaded, .expired:
+            break
         }
 
         // Play a narration: a file URL, or nil unless it is installed whole.
@@ -70,6 +84,21 @@ struct OfflineTourExample {
         // Storage statistics: shared files counted once.
         let statistics = await library.storageStatistics()
         print("\(statistics.packageCount) package(s), \(statistics.bytesOnDisk) bytes, \(statistics.expired) expired")
+    }
+
+    /// Prints a download's progress until it ends; a failure carries the
+    /// words an alert shows (`LocalizedError`).
+    static func follow(_ download: AsyncThrowingStream<DownloadJob, any Error>) async throws {
+        do {
+            for try await job in download {
+                let percent = Int(job.progress * 100)
+                let why = job.waitReason.map { " (\($0))" } ?? ""
+                print("\(job.status.rawValue)\(why) \(percent)% \(job.downloadedBytes)/\(job.totalBytes) bytes")
+            }
+        } catch let error as OfflineError {
+            print("\(error.localizedDescription) \(error.recoverySuggestion ?? "")")
+            throw error
+        }
     }
     // snippet: end
 }

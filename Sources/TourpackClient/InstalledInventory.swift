@@ -145,11 +145,11 @@ package struct InstalledInventory: Sendable {
     /// files, under the install lock: package.json first, so the app stops
     /// seeing the package at once, then its tile pack, captions and folder,
     /// then the audio files no other installed package lists.
-    package func remove(_ id: String) throws -> Removal {
+    package func remove(_ id: String, waitingUpTo seconds: Double = 0) throws -> Removal {
         guard OutputTree.kind(documents) == .folder else {
             throw TourpackError.invalidInput("\(documents.path): no such folder; is this a Documents root?")
         }
-        let lock = try InstallLock.acquire(documents: documents)
+        let lock = try InstallLock.acquire(documents: documents, waitingUpTo: seconds)
         defer { lock.release() }
         let wanted = id.lowercased()
         let (installed, _) = PackageOnDisk.read(documents: documents)

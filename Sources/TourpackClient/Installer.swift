@@ -41,6 +41,17 @@ import Darwin
 /// The file work (the lock, mkdir, fsync, the manifests read, the clean-up)
 /// runs on `Blocking`'s queue, never on the cooperative pool.
 package struct Installer: Sendable {
+    /// Set by the app's library before it cancels an install to pause it.
+    package final class SuspensionFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var set = false
+
+        package init() {}
+
+        package var isSet: Bool { lock.withLock { set } }
+        package func raise() { lock.withLock { set = true } }
+    }
+
     package let folder: InstallFolder
     package let source: any SiteSource
     /// What the catalogue must be signed by; nil installs an unsigned site unchecked.
@@ -52,6 +63,16 @@ package struct Installer: Sendable {
     package var now: @Sendable () -> Date = { Date() }
     /// What the caller verified and read already; nil: the install reads both.
     package var known: Known?
+    /// The CLI holds the Documents root's lock for the whole install; the
+    /// app's library (false) only while the folder changes (the recovery,
+    /// the downloads' sweep, each commit), so that a delete or another
+    /// tour's removal proceeds while a download runs.
+    package var holdsLockThroughout = true
+    /// Set before the install's task is cancelled to stop it as a pause,
+    /// not a cancel: its downloads stay to be resumed.
+    package var suspension: SuspensionFlag?
+    /// The phone's side of every folder and file the install makes.
+    package var storage: DeviceStorage = .system
 
     /// A catalogue the caller verified for this folder, and the packages
     /// installed as the caller holds them. The CLI has neither and the
@@ -85,7 +106,7 @@ package struct Installer: Sendable {
     package var documents: URL { folder.documents }
 
     /// What an install did.
-    package struct Outcome: Sendable, Hashable, Codable {
+    package struct Outcome: Sendable, Hashable {
         package var catalog: CatalogSummary
         package var installed: [String] = []
         package var updated: [String] = []
@@ -105,16 +126,20 @@ package struct Installer: Sendable {
     ///   catalogue's version is `alreadyDownloaded` (nothing is done), not
     ///   quietly up to date.
     package func install(_ choice: PackageChoice, noReinstall: Bool = false) async throws -> Outcome {
-        let lock = try await Blocking.run { [folder] in
-            try folder.prepare()
-            return try InstallLock.acquire(documents: folder.documents)
+        let lock = try await locked { [folder, storage] in
+            try folder.prepare(storage: storage)
         }
-        defer { lock.release() }
+        defer { lock?.release() }
         let staging = try await recover()
+        if !holdsLockThroughout { lock?.release() }
         let board = JobBoard(report: report)
         do {
             return try await run(choice, noReinstall: noReinstall, staging: staging, board: board)
         } catch {
+            if suspension?.isSet == true, Task.isCancelled {
+                // Paused (by the user or the network): what arrived stays for the resume.
+                throw CancellationError()
+            }
             if error is CancellationError || (error as? TourpackError)?.kind == .cancelled || Task.isCancelled {
                 // Cancelled: nothing partial stays behind.
                 await Blocking.cleanUp { [folder] in
@@ -128,6 +153,28 @@ package struct Installer: Sendable {
             let message = (error as? TourpackError)?.description ?? "\(error)"
             board.settleOthers(as: .failed, message: "not installed: \(message)")
             throw error
+        }
+    }
+
+    /// Takes the Documents root's lock and runs `work` under it, off the
+    /// cooperative pool; the lock is returned to the caller, who releases
+    /// it. Waits a moment for a holder that holds it per operation.
+    private func locked(_ work: @escaping @Sendable () throws -> Void = {}) async throws -> InstallLock? {
+        let (folder, wait) = (self.folder, holdsLockThroughout ? 0.0 : 60.0)
+        return try await Blocking.run {
+            try work()
+            return try InstallLock.acquire(documents: folder.documents, waitingUpTo: wait)
+        }
+    }
+
+    /// `work` under the lock when the install holds it per operation; as it is otherwise.
+    private func whileLocked<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        guard !holdsLockThroughout else { return try await Blocking.run(work) }
+        let folder = self.folder
+        return try await Blocking.run {
+            let lock = try InstallLock.acquire(documents: folder.documents, waitingUpTo: 60)
+            defer { lock.release() }
+            return try work()
         }
     }
 
@@ -187,16 +234,16 @@ package struct Installer: Sendable {
             let audio = plan.downloads.filter { !$0.isTilePack }.reduce(Int64(0)) { $0 + $1.sizeBytes }
             board.add(
                 DownloadJob(
-                    packageId: plan.packageId, tourId: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
+                    packageId: plan.packageId, tourKey: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
                     mapBytes: plan.downloadBytes - audio))
         }
         // What earlier installs left in downloads for files neither a plan nor
         // a package of the catalogue waiting for its commit names now goes first.
-        try await Blocking.run { [folder, plans] in
+        try await whileLocked { [folder, plans, storage] in
             for plan in work { try folder.keepWaiting(plan) }
             let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(folder.waitingFiles(of: catalog))
             _ = folder.sweepDownloads(keeping: named)
-            try Self.checkSpace(for: work, folder: folder)
+            try Self.checkSpace(for: work, folder: folder, storage: storage)
         }
         try await download(work, board: board, installed: installed)
 
@@ -204,7 +251,10 @@ package struct Installer: Sendable {
         for (index, plan) in work.enumerated() {
             board.move(plan.packageId, to: .downloading, step: .bundling)
             do {
-                try await Blocking.run { try commit.commit(plan) }
+                try await whileLocked { [storage, documents] in
+                    try commit.commit(plan)
+                    plan.protectCommitted(in: documents, storage: storage)
+                }
             } catch {
                 board.move(plan.packageId, to: .failed, message: (error as? TourpackError)?.description ?? "\(error)")
                 throw error
@@ -271,7 +321,7 @@ package struct Installer: Sendable {
     }
 
     /// Refuses up front a download the file system has no room for, naming the root.
-    private static func checkSpace(for plans: [PackagePlan], folder: InstallFolder) throws {
+    private static func checkSpace(for plans: [PackagePlan], folder: InstallFolder, storage: DeviceStorage) throws {
         let documents = folder.documents
         var needed: Int64 = 0
         var seen: Set<String> = []
@@ -279,9 +329,7 @@ package struct Installer: Sendable {
             if FileManager.default.fileExists(atPath: folder.verified(file.sha256).path) { continue }
             needed += file.sizeBytes - InstallFolder.size(of: folder.partial(file.sha256))
         }
-        guard needed > 0, let attributes = try? FileManager.default.attributesOfFileSystem(forPath: documents.path),
-            let free = (attributes[.systemFreeSize] as? NSNumber)?.int64Value
-        else { return }
+        guard needed > 0, let free = storage.availableBytes(documents) else { return }
         if needed > free {
             throw TourpackError.storageFailed(
                 path: documents.path, errno: ENOSPC,

@@ -54,20 +54,7 @@ package struct UpdateCheck: Sendable {
     package struct Report: Sendable, Hashable, Codable {
         package var catalog: CatalogSummary
         package var tours: [Tour]
-
-        /// What `--check` exits with: 10 when any update is available, else
-        /// 11 when a tour asked for is not downloaded, else 0.
-        package func exitCode(explicit: Bool) -> Int32 {
-            if tours.contains(where: { $0.status == .updateAvailable }) { return UpdateCheck.updateAvailableExit }
-            if explicit, tours.contains(where: { $0.status == .notDownloaded }) { return UpdateCheck.notDownloadedExit }
-            return ExitStatus.ok
-        }
     }
-
-    /// `--check`'s exit codes beside the usual ones: a script tells from
-    /// them whether to run `install`.
-    package static let updateAvailableExit: Int32 = 10
-    package static let notDownloadedExit: Int32 = 11
 
     /// Checks the tours `choice` names (every tour when it names none).
     package func check(_ choice: PackageChoice) async throws -> Report {

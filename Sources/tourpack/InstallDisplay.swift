@@ -26,7 +26,7 @@ final class InstallDisplay: @unchecked Sendable {
                 let before = jobs[job.packageId]
                 jobs[job.packageId] = job
                 switch mode {
-                case .json: display.emit(job, name: "job")
+                case .json: display.emit(JobEvent(job), name: "job")
                 case .lines: if before?.status != job.status || before?.currentStep != job.currentStep { display.note(line(for: job)) }
                 case .bar:
                     if before?.status != job.status, job.status == .completed || job.status == .failed { display.note(line(for: job)) }
@@ -50,9 +50,7 @@ final class InstallDisplay: @unchecked Sendable {
     func finish(_ outcome: Installer.Outcome) {
         lock.withLock {
             if mode == .json {
-                var summary = outcome
-                summary.jobs = []
-                display.emit(summary, name: "finished")
+                display.emit(Finished(outcome), name: "finished")
                 return
             }
             var parts = ["\(outcome.installed.count) installed", "\(outcome.updated.count) updated"]
@@ -80,9 +78,11 @@ final class InstallDisplay: @unchecked Sendable {
         let what = "\(job.tourName) (\(job.packageId))"
         switch job.status {
         case .queued: return "queued \(what): \(PlanReport.bytes(Int(job.totalBytes))) to download"
+        case .downloading where job.errorMessage != nil: return "retrying \(what): \(job.errorMessage ?? "")"
         case .downloading:
             return job.currentStep == .bundling ? "installing \(what)" : "downloading \(what): \(job.currentStep?.rawValue ?? "audio")"
-        case .paused: return "paused \(what): \(job.errorMessage ?? "")"
+        case .paused: return "paused \(what)"
+        case .waiting: return "waiting \(what)"
         case .completed: return "installed \(what): \(PlanReport.bytes(Int(job.downloadedBytes))) downloaded"
         case .failed: return "FAILED \(what): \(job.errorMessage ?? "")"
         case .cancelled: return "cancelled \(what)"
@@ -119,9 +119,9 @@ final class InstallDisplay: @unchecked Sendable {
         let eta =
             done > 0 && total > done && seconds > 0.5
             ? "ETA \(PlanReport.duration(Double(total - done) / (Double(done) / seconds)))" : "ETA –"
-        let current = all.first { $0.status == .downloading || $0.status == .paused }
+        let current = all.first { $0.status == .downloading }
         let step = current.map { " · \($0.currentStep?.rawValue ?? "audio") · \(Display.clip($0.tourName, 28))" } ?? ""
-        let paused = current?.status == .paused ? " (retrying)" : ""
+        let paused = current?.errorMessage != nil ? " (retrying)" : ""
         display.drawBar(fraction: fraction, "\(PlanReport.bytes(Int(done)))/\(PlanReport.bytes(Int(total)))\(step)\(paused) · \(eta)")
     }
 
@@ -135,7 +135,55 @@ final class InstallDisplay: @unchecked Sendable {
             display.emit(
                 Retrying(packageId: packageId, file: file, seconds: (seconds * 1000).rounded() / 1000, reason: reason), name: "retrying")
         case .warning(let message): display.emit(Display.Message(message: message), name: "warning")
-        case .job(let job): display.emit(job, name: "job")
+        case .job(let job): display.emit(JobEvent(job), name: "job")
+        }
+    }
+
+    /// The `finished` event: what the install did (its jobs were each an event already).
+    struct Finished: Encodable {
+        var catalog: CatalogSummary
+        var installed, updated, refreshed, upToDate, superseded: [String]
+        var downloadedFiles: Int
+        var downloadedBytes: Int64
+        var removedFiles: Int
+        var jobs: [JobEvent] = []
+
+        init(_ outcome: Installer.Outcome) {
+            catalog = outcome.catalog
+            installed = outcome.installed
+            updated = outcome.updated
+            refreshed = outcome.refreshed
+            upToDate = outcome.upToDate
+            superseded = outcome.superseded
+            downloadedFiles = outcome.downloadedFiles
+            downloadedBytes = outcome.downloadedBytes
+            removedFiles = outcome.removedFiles
+        }
+    }
+
+    /// A job as `--json` prints it: every field, `null` included, so a
+    /// reader finds each one in every event; the tour id lowercase, as the
+    /// catalogue writes it.
+    struct JobEvent: Encodable {
+        var job: DownloadJob
+
+        init(_ job: DownloadJob) { self.job = job }
+
+        enum Keys: String, CodingKey {
+            case packageId, tourId, tourName, status, progress, currentStep, totalBytes, downloadedBytes, errorMessage
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(job.packageId, forKey: .packageId)
+            try container.encode(job.tourId.uuidString.lowercased(), forKey: .tourId)
+            try container.encode(job.tourName, forKey: .tourName)
+            try container.encode(job.status, forKey: .status)
+            try container.encode((job.progress * 1000).rounded() / 1000, forKey: .progress)
+            try container.encode(job.currentStep, forKey: .currentStep)
+            try container.encode(job.totalBytes, forKey: .totalBytes)
+            try container.encode(job.downloadedBytes, forKey: .downloadedBytes)
+            try container.encode(job.errorMessage, forKey: .errorMessage)
         }
     }
 

@@ -345,7 +345,12 @@ import Glibc
         #expect(package.lastAccessed != nil)
         clock.advance(seconds: 3_600)
         await other.markAccessed(tourId: tour)
-        let seen = await library.installed().first?.lastAccessed
+        // Plays are written together a moment later (no disk work on the play path).
+        var seen = await library.installed().first?.lastAccessed
+        for _ in 0..<100 where seen.map({ abs($0.timeIntervalSince(clock.date())) < 1 }) != true {
+            try await Task.sleep(for: .milliseconds(50))
+            seen = await library.installed().first?.lastAccessed
+        }
         #expect(seen.map { abs($0.timeIntervalSince(clock.date())) < 1 } == true, "last accessed \(String(describing: seen))")
         try await other.delete(tourId: tour)
         guard case .notDownloaded = await library.state(of: tour) else {

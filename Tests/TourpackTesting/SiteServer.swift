@@ -36,6 +36,9 @@ package final class SiteServer: @unchecked Sendable {
         /// Sends the body one byte every `interval` seconds (slow retrieval),
         /// until it is sent or the client leaves.
         case trickle(interval: Double)
+        /// Sends the body at about this rate, in 8 KiB pieces, until it is
+        /// sent or the client leaves (a phone's slow link).
+        case throttle(bytesPerSecond: Int)
     }
 
     package struct Request: Sendable {
@@ -89,11 +92,16 @@ package final class SiteServer: @unchecked Sendable {
 
     package var requests: [Request] { lock.withLock { log } }
     package var bodyBytesSent: Int { requests.reduce(0) { $0 + $1.bodyBytes } }
+    /// Body bytes the kernel took for the clients since the log was last
+    /// reset: what a client that left mid-answer cost, not what was planned.
+    package var bodyBytesDelivered: Int { lock.withLock { delivered } }
+    private var delivered = 0
 
     package func resetLog() {
         lock.withLock {
             log.removeAll()
             arrivals = 0
+            delivered = 0
         }
     }
 
@@ -142,7 +150,16 @@ package final class SiteServer: @unchecked Sendable {
             log.append(Request(method: method, path: path, headers: headers, status: status, bodyBytes: sent, fault: fault))
         }
         guard send(connection, Array(reply.utf8)) else { return }
-        if case .trickle(let interval) = fault {
+        if case .throttle(let rate) = fault {
+            var offset = 0
+            while offset < sent {
+                let piece = Array(body[offset..<min(sent, offset + 8_192)])
+                guard send(connection, piece) else { break }
+                offset += piece.count
+                lock.withLock { delivered += piece.count }
+                Thread.sleep(forTimeInterval: Double(piece.count) / Double(max(1, rate)))
+            }
+        } else if case .trickle(let interval) = fault {
             for index in 0..<sent {
                 guard send(connection, [body[index]]) else { break }
                 Thread.sleep(forTimeInterval: interval)
@@ -152,7 +169,7 @@ package final class SiteServer: @unchecked Sendable {
             Thread.sleep(forTimeInterval: seconds)
             _ = send(connection, Array(body[(sent / 2)..<sent]))
         } else if sent > 0 {
-            _ = send(connection, Array(body[..<sent]))
+            if send(connection, Array(body[..<sent])) { lock.withLock { delivered += sent } }
         }
         if sent < body.count, method != "HEAD" { shutdown(connection, Int32(SHUT_RDWR)) }
     }

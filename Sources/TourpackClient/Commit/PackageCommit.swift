@@ -136,3 +136,28 @@ struct PackageCommit: Sendable {
         return next
     }
 }
+
+extension PackagePlan {
+    /// Hands every folder and file the committed package put in the layout
+    /// to the phone's storage seam: the tour's audio folder and its files,
+    /// the package folder, its package.json, tile pack and captions.
+    /// Files linked from verified downloads were protected as downloads
+    /// already (a hard link shares its file's protection); they are named
+    /// again, which costs a phone nothing.
+    func protectCommitted(in documents: URL, storage: DeviceStorage) {
+        guard let manifest, let tourID = SafeID(validating: manifest.tourId), let packageID = SafeID(validating: manifest.packageId)
+        else { return }
+        let layout = Layout(root: documents)
+        let folders = [
+            layout.audioFolder(tourID: tourID).url, layout.packageFolder(packageID: packageID).url,
+            layout.captionsFolder(packageID: packageID).url,
+        ]
+        for folder in folders where OutputTree.kind(folder) == .folder {
+            storage.protect(folder)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] {
+                let file = folder.appendingPathComponent(name)
+                if OutputTree.kind(file) == .file { storage.protect(file) }
+            }
+        }
+    }
+}

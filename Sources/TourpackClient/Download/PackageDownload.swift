@@ -55,7 +55,8 @@ extension Installer {
                     case .bytes(let bytes):
                         board.received(plan.packageId, file: file, bytes: bytes)
                     case .retrying(let seconds, let reason):
-                        board.move(plan.packageId, to: .paused, message: "\(file.path): \(reason); retrying in \(Self.seconds(seconds))")
+                        board.move(
+                            plan.packageId, to: .downloading, message: "\(file.path): \(reason); retrying in \(Self.seconds(seconds))")
                         report(.retrying(packageId: plan.packageId, file: file.path, seconds: seconds, reason: reason))
                     }
                 }
@@ -67,6 +68,7 @@ extension Installer {
             let (size, sha256) = try await Self.digest(partial)
             if size == file.sizeBytes, sha256 == file.sha256 {
                 try AtomicFile.move(partial, to: verified)
+                storage.protect(verified)
                 try AtomicFile.remove(validator)
                 board.received(plan.packageId, file: file, bytes: size)
                 return

@@ -47,23 +47,34 @@ public struct DownloadPolicy: Sendable, Hashable {
     public var maxStorageBytes: Int64
     /// Tours whose packages are never evicted.
     public var pinned: Set<UUID>
-    /// Whether downloads may use a cellular or otherwise expensive network;
-    /// handed to URLSession. The app's own connectivity monitor decides when to ask.
+    /// Whether downloads may use cellular (and any other expensive path).
+    /// Off by default: a download on cellular waits for Wi-Fi
+    /// (`WaitReason.forWiFi`) unless it was started with
+    /// `allowsCellular: true`. The catalogue is read on any network.
     public var allowsCellular: Bool
+    /// Whether downloads may use a Wi-Fi the system marks expensive: a
+    /// Personal Hotspot (an iPad tethered to a phone in the car).
+    public var allowsPersonalHotspot: Bool
+    /// Whether downloads may run in Low Data Mode (`WaitReason.lowDataMode` otherwise).
+    public var allowsLowDataMode: Bool
     /// A try slower than this, over 15 s, is abandoned and tried again.
     public var minimumBytesPerSecond: Int64
     /// How long one file may take, every try included.
     public var fileDeadline: TimeInterval
-    /// Tries of one file without progress before the download fails with `networkUnavailable`.
+    /// Tries of one file that the server failed (an error status, a cut
+    /// answer) before the download fails. A network that is missing is
+    /// waited for, and counts for nothing.
     public var maximumAttempts: Int
 
     public init(
-        maxStorageBytes: Int64 = 500_000_000, pinned: Set<UUID> = [], allowsCellular: Bool = false,
-        minimumBytesPerSecond: Int64 = 1024, fileDeadline: TimeInterval = 3600, maximumAttempts: Int = 6
+        maxStorageBytes: Int64 = 500_000_000, pinned: Set<UUID> = [], allowsCellular: Bool = false, allowsPersonalHotspot: Bool = false,
+        allowsLowDataMode: Bool = false, minimumBytesPerSecond: Int64 = 1024, fileDeadline: TimeInterval = 3600, maximumAttempts: Int = 6
     ) {
         self.maxStorageBytes = maxStorageBytes
         self.pinned = pinned
         self.allowsCellular = allowsCellular
+        self.allowsPersonalHotspot = allowsPersonalHotspot
+        self.allowsLowDataMode = allowsLowDataMode
         self.minimumBytesPerSecond = minimumBytesPerSecond
         self.fileDeadline = fileDeadline
         self.maximumAttempts = maximumAttempts
@@ -192,14 +203,26 @@ public struct InstalledPackage: Sendable, Hashable, Identifiable {
     }
 }
 
-/// What `state(of:)` says of a tour.
+/// What `state(of:)` says of a tour: read from the device alone, never
+/// waiting on the network.
 public enum PackState: Sendable, Hashable {
     case notDownloaded(offers: [Offer])
+    /// In the download queue, behind another download.
+    case queued(DownloadJob)
+    /// Its download waits for Wi-Fi, for a network, or for Low Data Mode to end; it starts by itself.
+    case waiting(DownloadJob, reason: WaitReason)
     case downloading(DownloadJob)
+    /// The user paused it (`pauseDownload(tourId:)`).
     case paused(DownloadJob)
+    /// Its download failed; kept until the app retries (`download`), deletes or dismisses it (`dismissFailure`).
+    case failed(DownloadJob, OfflineError)
     case downloaded(InstalledPackage)
-    /// The catalogue has a newer version of the installed package; `bytesToDownload` is what the update fetches.
+    /// The catalogue has a newer version of the installed package (expired
+    /// or not); `bytesToDownload` is what the update fetches, as worked out
+    /// when the catalogue was refreshed.
     case updateAvailable(InstalledPackage, offer: Offer, bytesToDownload: Int64)
+    /// Past its `expiresAt`, with no newer version offered: it keeps
+    /// playing, and a refresh may bring its update.
     case expired(InstalledPackage)
 }
 
@@ -217,14 +240,18 @@ public struct StorageStatistics: Sendable, Hashable {
 }
 
 /// Why the library could not do what it was asked, in the app's taxonomy.
-/// Each names the package and the file where there is one.
-public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
+/// Each names the package and the file where there is one;
+/// `recoverySuggestion` says what the traveller can do about it.
+public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// No network, or the server failed every try of a file.
         case networkUnavailable
         case alreadyDownloading
         case alreadyDownloaded
         case mapDownloadFailed
+        /// The device is out of room, or the storage budget could not make any.
         case storageFailed
+        /// Something the site served is not what the signed catalogue names.
         case integrityFailed
         /// The request named no tour the catalogue has, or no offer of it.
         case notOffered
@@ -251,7 +278,29 @@ public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(kind.rawValue): \(message)" }
 
-    /// The library's error for whatever the engine threw.
+    /// What happened, in a sentence an alert can show.
+    public var errorDescription: String? { message }
+
+    /// What the traveller can do about it.
+    public var recoverySuggestion: String? {
+        switch kind {
+        case .networkUnavailable: return "Connect to Wi-Fi, or allow downloads over cellular, and try again."
+        case .alreadyDownloading: return "Wait for the download in progress to finish."
+        case .alreadyDownloaded: return "The tour is already on this device and up to date."
+        case .mapDownloadFailed: return "Try the download again later; what arrived is kept, and it resumes from there."
+        case .storageFailed: return "Free some space on the device, or remove tours you no longer need, and try again."
+        case .integrityFailed:
+            return "The tour could not be verified, so nothing was installed. Try again later; if it keeps failing, contact support."
+        case .notOffered: return "Refresh the list of tours; this tour or format is no longer offered."
+        case .cancelled: return nil
+        case .catalogExpired:
+            return "The list of tours is out of date. Connect to the internet to refresh it; downloaded tours keep playing."
+        case .rollbackRefused: return "The server sent an older list of tours than this device has seen. Try again later."
+        }
+    }
+
+    /// The library's error for whatever the engine threw, in the app's
+    /// words: the command line's hints (a flag, a command to run) left out.
     static func from(_ error: any Error) -> OfflineError {
         if let error = error as? OfflineError { return error }
         if error is CancellationError { return OfflineError(.cancelled, "cancelled") }
@@ -269,10 +318,23 @@ public struct OfflineError: Error, Sendable, Hashable, CustomStringConvertible {
         case .rollbackRefused: kind = .rollbackRefused
         default: kind = .storageFailed
         }
+        var message: String
+        switch error.kind {
+        case .alreadyDownloading, .alreadyBuilding:
+            message =
+                "another download or build is changing this folder (\(error.context.path ?? "Documents")); try again when it has finished"
+        default:
+            message = error.description
+        }
         // Some of the engine's texts open with the kind's name (`catalogExpired: …`);
         // `description` puts it first already, so it is said once.
-        var message = error.description
         if let named = message.range(of: "\(kind.rawValue): ") { message.removeSubrange(named) }
+        for (cli, app) in Self.commandLineHints { message = message.replacingOccurrences(of: cli, with: app) }
         return OfflineError(kind, message, package: error.context.item, file: error.context.path)
     }
+
+    /// The engine's words for a person at a terminal, and the app's.
+    private static let commandLineHints = [
+        ("or the publisher has not run `tourpack publish --refresh`", "or the publisher has not refreshed it")
+    ]
 }

@@ -1,78 +1,280 @@
 public import Foundation
 public import TourpackPackage
 
+/// The download running now: one at a time per library.
+struct RunningDownload: Sendable {
+    var tourId: UUID
+    var task: Task<Void, Never>
+    /// Raised before the task is cancelled to pause it: its bytes stay.
+    var suspension: Installer.SuspensionFlag
+}
+
+extension QueuedDownload {
+    /// The job as the record alone tells it (before the installer reports one).
+    var job: DownloadJob {
+        var job = DownloadJob(packageId: "", tourId: tourId, tourName: tourName, audioBytes: 0, mapBytes: 0)
+        switch state {
+        case .queued, .running: break
+        case .paused: job.move(to: .paused)
+        case .failed: job.move(to: .failed, message: failure?.message)
+        }
+        return job
+    }
+}
+
 extension OfflineLibrary {
+    // MARK: Asking for downloads
+
     /// Downloads the tour's package (or its update) and installs it.
     ///
+    /// The download joins the queue, which is kept on disk: it goes on after
+    /// the stream is dropped, and after the app is killed (`resumeDownloads()`).
+    /// It runs only over a network it may use: on cellular, unless allowed,
+    /// it waits as `.waiting(reason: .forWiFi)` and fetches nothing, and it
+    /// starts by itself on Wi-Fi. A network lost mid-download is waited for,
+    /// and the download resumes from the last byte.
+    ///
     /// The stream yields the job at every change of status or step and
-    /// otherwise about four times a second, and finishes after the job
-    /// completes, or throws an `OfflineError`. One download runs at a time;
-    /// another waits as `queued`. Before it starts, least recently accessed
-    /// packages are evicted to keep `maxStorageBytes`.
+    /// otherwise about four times a second; it finishes once the job
+    /// completes, and throws an `OfflineError` when it fails (the failure is
+    /// kept: `state(of:)` says `.failed` until the app retries, deletes or
+    /// dismisses it). Asking again for a tour already in the queue follows
+    /// that download; asking again for a failed one retries it.
     ///
     /// - Parameters:
     ///   - format: the format to take where the tour offers several (the installed one, else AAC, by default).
     ///   - quality: likewise (the installed one, else the best).
+    ///   - allowsCellular: this download's own answer to the cellular
+    ///     warning ("Download anyway"); nil takes the policy's.
     public nonisolated func download(
-        tourId: UUID, format: AudioFormat? = nil, quality: AudioQuality? = nil
+        tourId: UUID, format: AudioFormat? = nil, quality: AudioQuality? = nil, allowsCellular: Bool? = nil
     ) -> AsyncThrowingStream<DownloadJob, any Error> {
         AsyncThrowingStream { continuation in
-            let task = Task { await self.enqueue(tourId: tourId, format: format, quality: quality, continuation: continuation) }
-            continuation.onTermination = { termination in
-                if case .cancelled = termination { task.cancel() }
+            broadcast.follow(tourId, continuation)
+            Task { await self.enqueue(tourId: tourId, format: format, quality: quality, allowsCellular: allowsCellular) }
+        }
+    }
+
+    /// Every job's updates, as they happen: for a downloads screen or a
+    /// badge. Any number of observers may each hold one; each call makes a new stream.
+    public nonisolated var jobs: AsyncStream<DownloadJob> { broadcast.stream() }
+
+    /// Continues every download the queue holds that is neither paused nor
+    /// failed, as a new library finds them after the app was killed.
+    /// Call it at launch, and from a `BGProcessingTask` or a background
+    /// session's wake-up.
+    ///
+    /// - Returns: the tours whose downloads it continues.
+    @discardableResult
+    public func resumeDownloads() async -> [UUID] {
+        await open()
+        let resumed = downloads.filter { $0.state == .queued || $0.state == .running }.map(\.tourId)
+        await schedule()
+        return resumed
+    }
+
+    /// Pauses the tour's download: what arrived is kept, and
+    /// `resumeDownload(tourId:)` continues from the last byte.
+    public func pauseDownload(tourId: UUID) async {
+        await open()
+        guard let index = downloads.firstIndex(where: { $0.tourId == tourId }), downloads[index].state != .failed else { return }
+        downloads[index].state = .paused
+        await persist()
+        if let running, running.tourId == tourId {
+            running.suspension.raise()
+            running.task.cancel()
+            await running.task.value
+        }
+        publish(tourId) { $0.move(to: .paused) }
+        await schedule()
+    }
+
+    /// Continues a download the user paused.
+    public func resumeDownload(tourId: UUID) async {
+        await open()
+        guard let index = downloads.firstIndex(where: { $0.tourId == tourId }), downloads[index].state == .paused else { return }
+        downloads[index].state = .queued
+        await persist()
+        publish(tourId) { $0.move(to: .queued) }
+        await schedule()
+    }
+
+    /// Stops the tour's download, removes its partial data and forgets it;
+    /// the package installed before (if any) stays as it was.
+    public func cancelDownload(tourId: UUID) async {
+        await open()
+        guard downloads.contains(where: { $0.tourId == tourId }) else { return }
+        if let running, running.tourId == tourId {
+            running.task.cancel()
+            await running.task.value
+            return
+        }
+        downloads.removeAll { $0.tourId == tourId }
+        await persist()
+        publish(tourId) { $0.move(to: .cancelled) }
+        broadcast.finish(tourId, throwing: OfflineError(.cancelled, "cancelled"))
+        broadcast.forget(tourId)
+    }
+
+    /// Forgets a failed download; the tour is as its installed package says.
+    public func dismissFailure(tourId: UUID) async {
+        await open()
+        guard downloads.contains(where: { $0.tourId == tourId && $0.state == .failed }) else { return }
+        downloads.removeAll { $0.tourId == tourId }
+        broadcast.forget(tourId)
+        await persist()
+    }
+
+    /// Changes the budget, the pins and the networks downloads may use; it
+    /// applies to queued and running downloads at once (turning cellular off
+    /// moves a download running on cellular to `.waiting(.forWiFi)`).
+    public func update(policy: DownloadPolicy) async {
+        self.policy = policy
+        await schedule()
+    }
+
+    // MARK: The queue
+
+    /// Reads the queue the last run left, once, and excludes the library's
+    /// folders from backup again; starts watching the network.
+    func open() async {
+        if let opened { return await opened.value }
+        let task = Task {
+            let (documents, storage) = (self.documents, self.storage)
+            await Blocking.cleanUp { if OutputTree.kind(documents) == .folder { try? storage.prepare(documents: documents) } }
+            let restored = await self.queueFile.read()
+            self.restore(restored)
+        }
+        opened = task
+        await task.value
+    }
+
+    private func restore(_ restored: [QueuedDownload]) {
+        for record in restored where !downloads.contains(where: { $0.tourId == record.tourId }) {
+            downloads.append(record)
+            broadcast.publish(record.job)
+        }
+        guard watcher == nil else { return }
+        let network = self.network
+        watcher = Task { [weak self] in
+            for await path in network.paths() {
+                guard let self else { return }
+                await self.pathChanged(path)
             }
         }
     }
 
-    /// Stops the tour's download and removes its partial data; the package
-    /// installed before (if any) stays as it was.
-    public func cancelDownload(tourId: UUID) async {
-        guard let task = tasks[tourId] else { return }
-        task.cancel()
-        await task.value
+    func currentPath() async -> NetworkPath {
+        if let path { return path }
+        let current = await network.currentPath
+        if path == nil { path = current }
+        return path ?? current
     }
 
-    private func enqueue(
-        tourId: UUID, format: AudioFormat?, quality: AudioQuality?, continuation: AsyncThrowingStream<DownloadJob, any Error>.Continuation
-    ) async {
-        if let job = jobs[tourId], job.status == .queued || job.status == .downloading || job.status == .paused {
-            continuation.finish(
-                throwing: OfflineError(.alreadyDownloading, "tour \(tourId.uuidString.lowercased()) is downloading already"))
-            return
-        }
-        let key = tourId.uuidString.lowercased()
-        var job = DownloadJob(packageId: "", tourId: key, tourName: catalogTour(key)?.tourName ?? key, audioBytes: 0, mapBytes: 0)
-        jobs[tourId] = job
-        continuation.yield(job)
-        let previous = queue
-        let task = Task {
-            await previous?.value
-            await self.run(tourId: tourId, format: format, quality: quality, continuation: continuation)
-        }
-        tasks[tourId] = task
-        queue = task
-        await withTaskCancellationHandler {
-            await task.value
-        } onCancel: {
-            task.cancel()
-        }
-        if tasks[tourId] == task { tasks[tourId] = nil }
-        job = jobs[tourId] ?? job
-        if job.status == .queued { jobs[tourId] = nil }
+    private func pathChanged(_ new: NetworkPath) async {
+        path = new
+        await schedule()
     }
 
-    private func run(
-        tourId: UUID, format: AudioFormat?, quality: AudioQuality?, continuation: AsyncThrowingStream<DownloadJob, any Error>.Continuation
-    ) async {
-        let key = tourId.uuidString.lowercased()
+    func persist() async { await queueFile.write(downloads) }
+
+    /// The job of `tourId` as last published, changed by `change`, published again.
+    func publish(_ tourId: UUID, _ change: (inout DownloadJob) -> Void) {
+        guard var job = broadcast.job(tourId) ?? downloads.first(where: { $0.tourId == tourId })?.job else { return }
+        change(&job)
+        broadcast.publish(job)
+    }
+
+    private func enqueue(tourId: UUID, format: AudioFormat?, quality: AudioQuality?, allowsCellular: Bool?) async {
+        await open()
+        if let index = downloads.firstIndex(where: { $0.tourId == tourId }) {
+            switch downloads[index].state {
+            case .failed, .paused:
+                // Asked again: a retry, with this call's choice.
+                downloads[index].state = .queued
+                downloads[index].failure = nil
+                downloads[index].format = format ?? downloads[index].format
+                downloads[index].quality = quality ?? downloads[index].quality
+                downloads[index].allowsCellular = allowsCellular ?? downloads[index].allowsCellular
+                broadcast.publish(downloads[index].job)
+            case .queued, .running:
+                // Followed already (`download` registered the stream).
+                if let allowsCellular, downloads[index].allowsCellular != allowsCellular {
+                    downloads[index].allowsCellular = allowsCellular
+                } else {
+                    return
+                }
+            }
+        } else {
+            let name = await catalogTour(tourId.key)?.tourName ?? tourId.key
+            let record = QueuedDownload(
+                tourId: tourId, tourName: name, format: format, quality: quality, allowsCellular: allowsCellular, state: .queued)
+            downloads.append(record)
+            broadcast.publish(record.job)
+        }
+        await persist()
+        await schedule()
+    }
+
+    /// Puts the queue in order with the network: pauses the running
+    /// download if the path no longer allows it, starts the first one the
+    /// path allows when none runs, and tells every other why it waits.
+    func schedule() async {
+        await open()
+        let path = await currentPath()
+        if let running, let record = downloads.first(where: { $0.tourId == running.tourId }),
+            policy.waitReason(on: path, allowsCellular: record.allowsCellular) != nil
+        {
+            // The path no longer allows it: stopped as a pause, resumed from the last byte.
+            running.suspension.raise()
+            running.task.cancel()
+            await running.task.value
+        }
+        for record in downloads where record.state == .queued || record.state == .running {
+            if running?.tourId == record.tourId { continue }
+            let reason = policy.waitReason(on: path, allowsCellular: record.allowsCellular)
+            if running == nil, reason == nil {
+                start(record.tourId)
+                continue
+            }
+            let job = broadcast.job(record.tourId) ?? record.job
+            if job.status != (reason == nil ? .queued : .waiting) || job.waitReason != reason {
+                publish(record.tourId) { job in
+                    if let reason {
+                        job.move(to: .waiting)
+                        job.waitReason = reason
+                    } else {
+                        job.move(to: .queued)
+                    }
+                }
+            }
+        }
+    }
+
+    private func start(_ tourId: UUID) {
+        guard let index = downloads.firstIndex(where: { $0.tourId == tourId }) else { return }
+        downloads[index].state = .running
+        let suspension = Installer.SuspensionFlag()
+        let record = downloads[index]
+        let task = Task { await self.perform(record, suspension: suspension) }
+        running = RunningDownload(tourId: tourId, task: task, suspension: suspension)
+    }
+
+    /// The download itself: the package chosen from the catalogue, room
+    /// made, then the install; and what follows its end.
+    private func perform(_ record: QueuedDownload, suspension: Installer.SuspensionFlag) async {
+        await persist()
+        let tourId = record.tourId
+        let key = tourId.key
         do {
             try Task.checkCancellation()
             let catalog = try await currentCatalog()
             guard let tour = catalog.tours.first(where: { $0.tourId == key }) else {
                 throw OfflineError(.notOffered, "tour \(key) is not in the catalogue")
             }
-            let choice = PackageChoice(tours: [key], format: format, quality: quality)
-            let installed = installedPackages()
+            var choice = PackageChoice(tours: [key], format: record.format, quality: record.quality)
+            choice.namesFlags = false
+            let installed = await installedPackages()
             guard let entry = try PackageSelection.choose(catalog, installed: installed, choice: choice).first else {
                 throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
             }
@@ -80,58 +282,75 @@ extension OfflineLibrary {
             var installer = Installer(documents: documents, source: source, trust: trust?.trust)
             installer.concurrency = 4
             installer.now = now
+            installer.holdsLockThroughout = false
+            installer.suspension = suspension
+            installer.storage = storage
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
             installer.known = Installer.Known(catalog: catalog) { await self.installedPackages() }
-            installer.report = { [weak self] event in
-                guard case .job(let job) = event else { return }
-                continuation.yield(job)
-                Task { await self?.record(job, tourId: tourId) }
+            let broadcast = self.broadcast
+            installer.report = { event in
+                guard case .job(let job) = event, !suspension.isSet else { return }
+                broadcast.publish(job)
             }
-            defer { packagesChanged() }
-            let outcome = try await installer.install(choice, noReinstall: true)
-            var done =
-                outcome.jobs.first ?? jobs[tourId]
-                ?? DownloadJob(
-                    packageId: entry.package.packageId, tourId: key, tourName: tour.tourName, audioBytes: 0, mapBytes: 0)
-            if outcome.jobs.isEmpty { done.move(to: .completed) }
-            jobs[tourId] = done
-            updateBytes = [:]
+            let outcome: Installer.Outcome
+            do {
+                outcome = try await installer.install(choice, noReinstall: true)
+                packagesChanged()
+            } catch {
+                packagesChanged()
+                throw error
+            }
+            if outcome.jobs.isEmpty {
+                // Nothing to fetch: the installer reported no job of its own.
+                publish(tourId) { $0.move(to: .completed) }
+            }
+            updateBytes[entry.package.contentHash] = nil
             markAccessed(tourId: tourId)
-            // The installer reported its own completion already; a job with
-            // nothing to fetch completes here.
-            if outcome.jobs.isEmpty { continuation.yield(done) }
-            continuation.finish()
+            await finished(tourId, failure: nil, suspended: false)
         } catch {
             let failure = OfflineError.from(error)
-            var job = jobs[tourId] ?? DownloadJob(packageId: "", tourId: key, tourName: key, audioBytes: 0, mapBytes: 0)
-            job.move(to: failure.kind == .cancelled ? .cancelled : .failed, message: failure.description)
-            jobs[tourId] = job
-            continuation.yield(job)
-            continuation.finish(throwing: failure)
+            await finished(tourId, failure: failure, suspended: suspension.isSet)
         }
     }
 
-    private func record(_ job: DownloadJob, tourId: UUID) {
-        if let held = jobs[tourId], held.status == .completed || held.status == .failed || held.status == .cancelled,
-            job.status != held.status, job.packageId == held.packageId
-        {
-            return
+    /// Where a download goes once its task ends: out of the queue when it
+    /// completed or was cancelled, back to waiting when it was paused or
+    /// the network went, kept as failed otherwise.
+    private func finished(_ tourId: UUID, failure: OfflineError?, suspended: Bool) async {
+        running = nil
+        guard let index = downloads.firstIndex(where: { $0.tourId == tourId }) else { return await schedule() }
+        // On disk first: an app told of the end may relaunch at once.
+        if suspended {
+            if downloads[index].state != .paused { downloads[index].state = .queued }
+            await persist()
+        } else if let failure, failure.kind != .cancelled, failure.kind != .alreadyDownloaded {
+            downloads[index].state = .failed
+            downloads[index].failure = QueuedDownload.Failure(failure)
+            await persist()
+            publish(tourId) { $0.move(to: .failed, message: failure.description) }
+            broadcast.finish(tourId, throwing: failure)
+        } else {
+            downloads.remove(at: index)
+            await persist()
+            if let failure {
+                publish(tourId) { $0.move(to: failure.kind == .cancelled ? .cancelled : .failed, message: failure.description) }
+            }
+            broadcast.finish(tourId, throwing: failure)
+            broadcast.forget(tourId)
         }
-        jobs[tourId] = job
+        await schedule()
     }
 
     /// Evicts least recently accessed packages until the new one fits the
     /// budget; refuses (`storageFailed`) when only pinned, playing or
     /// downloading packages stand in the way.
     private func makeRoom(for entry: CatalogEntry, tourId: UUID) async throws {
-        var protected = Set(policy.pinned.map { $0.uuidString.lowercased() })
-        if let playing { protected.insert(playing.uuidString.lowercased()) }
-        for (id, job) in jobs where id != tourId && (job.status == .downloading || job.status == .paused || job.status == .queued) {
-            protected.insert(id.uuidString.lowercased())
-        }
+        var protected = Set(policy.pinned.map(\.key))
+        if let playing { protected.insert(playing.key) }
+        for record in downloads where record.tourId != tourId && record.state != .failed { protected.insert(record.tourId.key) }
         let budget = StorageBudget(maxBytes: policy.maxStorageBytes, protected: protected)
-        let device = deviceView()
+        let device = await deviceView()
         guard
             let evict = budget.evictions(
                 from: device.packages, adding: entry.package.sizeBytes, replacing: entry.tour.tourId, accessed: device.accessed)

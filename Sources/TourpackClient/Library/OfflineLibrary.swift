@@ -1,113 +1,183 @@
 public import Foundation
 import TourpackPackage
 
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
 /// The touring app's offline layer: the catalogue of a published site,
 /// the packages on the device, and their downloads, in one actor.
 ///
 /// ```swift
 /// let library = OfflineLibrary(documents: documents, site: site, trust: try .publicKey(base64: key))
+/// _ = await library.resumeDownloads()            // at launch: what the last run left
 /// let catalog = try await library.refreshCatalog()
-/// for try await job in library.download(tourId: tour.id) { show(job.progress) }
+/// for try await job in library.download(tourId: tour.id) { show(job) }
 /// let url = await library.audioFile(tourId: tour.id, poiId: poi, phase: .approaching)
 /// ```
 ///
 /// Everything it writes lives in `documents`, in the layout the app plays
 /// from (`AudioCache/…`, `OfflineTours/<packageId>/…`) and its own hidden
-/// `.tourpack-install` folder: the catalogue last verified, the downloads
-/// on their way, the commit journal, and when each tour was last played.
-/// A download resumes where it stopped, even after the process is killed;
-/// every file is verified against the signed catalogue before the package
-/// is committed, and the package installed before stays until then.
+/// `.tourpack-install` folder: the catalogue last verified, the download
+/// queue, the downloads on their way, the commit journal, and when each
+/// tour was last played. On a phone the three folders stay out of backups
+/// and their files are readable once the phone was unlocked after boot.
+///
+/// Downloads go one at a time, in the order asked, and only over a network
+/// the policy allows (Wi-Fi by default: `NetworkMonitoring`). The queue is
+/// kept on disk: after the app is killed, a new library on the same folder
+/// knows every download, and `resumeDownloads()` continues them from the
+/// last byte. Every file is verified against the signed catalogue before
+/// the package is committed, and the package installed before stays until then.
+///
+/// Nothing here waits on the network but `refreshCatalog()` and the
+/// downloads: `state(of:)` and the files read only what is on the device,
+/// off the actor and the cooperative pool.
 public actor OfflineLibrary {
-    public let documents: URL
-    public let site: URL
-    public let trust: TrustAnchor?
-    public private(set) var policy: DownloadPolicy
+    public nonisolated let documents: URL
+    public nonisolated let site: URL
+    public nonisolated let trust: TrustAnchor?
+    public internal(set) var policy: DownloadPolicy
 
     let folder: InstallFolder
     let source: any SiteSource
     let now: @Sendable () -> Date
+    let network: any NetworkMonitoring
+    let storage: DeviceStorage
+    let broadcast = JobBroadcast()
+    let queueFile: DownloadQueueFile
     var verified: (catalog: Catalog, snapshot: CatalogSnapshot)?
-    var jobs: [UUID: DownloadJob] = [:]
-    var tasks: [UUID: Task<Void, Never>] = [:]
-    /// The downloads in order: each waits for the one before it (one install at a time per Documents folder).
-    var queue: Task<Void, Never>?
+
+    // The queue (OfflineLibrary+Download.swift).
+    var downloads: [QueuedDownload] = []
+    var opened: Task<Void, Never>?
+    var running: RunningDownload?
+    var path: NetworkPath?
+    var watcher: Task<Void, Never>?
+
     var playing: UUID?
-    /// What an update of a package would download, by its catalogue `contentHash`.
+    /// What an update of a package would download, by its catalogue
+    /// `contentHash`: worked out when the catalogue is refreshed.
     var updateBytes: [String: Int64] = [:]
     /// The packages on disk and the access log, as last read.
     private var device: DeviceView?
+    /// Plays recorded since the access log was last written (`markAccessed`).
+    private var accessed: [String: Date] = [:]
+    private var accessFlush: Task<Void, Never>?
 
     /// - Parameters:
     ///   - documents: the app's Documents folder.
     ///   - site: the published site (an `https://` base URL, or a `file://` folder).
-    ///   - trust: the key the catalogue must be signed with.
-    ///   - policy: storage budget, network and retry limits.
-    public init(documents: URL, site: URL, trust: TrustAnchor, policy: DownloadPolicy = DownloadPolicy()) {
-        self.init(documents: documents, site: site, trust: Optional(trust), policy: policy, now: { Date() })
+    ///   - trust: the key, or root of trust, the catalogue must be signed with.
+    ///   - policy: storage budget, networks and retry limits.
+    ///   - network: where the library learns the device's network; the system's by default.
+    ///   - configuration: the URLSession configuration to read the site
+    ///     with (an app's tests hand one whose `protocolClasses` serve a
+    ///     site in process); the library sets its caching and limits on a copy.
+    public init(
+        documents: URL, site: URL, trust: TrustAnchor, policy: DownloadPolicy = DownloadPolicy(),
+        network: any NetworkMonitoring = SystemNetworkMonitor(), configuration: URLSessionConfiguration? = nil
+    ) {
+        self.init(
+            documents: documents, site: site, trust: Optional(trust), policy: policy, network: network, configuration: configuration,
+            now: { Date() })
     }
 
     /// The same, with the clock the library judges expiry by (tests pin it),
     /// and `trust` nil for a site published without a key.
     public init(
-        documents: URL, site: URL, trust: TrustAnchor?, policy: DownloadPolicy = DownloadPolicy(), now: @escaping @Sendable () -> Date
+        documents: URL, site: URL, trust: TrustAnchor?, policy: DownloadPolicy = DownloadPolicy(),
+        network: any NetworkMonitoring = SystemNetworkMonitor(), configuration: URLSessionConfiguration? = nil,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.init(
+            documents: documents, site: site, trust: trust, policy: policy, network: network, configuration: configuration,
+            storage: .system, now: now)
+    }
+
+    /// Every seam, the storage one included (the tests record its calls).
+    package init(
+        documents: URL, site: URL, trust: TrustAnchor?, policy: DownloadPolicy, network: any NetworkMonitoring,
+        configuration: URLSessionConfiguration?, storage: DeviceStorage, now: @escaping @Sendable () -> Date
     ) {
         self.documents = documents.standardizedFileURL
         self.site = site
         self.trust = trust
         self.policy = policy
         self.now = now
+        self.network = network
+        self.storage = storage
         folder = InstallFolder(documents: documents)
+        queueFile = DownloadQueueFile(folder: folder, storage: storage)
         if site.isFileURL {
             source = FolderSiteSource(root: site)
         } else {
-            source = URLSessionSiteSource(base: site, policy: policy.transfer, allowsCellular: policy.allowsCellular)
+            source = URLSessionSiteSource(base: site, policy: policy.transfer, configuration: configuration)
         }
     }
-
-    /// Changes the budget or the pins (the network settings apply to a new library).
-    public func update(policy: DownloadPolicy) { self.policy = policy }
 
     // MARK: The catalogue
 
     /// The catalogue last verified, read from the device when this library
     /// has not refreshed it yet: what the app lists with no signal.
-    public var catalog: CatalogSnapshot? { loadRemembered()?.snapshot }
+    public var catalog: CatalogSnapshot? {
+        get async { await loadRemembered()?.snapshot }
+    }
 
     /// The catalogue verified last: this run's, else the one remembered on
-    /// the device, checked again against the trust anchor.
-    private func loadRemembered() -> (catalog: Catalog, snapshot: CatalogSnapshot)? {
+    /// the device, checked again against the trust anchor (off the actor).
+    func loadRemembered() async -> (catalog: Catalog, snapshot: CatalogSnapshot)? {
         if let verified { return verified }
-        guard let remembered = folder.rememberedCatalog(site: source.location),
-            let catalog = try? CatalogReader.check(
-                remembered.bytes, signature: remembered.signature, trust: trust?.trust, folder: folder, site: source.location)
-        else { return nil }
-        verified = (catalog, CatalogSnapshot(catalog, notModified: true, now: now()))
+        let (folder, site, trust, moment) = (self.folder, source.location, self.trust, now())
+        let found = try? await Blocking.run { () -> (Catalog, [String: Int64])? in
+            guard let remembered = folder.rememberedCatalog(site: site) else { return nil }
+            let catalog = try CatalogReader.check(
+                remembered.bytes, signature: remembered.signature, trust: trust?.trust, folder: folder, site: site)
+            return (catalog, UpdateSizes.read(folder))
+        }
+        guard let (catalog, sizes) = found ?? nil else { return nil }
+        if verified == nil {
+            verified = (catalog, CatalogSnapshot(catalog, notModified: true, now: moment))
+            if updateBytes.isEmpty { updateBytes = sizes }
+        }
         return verified
     }
 
     /// Reads the site's catalogue (conditionally: a 304 costs one small
-    /// exchange), verifies its signature, and keeps it.
+    /// exchange), verifies its signature, keeps it, and works out what
+    /// each update of an installed package would download.
+    ///
+    /// It may use any network, cellular included: the catalogue is small
+    /// and read conditionally. With no network at all it throws at once.
     ///
     /// - Throws: `OfflineError` (`networkUnavailable` with no signal,
     ///   `integrityFailed` for a bad signature, `rollbackRefused` for a
     ///   generation older than one verified, `catalogExpired` for one past
     ///   its `expiresAt`); `catalog` keeps the last one accepted, and the
     ///   installed packages keep playing.
-    public func refreshCatalog() async throws -> CatalogSnapshot { try await refresh().snapshot }
+    public func refreshCatalog() async throws -> CatalogSnapshot {
+        await open()
+        if await !currentPath().isSatisfied {
+            throw OfflineError(.networkUnavailable, "\(source.location): no network; the catalogue last verified stays in use")
+        }
+        let refreshed = try await refresh()
+        await sizeUpdates(of: refreshed.catalog)
+        return refreshed.snapshot
+    }
 
     /// The catalogue to download from: the one verified last, else the site's.
     func currentCatalog() async throws -> Catalog {
-        if let known = loadRemembered() { return known.catalog }
+        if let known = await loadRemembered() { return known.catalog }
         return try await refresh().catalog
     }
 
     private func refresh() async throws -> (catalog: Catalog, snapshot: CatalogSnapshot) {
-        try folder.prepare()
+        let (folder, storage) = (self.folder, self.storage)
         do {
+            try await Blocking.run { try folder.prepare(storage: storage) }
             let (catalog, summary) = try await CatalogReader(source: source, folder: folder, trust: trust?.trust, now: now).read()
+            await Blocking.cleanUp { folder.protectFiles(storage: storage) }
             let snapshot = CatalogSnapshot(catalog, notModified: summary.notModified, now: now())
-            if verified?.catalog != catalog { updateBytes = [:] }
             verified = (catalog, snapshot)
             return (catalog, snapshot)
         } catch {
@@ -115,79 +185,133 @@ public actor OfflineLibrary {
         }
     }
 
+    /// What updating each installed package to the catalogue's version
+    /// would download (its new package.json fetched and compared), kept for
+    /// `state(of:)`, which must not wait on the network.
+    private func sizeUpdates(of catalog: Catalog) async {
+        let installed = await installedPackages()
+        let planner = PackagePlanner(source: source, documents: documents)
+        var sizes: [String: Int64] = [:]
+        for package in installed {
+            guard let tour = catalog.tours.first(where: { $0.tourId == package.manifest.tourId }),
+                let offered = tour.packages.first(where: { $0.packageId == package.packageId }),
+                offered.contentHash != package.manifest.contentHash
+            else { continue }
+            if let known = updateBytes[offered.contentHash] {
+                sizes[offered.contentHash] = known
+            } else if let plan = try? await planner.plan(CatalogEntry(tour: tour.info, package: offered), installed: installed) {
+                sizes[offered.contentHash] = plan.downloadBytes
+            }
+        }
+        updateBytes = sizes
+        let (folder, kept) = (self.folder, sizes)
+        await Blocking.cleanUp { UpdateSizes.write(kept, folder) }
+    }
+
     // MARK: What the device has
 
-    /// Where a tour stands on this device.
+    /// Where a tour stands on this device: its download, else its
+    /// installed package against the catalogue last verified. Reads only
+    /// what is on the device; never waits on the network.
     public func state(of tourId: UUID) async -> PackState {
-        let key = tourId.uuidString.lowercased()
-        if let job = jobs[tourId], job.status == .queued || job.status == .downloading || job.status == .paused {
-            return job.status == .paused ? .paused(job) : .downloading(job)
+        await open()
+        if let queued = downloads.first(where: { $0.tourId == tourId }) {
+            let job = broadcast.job(tourId) ?? queued.job
+            switch queued.state {
+            case .failed: return .failed(job, queued.failure?.error ?? OfflineError(.storageFailed, job.errorMessage ?? "failed"))
+            case .paused: return .paused(job)
+            case .queued, .running:
+                switch job.status {
+                case .waiting: return .waiting(job, reason: job.waitReason ?? .forNetwork)
+                case .downloading: return .downloading(job)
+                default: return .queued(job)
+                }
+            }
         }
-        let offers = catalogTour(key)?.packages.map(Offer.init) ?? []
-        let device = deviceView()
+        let key = tourId.key
+        let remembered = await loadRemembered()
+        let tour = remembered?.catalog.tours.first { $0.tourId == key }
+        let offers = tour?.packages.map(Offer.init) ?? []
+        let device = await deviceView()
         guard let installed = device.packages.first(where: { $0.manifest.tourId == key }) else {
             return .notDownloaded(offers: offers)
         }
-        let package = describe(installed, accessed: device.accessed)
-        if installed.manifest.isExpired(at: now()) { return .expired(package) }
+        let package = describe(installed, device)
         // A stale catalogue offers no update: it is refused for downloads.
-        if catalog?.isStale == false, let tour = catalogTour(key),
+        if remembered?.snapshot.isStale == false, let tour,
             let offered = tour.packages.first(where: { $0.packageId == installed.packageId }),
-            offered.contentHash != installed.manifest.contentHash || !installed.damagedPaths(in: documents).isEmpty
+            offered.contentHash != installed.manifest.contentHash || package.damagedFiles > 0
         {
-            let bytes = await bytesToUpdate(CatalogEntry(tour: tour.info, package: offered))
+            let bytes = updateBytes[offered.contentHash] ?? offered.sizeBytes
             return .updateAvailable(package, offer: Offer(offered), bytesToDownload: bytes)
         }
+        if installed.manifest.isExpired(at: now()) { return .expired(package) }
         return .downloaded(package)
     }
 
     /// Every package installed, by tour.
-    public func installed() -> [InstalledPackage] {
-        let device = deviceView()
-        return device.packages.map { describe($0, accessed: device.accessed) }
+    public func installed() async -> [InstalledPackage] {
+        let device = await deviceView()
+        return device.packages.map { describe($0, device) }
     }
 
     /// The audio file of a narration, or nil unless it is installed whole.
-    public func audioFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) -> URL? {
-        file(tourId: tourId) { package in
-            package.manifest.audio.first { $0.poiId == poiId.uuidString.lowercased() && $0.phase == phase.phase }
-                .map { ($0.path, $0.sizeBytes) }
+    public func audioFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) async -> URL? {
+        await file(tourId: tourId) { package in
+            package.manifest.audio.first { $0.poiId == poiId.key && $0.phase == phase.phase }.map { ($0.path, $0.sizeBytes) }
         }
     }
 
     /// The WebVTT captions of a narration, or nil unless installed whole.
-    public func captionFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) -> URL? {
-        file(tourId: tourId) { package in
-            package.manifest.audio.first { $0.poiId == poiId.uuidString.lowercased() && $0.phase == phase.phase }?.captions
-                .map { ($0.path, $0.sizeBytes) }
+    public func captionFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) async -> URL? {
+        await file(tourId: tourId) { package in
+            package.manifest.audio.first { $0.poiId == poiId.key && $0.phase == phase.phase }?.captions.map { ($0.path, $0.sizeBytes) }
         }
     }
 
     /// The tour's MBTiles pack, or nil unless installed whole.
-    public func tilePack(tourId: UUID) -> URL? {
-        file(tourId: tourId) { package in
+    public func tilePack(tourId: UUID) async -> URL? {
+        await file(tourId: tourId) { package in
             guard let path = package.manifest.mapTiles.file, let size = package.manifest.mapTiles.sizeBytes else { return nil }
             return (path, size)
         }
     }
 
-    private func file(tourId: UUID, _ pick: (PackageOnDisk) -> (String, Int64)?) -> URL? {
-        let key = tourId.uuidString.lowercased()
-        guard let package = installedPackages().first(where: { $0.manifest.tourId == key }), let (path, size) = pick(package),
-            package.files.contains(where: { $0.path == path }), let url = try? Layout(root: documents).resolve(relativePath: path),
-            OutputTree.kind(url) == .file, InstallFolder.size(of: url) == size
+    private func file(tourId: UUID, _ pick: (PackageOnDisk) -> (String, Int64)?) async -> URL? {
+        let key = tourId.key
+        guard let package = await installedPackages().first(where: { $0.manifest.tourId == key }), let (path, size) = pick(package),
+            package.files.contains(where: { $0.path == path }), let url = try? Layout(root: documents).resolve(relativePath: path)
         else { return nil }
-        return url
+        let whole = (try? await Blocking.run { OutputTree.kind(url) == .file && InstallFolder.size(of: url) == size }) ?? false
+        return whole ? url : nil
     }
 
-    /// Records that the tour was just used, for eviction's order.
+    /// Records that the tour was just used, for eviction's order. Costs no
+    /// disk work on the play path: plays are written together, a few
+    /// seconds later, off the actor.
     public func markAccessed(tourId: UUID) {
-        // The log alone: the packages as held stay valid.
-        var times = AccessLog.read(folder)
-        times[tourId.uuidString.lowercased()] = now()
-        try? AccessLog.write(times, folder)
-        device?.accessed = times
-        device?.stamp.access = DeviceView.Stamp.identity(AccessLog.url(folder))
+        accessed[tourId.key] = now()
+        device?.accessed[tourId.key] = now()
+        guard accessFlush == nil else { return }
+        accessFlush = Task {
+            try? await Task.sleep(for: .seconds(2))
+            await self.flushAccesses()
+        }
+    }
+
+    /// Writes the plays recorded since the last write into the access log.
+    func flushAccesses() async {
+        accessFlush = nil
+        guard !accessed.isEmpty else { return }
+        let (plays, folder, storage) = (accessed, self.folder, self.storage)
+        accessed = [:]
+        await Blocking.cleanUp {
+            var times = AccessLog.read(folder)
+            times.merge(plays) { $1 }
+            try? AccessLog.write(times, folder)
+            storage.protect(AccessLog.url(folder))
+        }
+        device?.stamp.access = []
     }
 
     /// Marks the packages as last read stale: the library changed them. The
@@ -216,73 +340,93 @@ public actor OfflineLibrary {
 
     // MARK: Removing
 
-    /// Deletes the tour's packages and the files no other package names.
+    /// Deletes the tour's packages and the files no other package names;
+    /// its download, if one is queued, running or failed, goes first.
+    /// Another tour's download goes on meanwhile.
     public func delete(tourId: UUID) async throws {
-        if jobs[tourId].map({ $0.status == .downloading || $0.status == .queued || $0.status == .paused }) == true {
-            throw OfflineError(.alreadyDownloading, "tour \(tourId.uuidString.lowercased()) is downloading; cancel it first")
-        }
+        await open()
+        if downloads.contains(where: { $0.tourId == tourId }) { await cancelDownload(tourId: tourId) }
         defer { packagesChanged() }
-        try await remove([tourId.uuidString.lowercased()])
-        var times = AccessLog.read(folder)
-        if times.removeValue(forKey: tourId.uuidString.lowercased()) != nil { try? AccessLog.write(times, folder) }
+        try await remove([tourId.key])
+        accessed[tourId.key] = nil
+        let (folder, key) = (self.folder, tourId.key)
+        await Blocking.cleanUp {
+            var times = AccessLog.read(folder)
+            if times.removeValue(forKey: key) != nil { try? AccessLog.write(times, folder) }
+        }
     }
 
     /// Deletes every expired package; returns how many.
     @discardableResult
     public func clearExpired() async throws -> Int {
-        let expired = installedPackages().filter { $0.manifest.isExpired(at: now()) }
+        let moment = now()
+        let expired = await installedPackages().filter { $0.manifest.isExpired(at: moment) }
         defer { packagesChanged() }
         try await remove(expired.map(\.packageId))
         return expired.count
     }
 
-    /// Deletes every package not downloading.
+    /// Deletes every package whose tour is not downloading.
     public func clearAll() async throws {
+        await open()
         defer { packagesChanged() }
-        let busy = Set(jobs.filter { $0.value.status != .completed && $0.value.status != .failed && $0.value.status != .cancelled }.keys)
+        let busy = Set(downloads.filter { $0.state != .failed }.map(\.tourId))
         try await remove(
-            installedPackages().filter { package in UUID(uuidString: package.manifest.tourId).map { !busy.contains($0) } ?? false }
-                .map(\.packageId))
+            await installedPackages().filter { !busy.contains(UUID(tourKey: $0.manifest.tourId)) }.map(\.packageId))
     }
 
-    /// Removes the packages (or tours) `ids` with `InstalledInventory`, off the cooperative pool.
+    /// Removes the packages (or tours) `ids` with `InstalledInventory`, off
+    /// the cooperative pool, under the Documents root's lock (waited for
+    /// while another operation holds it for a moment).
     func remove(_ ids: [String]) async throws {
         guard !ids.isEmpty else { return }
         let inventory = InstalledInventory(documents: documents)
-        do { try await Blocking.run { for id in ids { _ = try inventory.remove(id) } } } catch { throw OfflineError.from(error) }
+        do { try await Blocking.run { for id in ids { _ = try inventory.remove(id, waitingUpTo: 60) } } } catch {
+            throw OfflineError.from(error)
+        }
     }
 
     // MARK: Helpers
 
-    func installedPackages() -> [PackageOnDisk] { deviceView().packages }
+    func installedPackages() async -> [PackageOnDisk] { await deviceView().packages }
 
-    /// The packages and the access log, read again only when
-    /// `OfflineTours` or `access.json` changed since (a commit or a removal
-    /// renames an entry of `OfflineTours`), so an app that asks the state
-    /// of every tour in a list reads the manifests once.
-    func deviceView() -> DeviceView {
-        let stamp = DeviceView.Stamp(documents: documents, folder: folder)
-        if let device, device.stamp == stamp { return device }
-        let view = DeviceView(
-            packages: PackageOnDisk.read(documents: documents, reusing: device?.packages ?? []).packages, accessed: AccessLog.read(folder),
-            stamp: stamp)
-        device = view
-        return view
+    /// The packages and the access log, read again (off the actor) only
+    /// when `OfflineTours` or `access.json` changed since (a commit or a
+    /// removal renames an entry of `OfflineTours`), so an app that asks the
+    /// state of every tour in a list reads the manifests once.
+    func deviceView() async -> DeviceView {
+        let (documents, folder, held) = (self.documents, self.folder, device)
+        let view =
+            (try? await Blocking.run { () -> DeviceView in
+                let stamp = DeviceView.Stamp(documents: documents, folder: folder)
+                var view =
+                    held.flatMap { $0.stamp == stamp ? $0 : nil }
+                    ?? DeviceView(
+                        packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
+                        accessed: AccessLog.read(folder), stamp: stamp)
+                // Files deleted or cut behind the library's back show at once.
+                view.damaged = Dictionary(uniqueKeysWithValues: view.packages.map { ($0.packageId, $0.damagedPaths(in: documents)) })
+                return view
+            }) ?? DeviceView(packages: [], accessed: [:], stamp: DeviceView.Stamp(tours: [], access: []))
+        var current = view
+        current.accessed.merge(accessed) { $1 }
+        device = current
+        return current
     }
 
-    func catalogTour(_ tourId: String) -> CatalogTour? {
-        loadRemembered()?.catalog.tours.first { $0.tourId == tourId }
+    func catalogTour(_ tourId: String) async -> CatalogTour? {
+        await loadRemembered()?.catalog.tours.first { $0.tourId == tourId }
     }
 
-    private func describe(_ package: PackageOnDisk, accessed: [String: Date]) -> InstalledPackage {
+    private func describe(_ package: PackageOnDisk, _ device: DeviceView) -> InstalledPackage {
         let manifest = package.manifest
-        let damaged = package.damagedPaths(in: documents)
+        let damaged = device.damaged[package.packageId] ?? []
         let bytes = package.files.filter { !damaged.contains($0.path) }.reduce(Int64(package.manifestBytes.count)) { $0 + $1.sizeBytes }
         return InstalledPackage(
-            packageId: manifest.packageId, tourId: UUID(uuidString: manifest.tourId) ?? UUID(), tourName: manifest.tourName,
+            packageId: manifest.packageId, tourId: UUID(tourKey: manifest.tourId), tourName: manifest.tourName,
             format: manifest.audio.first?.format ?? .aac, quality: manifest.quality ?? .high, voice: manifest.voice.name,
             contentHash: manifest.contentHash, createdAt: manifest.createdAt, expiresAt: manifest.expiresAt, bytesOnDisk: bytes,
-            lastAccessed: accessed[manifest.tourId], damagedFiles: damaged.count,
+            lastAccessed: device.accessed[manifest.tourId], damagedFiles: damaged.count,
             narrations: manifest.audio.compactMap { entry in
                 guard let poi = UUID(uuidString: entry.poiId), let phase = NarrationPhase(rawValue: entry.phase.rawValue) else {
                     return nil
@@ -291,25 +435,22 @@ public actor OfflineLibrary {
                 return InstalledPackage.Narration(poiId: poi, poiName: name, phase: phase, durationSeconds: entry.durationSeconds)
             })
     }
-
-    private func bytesToUpdate(_ entry: CatalogEntry) async -> Int64 {
-        if let known = updateBytes[entry.package.contentHash] { return known }
-        let planner = PackagePlanner(source: source, documents: documents)
-        guard let plan = try? await planner.plan(entry, installed: installedPackages()) else { return entry.package.sizeBytes }
-        updateBytes[entry.package.contentHash] = plan.downloadBytes
-        return plan.downloadBytes
-    }
 }
 
 /// The packages installed and when each tour was last used, with what
 /// tells whether they changed on disk since.
-struct DeviceView {
+struct DeviceView: Sendable {
     /// The inodes and modification times of `OfflineTours` and
     /// `access.json` (written by rename, so a new inode each time: a
     /// change within the clock's tick is still seen).
-    struct Stamp: Equatable {
+    struct Stamp: Equatable, Sendable {
         var tours: [Int]
         var access: [Int]
+
+        init(tours: [Int], access: [Int]) {
+            self.tours = tours
+            self.access = access
+        }
 
         init(documents: URL, folder: InstallFolder) {
             tours = Self.identity(documents.appendingPathComponent(Layout.offlineToursFolder))
@@ -331,6 +472,8 @@ struct DeviceView {
     var packages: [PackageOnDisk]
     var accessed: [String: Date]
     var stamp: Stamp
+    /// Per package, the paths of its files that are missing or not at their size.
+    var damaged: [String: Set<String>] = [:]
 }
 
 /// When each tour was last used (`markAccessed`), in `.tourpack-install/access.json`.
@@ -350,5 +493,24 @@ enum AccessLog {
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.createFolder(folder.url)
         try AtomicFile.write(Array(try encoder.encode(times)), to: url(folder))
+    }
+}
+
+/// What each update would download, by the catalogue's `contentHash`, as
+/// the last refresh worked it out: `.tourpack-install/updates.json`, so
+/// that a relaunched app offline still shows an update's size.
+enum UpdateSizes {
+    static func url(_ folder: InstallFolder) -> URL { folder.url.appendingPathComponent("updates.json") }
+
+    static func read(_ folder: InstallFolder) -> [String: Int64] {
+        guard let data = FileManager.default.contents(atPath: url(folder).path) else { return [:] }
+        return (try? JSONDecoder().decode([String: Int64].self, from: data)) ?? [:]
+    }
+
+    static func write(_ sizes: [String: Int64], _ folder: InstallFolder) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(sizes) else { return }
+        try? AtomicFile.write(Array(data), to: url(folder))
     }
 }

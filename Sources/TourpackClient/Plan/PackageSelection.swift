@@ -10,6 +10,9 @@ package struct PackageChoice: Sendable, Hashable {
     package var format: AudioFormat?
     /// `--quality`: the quality to take where a tour offers several.
     package var quality: AudioQuality?
+    /// Whether a refusal names the command line's flag (`--format opus: …`):
+    /// the CLI's choice does, the app's library's does not.
+    package var namesFlags = true
 
     package init(tours: [String] = [], all: Bool = false, format: AudioFormat? = nil, quality: AudioQuality? = nil) {
         self.tours = tours
@@ -20,6 +23,9 @@ package struct PackageChoice: Sendable, Hashable {
 
     /// Whether the choice names tours at all (`--check` without one looks at every tour).
     package var isExplicit: Bool { all || !tours.isEmpty }
+
+    /// `--flag value: ` before a refusal, for the CLI; nothing for the app.
+    func flag(_ name: String, _ value: String) -> String { namesFlags ? "--\(name) \(value): " : "" }
 }
 
 /// Picks one package per chosen tour.
@@ -46,7 +52,8 @@ package enum PackageSelection {
                 guard let tour = catalog.tours.first(where: { $0.tourId == wanted }) else {
                     let known = catalog.tours.map { "\($0.tourId) (\($0.tourName))" }.joined(separator: ", ")
                     throw TourpackError.invalidInput(
-                        "--tour \(id): no such tour in the catalogue; it lists \(known.isEmpty ? "none" : known)")
+                        (choice.namesFlags ? "--tour \(id): no such tour" : "no tour \(id)")
+                            + " in the catalogue; it lists \(known.isEmpty ? "none" : known)")
                 }
                 if !picked.contains(where: { $0.tourId == tour.tourId }) { picked.append(tour) }
             }
@@ -64,7 +71,7 @@ package enum PackageSelection {
                         warn(message + "; skipped")
                         continue
                     }
-                    throw TourpackError.invalidInput("--format \(format.rawValue): \(message)")
+                    throw TourpackError.invalidInput(choice.flag("format", format.rawValue) + message)
                 }
             } else {
                 // With --quality, a format that offers it.
@@ -90,7 +97,7 @@ package enum PackageSelection {
                         warn(message + "; skipped")
                         continue
                     }
-                    throw TourpackError.invalidInput("--quality \(quality.rawValue): \(message)")
+                    throw TourpackError.invalidInput(choice.flag("quality", quality.rawValue) + message)
                 }
             } else if let kept = candidates.first(where: { installedIDs.contains($0.packageId) }) {
                 candidates = candidates.filter { $0.quality == kept.quality }

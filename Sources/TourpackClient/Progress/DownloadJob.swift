@@ -1,16 +1,28 @@
-import Foundation
+public import Foundation
 import TourpackPackage
 
-/// One package's download as the app's download manager shows it: the same
-/// fields under the same names, so a script reading `install --json` and
-/// the app's own job list read alike.
+/// One tour's download as the app's download manager shows it: where it
+/// stands, how far it got, and why it waits or failed.
 ///
 /// `progress` weighs the app's three phases: audio 70%, maps 25%,
 /// bundling 5% (`BuildProgress`'s weights). A phase with nothing to
 /// download counts as done once the job has moved past it.
-public struct DownloadJob: Sendable, Hashable, Codable {
+public struct DownloadJob: Sendable, Hashable {
     public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
-        case queued, downloading, paused, completed, failed, cancelled
+        /// In the queue, behind another download.
+        case queued
+        /// Not running though nothing failed: `waitReason` says why. It
+        /// starts by itself when the network allows.
+        case waiting
+        /// Fetching or installing; a try the server failed is retried
+        /// (`errorMessage` says so meanwhile).
+        case downloading
+        /// The user paused it (`pauseDownload(tourId:)`); its bytes are kept.
+        case paused
+        case completed
+        /// Kept until the app retries, deletes or dismisses it; `errorMessage` says why.
+        case failed
+        case cancelled
     }
 
     /// The phase the job is in, as `currentStep` names it.
@@ -23,7 +35,7 @@ public struct DownloadJob: Sendable, Hashable, Codable {
     package static let bundlingWeight = 0.05
 
     public internal(set) var packageId: String
-    public internal(set) var tourId: String
+    public internal(set) var tourId: UUID
     public internal(set) var tourName: String
     public internal(set) var status: Status
     /// 0…1 by the phase weights.
@@ -32,8 +44,10 @@ public struct DownloadJob: Sendable, Hashable, Codable {
     /// Bytes this job downloads (files already in place are not counted).
     public internal(set) var totalBytes: Int64
     public internal(set) var downloadedBytes: Int64
-    /// Why the job failed or is paused; nil otherwise.
+    /// Why the job failed, or what a retry is about; nil otherwise.
     public internal(set) var errorMessage: String?
+    /// Why a `waiting` job waits; nil otherwise.
+    public internal(set) var waitReason: WaitReason?
 
     /// Seconds until the job's bytes have arrived at the rate seen so far;
     /// nil before any byte has, or once none are left to fetch.
@@ -45,25 +59,7 @@ public struct DownloadJob: Sendable, Hashable, Codable {
     var mapBytes: Int64 = 0
     var mapDone: Int64 = 0
 
-    enum CodingKeys: String, CodingKey {
-        case packageId, tourId, tourName, status, progress, currentStep, totalBytes, downloadedBytes, errorMessage
-    }
-
-    /// Every field, `null` included, so a reader finds each one in every event.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(packageId, forKey: .packageId)
-        try container.encode(tourId, forKey: .tourId)
-        try container.encode(tourName, forKey: .tourName)
-        try container.encode(status, forKey: .status)
-        try container.encode((progress * 1000).rounded() / 1000, forKey: .progress)
-        try container.encode(currentStep, forKey: .currentStep)
-        try container.encode(totalBytes, forKey: .totalBytes)
-        try container.encode(downloadedBytes, forKey: .downloadedBytes)
-        try container.encode(errorMessage, forKey: .errorMessage)
-    }
-
-    package init(packageId: String, tourId: String, tourName: String, audioBytes: Int64, mapBytes: Int64) {
+    package init(packageId: String, tourId: UUID, tourName: String, audioBytes: Int64, mapBytes: Int64) {
         self.packageId = packageId
         self.tourId = tourId
         self.tourName = tourName
@@ -83,13 +79,19 @@ public struct DownloadJob: Sendable, Hashable, Codable {
             audioDone = min(audioBytes, max(0, audioDone + bytes))
         }
         downloadedBytes = audioDone + mapDone
-        if status == .queued || status == .paused { status = .downloading }
+        if status == .queued || status == .waiting { status = .downloading }
         if status == .downloading { errorMessage = nil }
         currentStep = audioDone < audioBytes ? .audio : (mapDone < mapBytes ? .maps : .bundling)
         update()
     }
 
+    /// A catalogue's tour id (a lowercase UUID) as the job's.
+    package init(packageId: String, tourKey: String, tourName: String, audioBytes: Int64, mapBytes: Int64) {
+        self.init(packageId: packageId, tourId: UUID(tourKey: tourKey), tourName: tourName, audioBytes: audioBytes, mapBytes: mapBytes)
+    }
+
     mutating func move(to status: Status, step: Step? = nil, message: String? = nil) {
+        if status != .waiting { waitReason = nil }
         self.status = status
         if let step { currentStep = step }
         errorMessage = message
@@ -141,4 +143,15 @@ package struct CatalogSummary: Sendable, Hashable, Codable {
     package var verifiedBy: String?
     package var tours: Int
     package var packages: Int
+}
+
+extension UUID {
+    /// A catalogue's or package.json's tour id; the nil UUID for one that is
+    /// not a UUID.
+    package init(tourKey: String) {
+        self = UUID(uuidString: tourKey) ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    }
+
+    /// The lowercase form package.json and the catalogue write.
+    package var key: String { uuidString.lowercased() }
 }

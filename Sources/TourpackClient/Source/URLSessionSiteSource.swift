@@ -2,7 +2,7 @@ package import Foundation
 import TourpackPackage
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+package import FoundationNetworking
 #endif
 
 /// A site served over HTTP(S), read with `URLSession`, as the app reads it.
@@ -36,15 +36,19 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     /// send before the transfer is stopped: the catalogue's cap, the largest of them.
     package static let objectCap = CatalogReader.maximumCatalogBytes
 
-    /// - Parameter allowsCellular: handed to the session (`allowsCellularAccess`,
-    ///   and `allowsExpensiveNetworkAccess` where the platform has it).
-    package init(base url: URL, policy: TransferPolicy = TransferPolicy(), allowsCellular: Bool = true) {
+    /// - Parameter configuration: the app's (its tests may serve a site in
+    ///   process through `protocolClasses`); a copy is used, with the
+    ///   library's caching, timeouts and connection limit. Which network a
+    ///   download may use is the app's library's decision (`NetworkMonitoring`),
+    ///   so the session itself may use any.
+    package init(base url: URL, policy: TransferPolicy = TransferPolicy(), configuration given: URLSessionConfiguration? = nil) {
         (base, query) = SiteLayout.address(url.absoluteString)
         self.policy = policy
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.allowsCellularAccess = allowsCellular
+        let configuration = (given?.copy() as? URLSessionConfiguration) ?? URLSessionConfiguration.ephemeral
+        configuration.allowsCellularAccess = true
         #if canImport(Darwin)
-        configuration.allowsExpensiveNetworkAccess = allowsCellular
+        configuration.allowsExpensiveNetworkAccess = true
+        configuration.allowsConstrainedNetworkAccess = true
         configuration.waitsForConnectivity = false
         #endif
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData

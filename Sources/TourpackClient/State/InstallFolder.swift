@@ -47,12 +47,27 @@ package struct InstallFolder: Sendable {
     /// Creates the folder and its downloads folder, refusing a symlink (or
     /// a file) in the place of it, `downloads`, `staging` or `journal`:
     /// what an install writes, renames and replays must stay inside the root.
-    package func prepare() throws {
+    package func prepare(storage: DeviceStorage = .system) throws {
         try AtomicFile.createFolder(documents)
-        for folder in [url, downloads, CommitFolders.staging(in: url), CommitFolders.journal(in: url)] {
+        let folders = [url, downloads, CommitFolders.staging(in: url), CommitFolders.journal(in: url)]
+        for folder in folders {
             if let problem = OutputTree.folderProblem(folder) { throw TourpackError.invalidInput(problem) }
         }
-        try AtomicFile.createFolder(downloads, under: documents)
+        try storage.prepare(documents: documents)
+        for folder in folders {
+            try AtomicFile.createFolder(folder, under: documents)
+            storage.protect(folder)
+        }
+    }
+
+    /// Protects the files the folder keeps at its top (the catalogue, its
+    /// signature, the site, the trust record and roots, the queue, the
+    /// access log) after they were written.
+    package func protectFiles(storage: DeviceStorage) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [] {
+            let file = url.appendingPathComponent(name)
+            if OutputTree.kind(file) == .file { storage.protect(file) }
+        }
     }
 
     // MARK: The remembered catalogue
@@ -177,6 +192,20 @@ package final class InstallLock: @unchecked Sendable {
     private init(descriptor: Int32) { self.descriptor = descriptor }
 
     deinit { release() }
+
+    /// Takes the lock, waiting up to `seconds` for another holder to let it
+    /// go (the app's library holds it per operation: a commit, a removal, a
+    /// few system calls), then throws `alreadyDownloading` naming the root.
+    /// Blocking: run it on a thread pool.
+    package static func acquire(documents: URL, waitingUpTo seconds: Double) throws -> InstallLock {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(max(0, seconds)))
+        while true {
+            do { return try acquire(documents: documents) } catch let error as TourpackError where error.kind == .alreadyDownloading {
+                if ContinuousClock.now >= deadline { throw error }
+                usleep(20_000)
+            }
+        }
+    }
 
     /// Takes the lock at once, or throws `alreadyDownloading` naming the root.
     package static func acquire(documents: URL) throws -> InstallLock {

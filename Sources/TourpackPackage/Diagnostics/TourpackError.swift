@@ -6,7 +6,7 @@
 /// the message, the context it happened in (tour, POI and phase, path, URL
 /// without its key, HTTP status, errno), and the error underneath, as
 /// swift-nio's `FileSystemError` does. Each kind maps to an exit code in one
-/// place (`Kind.exitCode`). Nothing here ever carries an API key: HTTP
+/// place, in TourpackCore (`Kind.exitCode`): the app's library has no exit codes. Nothing here ever carries an API key: HTTP
 /// failures keep the status and the server's message only, and URLs are
 /// redacted before they get here.
 ///
@@ -52,19 +52,6 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         /// The site's catalogue is older than one this device verified
         /// (a lower generation), or absurdly far ahead of it: nothing on the device changed.
         case rollbackRefused
-
-        /// The process exit code the contract assigns to this kind: the one place it is decided.
-        public var exitCode: Int32 {
-            switch self {
-            case .invalidInput: return ExitStatus.badInput
-            case .budgetExceeded: return ExitStatus.budget
-            case .cancelled: return ExitStatus.cancelled
-            case .networkUnavailable, .audioGenerationFailed, .storageFailed, .alreadyBuilding, .audioEncodingFailed,
-                .stateFailed, .mapDownloadFailed, .objectStorageFailed, .internalInvariant, .alreadyDownloading, .alreadyDownloaded,
-                .integrityFailed, .catalogExpired, .rollbackRefused:
-                return ExitStatus.failure
-            }
-        }
     }
 
     /// Where a failure happened; every field optional.
@@ -111,8 +98,6 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         self.context = context
         self.cause = cause
     }
-
-    public var exitCode: Int32 { kind.exitCode }
 
     /// Kind, message and context; the cause is not compared.
     public static func == (lhs: TourpackError, rhs: TourpackError) -> Bool {
@@ -249,31 +234,5 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
     /// Something that cannot happen did: exit 1, and the message says it is ours.
     public static func internalInvariant(_ message: String) -> TourpackError {
         TourpackError(.internalInvariant, message)
-    }
-}
-
-/// Exit codes from the contract, plus 130 for a run cancelled by a signal: the
-/// one map of codes and what each means. `TourpackError.Kind.exitCode` maps
-/// every kind of failure onto these codes, and `tourpack --help` prints
-/// `legend`, so the help cannot name a code the program does not use.
-public enum ExitStatus {
-    public static let ok: Int32 = 0
-    public static let failure: Int32 = 1
-    public static let badInput: Int32 = 2
-    public static let budget: Int32 = 3
-    public static let cancelled: Int32 = 130
-
-    /// Every code and what it means, in order.
-    public static let meanings: [(code: Int32, meaning: String)] = [
-        (ok, "ok"),
-        (failure, "build or validation failure"),
-        (badInput, "bad input, config or usage"),
-        (budget, "a budget refused the work"),
-        (cancelled, "cancelled"),
-    ]
-
-    /// `Exit codes: 0 ok · 1 … · 130 cancelled.`: the line `--help` prints.
-    public static var legend: String {
-        "Exit codes: " + meanings.map { "\($0.code) \($0.meaning)" }.joined(separator: " · ") + "."
     }
 }

@@ -1,0 +1,155 @@
+import Dispatch
+import Foundation
+import TourpackPackage
+
+/// One download the library owes the app, as `.tourpack-install/queue.json`
+/// keeps it between launches: the tour, the choice it was started with,
+/// and where it stands.
+struct QueuedDownload: Codable, Sendable, Hashable {
+    enum State: String, Codable, Sendable {
+        /// Waiting for its turn, or for a network it may use.
+        case queued
+        /// Fetching or installing when the record was written.
+        case running
+        /// Paused by the user.
+        case paused
+        /// Failed; kept until the app retries, deletes or dismisses it.
+        case failed
+    }
+
+    /// Why a failed download failed, as the app was told.
+    struct Failure: Codable, Sendable, Hashable {
+        var kind: String
+        var message: String
+        var package: String?
+        var file: String?
+
+        init(_ error: OfflineError) {
+            kind = error.kind.rawValue
+            message = error.message
+            package = error.package
+            file = error.file
+        }
+
+        var error: OfflineError {
+            OfflineError(OfflineError.Kind(rawValue: kind) ?? .storageFailed, message, package: package, file: file)
+        }
+    }
+
+    var tourId: UUID
+    var tourName: String
+    var format: AudioFormat?
+    var quality: AudioQuality?
+    /// The download's own cellular choice; nil: the policy's.
+    var allowsCellular: Bool?
+    var state: State
+    var failure: Failure?
+}
+
+/// `.tourpack-install/queue.json`: every download the library owes, in
+/// order, written whole and atomically at each change of state (never per
+/// byte), one write after another on a serial queue off the cooperative pool.
+final class DownloadQueueFile: Sendable {
+    let url: URL
+    private let storage: DeviceStorage
+    private let queue = DispatchQueue(label: "tourpack.client.queue-file", qos: .utility)
+
+    init(folder: InstallFolder, storage: DeviceStorage) {
+        url = folder.url.appendingPathComponent("queue.json")
+        self.storage = storage
+    }
+
+    private struct Contents: Codable {
+        var schemaVersion = 1
+        var downloads: [QueuedDownload]
+    }
+
+    /// The downloads recorded; none when there is no file. A file that does
+    /// not read is set aside (`queue.json.damaged`), never trusted: the
+    /// downloads it held are asked for again by the app.
+    func read() async -> [QueuedDownload] {
+        let url = self.url
+        return await withCheckedContinuation { continuation in
+            queue.async {
+                guard let data = FileManager.default.contents(atPath: url.path) else { return continuation.resume(returning: []) }
+                do {
+                    continuation.resume(returning: try JSONDecoder().decode(Contents.self, from: data).downloads)
+                } catch {
+                    _ = try? AtomicFile.move(url, to: url.appendingPathExtension("damaged"))
+                    continuation.resume(returning: [])
+                }
+            }
+        }
+    }
+
+    /// Writes `downloads` in place of what the file held; returns once it is on disk.
+    func write(_ downloads: [QueuedDownload]) async {
+        let (url, storage) = (self.url, self.storage)
+        await withCheckedContinuation { continuation in
+            queue.async {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+                if let data = try? encoder.encode(Contents(downloads: downloads)) {
+                    do {
+                        try AtomicFile.createFolder(url.deletingLastPathComponent())
+                        try AtomicFile.write(Array(data), to: url)
+                        storage.protect(url)
+                    } catch {
+                        // The queue lives on in memory; the next write tries again.
+                    }
+                }
+                continuation.resume()
+            }
+        }
+    }
+}
+
+/// Every job update, to every observer: the `jobs` streams any number of
+/// screens hold, and the streams `download(tourId:)` returned for a tour.
+/// The latest job of each tour is kept too. Lock-protected, so the
+/// installer's progress reaches observers in order, without a hop.
+final class JobBroadcast: @unchecked Sendable {
+    private let lock = NSLock()
+    private var listeners: [UUID: AsyncStream<DownloadJob>.Continuation] = [:]
+    private var followers: [UUID: [AsyncThrowingStream<DownloadJob, any Error>.Continuation]] = [:]
+    private var latest: [UUID: DownloadJob] = [:]
+
+    func stream() -> AsyncStream<DownloadJob> {
+        AsyncStream(bufferingPolicy: .bufferingNewest(256)) { continuation in
+            let id = UUID()
+            lock.withLock { listeners[id] = continuation }
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                _ = self.lock.withLock { self.listeners.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    func follow(_ tourId: UUID, _ continuation: AsyncThrowingStream<DownloadJob, any Error>.Continuation) {
+        let job = lock.withLock {
+            followers[tourId, default: []].append(continuation)
+            return latest[tourId]
+        }
+        if let job { continuation.yield(job) }
+    }
+
+    /// The job as last published.
+    func job(_ tourId: UUID) -> DownloadJob? { lock.withLock { latest[tourId] } }
+
+    func publish(_ job: DownloadJob) {
+        let (all, mine) = lock.withLock {
+            latest[job.tourId] = job
+            return (Array(listeners.values), followers[job.tourId] ?? [])
+        }
+        for listener in all { listener.yield(job) }
+        for follower in mine { follower.yield(job) }
+    }
+
+    /// Ends the tour's `download` streams: normally, or with `error`.
+    func finish(_ tourId: UUID, throwing error: OfflineError?) {
+        let mine = lock.withLock { followers.removeValue(forKey: tourId) ?? [] }
+        for follower in mine { follower.finish(throwing: error) }
+    }
+
+    func forget(_ tourId: UUID) { _ = lock.withLock { latest.removeValue(forKey: tourId) } }
+}

@@ -3,26 +3,35 @@
 // sample in the "Embedding the client in an app" article cannot go stale.
 //
 //     offline-tour-example SITE_URL DOCUMENTS PUBLIC_KEY_BASE64 [TOUR_ID]
+//     offline-tour-example --resume SITE_URL DOCUMENTS PUBLIC_KEY_BASE64
 //
 // It refreshes the catalogue, lists each tour's offers with their sizes,
 // downloads one tour with progress, finds a narration to play, and prints
 // the storage statistics. Run it again after it is killed: the download
-// resumes where it stopped.
+// resumes where it stopped. With `--resume` it does only what a
+// background task does: continue the queued downloads, and end when they do.
 import Foundation
 import TourpackClient
 
 @main
 struct OfflineTourExample {
     static func main() async {
-        let arguments = CommandLine.arguments.dropFirst()
-        guard arguments.count >= 3, let site = URL(string: arguments[arguments.startIndex]) else {
-            print("usage: offline-tour-example SITE_URL DOCUMENTS PUBLIC_KEY_BASE64 [TOUR_ID]")
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let resumeOnly = arguments.first == "--resume"
+        if resumeOnly { arguments.removeFirst() }
+        guard arguments.count >= 3, let site = URL(string: arguments[0]) else {
+            print("usage: offline-tour-example [--resume] SITE_URL DOCUMENTS PUBLIC_KEY_BASE64 [TOUR_ID]")
             exit(2)
         }
-        let documents = URL(fileURLWithPath: arguments[arguments.startIndex + 1])
-        let tourArgument = arguments.count > 3 ? UUID(uuidString: arguments[arguments.startIndex + 3]) : nil
+        let documents = URL(fileURLWithPath: arguments[1])
+        let tourArgument = arguments.count > 3 ? UUID(uuidString: arguments[3]) : nil
         do {
-            try await run(site: site, documents: documents, key: arguments[arguments.startIndex + 2], tour: tourArgument)
+            if resumeOnly {
+                let library = OfflineLibrary(documents: documents, site: site, trust: try .publicKey(base64: arguments[2]))
+                let failed = await continueDownloads(library)
+                exit(failed ? 1 : 0)
+            }
+            try await run(site: site, documents: documents, key: arguments[2], tour: tourArgument)
         } catch {
             print("failed: \(error)")
             exit(1)
@@ -99,6 +108,30 @@ struct OfflineTourExample {
             print("\(error.localizedDescription) \(error.recoverySuggestion ?? "")")
             throw error
         }
+    }
+    // snippet: end
+
+    // snippet: background
+    /// What a `BGProcessingTask` (or a background URLSession's wake-up)
+    /// does: continue the queue the app left, and report when it is done.
+    /// Returns whether a download failed.
+    static func continueDownloads(_ library: OfflineLibrary) async -> Bool {
+        let updates = library.jobs  // subscribe first: no update is missed
+        var left = Set(await library.resumeDownloads())
+        var failed = false
+        if left.isEmpty { return false }
+        for await job in updates where left.contains(job.tourId) {
+            switch job.status {
+            case .completed: left.remove(job.tourId)
+            case .failed, .cancelled:
+                print("\(job.tourName): \(job.status.rawValue): \(job.errorMessage ?? "")")
+                failed = true
+                left.remove(job.tourId)
+            default: continue
+            }
+            if left.isEmpty { break }
+        }
+        return failed
     }
     // snippet: end
 }

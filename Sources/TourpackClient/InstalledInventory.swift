@@ -1,5 +1,5 @@
 package import Foundation
-package import TourpackPackage
+import TourpackPackage
 
 #if canImport(Glibc)
 import Glibc

@@ -131,6 +131,8 @@ package struct Installer: Sendable {
         }
         defer { lock?.release() }
         let staging = try await recover()
+        let downloading = try await downloadsLock()
+        defer { downloading.release() }
         if !holdsLockThroughout { lock?.release() }
         let board = JobBoard(report: report)
         do {
@@ -164,6 +166,19 @@ package struct Installer: Sendable {
         return try await Blocking.run {
             try work()
             return try InstallLock.acquire(documents: folder.documents, waitingUpTo: wait)
+        }
+    }
+
+    /// The downloads' lock (`InstallLock.acquireDownloads`): the CLI's
+    /// install, which holds the root's lock, takes it at once or fails; the
+    /// app's library waits its turn behind another process's downloads.
+    private func downloadsLock() async throws -> InstallLock {
+        let folder = self.folder
+        while true {
+            do { return try await Blocking.run { try InstallLock.acquireDownloads(folder) } } catch let error as TourpackError
+            where error.kind == .alreadyDownloading && !holdsLockThroughout {
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
     }
 

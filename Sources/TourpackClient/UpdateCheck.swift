@@ -1,5 +1,5 @@
 import Foundation
-package import TourpackPackage
+import TourpackPackage
 
 /// `tourpack install SITE --into DOCUMENTS --check`: per tour of the
 /// catalogue, whether it is downloaded, up to date, or has an update, and

@@ -106,9 +106,19 @@ package struct PackagePlanner: Sendable {
                 package: name, file: path,
                 message: "the catalogue names a package.json outside packages/<packageId>/<contentHash>[.<sha256 prefix>].json")
         }
+        // An install that stopped before its commit (killed, paused, the
+        // network gone) left this package.json waiting in `downloads` under
+        // the catalogue's SHA-256: checked below like a fetched one, it is
+        // not asked for again.
+        let waiting = InstallFolder(documents: documents).verified(package.manifest.sha256)
+        let kept = try? await Blocking.run { FileManager.default.contents(atPath: waiting.path).map { [UInt8]($0) } }
         let fetched: [UInt8]?
-        do { fetched = try await source.object(path) } catch let failure as SiteSourceFailure {
-            throw failure.installError(package: name, file: path)
+        if let bytes = kept, PackageFiles.sha256(bytes) == package.manifest.sha256 {
+            fetched = bytes
+        } else {
+            do { fetched = try await source.object(path) } catch let failure as SiteSourceFailure {
+                throw failure.installError(package: name, file: path)
+            }
         }
         guard let bytes = fetched else {
             throw TourpackError.integrityFailed(

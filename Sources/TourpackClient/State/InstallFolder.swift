@@ -212,12 +212,29 @@ package final class InstallLock: @unchecked Sendable {
         try AtomicFile.createFolder(documents)
         let fd = open(documents.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw TourpackError.storageFailed(path: documents.path, errno: errno, operation: "open Documents folder") }
+        return try lock(fd, path: documents.path)
+    }
+
+    /// The downloads' lock: `.tourpack-install/download.lock`, held by an
+    /// install from its first download to its last commit, so that two
+    /// processes (an app and its background task, the app and `tourpack
+    /// install`) never write the same partial file. The app's library
+    /// releases the root's lock while it downloads; this one it keeps.
+    /// Taken at once, or `alreadyDownloading`.
+    package static func acquireDownloads(_ folder: InstallFolder) throws -> InstallLock {
+        let path = folder.url.appendingPathComponent("download.lock").path
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw TourpackError.storageFailed(path: path, errno: errno, operation: "open the downloads' lock") }
+        return try lock(fd, path: folder.documents.path)
+    }
+
+    private static func lock(_ fd: Int32, path: String) throws -> InstallLock {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
             _ = close(fd)
-            if code == EWOULDBLOCK { throw TourpackError.alreadyDownloading(lockPath: documents.path) }
-            throw TourpackError.storageFailed(path: documents.path, errno: code, operation: "flock")
+            if code == EWOULDBLOCK { throw TourpackError.alreadyDownloading(lockPath: path) }
+            throw TourpackError.storageFailed(path: path, errno: code, operation: "flock")
         }
         return InstallLock(descriptor: fd)
     }

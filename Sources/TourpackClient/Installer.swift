@@ -176,7 +176,8 @@ package struct Installer: Sendable {
         let folder = self.folder
         while true {
             do { return try await Blocking.run { try InstallLock.acquireDownloads(folder) } } catch let error as TourpackError
-            where error.kind == .alreadyDownloading && !holdsLockThroughout {
+                where error.kind == .alreadyDownloading && !holdsLockThroughout
+            {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }

@@ -41,7 +41,8 @@ import Glibc
         last.waitUntilExit()
         #expect(last.terminationStatus == 0, "\((try? String(contentsOf: said, encoding: .utf8)) ?? "")")
         #expect(
-            SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json") == (try fixture.files(of: package)),
+            SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json")
+                == (try fixture.files(of: package)),
             "the package, whole, after the background task")
         let whole = try fixture.payloadBytes(of: package)
         let fetched = server.bodyBytesDelivered

@@ -62,7 +62,7 @@ help:
 	@echo "make bench  speed and memory figures"
 	@echo "make fuzz   build the libFuzzer targets (ASan) and run each for FUZZ_SECONDS (60); new inputs in build/fuzz"
 	@echo "make docs   build the documentation (the DocC catalog) into build/docs"
-	@echo "make lint   swift format lint --strict, the client library's dependency check and the declared-imports check, as CI runs them (make format fixes the tree)"
+	@echo "make lint   swift format lint --strict, the client library's dependency check, its public API against Sources/TourpackClient/PublicAPI.txt (python3 scripts/check-client-api.py --update rewrites it) and the declared-imports check, as CI runs them (make format fixes the tree)"
 	@echo "make clean  remove build products and the demo output"
 
 setup:
@@ -209,10 +209,17 @@ clean:
 # scripts/check-client.py: the app's library (TourpackClient) reaches only
 # this package's Swift targets and swift-crypto, and imports nothing else:
 # no C library, so nothing under the GPL, and nothing an iOS app lacks.
+# scripts/check-client-api.py: the public API of TourpackClient and
+# TourpackClientTesting, from the compiler's symbol graph, is the committed
+# Sources/TourpackClient/PublicAPI.txt, so an API change is a deliberate diff;
+# `--update` rewrites the list. It builds only those modules, TourpackPackage
+# and swift-crypto (no C library of the pipeline: make lint needs no `make
+# setup`), the same build `make test` then reuses.
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Examples
 	python3 scripts/check-client.py
 	python3 scripts/check-imports.py
+	python3 scripts/check-client-api.py
 
 format:
 	$(SWIFT) format format --in-place --recursive --parallel Package.swift Sources Tests Examples

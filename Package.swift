@@ -265,7 +265,8 @@ let package = Package(
         // `make fuzz`'s libFuzzer executable (TourpackFuzzEntry, below) runs it.
         .target(
             name: "TourpackFuzz",
-            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit"]
+            // TourpackClient: the `trust-record` target reads a site as a device does.
+            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackClient"]
         ),
 
         // MARK: Tests

@@ -73,6 +73,45 @@ import TourpackTesting
         try await TrustAttackTests.expectValid(device)
     }
 
+    @Test("A trust.json an older tourpack wrote still reads; its signedBy claim is not believed")
+    func anOldRecordIsMigratedWithoutItsClaim() async throws {
+        let fixture = try SiteFixture()
+        let tour = try fixture.addTour(name: "Alps", formats: [.aac], files: 2, bytes: 6_000)
+        let trust = try await TrustSite(fixture)
+        try await fixture.publish()
+        let server = try SiteServer(root: fixture.site)
+        defer { server.stop() }
+        let device = fixture.documents()
+        var result = try Self.run(["install", server.base, "--into", device.path, "--all", "--root", trust.pinned.path])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let honest = try trust.live()
+        try trust.forge(generation: 10_001, key: fixture.key, signedBy: nil)
+        result = try Self.run(["install", server.base, "--into", device.path, "--all"])
+        #expect(result.status == 0 && Self.installed(from: 10_001, result), "\(result.stdout)\(result.stderr)")
+
+        // As the first trust work wrote it: schema 1, the catalogue's signedBy (here none), no verifiedBy.
+        let file = TrustSite.trustFile(device)
+        var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        record["schemaVersion"] = 1
+        record["verifiedBy"] = nil
+        record["signedBy"] = nil
+        try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys, .prettyPrinted]).write(to: file)
+
+        // It reads: the remembered anchor still installs, and a replay below 10,001 is refused.
+        try trust.restore(honest)
+        result = try Self.run(["install", server.base, "--into", device.path, "--all"])
+        #expect(result.status == 1 && result.stderr.contains("older than generation 10001"), "\(result.stdout)\(result.stderr)")
+        // Read as verified by root 1's catalogue keys: once root 2 names none of them, 10,001 is forgotten.
+        let newKey = SigningKey.generate()
+        try await trust.rotate(to: [newKey])
+        try fixture.changeFile(of: tour[0])
+        #expect(try await trust.publish(signedWith: newKey) == 2)
+        result = try Self.run(["install", server.base, "--into", device.path, "--all"])
+        #expect(result.status == 0 && Self.installed(from: 2, result), "\(result.stdout)\(result.stderr)")
+        let rewritten = try String(contentsOf: file, encoding: .utf8)
+        #expect(rewritten.contains("\"schemaVersion\" : 2") && rewritten.contains(newKey.keyId), "\(rewritten)")
+    }
+
     @Test("A generation or a root version at Int.max is a number, not a trap")
     func intMaxNeverTraps() async throws {
         let fixture = try SiteFixture()

@@ -185,7 +185,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SCRATCH ?= .build/fuzz
 FUZZ_TARGETS ?= tour-json pipeline-yaml voice-yaml pls-lexicon lexicon-rewriter ssml-chunker \
 	answer-google answer-elevenlabs answer-wav answer-pcm mp4-boxes ogg-opus mp3-frame package-json mbtiles tile-magic webvtt \
-	timing-google timing-elevenlabs timing-polly
+	timing-google timing-elevenlabs timing-polly trust-record
 fuzz: setup
 	TOURPACK_FUZZ=1 $(SWIFT) build --product tourpack-fuzz --scratch-path $(FUZZ_SCRATCH) $(BUILD_FLAGS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_SCRATCH)/debug/tourpack-fuzz $(FUZZ_TARGETS)

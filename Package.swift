@@ -19,7 +19,7 @@
 //
 // Beside the product, never in it (`tourpack` depends on none of them):
 //
-//   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, Kit)
+//   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, Kit, Client)
 //   TourpackTesting the tests' and benches' support: servers, fixtures, clocks, scratch folders
 //   TourpackBench  `make bench` only (`TOURPACK_BENCH=1`); TourpackFuzzEntry, `make fuzz` only (`TOURPACK_FUZZ=1`)
 //
@@ -278,7 +278,8 @@ let package = Package(
         // `make fuzz`'s libFuzzer executable (TourpackFuzzEntry, below) runs it.
         .target(
             name: "TourpackFuzz",
-            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit"]
+            // TourpackClient: the `trust-record` target reads a site as a device does.
+            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackClient"]
         ),
 
         // MARK: Tests

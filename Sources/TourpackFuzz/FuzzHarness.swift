@@ -35,6 +35,7 @@ package enum FuzzHarness {
         ("mbtiles", mbtiles),
         ("tile-magic", tileMagic),
         ("webvtt", webVTT),
+        ("trust-record", trustRecord),
     ]
 
     /// Stops the run: libFuzzer records the input that broke `property`.

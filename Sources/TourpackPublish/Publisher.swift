@@ -104,7 +104,7 @@ package struct Publisher: Sendable {
                     return outcome
                 }
                 if dryRun {
-                    outcome.generation = (current?.catalog.generation ?? 0) + 1
+                    outcome.generation = try Catalog.generation(after: current?.catalog.generation ?? 0, file: SiteLayout.catalog)
                     outcome.published = true
                     return outcome
                 }
@@ -227,7 +227,7 @@ package struct Publisher: Sendable {
     ) async throws -> Int? {
         try await checkAuthorised()
         let listed = try await site.list(prefix: SiteLayout.generationsFolder).compactMap { SiteLayout.generationNumber($0.key) }
-        var number = max(current?.catalog.generation ?? 0, listed.max() ?? 0) + 1
+        var number = try Catalog.generation(after: max(current?.catalog.generation ?? 0, listed.max() ?? 0), file: SiteLayout.catalog)
         while true {
             var catalog = Catalog(
                 generation: number, previousGeneration: current?.catalog.generation, publishedAt: moment,
@@ -239,7 +239,7 @@ package struct Publisher: Sendable {
             guard try await site.create(key, bytes: bytes, contentType: SiteLayout.jsonContentType, cacheControl: SiteLayout.immutable)
             else {
                 // Another publisher took this number: take the next.
-                number += 1
+                number = try Catalog.generation(after: number, file: key)
                 continue
             }
             outcome.uploads.append(key)

@@ -66,9 +66,13 @@ package struct RootPublisher: Sendable {
                 throw TourpackError.invalidInput(
                     "keys rotate: \(site.locate(SiteLayout.rootsFolder)) holds no root; write version 1 with `tourpack keys root`")
             }
+            guard let version = current.root.nextVersion else {
+                throw TourpackError.invalidInput(
+                    "keys rotate: the site's newest root is version \(current.root.version), the last there can be; no root can follow it")
+            }
             let keepRoot = current.root.verifyingKeys(current.root.roles.root)
             let next = try Self.root(
-                version: current.root.version + 1, at: now(), rootKeys: rootKeys ?? keepRoot,
+                version: version, at: now(), rootKeys: rootKeys ?? keepRoot,
                 rootThreshold: rootThreshold ?? current.root.roles.root.threshold, catalogKeys: catalogKeys,
                 catalogThreshold: catalogThreshold)
             let bytes = try next.encoded()

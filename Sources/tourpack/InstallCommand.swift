@@ -21,7 +21,11 @@ struct Install: AsyncParsableCommand {
             the SHA-256 that names it. Anything else is refused and nothing is installed. The \
             anchor DOCUMENTS was first installed with is remembered in it, so later installs need \
             neither option. With no anchor at all, install refuses unless --insecure-unsigned, which \
-            checks no signature and warns on every run.
+            checks no signature and warns on every run. DOCUMENTS/.tourpack-install/trust.json keeps the \
+            highest generation verified and the keys whose signatures verified it; one that cannot be \
+            read refuses every install (integrityFailed), until --reset-trust forgets it deliberately: \
+            the site's catalogue is then taken as a new device takes it, with the --public-key or \
+            --root given.
 
             Files download into DOCUMENTS/.tourpack-install (which `validate` skips), resume with \
             Range and If-Range, are retried with backoff on 429, 5xx, timeouts, cut connections and \
@@ -94,6 +98,12 @@ struct Install: AsyncParsableCommand {
     @Flag(help: "Install from a site with no trust anchor, checking no signature (not recommended; warns on every run).")
     var insecureUnsigned = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "Forget what DOCUMENTS remembers of the site's trust (the generation verified, the anchor, the roots walked) and take the site's catalogue as a new device would, with --public-key or --root: only after deciding to (rollback protection is off for this install)."
+        ))
+    var resetTrust = false
+
     @Flag(help: "Print NDJSON events on stdout instead of a progress display.")
     var json = false
 
@@ -130,7 +140,16 @@ struct Install: AsyncParsableCommand {
         if !(rateWindow >= 1) || !rateWindow.isFinite { throw ValidationError("--rate-window: at least 1 second") }
         if !(fileDeadline >= 1) || !fileDeadline.isFinite { throw ValidationError("--file-deadline: at least 1 second") }
         if publicKey != nil, root != nil { throw ValidationError("--public-key and --root: give one trust anchor") }
+        if resetTrust, check { throw ValidationError("--reset-trust changes what DOCUMENTS trusts; --check changes nothing: give one") }
+        if resetTrust, publicKey == nil, root == nil {
+            throw ValidationError(
+                "--reset-trust forgets the remembered anchor too: give the one to start over with, --public-key KEY or --root FILE")
+        }
     }
+
+    /// The warning `--reset-trust` prints.
+    static let resetWarning =
+        "--reset-trust: what this Documents folder remembered of the site's trust is forgotten; the site's catalogue is taken as a new device takes it"
 
     /// The warning `--insecure-unsigned` prints on every run.
     static let insecureWarning =
@@ -146,7 +165,7 @@ struct Install: AsyncParsableCommand {
             }
             do { return try CatalogTrust.root(bytes: Array(bytes)) } catch { throw TourpackError.invalidInput("--root \(root): \(error)") }
         }
-        if let remembered = InstallFolder(documents: URL(fileURLWithPath: documents)).rememberedAnchor() { return remembered }
+        if let remembered = try InstallFolder(documents: URL(fileURLWithPath: documents)).rememberedAnchor() { return remembered }
         guard insecureUnsigned else {
             throw TourpackError.invalidInput(
                 "install: no trust anchor: give --public-key KEY or --root FILE (\(documents) remembers none), "
@@ -157,6 +176,10 @@ struct Install: AsyncParsableCommand {
 
     func run() async throws {
         let choice = PackageChoice(tours: tours, all: all, format: format, quality: quality)
+        if resetTrust {
+            try InstallFolder(documents: URL(fileURLWithPath: documents)).resetTrust()
+            if !json { Console.error("warning: \(Self.resetWarning)") }
+        }
         let trust = try trust()
         var installer = Installer(
             documents: URL(fileURLWithPath: documents), source: try Self.source(site, policy: transferPolicy), trust: trust)
@@ -172,6 +195,7 @@ struct Install: AsyncParsableCommand {
         let display = InstallDisplay(mode: Display.mode(json: json))
         installer.report = { display.show($0) }
         if trust == nil, json { display.show(.warning(Self.insecureWarning)) }
+        if resetTrust, json { display.show(.warning(Self.resetWarning)) }
         do {
             let outcome = try await SignalCancellation.run(laterSignalsExit: false) { [installer, noReinstall] in
                 try await installer.install(choice, noReinstall: noReinstall)

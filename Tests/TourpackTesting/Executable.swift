@@ -28,9 +28,12 @@ package struct Executable {
     }
 
     package struct Result: Sendable {
+        /// The exit status, or the signal's number when `signalled`.
         package var status: Int32
         package var stdout: String
         package var stderr: String
+        /// Whether a signal ended the run (a trap is SIGILL or SIGTRAP), rather than an exit.
+        package var signalled = false
     }
 
     /// Runs `tourpack` with `arguments` to its end. Blocks: call it from a
@@ -74,6 +77,6 @@ package struct Executable {
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+            stderr: String(decoding: errData, as: UTF8.self), signalled: process.terminationReason == .uncaughtSignal)
     }
 }

@@ -190,7 +190,8 @@ final class Receiver: @unchecked Sendable {
                     if memory.count < 400 { memory.append(contentsOf: data.prefix(400 - memory.count)) }
                     return nil
                 }
-                guard written + Int64(data.count) <= size else {
+                // `size - written` cannot overflow (0 ≤ written ≤ size); `written + count` could, for a size near Int64.max.
+                guard Int64(data.count) <= size - written else {
                     failure = .init(
                         kind: .tooLong, reason: "the answer is longer than the \(size) bytes the package.json names", status: status,
                         sinkAccepted: false)

@@ -19,8 +19,19 @@ package import TourpackPackage
 /// 3. its generation must not be lower than the highest this folder
 ///    verified from the site (at the same generation, its `expiresAt` must
 ///    not be earlier), else `rollbackRefused`, and not more than
-///    `maximumGenerationStep` above it (a fast-forward), else `rollbackRefused` too;
+///    `maximumGenerationStep` above it (a fast-forward), else `rollbackRefused` too.
+///    That generation counts only while the newest root authorises at
+///    least one of the keys whose signatures verified it
+///    (`TrustRecord.verifiedBy`, from the signature check, never the
+///    catalogue's own `signedBy`): a rotation that revokes them all
+///    forgets it, however far ahead a leaked key pushed it;
 /// 4. it must not be past its `expiresAt` (`catalogExpired`).
+///
+/// The folder's `trust.json` is read first: one that cannot be read is
+/// `integrityFailed` (`InstallFolder.damagedTrust`), and nothing is
+/// fetched. Every number a document brings (a generation, a root version,
+/// a package's size) is checked arithmetic: one out of range is
+/// `integrityFailed` or `rollbackRefused`, never a trap.
 ///
 /// A refused catalogue changes nothing on the device. The catalogue is read
 /// at most `maximumCatalogBytes`, a root or signature document at most
@@ -59,8 +70,11 @@ package struct CatalogReader: Sendable {
     /// The catalogue in force, checked, and what the install reports of it.
     package func read() async throws -> (catalog: Catalog, summary: CatalogSummary) {
         // What the folder holds is read, and what it learns written (fsynced), off the cooperative pool.
-        let (folder, site) = (self.folder, source.location)
-        let (record, remembered) = try await Blocking.run { (folder.trustRecord(), folder.rememberedCatalog(site: site)) }
+        let (folder, site, trust) = (self.folder, source.location, self.trust)
+        // Without an anchor nothing is checked, so no record is read; with one, a damaged record refuses the read.
+        let (record, remembered) = try await Blocking.run {
+            (trust == nil ? nil : try folder.readTrustRecord(), folder.rememberedCatalog(site: site))
+        }
         var walked: (RootOfTrust, [UInt8])?
         var verifier: Verifier?
         switch trust {
@@ -89,39 +103,47 @@ package struct CatalogReader: Sendable {
             signature = try await fetchSignature()
         }
         try checkSize(bytes)
-        if let verifier, (try? verifier.verify(bytes, signature, site: source.location)) == nil {
-            // Perhaps caught between the catalogue's write and its signature's: both once more.
-            (bytes, version) = try await fetchWhole()
-            signature = try await fetchSignature()
-            notModified = false
-            try checkSize(bytes)
-            try verifier.verify(bytes, signature, site: source.location)
+        // The keys whose signatures verified it: what the record keeps, never the catalogue's `signedBy`.
+        var verifiedBy: [String] = []
+        if let verifier {
+            if let keys = try? verifier.verify(bytes, signature, site: source.location) {
+                verifiedBy = keys
+            } else {
+                // Perhaps caught between the catalogue's write and its signature's: both once more.
+                (bytes, version) = try await fetchWhole()
+                signature = try await fetchSignature()
+                notModified = false
+                try checkSize(bytes)
+                verifiedBy = try verifier.verify(bytes, signature, site: source.location)
+            }
         }
         let catalog = try Self.decode(bytes, site: source.location)
         var accepted = record
         if let trust, let verifier {
-            accepted = try checkFreshness(catalog, record: record, trust: trust, verifier: verifier)
+            accepted = try checkFreshness(catalog, record: record, trust: trust, verifier: verifier, verifiedBy: verifiedBy)
         }
         try await Blocking.run { [bytes, signature, version, notModified, accepted, walked, trust] in
             if !notModified { try folder.remember(site: site, bytes: bytes, signature: signature, version: version) }
             if let trust, let accepted { try folder.remember(accepted, anchor: trust, root: walked) }
         }
         let summary = CatalogSummary(
-            catalog, site: source.location, notModified: notModified, verifiedBy: verifier.map { catalog.signedBy ?? $0.description })
+            catalog, site: source.location, notModified: notModified,
+            verifiedBy: verifier.map { verifiedBy.isEmpty ? $0.description : verifiedBy.joined(separator: ", ") })
         return (catalog, summary)
     }
 
     /// Rules 3 and 4 above; the record to keep once the catalogue is accepted.
-    private func checkFreshness(_ catalog: Catalog, record: TrustRecord?, trust: CatalogTrust, verifier: Verifier) throws -> TrustRecord {
+    private func checkFreshness(
+        _ catalog: Catalog, record: TrustRecord?, trust: CatalogTrust, verifier: Verifier, verifiedBy: [String]
+    ) throws -> TrustRecord {
         let site = source.location
         var floor: (generation: Int, expiresAt: Date?)?
         if let record, record.site == site, let generation = record.generation {
             floor = (generation, record.catalogExpiresAt)
-            // A root that no longer authorises the key behind the remembered
-            // generation revoked it: what it signed (perhaps far ahead) no longer counts.
-            if case .root(let root) = verifier, let signer = record.signedBy, !root.roles.catalog.keyIds.contains(signer),
-                root.version > (record.rootVersion ?? 0)
-            {
+            // A root that authorises none of the keys whose signatures verified the
+            // remembered generation revoked them all: what they signed (perhaps far
+            // ahead) no longer counts. Keys unknown (an old record): it still counts.
+            if case .root(let root) = verifier, let keys = record.verifiedBy, Set(keys).isDisjoint(with: root.roles.catalog.keyIds) {
                 floor = nil
             }
         }
@@ -141,7 +163,9 @@ package struct CatalogReader: Sendable {
                         + "an older signing of it; nothing was changed",
                     context: TourpackError.Context(path: Self.catalogKey, url: site))
             }
-            if catalog.generation > floor.generation + Self.maximumGenerationStep {
+            // Both numbers are data (trust.json's may be near Int.max): no ceiling past Int.max, no trap.
+            let ceiling = floor.generation.addingReportingOverflow(Self.maximumGenerationStep)
+            if !ceiling.overflow, catalog.generation > ceiling.partialValue {
                 throw TourpackError(
                     .rollbackRefused,
                     "the site's catalogue is generation \(catalog.generation), more than \(Self.maximumGenerationStep) past generation "
@@ -165,10 +189,11 @@ package struct CatalogReader: Sendable {
             case .root: next.anchor = .root
             }
         }
+        next.schemaVersion = TrustRecord.currentSchemaVersion
         next.site = site
         next.generation = catalog.generation
         next.catalogExpiresAt = catalog.expiresAt
-        next.signedBy = catalog.signedBy
+        next.verifiedBy = verifiedBy
         if case .root(let root) = verifier { next.rootVersion = root.version }
         return next
     }
@@ -201,7 +226,9 @@ package struct CatalogReader: Sendable {
             current = (held, bytes)
         }
         for _ in 0..<Self.maximumRootSteps {
-            let key = SiteLayout.root(current.0.version + 1)
+            // A root at Int.max has no successor to fetch: the walk ends there.
+            guard let next = current.0.nextVersion else { return current }
+            let key = SiteLayout.root(next)
             guard let bytes = try await fetchObject(key) else { return current }
             guard let signature = try await fetchObject(SiteLayout.signature(of: key)) else {
                 throw TourpackError.integrityFailed(
@@ -282,11 +309,40 @@ package struct CatalogReader: Sendable {
     }
 
     private static func decode(_ bytes: [UInt8], site: String) throws -> Catalog {
-        do { return try Catalog.decode(Data(bytes)) } catch let error as TourpackError where error.kind == .invalidInput {
+        let catalog: Catalog
+        do { catalog = try Catalog.decode(Data(bytes)) } catch let error as TourpackError where error.kind == .invalidInput {
             throw error
         } catch {
             throw TourpackError.integrityFailed(
                 package: nil, file: catalogKey, message: "not a catalogue tourpack can read: \(error)", url: site)
+        }
+        try checkNumbers(catalog, site: site)
+        return catalog
+    }
+
+    /// The catalogue's numbers that a device adds up or compares, in range:
+    /// a generation of 1 or more, and each package's sizes from 0 to
+    /// `PackageFiles.maximumPackageBytes`, so that no sum over them (a
+    /// budget, a download's total) can overflow. Else `integrityFailed`,
+    /// naming the field.
+    static func checkNumbers(_ catalog: Catalog, site: String) throws {
+        guard catalog.generation >= 1 else {
+            throw TourpackError.integrityFailed(
+                package: nil, file: catalogKey, message: "generation \(catalog.generation): generations start at 1", url: site)
+        }
+        let range = 0...PackageFiles.maximumPackageBytes
+        for (t, tour) in catalog.tours.enumerated() {
+            for (p, package) in tour.packages.enumerated() {
+                for (field, value) in [
+                    ("sizeBytes", package.sizeBytes), ("audioBytes", package.audioBytes), ("mapBytes", package.mapBytes),
+                ]
+                where !range.contains(value) {
+                    throw TourpackError.integrityFailed(
+                        package: TourpackError.packageName(package.packageId, tourName: tour.tourName), file: catalogKey,
+                        message: "tours[\(t)].packages[\(p)].\(field) is \(value); a package weighs 0 to \(range.upperBound) bytes",
+                        url: site)
+                }
+            }
         }
     }
 
@@ -302,7 +358,9 @@ package struct CatalogReader: Sendable {
             }
         }
 
-        func verify(_ bytes: [UInt8], _ signature: [UInt8]?, site: String) throws {
+        /// Checks the signature; the ids of the keys whose signatures verified, sorted.
+        @discardableResult
+        func verify(_ bytes: [UInt8], _ signature: [UInt8]?, site: String) throws -> [String] {
             guard let signature else {
                 throw TourpackError.integrityFailed(
                     package: nil, file: catalogKey,
@@ -316,8 +374,11 @@ package struct CatalogReader: Sendable {
                 } catch {
                     throw TourpackError.integrityFailed(package: nil, file: catalogKey, message: "\(error)", url: site)
                 }
+                return [key.keyId]
             case .root(let root):
-                do { try root.verifyCatalog(Data(bytes), signatureDocument: Data(signature)) } catch let error as TourpackError {
+                do { return try root.verifyCatalog(Data(bytes), signatureDocument: Data(signature)).sorted() } catch let error
+                    as TourpackError
+                {
                     throw TourpackError(error.kind, error.message, context: TourpackError.Context(path: catalogKey, url: site))
                 }
             }

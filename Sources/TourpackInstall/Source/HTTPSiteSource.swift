@@ -119,10 +119,12 @@ package final class HTTPSiteSource: SiteSource {
         var resumable = ResumableDownload(file: file, size: size, policy: policy, url: shown(key))
         while let attempt = try resumable.nextTry() {
             observe(.bytes(attempt.have))
+            // The size is the package.json's, data: the bound saturates where `+` would trap.
+            let bound = Int(clamping: size).addingReportingOverflow(64 * 1024)
             var spec = HTTPRequestSpec(
                 method: .get, url: url(key), headers: attempt.headers, body: [], totalTimeoutSeconds: max(0.001, resumable.secondsLeft),
                 connectTimeoutSeconds: 15, stallTimeoutSeconds: policy.rateWindowSeconds,
-                maxResponseBytes: Int(clamping: size) + 64 * 1024, spool: file)
+                maxResponseBytes: bound.overflow ? Int.max : bound.partialValue, spool: file)
             // The file never passes the size its signed package.json names; an error's message may be 64 KiB.
             spec.spoolLimit = size
             spec.minimumBytesPerSecond = Int(clamping: policy.minimumBytesPerSecond)

@@ -65,6 +65,18 @@ package struct Catalog: Sendable, Hashable, Codable {
             tours: CatalogTour.grouping(entries))
     }
 
+    /// The generation numbered after `generation`. Generations are data a
+    /// site (or a leaked key) wrote: at `Int.max` there is no next one, and
+    /// this says so (`integrityFailed` naming `file`) where `+ 1` would trap.
+    package static func generation(after generation: Int, file: String) throws -> Int {
+        let (next, overflow) = max(0, generation).addingReportingOverflow(1)
+        guard !overflow else {
+            throw TourpackError.integrityFailed(
+                package: nil, file: file, message: "generation \(generation) is the last there can be; no generation can follow it")
+        }
+        return next
+    }
+
     /// Whether a device must refuse this catalogue for downloads at `moment`:
     /// past its `expiresAt`, or without one.
     package func isExpired(at moment: Date) -> Bool {

@@ -146,8 +146,12 @@ package struct RootOfTrust: Sendable, Hashable, Codable {
         return valid
     }
 
-    /// Checks that a threshold of the catalogue role's keys signed `bytes`.
-    package func verifyCatalog(_ bytes: Data, signatureDocument: Data) throws {
+    /// Checks that a threshold of the catalogue role's keys signed `bytes`,
+    /// and returns the ids of those whose signatures verified: what the
+    /// device records as having vouched for the catalogue, never the
+    /// catalogue's own `signedBy`, which whoever signs it writes.
+    @discardableResult
+    package func verifyCatalog(_ bytes: Data, signatureDocument: Data) throws -> Set<String> {
         let valid: Set<String>
         do { valid = try signers(of: bytes, document: signatureDocument, role: roles.catalog) } catch {
             throw TourpackError.integrityFailed(package: nil, file: SiteLayout.catalog, message: "\(error)", url: nil)
@@ -160,19 +164,33 @@ package struct RootOfTrust: Sendable, Hashable, Codable {
                     + "needs \(roles.catalog.threshold) valid signature(s) by \(roles.catalog.keyIds.joined(separator: ", ")), found \(valid.count)",
                 url: nil)
         }
+        return valid
+    }
+
+    /// The version after this one; nil for a root at `Int.max`, which no
+    /// root can follow (its version is data: `version + 1` would trap).
+    package var nextVersion: Int? {
+        let (next, overflow) = version.addingReportingOverflow(1)
+        return overflow ? nil : next
     }
 
     /// Root `version + 1`, checked: the bytes are a root of the next version,
     /// signed by a threshold of this root's root keys and of its own.
     package func verifyNext(_ bytes: Data, signatureDocument: Data) throws -> RootOfTrust {
-        let file = SiteLayout.root(version + 1)
+        guard let expected = nextVersion else {
+            throw TourpackError.integrityFailed(
+                package: nil, file: SiteLayout.root(version),
+                message: "root version \(version) is the last there can be; no root follows it",
+                url: nil)
+        }
+        let file = SiteLayout.root(expected)
         let next: RootOfTrust
         do { next = try RootOfTrust.decode(bytes) } catch {
             throw TourpackError.integrityFailed(package: nil, file: file, message: "\(error)", url: nil)
         }
-        guard next.version == version + 1 else {
+        guard next.version == expected else {
             throw TourpackError.integrityFailed(
-                package: nil, file: file, message: "holds root version \(next.version), not \(version + 1)", url: nil)
+                package: nil, file: file, message: "holds root version \(next.version), not \(expected)", url: nil)
         }
         for (signer, role, name) in [(self, roles.root, "version \(version)"), (next, next.roles.root, "version \(next.version)")] {
             let valid: Set<String>

@@ -152,7 +152,8 @@ public struct TourpackError: Error, Sendable, Equatable, CustomStringConvertible
         case .alreadyDownloaded:
             return "\(package)alreadyDownloaded: \(message)"
         case .integrityFailed:
-            let file = c.path.map { "\($0): " } ?? ""
+            // A message that opens with its file (`….json is damaged`) names it once.
+            let file = c.path.map { message.hasPrefix($0) ? "" : "\($0): " } ?? ""
             return "\(package)integrity check failed: \(file)\(message)"
         case .catalogExpired:
             return "catalogExpired: \(c.url.map { "\($0): " } ?? "")\(message)"

@@ -41,6 +41,13 @@ package struct PackageFile: Sendable, Hashable {
 /// trusted for nothing more than its bytes say, so this holds for every
 /// manifest, signed or not.
 package enum PackageFiles {
+    /// The most one package may weigh, its files together: 1 TiB, more than
+    /// any device holds. A size is data a document claims; bounded so, the
+    /// sums a device makes over the packages it holds (its budget, an
+    /// update's bytes, a download's progress) stay far from `Int64.max`,
+    /// where a sum would trap.
+    package static let maximumPackageBytes: Int64 = 1 << 40
+
     package static func of(_ manifest: PackageManifest, file: String) throws -> [PackageFile] {
         func refuse(_ why: String) -> TourpackError {
             .integrityFailed(package: "package \(manifest.packageId)", file: file, message: why)
@@ -66,9 +73,14 @@ package enum PackageFiles {
         }
         let files = listed(in: manifest)
         var seen: Set<String> = []
+        var total: Int64 = 0
         for file in files {
             try check(file, refuse)
             guard seen.insert(file.path).inserted else { throw refuse("\(file.path) is named twice") }
+            guard file.sizeBytes <= maximumPackageBytes - total else {
+                throw refuse("\(file.path): sizeBytes \(file.sizeBytes) takes the package's files past \(maximumPackageBytes) bytes")
+            }
+            total += file.sizeBytes
         }
         return files
     }

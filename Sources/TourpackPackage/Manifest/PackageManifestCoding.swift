@@ -176,8 +176,10 @@ extension PackageManifest {
     // MARK: Timestamps
 
     /// `YYYY-MM-DDTHH:MM:SSZ`, UTC, whole seconds (any fraction is dropped).
+    /// A date outside years 0001–9999 (a time from a file or a header is
+    /// data) is written as the nearest of them: `time_t(_:)` of it would trap.
     public static func timestamp(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var seconds = time_t(Int(clamping: date.timeIntervalSince1970, to: -62_135_596_800...253_402_300_799, rounding: .down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
         func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }

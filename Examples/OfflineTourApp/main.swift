@@ -134,4 +134,42 @@ struct OfflineTourExample {
         return failed
     }
     // snippet: end
+
+    // snippet: row
+    /// A tour's row in the app's list: its state in words, and what its
+    /// button does. On cellular a download waits for Wi-Fi; the warning's
+    /// "Download anyway" lets that one download use cellular.
+    static func row(_ state: PackState, on path: NetworkPath) -> (status: String, action: String?) {
+        func megabytes(_ bytes: Int64) -> String { "\((bytes + 999_999) / 1_000_000) MB" }
+        switch state {
+        case .notDownloaded(let offers):
+            let size = offers.first.map { megabytes($0.sizeBytes) } ?? ""
+            if !path.isSatisfied { return ("\(size) · needs a connection", nil) }
+            return path.isExpensive ? ("\(size) · downloads on Wi-Fi", "Download anyway") : (size, "Download")
+        case .queued: return ("Queued", "Cancel")
+        case .waiting(_, .forWiFi): return ("Waiting for Wi-Fi", "Download anyway")
+        case .waiting(_, .forNetwork): return ("Waiting for a connection", "Cancel")
+        case .waiting(_, .lowDataMode): return ("Waiting: Low Data Mode is on", "Cancel")
+        case .downloading(let job): return ("Downloading · \(Int(job.progress * 100))%", "Pause")
+        case .paused(let job): return ("Paused · \(Int(job.progress * 100))%", "Resume")
+        case .failed(_, let error): return (error.recoverySuggestion ?? error.localizedDescription, "Retry")
+        case .downloaded: return ("Available offline", "Delete")
+        case .updateAvailable(_, _, let bytes): return ("Update · \(megabytes(bytes))", path.isSatisfied ? "Update" : nil)
+        case .expired: return ("Expired: connect to renew it", "Delete")
+        }
+    }
+
+    /// What the row's button does.
+    static func act(_ action: String, tour: UUID, library: OfflineLibrary) async {
+        switch action {
+        case "Download", "Update", "Retry": _ = library.download(tourId: tour)
+        case "Download anyway": _ = library.download(tourId: tour, allowsCellular: true)
+        case "Pause": await library.pauseDownload(tourId: tour)
+        case "Resume": await library.resumeDownload(tourId: tour)
+        case "Cancel": await library.cancelDownload(tourId: tour)
+        case "Delete": try? await library.delete(tourId: tour)
+        default: break
+        }
+    }
+    // snippet: end
 }

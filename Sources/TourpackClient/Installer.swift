@@ -175,7 +175,13 @@ package struct Installer: Sendable {
     private func downloadsLock() async throws -> InstallLock {
         let folder = self.folder
         while true {
-            do { return try await Blocking.run { try InstallLock.acquireDownloads(folder) } } catch let error as TourpackError
+            do {
+                return try await Blocking.run { [storage] in
+                    let lock = try InstallLock.acquireDownloads(folder)
+                    storage.protect(folder.url.appendingPathComponent("download.lock"))
+                    return lock
+                }
+            } catch let error as TourpackError
                 where error.kind == .alreadyDownloading && !holdsLockThroughout
             {
                 try await Task.sleep(for: .milliseconds(100))

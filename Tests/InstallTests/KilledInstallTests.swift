@@ -69,6 +69,7 @@ import Glibc
             // The next install finishes, fetching only what had not arrived:
             // not the verified downloads, nor the bytes of a partial one.
             let arrived = Self.downloadedBytes(documents)
+            let held = Self.downloadsListing(documents)
             server.inject { _, _, _, _ in nil }
             server.resetLog()
             let next = try InstallCommandTests.run([
@@ -79,7 +80,11 @@ import Glibc
             let fetched = Self.blobBytes(server)
             #expect(
                 fetched <= max(0, changed - arrived) + changed / 10,
-                "round \(round): fetched \(fetched) bytes after the kill; \(arrived) of the \(changed) changed bytes had arrived")
+                Comment(
+                    rawValue:
+                        "round \(round): fetched \(fetched) bytes after the kill; \(arrived) of the \(changed) changed bytes had arrived; "
+                        + "downloads held \(held); asked for \(server.requests.map { "\($0.path.suffix(14)) \($0.headers["range"] ?? "")" }); "
+                        + "stderr: \(next.stderr.suffix(600))"))
         }
         #expect(killedMidway > 0, "no kill landed before the update was in place; the test proved nothing about a mix")
     }
@@ -152,6 +157,15 @@ import Glibc
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         return names.filter { !$0.hasSuffix(".validator") }.reduce(0) { total, name in
             total + ((try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size] as? Int) ?? 0)
+        }
+    }
+
+    /// What `downloads` holds, name and size, for a failure's message.
+    static func downloadsListing(_ documents: URL) -> [String] {
+        let folder = documents.appendingPathComponent("\(Layout.installFolder)/downloads")
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted().map { name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size] as? Int) ?? -1
+            return "\(name.suffix(20)) \(size)"
         }
     }
 

@@ -40,7 +40,7 @@ import TourpackTesting
         #expect(try await library.refreshCatalog().generation == 10_001)
 
         try trust.restore(honest)
-        let newKey = SigningKey.generate()
+        let newKey = TrustSite.newCatalogKey()
         try await trust.rotate(to: [newKey])
         try fixture.changeFile(of: tour[0])
         try await trust.publish(signedWith: newKey)

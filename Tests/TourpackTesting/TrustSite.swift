@@ -14,6 +14,10 @@ package struct TrustSite {
     /// The `root.json` the app ships: root version 1, its exact bytes.
     package let pinned: URL
 
+    /// A new catalogue key, for a rotation (the app's tests, which import
+    /// the client alone, never name the package's signing type).
+    package static func newCatalogKey() -> SigningKey { SigningKey.generate() }
+
     /// Root 1 on `fixture`'s site, naming the fixture's key (and `standby`
     /// keys) for the catalogue, threshold 1; the app's copy in `pinned`.
     package init(_ fixture: SiteFixture, standby: [SigningKey] = []) async throws {

@@ -36,17 +36,18 @@ extension Installer {
 
     private func fetch(_ file: PackageFile, of plan: PackagePlan, board: JobBoard) async throws {
         let verified = folder.verified(file.sha256)
-        if OutputTree.kind(verified) == .file {
+        // File work runs on `Blocking`'s queue, never on the cooperative pool.
+        if try await Blocking.run({ OutputTree.kind(verified) == .file }) {
             // Downloaded whole by an install that stopped before its commit.
             if try await Self.digest(verified) == (file.sizeBytes, file.sha256) {
                 board.received(plan.packageId, file: file, bytes: file.sizeBytes)
                 return
             }
-            try AtomicFile.remove(verified)
+            try await Blocking.run { _ = try AtomicFile.remove(verified) }
         }
         let partial = folder.partial(file.sha256)
         let validator = partial.appendingPathExtension("validator")
-        var fromScratch = InstallFolder.size(of: partial) == 0
+        var fromScratch = try await Blocking.run { InstallFolder.size(of: partial) == 0 }
         let report = self.report
         while true {
             do {
@@ -67,14 +68,18 @@ extension Installer {
             }
             let (size, sha256) = try await Self.digest(partial)
             if size == file.sizeBytes, sha256 == file.sha256 {
-                try AtomicFile.move(partial, to: verified)
-                storage.protect(verified)
-                try AtomicFile.remove(validator)
+                try await Blocking.run { [storage] in
+                    try AtomicFile.move(partial, to: verified)
+                    storage.protect(verified)
+                    try AtomicFile.remove(validator)
+                }
                 board.received(plan.packageId, file: file, bytes: size)
                 return
             }
-            try AtomicFile.remove(partial)
-            try AtomicFile.remove(validator)
+            try await Blocking.run {
+                try AtomicFile.remove(partial)
+                try AtomicFile.remove(validator)
+            }
             board.received(plan.packageId, file: file, bytes: 0)
             if fromScratch {
                 let error = TourpackError.integrityFailed(

@@ -204,8 +204,11 @@ public actor OfflineLibrary {
             }
         }
         updateBytes = sizes
-        let (folder, kept) = (self.folder, sizes)
-        await Blocking.cleanUp { UpdateSizes.write(kept, folder) }
+        let (folder, kept, storage) = (self.folder, sizes, self.storage)
+        await Blocking.cleanUp {
+            UpdateSizes.write(kept, folder)
+            storage.protect(UpdateSizes.url(folder))
+        }
     }
 
     // MARK: What the device has

@@ -120,8 +120,11 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
     package func download(
         _ key: String, into file: URL, size: Int64, observe: @escaping @Sendable (DownloadObservation) -> Void
     ) async throws {
-        var resumable = ResumableDownload(file: file, size: size, policy: policy, url: shown(key))
-        while let attempt = try resumable.nextTry() {
+        // The file's bookkeeping (sizes, the validator, a start over) is file
+        // work: each step of it runs on `Blocking`'s queue, off the cooperative pool.
+        let (policy, shown) = (self.policy, self.shown(key))
+        var resumable = try await Blocking.run { ResumableDownload(file: file, size: size, policy: policy, url: shown) }
+        while let attempt = try await Self.next(&resumable) {
             observe(.bytes(attempt.have))
             let sink = Sink.file(attempt, observe: observe)
             let outcome = try await perform(
@@ -137,11 +140,35 @@ package final class URLSessionSiteSource: SiteSource, @unchecked Sendable {
             case .retry(let status, let reason, let retryAfter):
                 ending = .failed(status: status, reason: reason, retryAfter: retryAfter)
             }
-            guard let retry = try resumable.settle(ending) else { return }
+            guard let retry = try await Self.settle(&resumable, ending) else { return }
             observe(.retrying(afterSeconds: retry.seconds, reason: retry.reason))
             try await Task.sleep(for: .seconds(retry.seconds))
-            observe(.bytes(InstallFolder.size(of: file)))
+            observe(.bytes(try await Blocking.run { InstallFolder.size(of: file) }))
         }
+    }
+
+    private static func next(_ resumable: inout ResumableDownload) async throws -> ResumeTry? {
+        let held = resumable
+        let (after, attempt) = try await Blocking.run {
+            var copy = held
+            let attempt = try copy.nextTry()
+            return (copy, attempt)
+        }
+        resumable = after
+        return attempt
+    }
+
+    private static func settle(_ resumable: inout ResumableDownload, _ ending: ResumableDownload.Ending) async throws
+        -> ResumableDownload.Retry?
+    {
+        let held = resumable
+        let (after, retry) = try await Blocking.run {
+            var copy = held
+            let retry = try copy.settle(ending)
+            return (copy, retry)
+        }
+        resumable = after
+        return retry
     }
 
     // MARK: One exchange

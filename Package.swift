@@ -38,7 +38,8 @@ let package = Package(
         .library(name: "TourpackKit", targets: ["TourpackKit"]),
         // The touring app's offline layer: catalogue, downloads, installed packages.
         .library(name: "TourpackClient", targets: ["TourpackClient"]),
-        // For an app's tests of its offline screens: a network set by hand.
+        // For an app's tests of its offline screens: a network set by hand
+        // (`ManualNetworkMonitor`) and a published site served in process (`InProcessSite`).
         .library(name: "TourpackClientTesting", targets: ["TourpackClientTesting"]),
     ],
     dependencies: [
@@ -213,7 +214,8 @@ let package = Package(
             exclude: ["PublicAPI.txt"]
         ),
         // What an app's tests use with the library: a `NetworkMonitoring`
-        // set by hand. On TourpackClient's public API alone.
+        // set by hand, and a published site folder served in process through
+        // a `URLProtocol`. On TourpackClient's public API and Foundation alone.
         .target(
             name: "TourpackClientTesting",
             dependencies: ["TourpackClient"]

@@ -333,9 +333,9 @@ extension OfflineLibrary {
         } else {
             downloads.remove(at: index)
             await persist()
-            if let failure {
-                publish(tourId) { $0.move(to: failure.kind == .cancelled ? .cancelled : .failed, message: failure.description) }
-            }
+            // Cancelled: observers see it end. Installed at the catalogue's
+            // version already: nothing happened, and only this call's stream is told.
+            if failure?.kind == .cancelled { publish(tourId) { $0.move(to: .cancelled, message: "cancelled") } }
             broadcast.finish(tourId, throwing: failure)
             broadcast.forget(tourId)
         }

@@ -116,6 +116,11 @@ public actor OfflineLibrary {
         }
     }
 
+    deinit {
+        // The network watcher holds the library weakly; it ends with it.
+        watcher?.cancel()
+    }
+
     // MARK: The catalogue
 
     /// The catalogue last verified, read from the device when this library

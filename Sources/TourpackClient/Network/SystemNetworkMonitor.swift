@@ -18,8 +18,8 @@ public struct SystemNetworkMonitor: NetworkMonitoring {
         #if canImport(Network)
         return DarwinPathMonitor.shared.paths()
         #else
-        // No change will come: the stream stays open, quietly.
-        return AsyncStream { _ in }
+        // No change will come.
+        return AsyncStream { $0.finish() }
         #endif
     }
 }

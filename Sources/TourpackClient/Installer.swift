@@ -131,9 +131,11 @@ package struct Installer: Sendable {
         }
         defer { lock?.release() }
         let staging = try await recover()
+        // The app's library lets the root's lock go before it waits for the
+        // downloads' one: a process holding that one may need the root's to commit.
+        if !holdsLockThroughout { lock?.release() }
         let downloading = try await downloadsLock()
         defer { downloading.release() }
-        if !holdsLockThroughout { lock?.release() }
         let board = JobBoard(report: report)
         do {
             return try await run(choice, noReinstall: noReinstall, staging: staging, board: board)

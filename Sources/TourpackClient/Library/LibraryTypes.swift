@@ -145,7 +145,8 @@ public struct CatalogSnapshot: Sendable, Hashable {
     public var generation: Int
     public var publishedAt: Date
     public var tours: [TourListing]
-    /// The key id that signed it.
+    /// The key id the catalogue names as its signer: what it says, for a
+    /// screen; what verified it is the library's trust anchor, never this.
     public var signedBy: String?
     /// The site answered 304: the snapshot held was still the one in force.
     public var notModified: Bool

@@ -223,7 +223,8 @@ public actor OfflineLibrary {
     /// what is on the device; never waits on the network.
     public func state(of tourId: UUID) async -> PackState {
         await open()
-        if let queued = downloads.first(where: { $0.tourId == tourId }) {
+        // A download that just completed is the package it installed.
+        if let queued = downloads.first(where: { $0.tourId == tourId }), broadcast.job(tourId)?.status != .completed {
             let job = broadcast.job(tourId) ?? queued.job
             switch queued.state {
             case .failed: return .failed(job, queued.failure?.error ?? OfflineError(.storageFailed, job.errorMessage ?? "failed"))

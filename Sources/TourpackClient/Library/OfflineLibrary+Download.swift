@@ -306,7 +306,9 @@ extension OfflineLibrary {
                 publish(tourId) { $0.move(to: .completed) }
             }
             updateBytes[entry.package.contentHash] = nil
+            // Off the play path: the access log is written at once.
             markAccessed(tourId: tourId)
+            await flushAccesses()
             await finished(tourId, failure: nil, suspended: false)
         } catch {
             let failure = OfflineError.from(error)

@@ -245,7 +245,7 @@ public actor OfflineLibrary {
         guard let installed = device.packages.first(where: { $0.manifest.tourId == key }) else {
             return .notDownloaded(offers: offers)
         }
-        let package = describe(installed, device)
+        let package = await describe([installed], device)[0]
         // A stale catalogue offers no update: it is refused for downloads.
         if remembered?.snapshot.isStale == false, let tour,
             let offered = tour.packages.first(where: { $0.packageId == installed.packageId }),
@@ -261,7 +261,7 @@ public actor OfflineLibrary {
     /// Every package installed, by tour.
     public func installed() async -> [InstalledPackage] {
         let device = await deviceView()
-        return device.packages.map { describe($0, device) }
+        return await describe(device.packages, device)
     }
 
     /// The audio file of a narration, or nil unless it is installed whole.
@@ -408,14 +408,10 @@ public actor OfflineLibrary {
         let view =
             (try? await Blocking.run { () -> DeviceView in
                 let stamp = DeviceView.Stamp(documents: documents, folder: folder)
-                var view =
-                    held.flatMap { $0.stamp == stamp ? $0 : nil }
-                    ?? DeviceView(
-                        packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
-                        accessed: AccessLog.read(folder), stamp: stamp)
-                // Files deleted or cut behind the library's back show at once.
-                view.damaged = Dictionary(uniqueKeysWithValues: view.packages.map { ($0.packageId, $0.damagedPaths(in: documents)) })
-                return view
+                if let held, held.stamp == stamp { return held }
+                return DeviceView(
+                    packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
+                    accessed: AccessLog.read(folder), stamp: stamp)
             }) ?? DeviceView(packages: [], accessed: [:], stamp: DeviceView.Stamp(tours: [], access: []))
         var current = view
         current.accessed.merge(accessed) { $1 }
@@ -427,9 +423,18 @@ public actor OfflineLibrary {
         await loadRemembered()?.catalog.tours.first { $0.tourId == tourId }
     }
 
-    private func describe(_ package: PackageOnDisk, _ device: DeviceView) -> InstalledPackage {
+    /// The packages as the app sees them. Their files are looked at (off
+    /// the actor) each time, only theirs: a file deleted or cut behind the
+    /// library's back shows at once, and a list of tours costs one package's
+    /// files per row, not every package's.
+    private func describe(_ packages: [PackageOnDisk], _ device: DeviceView) async -> [InstalledPackage] {
+        let documents = self.documents
+        let damaged = (try? await Blocking.run { packages.map { $0.damagedPaths(in: documents) } }) ?? packages.map { _ in [] }
+        return zip(packages, damaged).map { describe($0, damaged: $1, device) }
+    }
+
+    private func describe(_ package: PackageOnDisk, damaged: Set<String>, _ device: DeviceView) -> InstalledPackage {
         let manifest = package.manifest
-        let damaged = device.damaged[package.packageId] ?? []
         let bytes = package.files.filter { !damaged.contains($0.path) }.reduce(Int64(package.manifestBytes.count)) { $0 + $1.sizeBytes }
         return InstalledPackage(
             packageId: manifest.packageId, tourId: UUID(tourKey: manifest.tourId), tourName: manifest.tourName,
@@ -481,8 +486,6 @@ struct DeviceView: Sendable {
     var packages: [PackageOnDisk]
     var accessed: [String: Date]
     var stamp: Stamp
-    /// Per package, the paths of its files that are missing or not at their size.
-    var damaged: [String: Set<String>] = [:]
 }
 
 /// When each tour was last used (`markAccessed`), in `.tourpack-install/access.json`.

@@ -71,6 +71,8 @@ import Glibc
             let arrived = Self.downloadedBytes(documents)
             let held = Self.downloadsListing(documents)
             server.inject { _, _, _, _ in nil }
+            // The killed install's last requests, still queued at the server, are not the next one's.
+            try await server.quiesce()
             server.resetLog()
             let next = try InstallCommandTests.run([
                 "install", server.base, "--into", documents.path, "--all", "--public-key", fixture.publicKeyBase64,

@@ -912,7 +912,11 @@ struct StateScratch {
         try AtomicFile.write(Array("some bytes".utf8), to: url)
         var info = stat()
         #expect(lstat(url.path, &info) == 0)
+        #if canImport(Darwin)
+        let (modified, changed) = (info.st_mtimespec, info.st_ctimespec)
+        #else
         let (modified, changed) = (info.st_mtim, info.st_ctim)
+        #endif
         let expected =
             "\(info.st_dev):\(info.st_ino):\(info.st_size):\(modified.tv_sec).\(modified.tv_nsec):\(changed.tv_sec).\(changed.tv_nsec)"
         #expect(FileSignature(path: url.path)?.text == expected)

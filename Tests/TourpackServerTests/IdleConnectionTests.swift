@@ -14,18 +14,11 @@ import Glibc
     /// Connects to the port, sends `bytes`, and waits up to `seconds` for the
     /// server to close: how long it took, or nil when it kept the connection.
     static func closedAfter(port: Int, sending bytes: String, within seconds: Int) -> Double? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = Sockets.tcp()
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return nil }
-        if !bytes.isEmpty { _ = bytes.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+        guard Sockets.connect(fd, port: port) else { return nil }
+        if !bytes.isEmpty { _ = Sockets.sendAll(fd, Array(bytes.utf8)) }
         let started = Date()
         var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -79,12 +79,7 @@ package final class CaptureServer: @unchecked Sendable {
                         Array(
                             "HTTP/1.1 \(status) Answer\r\nContent-Length: \(answerBody.count)\r\n\(extra)Connection: close\r\n\r\n".utf8)
                         + answerBody
-                    var sent = 0
-                    while sent < reply.count {
-                        let count = reply[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                        guard count > 0 else { return }
-                        sent += count
-                    }
+                    _ = Sockets.sendAll(connection, reply)
                     return
                 }
             }

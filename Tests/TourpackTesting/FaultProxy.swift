@@ -108,16 +108,9 @@ package final class FaultProxy: @unchecked Sendable {
 
     /// The request again, to upstream, with `Connection: close`; its whole answer.
     private func forward(lines: [String], body: [UInt8]) -> [UInt8]? {
-        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let upstream = Sockets.tcp()
         defer { close(upstream) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(upstreamPort).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { return nil }
+        guard Sockets.connect(upstream, port: upstreamPort) else { return nil }
         var head = lines.filter { !$0.lowercased().hasPrefix("connection:") && !$0.isEmpty }.joined(separator: "\r\n")
         head += "\r\nConnection: close\r\n\r\n"
         guard Self.send(upstream, Array(head.utf8) + body) else { return nil }
@@ -156,15 +149,5 @@ package final class FaultProxy: @unchecked Sendable {
         return (head, body)
     }
 
-    private static func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes {
-                Glibc.send(connection, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            guard written > 0 else { return false }
-            offset += written
-        }
-        return true
-    }
+    private static func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool { Sockets.sendAll(connection, bytes) }
 }

@@ -39,6 +39,10 @@ package final class SiteServer: @unchecked Sendable {
         /// Sends the body at about this rate, in 8 KiB pieces, until it is
         /// sent or the client leaves (a phone's slow link).
         case throttle(bytesPerSecond: Int)
+        /// Sends the body in 8 KiB pieces through one link of this rate that
+        /// every answer with this fault shares, piece by piece in turn: a
+        /// phone's one bar of signal, where four files at once each get a quarter.
+        case link(bytesPerSecond: Int)
     }
 
     package struct Request: Sendable {
@@ -62,6 +66,8 @@ package final class SiteServer: @unchecked Sendable {
     private var faultPicker: @Sendable (_ index: Int, _ method: String, _ path: String, _ headers: [String: String]) -> Fault?
 
     package var base: String { "http://127.0.0.1:\(port)" }
+    /// When the shared link (`Fault.link`) is free again.
+    private var linkFree = ContinuousClock.now
 
     package init(root: URL) throws {
         self.root = root
@@ -97,6 +103,48 @@ package final class SiteServer: @unchecked Sendable {
     package var bodyBytesDelivered: Int { lock.withLock { delivered } }
     private var delivered = 0
 
+    /// Connections accepted whose request is not yet logged (nor dropped unread).
+    private var unsettled = 0
+    private static let quiescePath = "/.site-server-quiesce"
+
+    /// Waits until every connection a client made before this call has been
+    /// read and logged, or closed unread. A client killed mid-download may
+    /// leave requests in the listen queue that the server reads only later;
+    /// a test calls this before `resetLog()`, so that what it counts next
+    /// is what the next client asked for, not a dead one's last requests.
+    /// The kernel accepts connections in order: once this call's own
+    /// request is answered, every earlier one has been accepted.
+    package func quiesce() async throws {
+        try await Task.detached { [port] in try Self.ask(port: port, for: Self.quiescePath) }.value
+        let deadline = ContinuousClock.now + .seconds(30)
+        while lock.withLock({ unsettled }) > 0 {
+            guard ContinuousClock.now < deadline else { throw QuiesceTimeout() }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    private struct QuiesceTimeout: Error, CustomStringConvertible {
+        var description: String { "SiteServer: requests still unread after 30 s" }
+    }
+
+    private struct QuiesceFailed: Error, CustomStringConvertible {
+        var operation: String
+        var code: Int32
+        var description: String { "SiteServer: quiesce could not \(operation): errno \(code)" }
+    }
+
+    /// Sends a GET for `path` on a connection of its own and reads the answer to its end. Blocking.
+    private static func ask(port: Int, for path: String) throws {
+        let client = Sockets.tcp()
+        guard client >= 0 else { throw QuiesceFailed(operation: "open a socket", code: errno) }
+        defer { close(client) }
+        guard Sockets.connect(client, port: port) else { throw QuiesceFailed(operation: "connect", code: errno) }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        guard Sockets.sendAll(client, request) else { throw QuiesceFailed(operation: "send", code: errno) }
+        var buffer = [UInt8](repeating: 0, count: 1_024)
+        while recv(client, &buffer, buffer.count, 0) > 0 {}
+    }
+
     package func resetLog() {
         lock.withLock {
             log.removeAll()
@@ -111,6 +159,7 @@ package final class SiteServer: @unchecked Sendable {
         while true {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else { return }
+            lock.withLock { unsettled += 1 }
             Thread { [self] in
                 handle(connection)
                 close(connection)
@@ -119,6 +168,13 @@ package final class SiteServer: @unchecked Sendable {
     }
 
     private func handle(_ connection: Int32) {
+        var settled = false
+        func settle() {
+            guard !settled else { return }
+            settled = true
+            lock.withLock { unsettled -= 1 }
+        }
+        defer { settle() }
         var data = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while data.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
@@ -137,6 +193,11 @@ package final class SiteServer: @unchecked Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
+        if path == Self.quiescePath {
+            settle()
+            _ = send(connection, Array("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n".utf8))
+            return
+        }
         let fault = lock.withLock {
             defer { arrivals += 1 }
             return faultPicker(arrivals, method, path, headers)
@@ -149,6 +210,7 @@ package final class SiteServer: @unchecked Sendable {
         lock.withLock {
             log.append(Request(method: method, path: path, headers: headers, status: status, bodyBytes: sent, fault: fault))
         }
+        settle()
         guard send(connection, Array(reply.utf8)) else { return }
         if case .throttle(let rate) = fault {
             var offset = 0
@@ -158,6 +220,21 @@ package final class SiteServer: @unchecked Sendable {
                 offset += piece.count
                 lock.withLock { delivered += piece.count }
                 Thread.sleep(forTimeInterval: Double(piece.count) / Double(max(1, rate)))
+            }
+        } else if case .link(let rate) = fault {
+            var offset = 0
+            while offset < sent {
+                let piece = Array(body[offset..<min(sent, offset + 8_192)])
+                // The piece takes the link after every piece reserved before it.
+                let done = lock.withLock {
+                    linkFree = max(linkFree, ContinuousClock.now) + .seconds(Double(piece.count) / Double(max(1, rate)))
+                    return linkFree
+                }
+                let wait = ContinuousClock.now.duration(to: done)
+                if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18) }
+                guard send(connection, piece) else { break }
+                offset += piece.count
+                lock.withLock { delivered += piece.count }
             }
         } else if case .trickle(let interval) = fault {
             for index in 0..<sent {
@@ -174,17 +251,7 @@ package final class SiteServer: @unchecked Sendable {
         if sent < body.count, method != "HEAD" { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
-    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes {
-                Glibc.send(connection, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            guard written > 0 else { return false }
-            offset += written
-        }
-        return true
-    }
+    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool { Sockets.sendAll(connection, bytes) }
 
     /// The status, extra headers, full body and how many body bytes to send.
     private func answer(path: String, headers: [String: String], fault: Fault?) -> (Int, [(String, String)], [UInt8], Int) {

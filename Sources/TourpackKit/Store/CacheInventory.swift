@@ -59,10 +59,8 @@ public struct CacheInventory: Sendable {
                     expiresAt: manifest.expiresAt, isExpired: manifest.isExpired(at: now), audioPaths: manifest.audio.map(\.path)))
         }
         for entry in bundle.audioCacheFiles where !entry.isSymlink {
-            var status = stat()
-            let modified =
-                lstat(layout.root.appendingPathComponent(entry.path).path, &status) == 0
-                ? Date(timeIntervalSince1970: Double(status.st_mtim.tv_sec)) : now
+            let status = FileStatus(path: layout.root.appendingPathComponent(entry.path).path)
+            let modified = status.map { Date(timeIntervalSince1970: Double($0.modifiedSeconds)) } ?? now
             inventory.files.append(File(path: entry.path, size: entry.size, modified: modified))
         }
         return inventory

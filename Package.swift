@@ -357,6 +357,8 @@ let package = Package(
                 "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
                 // `review`'s request parsing (paths, ranges) and escaping, tested without a browser.
                 "TourpackReview",
+                // The app's library on built, published tours (its public API only): playing while downloading.
+                "TourpackClient",
             ],
             // The Selenium script that walks `tourpack review`'s pages in headless Chromium, run from the source tree.
             exclude: ["Browser"]

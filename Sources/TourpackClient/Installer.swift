@@ -73,6 +73,8 @@ package struct Installer: Sendable {
     package var suspension: SuspensionFlag?
     /// The phone's side of every folder and file the install makes.
     package var storage: DeviceStorage = .system
+    /// The POIs whose files go first, changed while the install runs.
+    package var priorities: DownloadPriorities?
 
     /// A catalogue the caller verified for this folder, and the packages
     /// installed as the caller holds them. The CLI has neither and the
@@ -259,7 +261,8 @@ package struct Installer: Sendable {
             board.add(
                 DownloadJob(
                     packageId: plan.packageId, tourKey: plan.entry.tour.tourId, tourName: plan.entry.tour.tourName, audioBytes: audio,
-                    mapBytes: plan.downloadBytes - audio))
+                    mapBytes: plan.downloadBytes - audio),
+                narrations: plan.playableNarrations)
         }
         // What earlier installs left in downloads for files neither a plan nor
         // a package of the catalogue waiting for its commit names now goes first.

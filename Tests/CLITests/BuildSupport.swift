@@ -146,7 +146,7 @@ final class BuildWorkspace {
         ).write(to: root.appendingPathComponent("tours/lakes.json"), atomically: true, encoding: .utf8)
     }
 
-    private static func tour(id: String, name: String, pois: [(String, String, [String: String])]) -> String {
+    static func tour(id: String, name: String, pois: [(String, String, [String: String])]) -> String {
         let poiJSON = pois.enumerated().map { index, poi in
             let narrations = poi.2.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \"\($0.value)\"" }.joined(separator: ", ")
             return """

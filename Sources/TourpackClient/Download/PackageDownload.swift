@@ -1,9 +1,9 @@
 import Foundation
 import TourpackPackage
 
-/// The download phase: every file the plans need, `concurrency` at a time,
-/// each package's audio before its tile pack (the app's phases), each
-/// SHA-256 once however many packages name it.
+/// The download phase: every file the plans need, `concurrency` at a time
+/// in route order (`DownloadOrder`: the first narration alone, the POIs the
+/// app prefers first), each SHA-256 once however many packages name it.
 ///
 /// A file downloads to `downloads/<sha256>.part` (resumed if a part is
 /// there), is synced and hashed on NIO's thread pool, and only when its
@@ -14,20 +14,19 @@ import TourpackPackage
 extension Installer {
     func download(_ plans: [PackagePlan], board: JobBoard, installed: [PackageOnDisk]) async throws {
         try await Blocking.run { [folder] in Self.reuseInstalledCopies(of: plans, installed: installed, folder: folder) }
-        var queue: [(plan: PackagePlan, file: PackageFile)] = []
-        var seen: Set<String> = []
-        for plan in plans {
-            let ordered = plan.downloads.filter { !$0.isTilePack } + plan.downloads.filter(\.isTilePack)
-            for file in ordered where seen.insert(file.sha256).inserted { queue.append((plan, file)) }
-        }
+        let order = DownloadOrder(plans, priorities: priorities)
+        // The first narration goes alone: on a slow link, files fetched
+        // together share it, and the first sentence would wait for all of them.
+        var slots = order.startsWithNarration ? 1 : max(1, concurrency)
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
-            for (plan, file) in queue {
-                if running == max(1, concurrency) {
+            while let item = order.next() {
+                if running >= slots {
                     try await group.next()
                     running -= 1
+                    slots = max(1, concurrency)
                 }
-                group.addTask { try await fetch(file, of: plan, board: board) }
+                group.addTask { try await fetch(item.file, of: item.plan, board: board) }
                 running += 1
             }
             try await group.waitForAll()
@@ -41,6 +40,7 @@ extension Installer {
             // Downloaded whole by an install that stopped before its commit.
             if try await Self.digest(verified) == (file.sizeBytes, file.sha256) {
                 board.received(plan.packageId, file: file, bytes: file.sizeBytes)
+                board.verified(file.sha256)
                 return
             }
             try await Blocking.run { _ = try AtomicFile.remove(verified) }
@@ -74,6 +74,7 @@ extension Installer {
                     try AtomicFile.remove(validator)
                 }
                 board.received(plan.packageId, file: file, bytes: size)
+                board.verified(file.sha256)
                 return
             }
             try await Blocking.run {

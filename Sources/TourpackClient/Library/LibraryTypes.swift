@@ -98,6 +98,26 @@ public enum NarrationPhase: String, Sendable, Hashable, CaseIterable, Codable {
         case .guidedTour: return .guidedTour
         }
     }
+
+    init(_ phase: Phase) {
+        switch phase {
+        case .approaching: self = .approaching
+        case .detailed: self = .detailed
+        case .guidedTour: self = .guidedTour
+        }
+    }
+}
+
+/// One narration: a point of interest and a phase, as `audioFile` and
+/// `captionFile` take them.
+public struct NarrationID: Sendable, Hashable {
+    public var poiId: UUID
+    public var phase: NarrationPhase
+
+    public init(poiId: UUID, phase: NarrationPhase) {
+        self.poiId = poiId
+        self.phase = phase
+    }
 }
 
 /// One package the catalogue offers for a tour: what the app shows before a download.

@@ -110,6 +110,7 @@ extension OfflineLibrary {
             return
         }
         downloads.removeAll { $0.tourId == tourId }
+        forgetEarlyPlay(of: tourId)
         await persist()
         publish(tourId) { $0.move(to: .cancelled) }
         broadcast.finish(tourId, throwing: OfflineError(.cancelled, "cancelled"))
@@ -121,6 +122,7 @@ extension OfflineLibrary {
         await open()
         guard downloads.contains(where: { $0.tourId == tourId && $0.state == .failed }) else { return }
         downloads.removeAll { $0.tourId == tourId }
+        forgetEarlyPlay(of: tourId)
         broadcast.forget(tourId)
         await persist()
     }
@@ -285,6 +287,7 @@ extension OfflineLibrary {
             installer.holdsLockThroughout = false
             installer.suspension = suspension
             installer.storage = storage
+            installer.priorities = priorities(of: tourId)
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
             installer.known = Installer.Known(catalog: catalog) { await self.installedPackages() }
@@ -321,6 +324,7 @@ extension OfflineLibrary {
     /// the network went, kept as failed otherwise.
     private func finished(_ tourId: UUID, failure: OfflineError?, suspended: Bool) async {
         running = nil
+        defer { if !downloads.contains(where: { $0.tourId == tourId }) { forgetEarlyPlay(of: tourId) } }
         guard let index = downloads.firstIndex(where: { $0.tourId == tourId }) else { return await schedule() }
         // On disk first: an app told of the end may relaunch at once.
         if suspended {

@@ -56,6 +56,13 @@ public actor OfflineLibrary {
     var watcher: Task<Void, Never>?
 
     var playing: UUID?
+    /// The POIs the app wants first, per tour (`prioritize`), until its download ends.
+    var preferred: [UUID: DownloadPriorities] = [:]
+    /// Files of first downloads this library hashed, as they were then:
+    /// each is hashed again only once it changed (OfflineLibrary+Playing.swift).
+    var arrivedChecked: [String: FileStatus] = [:]
+    /// The package.json files waiting in `downloads`, read and checked, by SHA-256.
+    var waitingManifests: [String: PackageManifest] = [:]
     /// What an update of a package would download, by its catalogue
     /// `contentHash`: worked out when the catalogue is refreshed.
     var updateBytes: [String: Int64] = [:]
@@ -264,32 +271,47 @@ public actor OfflineLibrary {
         return await describe(device.packages, device)
     }
 
-    /// The audio file of a narration, or nil unless it is installed whole.
+    /// The audio file of a narration: the installed package's, whole; or,
+    /// while the tour's first download runs (or waits, or was cut short),
+    /// the file as it arrived, once it matched the SHA-256 its signed
+    /// package.json names. Nil otherwise: no unverified byte is ever handed out.
+    ///
+    /// A file of a first download lives in the library's own folder until
+    /// the package is committed: ask again once the download completes. During
+    /// an update, the installed version is what plays until the new one is
+    /// committed whole.
     public func audioFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) async -> URL? {
-        await file(tourId: tourId) { package in
-            package.manifest.audio.first { $0.poiId == poiId.key && $0.phase == phase.phase }.map { ($0.path, $0.sizeBytes) }
+        await file(tourId: tourId) { manifest in
+            manifest.audio.first { $0.poiId == poiId.key && $0.phase == phase.phase }.map { ($0.path, $0.sha256, $0.sizeBytes) }
         }
     }
 
-    /// The WebVTT captions of a narration, or nil unless installed whole.
+    /// The WebVTT captions of a narration, as `audioFile` finds its audio.
     public func captionFile(tourId: UUID, poiId: UUID, phase: NarrationPhase) async -> URL? {
-        await file(tourId: tourId) { package in
-            package.manifest.audio.first { $0.poiId == poiId.key && $0.phase == phase.phase }?.captions.map { ($0.path, $0.sizeBytes) }
+        await file(tourId: tourId) { manifest in
+            manifest.audio.first { $0.poiId == poiId.key && $0.phase == phase.phase }?.captions.map { ($0.path, $0.sha256, $0.sizeBytes) }
         }
     }
 
-    /// The tour's MBTiles pack, or nil unless installed whole.
+    /// The tour's MBTiles pack, as `audioFile` finds a narration.
     public func tilePack(tourId: UUID) async -> URL? {
-        await file(tourId: tourId) { package in
-            guard let path = package.manifest.mapTiles.file, let size = package.manifest.mapTiles.sizeBytes else { return nil }
-            return (path, size)
+        await file(tourId: tourId) { manifest in
+            guard let path = manifest.mapTiles.file, let sha256 = manifest.mapTiles.sha256, let size = manifest.mapTiles.sizeBytes else {
+                return nil
+            }
+            return (path, sha256, size)
         }
     }
 
-    private func file(tourId: UUID, _ pick: (PackageOnDisk) -> (String, Int64)?) async -> URL? {
+    /// The installed package's file `pick` names, whole; with no package of
+    /// the tour installed, its first download's, verified.
+    private func file(tourId: UUID, _ pick: (PackageManifest) -> (path: String, sha256: String, size: Int64)?) async -> URL? {
         let key = tourId.key
-        guard let package = await installedPackages().first(where: { $0.manifest.tourId == key }), let (path, size) = pick(package),
-            package.files.contains(where: { $0.path == path }), let url = try? Layout(root: documents).resolve(relativePath: path)
+        guard let package = await installedPackages().first(where: { $0.manifest.tourId == key }) else {
+            return await arrivedFile(tourId: tourId) { pick($0).map { ($0.sha256, $0.size) } }
+        }
+        guard let (path, _, size) = pick(package.manifest), package.files.contains(where: { $0.path == path }),
+            let url = try? Layout(root: documents).resolve(relativePath: path)
         else { return nil }
         let whole = (try? await Blocking.run { OutputTree.kind(url) == .file && InstallFolder.size(of: url) == size }) ?? false
         return whole ? url : nil
@@ -472,14 +494,8 @@ struct DeviceView: Sendable {
         }
 
         static func identity(_ url: URL) -> [Int] {
-            var info = stat()
-            guard lstat(url.path, &info) == 0 else { return [] }
-            #if canImport(Darwin)
-            let modified = info.st_mtimespec
-            #else
-            let modified = info.st_mtim
-            #endif
-            return [Int(info.st_ino), Int(modified.tv_sec), Int(modified.tv_nsec)]
+            guard let status = FileStatus(path: url.path) else { return [] }
+            return [Int(truncatingIfNeeded: status.inode), status.modifiedSeconds, status.modifiedNanoseconds]
         }
     }
 

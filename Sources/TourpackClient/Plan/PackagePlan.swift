@@ -39,6 +39,19 @@ package struct PackagePlan: Sendable {
     /// `package <id> (<tour name>)`, for messages.
     package var name: String { TourpackError.packageName(packageId, tourName: entry.tour.tourName) }
     package var downloadBytes: Int64 { downloads.reduce(0) { $0 + $1.sizeBytes } }
+
+    /// The narrations each downloaded audio file makes playable, by its
+    /// SHA-256, for a first download; none for an update, whose installed
+    /// version plays until the new one is committed whole.
+    var playableNarrations: [String: [NarrationID]] {
+        guard action == .install, let manifest else { return [:] }
+        let wanted = Set(downloads.map(\.sha256))
+        var named: [String: [NarrationID]] = [:]
+        for entry in manifest.audio where wanted.contains(entry.sha256) {
+            named[entry.sha256, default: []].append(NarrationID(poiId: UUID(tourKey: entry.poiId), phase: NarrationPhase(entry.phase)))
+        }
+        return named
+    }
 }
 
 /// Decides each package's `PackagePlan`: whether it is up to date (from

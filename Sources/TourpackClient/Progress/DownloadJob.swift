@@ -49,6 +49,13 @@ public struct DownloadJob: Sendable, Hashable {
     /// Why a `waiting` job waits; nil otherwise.
     public internal(set) var waitReason: WaitReason?
 
+    /// The narrations of a first download that can play already, in the
+    /// order they became playable: their audio arrived and matched the
+    /// SHA-256 its signed package.json names, and `audioFile` returns it
+    /// before the package is committed. Empty for an update: the installed
+    /// version plays until the new one is committed whole.
+    public internal(set) var playable: [NarrationID] = []
+
     /// Seconds until the job's bytes have arrived at the rate seen so far;
     /// nil before any byte has, or once none are left to fetch.
     public internal(set) var estimatedSecondsRemaining: Double?

@@ -18,13 +18,32 @@ final class JobBoard: @unchecked Sendable {
 
     init(report: @escaping @Sendable (InstallEvent) -> Void) { self.report = report }
 
-    func add(_ job: DownloadJob) {
+    /// The narrations each file plays, by SHA-256 and job: a first download's audio.
+    private var narrations: [String: [(packageId: String, narration: NarrationID)]] = [:]
+
+    /// - Parameter narrations: the narrations a verified file makes
+    ///   playable, by its SHA-256 (a first download's audio; none for an update).
+    func add(_ job: DownloadJob, narrations: [String: [NarrationID]] = [:]) {
         let added = lock.withLock {
             jobs[job.packageId] = job
             order.append(job.packageId)
+            for (sha256, named) in narrations {
+                self.narrations[sha256, default: []] += named.map { (job.packageId, $0) }
+            }
             return job
         }
         report(.job(added))
+    }
+
+    /// The file with this SHA-256 arrived and matched it: the narrations it plays are playable.
+    func verified(_ sha256: String) {
+        let concerned = lock.withLock { narrations[sha256] ?? [] }
+        for packageId in Set(concerned.map(\.packageId)) {
+            let playable = concerned.filter { $0.packageId == packageId }.map(\.narration)
+            update(packageId, force: true) { job in
+                for narration in playable where !job.playable.contains(narration) { job.playable.append(narration) }
+            }
+        }
     }
 
     var all: [DownloadJob] { lock.withLock { order.compactMap { jobs[$0] } } }

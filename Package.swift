@@ -346,9 +346,11 @@ let package = Package(
         ),
         .testTarget(
             name: "InstallTests",
-            // TourpackTesting's loopback site server (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`.
+            // TourpackTesting's loopback site server (Range, If-Range, ETag, injected faults); `tourpack` through `Executable`;
+            // TourpackClientTesting's in-process site, which serves the shared vectors to the app's own URLSession source.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackClient", "TourpackInstall", "TourpackTesting",
+                "TourpackClientTesting",
             ]
         ),
         .testTarget(

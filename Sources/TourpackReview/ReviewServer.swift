@@ -169,50 +169,10 @@ package struct ReviewServer: Sendable {
         counts.update {
             if captions { $0.captions += 1 } else { $0.audio += 1 }
         }
-        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes"]
-        var status = HTTPResponse.Status.ok
-        var span = 0..<size
-        if let range {
-            guard let asked = ByteRange.parse(range, size: size) else {
-                headers[.contentRange] = "bytes */\(size)"
-                return Self.text(.rangeNotSatisfiable, "range not satisfiable", headers: headers)
-            }
-            span = asked
-            status = .partialContent
-            headers[.contentRange] = "bytes \(span.lowerBound)-\(span.upperBound - 1)/\(size)"
-            counts.update { $0.partial += 1 }
-        }
-        if head {
-            headers[.contentLength] = String(span.count)
-            return Response(status: status, headers: headers)
-        }
-        // Streamed a piece at a time, each read on the pool: a 30-minute
-        // narration asked for whole costs one piece of memory, not the file.
-        let (asked, pool) = (span, pool)
-        let body = ResponseBody(contentLength: asked.count) { writer in
-            var offset = asked.lowerBound
-            while offset < asked.upperBound {
-                let piece = offset..<min(asked.upperBound, offset + Self.pieceBytes)
-                let bytes = try await pool.runIfActive { try ReviewFiles.read(url, span: piece) }
-                guard bytes.count == piece.count else {
-                    throw ReviewFileChanged(path: relativePath)
-                }
-                try await writer.write(ByteBuffer(bytes: bytes))
-                offset = piece.upperBound
-            }
-            try await writer.finish(nil)
-        }
-        return Response(status: status, headers: headers, body: body)
-    }
-
-    /// How much of an audio file is read and sent at a time.
-    static let pieceBytes = 256 * 1024
-
-    /// The file shrank while it was being sent (a build replaced it): the
-    /// response is cut short rather than padded.
-    struct ReviewFileChanged: Error, CustomStringConvertible {
-        var path: String
-        var description: String { "\(path) changed while it was being sent" }
+        let (response, span) = RangedFile.response(
+            url, size: size, headers: [.contentType: type], range: range, head: head, pool: pool, shown: relativePath)
+        if range != nil, span != nil { counts.update { $0.partial += 1 } }
+        return response
     }
 
     static func bytes(_ bytes: [UInt8], type: String, head: Bool) -> Response {

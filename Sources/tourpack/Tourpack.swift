@@ -21,7 +21,7 @@ struct Tourpack: AsyncParsableCommand {
         version: TourpackPipeline.version,
         subcommands: [
             Build.self, Plan.self, Validate.self, Review.self, Publish.self, Install.self, Installed.self, Cache.self, Quota.self,
-            StateCommand.self, Keys.self, ServeTTS.self, ServeTiles.self,
+            StateCommand.self, Keys.self, ServeTTS.self, ServeTiles.self, Web.self,
         ]
     )
 

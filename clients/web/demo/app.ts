@@ -24,6 +24,8 @@ const params = new URLSearchParams(location.search);
 const probeSeconds = Number(params.get("probe") ?? "5");
 const poorMilliseconds = Number(params.get("poor") ?? "1500");
 const probeTimeoutMilliseconds = Number(params.get("probeTimeout") ?? "4000");
+/** Bytes held in memory before a partial file is stored: what a closed tab can lose. */
+const flushBytes = Number(params.get("flush") ?? String(64 * 1024));
 
 const labels: Record<Action, string> = { download: "Download", update: "Update", delete: "Delete", cancel: "Cancel" };
 const phases: Record<string, string> = { approaching: "Approaching", detailed: "Detailed", guidedTour: "Guided Tour" };
@@ -215,7 +217,7 @@ async function start(): Promise<void> {
   }
   const config = (await (await fetch("config.json")).json()) as Config;
   const anchor: TrustAnchor = config.publicKey !== undefined ? { publicKey: config.publicKey } : { rootJSON: base64Decode(config.rootJSON ?? "")! };
-  library = new OfflineLibrary({ site: new URL(config.site, location.href).toString(), anchor, storage: new BrowserStorage(), connectivity: browserConnectivity });
+  library = new OfflineLibrary({ site: new URL(config.site, location.href).toString(), anchor, storage: new BrowserStorage(), connectivity: browserConnectivity, flushBytes });
   (globalThis as unknown as { tourpack: unknown }).tourpack = { library };
   library.onChange(scheduleRender);
   void library.requestPersistence();
@@ -233,6 +235,7 @@ async function start(): Promise<void> {
   void probe();
   await refreshCatalogue();
   await library.resumeDownloads();
+  await render();
   document.body.dataset.ready = "true";
 }
 

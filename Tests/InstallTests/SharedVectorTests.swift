@@ -111,10 +111,12 @@ struct SharedVector: Sendable {
             return Step(
                 note: step["note"] as? String ?? "", now: try need(PackageManifest.parseTimestamp(try need(step["now"] as? String))),
                 files: files, filled: filled, install: step["install"] as? [String] ?? [],
-                verdict: Verdict(outcome: try need(verdict["outcome"]), generation: verdict["generation"], kind: verdict["kind"], file: verdict["file"]))
+                verdict: Verdict(
+                    outcome: try need(verdict["outcome"]), generation: verdict["generation"], kind: verdict["kind"], file: verdict["file"]))
         }
         return SharedVector(
-            name: try need(json["name"] as? String), attack: json["attack"] as? String ?? "", description: json["description"] as? String ?? "",
+            name: try need(json["name"] as? String), attack: json["attack"] as? String ?? "",
+            description: json["description"] as? String ?? "",
             anchor: anchor, steps: steps)
     }
 
@@ -175,8 +177,10 @@ struct SharedVectorRunner {
             let now = step.now
             do {
                 if step.install.isEmpty {
-                    let (catalog, _) = try await CatalogReader(source: source, folder: InstallFolder(documents: documents), trust: trust, now: { now })
-                        .read()
+                    let (catalog, _) = try await CatalogReader(
+                        source: source, folder: InstallFolder(documents: documents), trust: trust, now: { now }
+                    )
+                    .read()
                     outcomes.append(.init(outcome: "accepted", generation: "\(catalog.generation)"))
                 } else {
                     var installer = Installer(documents: documents, source: source, trust: trust)

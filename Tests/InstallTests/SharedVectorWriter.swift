@@ -12,7 +12,9 @@ enum SharedVectorWriter {
 
     static func accepted(_ generation: String) -> Verdict { Verdict(outcome: "accepted", generation: generation) }
     static let installed = Verdict(outcome: "installed")
-    static func refused(_ kind: TourpackError.Kind, _ file: String?) -> Verdict { Verdict(outcome: "refused", kind: kind.rawValue, file: file) }
+    static func refused(_ kind: TourpackError.Kind, _ file: String?) -> Verdict {
+        Verdict(outcome: "refused", kind: kind.rawValue, file: file)
+    }
 
     /// The site as served: every object but the generations' history;
     /// without `blobs`, the catalogue and roots alone.
@@ -26,7 +28,9 @@ enum SharedVectorWriter {
     }
 
     /// A moment a minute after now, in whole seconds: the device's clock for a step.
-    static func soon(_ seconds: Double = 60) -> Date { Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + seconds).rounded(.down)) }
+    static func soon(_ seconds: Double = 60) -> Date {
+        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + seconds).rounded(.down))
+    }
 
     static func newFixture() throws -> (SiteFixture, tourId: String) {
         let fixture = try SiteFixture()
@@ -74,7 +78,11 @@ enum SharedVectorWriter {
             SharedVector(
                 name: "wrong-key", attack: "Key compromise", description: "The catalogue is signed by a key the device does not trust.",
                 anchor: .publicKey(SigningKey.generate().verifyingKey.base64),
-                steps: [.init(note: "signed by the site's key, not the anchor", now: now, files: first, verdict: refused(.integrityFailed, "catalog.json"))]))
+                steps: [
+                    .init(
+                        note: "signed by the site's key, not the anchor", now: now, files: first,
+                        verdict: refused(.integrityFailed, "catalog.json"))
+                ]))
 
         var flipped = live.catalog
         let index = try need(flipped.range(of: Data("Vector Tour".utf8))?.lowerBound, "the tour's name in the catalogue")
@@ -104,7 +112,9 @@ enum SharedVectorWriter {
                 name: "expired-catalogue", attack: "Indefinite freeze",
                 description: "The catalogue is read a second after its expiresAt.", anchor: anchor,
                 steps: [
-                    .init(note: "a second past expiresAt", now: expiry.addingTimeInterval(1), files: first, verdict: refused(.catalogExpired, "catalog.json"))
+                    .init(
+                        note: "a second past expiresAt", now: expiry.addingTimeInterval(1), files: first,
+                        verdict: refused(.catalogExpired, "catalog.json"))
                 ]))
 
         // A second generation, then a replay of the first.
@@ -145,7 +155,8 @@ enum SharedVectorWriter {
         vectors.append(
             SharedVector(
                 name: "fast-forward", attack: "Fast-forward",
-                description: "After generation 1, a catalogue 10,001 generations ahead (signed by the real key) is refused; 10,000 ahead is taken.",
+                description:
+                    "After generation 1, a catalogue 10,001 generations ahead (signed by the real key) is refused; 10,000 ahead is taken.",
                 anchor: anchor,
                 steps: [
                     .init(note: "generation 1", now: now, files: first, verdict: accepted("1")),
@@ -156,7 +167,11 @@ enum SharedVectorWriter {
             SharedVector(
                 name: "fast-forward-new-device", attack: "Fast-forward",
                 description: "A device that verified nothing takes at most generation 10,000.", anchor: anchor,
-                steps: [.init(note: "generation 10001 first", now: now, files: forged[10_001]!, verdict: refused(.rollbackRefused, "catalog.json"))]))
+                steps: [
+                    .init(
+                        note: "generation 10001 first", now: now, files: forged[10_001]!, verdict: refused(.rollbackRefused, "catalog.json")
+                    )
+                ]))
 
         // Numbers that would trap: issue 48's Int.max, a generation past 64 bits, 0, and a size past 1 TiB.
         var numbers: [SharedVector.Step] = []
@@ -176,12 +191,15 @@ enum SharedVectorWriter {
         try fixture.forge(generation: 1, key: fixture.key, signedBy: fixture.key.keyId, now: now)
         try sign(try SiteFixture.setting("sizeBytes", to: "9223372036854775807", in: try catalogue(fixture)), fixture.key, into: fixture)
         numbers.append(
-            .init(note: "a package of Int.max bytes", now: now, files: try site(fixture, blobs: false), verdict: refused(.integrityFailed, "catalog.json")))
+            .init(
+                note: "a package of Int.max bytes", now: now, files: try site(fixture, blobs: false),
+                verdict: refused(.integrityFailed, "catalog.json")))
         numbers.append(.init(note: "generation 1, nothing changed before", now: now, files: first, verdict: accepted("1")))
         vectors.append(
             SharedVector(
                 name: "numbers-that-trap", attack: "Numbers that trap",
-                description: "Signed catalogues whose numbers are out of range: Int.max, past 64 bits, 0, negative, 2^53 + 1 (which a double cannot hold), a size past 1 TiB.",
+                description:
+                    "Signed catalogues whose numbers are out of range: Int.max, past 64 bits, 0, negative, 2^53 + 1 (which a double cannot hold), a size past 1 TiB.",
                 anchor: anchor, steps: numbers))
 
         try fixture.replay(generation: 1)
@@ -222,12 +240,15 @@ enum SharedVectorWriter {
             vectors.append(
                 SharedVector(
                     name: "rotation", attack: "Key compromise",
-                    description: "Root 1 names key A; root 2 (signed by root 1's root key and its own) names key B. The device walks to root 2, takes B's catalogue, and refuses A's.",
+                    description:
+                        "Root 1 names key A; root 2 (signed by root 1's root key and its own) names key B. The device walks to root 2, takes B's catalogue, and refuses A's.",
                     anchor: anchor,
                     steps: [
                         .init(note: "root 1, generation 1 by A", now: now, files: first, verdict: accepted("1")),
                         .init(note: "root 2, generation 2 by B", now: now, files: rotated, verdict: accepted("2")),
-                        .init(note: "generation 3 by the revoked A", now: now, files: revoked, verdict: refused(.integrityFailed, "catalog.json")),
+                        .init(
+                            note: "generation 3 by the revoked A", now: now, files: revoked,
+                            verdict: refused(.integrityFailed, "catalog.json")),
                         .init(note: "generation 2 by B again", now: now, files: rotated, verdict: accepted("2")),
                     ]))
 
@@ -262,7 +283,11 @@ enum SharedVectorWriter {
                 SharedVector(
                     name: "forged-root", attack: "Key compromise",
                     description: "roots/2.json signed by its own new root key only, not by root 1's: the walk refuses it.", anchor: anchor,
-                    steps: [.init(note: "a self-signed root 2", now: now, files: try site(fixture, blobs: false), verdict: refused(.integrityFailed, "roots/2.json"))]))
+                    steps: [
+                        .init(
+                            note: "a self-signed root 2", now: now, files: try site(fixture, blobs: false),
+                            verdict: refused(.integrityFailed, "roots/2.json"))
+                    ]))
         }
 
         // Issue 48: a leaked key pushes the device far ahead; rotating it out forgets what it signed.
@@ -287,13 +312,17 @@ enum SharedVectorWriter {
             } else {
                 try trust.forge(generation: 10_001, key: fixture.key, signedBy: nil, now: now)
                 steps.append(
-                    .init(note: "the leaked A signs generation 10001, no signedBy", now: now, files: try site(fixture, blobs: false), verdict: accepted("10001")))
+                    .init(
+                        note: "the leaked A signs generation 10001, no signedBy", now: now, files: try site(fixture, blobs: false),
+                        verdict: accepted("10001")))
                 try fixture.replay(generation: 1)
                 try await trust.rotate(to: [newKey])
             }
             try await trust.publish(signedWith: newKey)
             steps.append(
-                .init(note: "root 2 revokes A; the publisher's generation 2 by B", now: now, files: try site(fixture, blobs: false), verdict: accepted("2")))
+                .init(
+                    note: "root 2 revokes A; the publisher's generation 2 by B", now: now, files: try site(fixture, blobs: false),
+                    verdict: accepted("2")))
             vectors.append(
                 SharedVector(
                     name: claimsNewKey ? "revoked-key-claims-new-key" : "revoked-key-far-ahead",
@@ -330,7 +359,8 @@ enum SharedVectorWriter {
         vectors.append(
             SharedVector(
                 name: "install-and-update", attack: "",
-                description: "The honest path: generation 1 installed, then generation 2's changed file installed as an update.", anchor: anchor,
+                description: "The honest path: generation 1 installed, then generation 2's changed file installed as an update.",
+                anchor: anchor,
                 steps: [
                     .init(note: "install generation 1", now: now, files: first, install: [tourId], verdict: installed),
                     .init(note: "update to generation 2", now: now, files: second, install: [tourId], verdict: installed),
@@ -341,7 +371,8 @@ enum SharedVectorWriter {
         vectors.append(
             SharedVector(
                 name: "mix-and-match-manifest", attack: "Mix-and-match",
-                description: "Generation 2's catalogue, with generation 1's package.json served where generation 2's belongs.", anchor: anchor,
+                description: "Generation 2's catalogue, with generation 1's package.json served where generation 2's belongs.",
+                anchor: anchor,
                 steps: [
                     .init(
                         note: "the old package.json under the new name", now: now, files: mixed, install: [tourId],
@@ -359,7 +390,9 @@ enum SharedVectorWriter {
                 description: "An audio blob replaced by other bytes of the same size: its SHA-256 is not the one package.json names.",
                 anchor: anchor,
                 steps: [
-                    .init(note: "other bytes, same size", now: now, files: swapped, install: [tourId], verdict: refused(.integrityFailed, audio.path)),
+                    .init(
+                        note: "other bytes, same size", now: now, files: swapped, install: [tourId],
+                        verdict: refused(.integrityFailed, audio.path)),
                     .init(note: "the site as published", now: now, files: first, install: [tourId], verdict: installed),
                 ]))
 
@@ -369,7 +402,11 @@ enum SharedVectorWriter {
             SharedVector(
                 name: "oversized-file", attack: "Endless data",
                 description: "An audio blob one byte longer than package.json says: the transfer stops at the signed size.", anchor: anchor,
-                steps: [.init(note: "one byte more", now: now, files: longer, install: [tourId], verdict: refused(.networkUnavailable, audio.path))]))
+                steps: [
+                    .init(
+                        note: "one byte more", now: now, files: longer, install: [tourId], verdict: refused(.networkUnavailable, audio.path)
+                    )
+                ]))
 
         // A package past its own expiresAt, in a fresh catalogue.
         let late = manifest.expiresAt.addingTimeInterval(3600)
@@ -380,7 +417,11 @@ enum SharedVectorWriter {
                 name: "expired-package", attack: "Indefinite freeze",
                 description: "A fresh catalogue that still lists a package past its own expiresAt: it is never installed.",
                 anchor: .publicKey(fixture.publicKeyBase64),
-                steps: [.init(note: "an hour past the package's expiresAt", now: late, files: try site(fixture, blobs: true), install: [tourId], verdict: refused(.catalogExpired, nil))]))
+                steps: [
+                    .init(
+                        note: "an hour past the package's expiresAt", now: late, files: try site(fixture, blobs: true), install: [tourId],
+                        verdict: refused(.catalogExpired, nil))
+                ]))
 
         // The catalogue names a package.json outside packages/<id>/<contentHash>.json.
         try fixture.replay(generation: 1)
@@ -393,7 +434,11 @@ enum SharedVectorWriter {
             SharedVector(
                 name: "manifest-outside-layout", attack: "Mix-and-match",
                 description: "A signed catalogue naming a package.json outside packages/<packageId>/<contentHash>.json.", anchor: anchor,
-                steps: [.init(note: "packages/<id>/elsewhere.json", now: now, files: elsewhere, install: [tourId], verdict: refused(.integrityFailed, outside))]))
+                steps: [
+                    .init(
+                        note: "packages/<id>/elsewhere.json", now: now, files: elsewhere, install: [tourId],
+                        verdict: refused(.integrityFailed, outside))
+                ]))
         return vectors
     }
 }

@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+import TourpackCore
+import TourpackTesting
+
+/// The web client (clients/web, the WebClient article): built with Debian's
+/// tsc and esbuild by `clients/web/build.sh`; its core and the shared vectors
+/// under `node --test`; then the demo app over a site the real `tourpack
+/// build` and `tourpack publish` made, served by the real `tourpack web`, in
+/// Debian's Chromium through Selenium (`Browser/web_client.py`) with DevTools
+/// network emulation. Every server it starts is stopped whatever happens.
+@Suite(.serialized, .offThePool) struct WebClientTests {
+    static let client = Executable.packageRoot.appendingPathComponent("clients/web")
+    static let script = Executable.packageRoot.appendingPathComponent("Tests/CLITests/Browser/web_client.py")
+    static let article = Executable.packageRoot.appendingPathComponent("Sources/TourpackKit/TourpackKit.docc/Articles/WebClient.md")
+    static let vectors = Executable.packageRoot.appendingPathComponent("Tests/Vectors")
+
+    /// The client built once per run, into a folder of its own: `node/` and `app/`.
+    static let built: Result<URL, any Error> = Result {
+        let out = try TemporaryFolder.make("tourpack-web")
+        let run = try Tool.run("env", ["TOURPACK_WEB_BUILD=\(out.path)", client.appendingPathComponent("build.sh").path])
+        guard run.status == 0 else { throw SetupFailure("clients/web/build.sh failed (\(run.status)): \(run.stdout)\n\(run.stderr)") }
+        return out
+    }
+
+    @Test func theCoreAndEverySharedVectorPassUnderNode() throws {
+        let out = try Self.built.get()
+        let run = try Tool.run(
+            "env", ["TOURPACK_VECTORS=\(Self.vectors.path)", "node", "--test", out.appendingPathComponent("node/test").path])
+        #expect(run.status == 0, "node --test failed:\n\(run.stdout.suffix(6000))\n\(run.stderr.suffix(2000))")
+        // Both test files ran: the core's and the vectors'.
+        #expect(run.stdout.contains("every shared vector gets the Swift client's verdict"), "\(run.stdout.suffix(2000))")
+        #expect(run.stdout.contains("a tab closed mid-download resumes from the last byte stored"))
+        #expect(run.stdout.contains("# fail 0"))
+    }
+
+    @Test func theDemoAppThroughEveryCellOfTheMatrixInChromium() throws {
+        let app = try Self.built.get().appendingPathComponent("app")
+        let voice = try LocalVoiceServer()
+        defer { voice.stop() }
+        let workspace = try BuildWorkspace(formats: ["aac"])
+        let key = try SigningPair.generate()
+        try workspace.setPublish(PublishSection.folder())
+        let build = try workspace.build(voice)
+        try #require(build.status == 0, "the build failed: \(build.stderr)")
+        let publish = try workspace.publish(environment: key.environment)
+        try #require(publish.status == 0, "publish failed: \(publish.stderr)")
+
+        let server = try WebProcess(site: workspace.site, publicKey: key.publicKey, app: app)
+        defer { server.stop() }
+        #expect(server.url.hasPrefix("http://127.0.0.1:"))
+
+        let edit =
+            "import pathlib; p = pathlib.Path('tours/alps.json'); "
+            + "p.write_text(p.read_text().replace('Ahead is the first hairpin.', 'Ahead is the first sharp hairpin.'))"
+        let config: [String: Any] = [
+            "url": server.url, "site": workspace.site.path, "article": Self.article.path, "cwd": workspace.root.path,
+            "env": key.environment,
+            "republish": [
+                ["python3", "-c", edit],
+                [Executable.tourpack.path, "build", workspace.pipeline.path, "--endpoint", voice.endpoint],
+                [Executable.tourpack.path, "publish", workspace.pipeline.path],
+            ],
+        ]
+        let folder = try TemporaryFolder.make("tourpack-web-browser")
+        defer { TemporaryFolder.remove(folder) }
+        let configFile = folder.appendingPathComponent("config.json")
+        let reportFile = folder.appendingPathComponent("report.json")
+        try JSONSerialization.data(withJSONObject: config).write(to: configFile)
+        let run = try Tool.run("python3", [Self.script.path, configFile.path, reportFile.path])
+        try #require(run.status == 0, "web_client.py failed (\(run.status)): \(run.stderr.suffix(3000))")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: reportFile)) as? [String: Any])
+        let failure = report["error"] as? String
+        #expect(
+            failure == nil,
+            "the browser stopped: \(failure ?? "") \(report["lastTours"] ?? "") \(report["body"] ?? "") \(report["console"] ?? "")")
+        #expect(report["webCrypto"] as? String == "Ed25519", "Chromium's WebCrypto verifies Ed25519 itself")
+
+        // Every cell of the matrix, with the article's copy and buttons, word for word.
+        #expect(report["matrixRows"] as? Int == 12, "the article's table has the 12 cells")
+        let cells = report["cells"] as? [String: [String: Any]] ?? [:]
+        for state in ["none", "downloading", "cached", "update_available"] {
+            for connectivity in ["online", "poor", "offline"] {
+                let cell = cells["\(state)/\(connectivity)"]
+                #expect(cell?["copyMatches"] as? Bool == true, "\(state)/\(connectivity): \(cell ?? [:])")
+                #expect(
+                    (cell?["actions"] as? [String]) == (cell?["expectedActions"] as? [String]),
+                    "\(state)/\(connectivity)'s buttons: \(cell ?? [:])")
+            }
+        }
+        let steps = report["steps"] as? [[String: Any]] ?? []
+        #expect(steps.first { $0["step"] as? String == "offline" }?["onLine"] as? Bool == false, "DevTools' offline is the browser's")
+        let reload = steps.first { $0["step"] as? String == "offline reload" }
+        #expect(reload?["connectivity"] as? String == "offline" && reload?["onLine"] as? Bool == false, "\(reload ?? [:])")
+
+        // With the network off, the reloaded page plays every narration to its end, its captions showing.
+        let before = report["siteBefore"] as? [String: [String: Any]] ?? [:]
+        let tour = try #require(before.first { ($0.value["audio"] as? [Any])?.count == 3 })
+        let narrations = (tour.value["audio"] as? [[String: Any]]) ?? []
+        for name in ["offlinePlay", "tamperedPlay", "rollbackPlay"] {
+            let played = report[name] as? [[String: Any]] ?? []
+            #expect(played.count == narrations.count, "\(name): \(played)")
+            for narration in played {
+                #expect((narration["duration"] as? Double ?? 0) > 0 && narration["ended"] as? Bool == true, "\(name): \(narration)")
+                #expect((narration["cues"] as? Int ?? 0) > 0 && (narration["shown"] as? Int ?? 0) > 0, "\(name): captions \(narration)")
+            }
+        }
+
+        // What the page plays is the site's, byte for byte: before the update, and the republished edit's after it.
+        func digests(_ manifest: [String: Any]?) -> [String: String] {
+            Dictionary(
+                uniqueKeysWithValues: ((manifest?["audio"] as? [[String: Any]]) ?? []).map {
+                    ($0["path"] as! String, $0["sha256"] as! String)
+                })
+        }
+        let after = (report["siteAfter"] as? [String: [String: Any]])?[tour.key]
+        #expect(report["installedBefore"] as? [String: String] == digests(tour.value))
+        #expect(report["installedAfter"] as? [String: String] == digests(after))
+        #expect(digests(after) != digests(tour.value), "the edit changed a narration")
+
+        // A flipped byte, then a replayed generation: refused with the article's copy; the pack stayed.
+        let tampered = report["tampered"] as? [String: String] ?? [:]
+        #expect(tampered["kind"] == "integrityFailed" && tampered["text"] == report["tamperedExpected"] as? String, "\(tampered)")
+        #expect(tampered["title"]?.contains("catalog.json") == true, "the error names the file: \(tampered)")
+        #expect((report["tamperedState"] as? [String: Any])?["state"] as? String == "cached")
+        let rollback = report["rollback"] as? [String: String] ?? [:]
+        #expect(rollback["kind"] == "rollbackRefused" && rollback["state"] == "refused", "\(rollback)")
+
+        // The tab closed mid-download: after it, no file it had whole was asked for again, and the
+        // one it was downloading was asked for from the bytes it had stored, with If-Range.
+        let requests = report["afterResume"] as? [[String: Any]] ?? []
+        let closedAt = report["requestsBeforeClose"] as? Int ?? 0
+        let stored = (report["closedAt"] as? [String: Any])?["downloaded"] as? Int ?? 0
+        var whole = 0
+        var completeBlobs: Set<String> = []
+        var resuming: String?
+        for narration in narrations where resuming == nil {
+            let size = narration["sizeBytes"] as? Int ?? 0
+            let blob = SiteLayout.blob(sha256: narration["sha256"] as? String ?? "")
+            if whole + size <= stored {
+                completeBlobs.insert(blob)
+                whole += size
+            } else {
+                resuming = blob
+            }
+        }
+        let afterClose = requests.dropFirst(closedAt).filter { ($0["path"] as? String)?.hasPrefix("blobs/") == true }
+        for request in afterClose {
+            #expect(!completeBlobs.contains(request["path"] as? String ?? ""), "a file held whole was fetched again: \(request)")
+        }
+        let resumed = try #require(
+            afterClose.first { $0["path"] as? String == resuming }, "the interrupted file was asked for: \(afterClose)")
+        let start = (resumed["range"] as? String).flatMap { Int($0.dropFirst("bytes=".count).dropLast()) } ?? 0
+        #expect(start > 0 && start >= stored - whole, "resumed from byte \(start); \(stored - whole) were stored: \(resumed)")
+        #expect(resumed["ifRange"] is String && resumed["status"] as? Int == 206, "\(resumed)")
+
+        // Storage use comes from navigator.storage.estimate().
+        let storage = report["storage"] as? [String: String] ?? [:]
+        #expect(Int(storage["quota"] ?? "") ?? 0 > 0, "\(storage)")
+    }
+}
+
+/// `tourpack web SITE --public-key KEY --port 0`, stopped by `stop()` or when released.
+final class WebProcess {
+    let process = Process()
+    let url: String
+
+    init(site: URL, publicKey: String, app: URL) throws {
+        let first = try ServerProcess.firstLine(
+            process, arguments: ["web", site.path, "--public-key", publicKey, "--port", "0", "--app", app.path], timeout: 60)
+        guard first.hasPrefix("http://") else {
+            if process.isRunning { process.terminate() }
+            throw SetupFailure("tourpack web printed no URL")
+        }
+        url = first
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}

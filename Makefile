@@ -22,8 +22,12 @@ APT_PACKAGES := pkg-config libcurl4-openssl-dev libavcodec-dev libavformat-dev \
 # (from /usr/lib/postgresql/<version>/bin) start a throwaway server for the
 # PostgreSQL state; chromium and chromium-driver, the headless browser the
 # review page's tests drive through Selenium; libebur128-dev, the reference the
-# audio tests hold tourpack's own loudness meter to (the product does not link it).
-APT_TEST_PACKAGES := ffmpeg opus-tools mp3val postgresql chromium chromium-driver libebur128-dev
+# audio tests hold tourpack's own loudness meter to (the product does not link it);
+# nodejs, node-typescript and esbuild, which build the web client (clients/web:
+# tsc type-checks and compiles it, esbuild bundles its demo app; never npm) and
+# run its `node --test` tests.
+APT_WEB_PACKAGES := nodejs node-typescript esbuild
+APT_TEST_PACKAGES := ffmpeg opus-tools mp3val postgresql chromium chromium-driver libebur128-dev $(APT_WEB_PACKAGES)
 
 # Installs the Debian packages of $(1) that are missing, naming them.
 define apt_install
@@ -52,13 +56,14 @@ export TOURPACK_OPTIMIZE_AUDIO := 1
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-piper setup-test setup-bench build build-release test tour bench docs clean help lint format fuzz
+.PHONY: all setup setup-piper setup-test setup-bench build build-release test tour web bench docs clean help lint format fuzz
 
 all: build
 
 help:
 	@echo "make tour   set up, build, start the local voice, build the demo packages into build/Documents"
 	@echo "make test   set up and run every test"
+	@echo "make web    build the web client and its demo app into build/web (tourpack web SITE --public-key KEY serves it)"
 	@echo "make bench  speed and memory figures"
 	@echo "make fuzz   build the libFuzzer targets (ASan) and run each for FUZZ_SECONDS (60); new inputs in build/fuzz"
 	@echo "make docs   build the documentation (the DocC catalog) into build/docs"
@@ -128,6 +133,13 @@ test: setup-test
 VOICE ?= piper
 tour: build-release
 	TOURPACK_BIN=$(BIN_RELEASE) VOICE=$(VOICE) SERVE_TTS_ARGS="$(SERVE_TTS_ARGS)" scripts/tour.sh $(TOUR_ARGS)
+
+# The web client (clients/web) with Debian's tsc and esbuild: the library
+# and its node tests into build/web/node, the demo app `tourpack web`
+# serves into build/web/app. `make test` builds it too (WebClientTests).
+web:
+	$(call apt_install,$(APT_WEB_PACKAGES))
+	clients/web/build.sh
 
 # The benches use what the tests use: PostgreSQL, moto's S3 server, the ffmpeg CLI (the peer).
 setup-bench: setup-test

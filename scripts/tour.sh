@@ -135,4 +135,5 @@ if [ -f "$site/catalog.json" ]; then
 	echo "Site: $(cd "$site" && pwd)"
 	echo "  catalogue: $site/catalog.json (signature: catalog.json.sig, public key: $(cat build/demo-signing.pub))"
 	echo "  install it as a device would: $bin install $site --into build/Device --all --public-key build/demo-signing.pub"
+	echo "  open it in a browser (the web client's demo: download, play offline, update): make web && $bin web $site --public-key build/demo-signing.pub"
 fi

@@ -71,6 +71,30 @@ package struct WebAppServer: Sendable {
         self.pool = pool
     }
 
+    /// File work before the server starts (the app's files, the key, the
+    /// site's catalogue), on the thread pool: never on the cooperative pool.
+    package static func onThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(work)
+    }
+
+    /// The built demo app: `given` (`--app`, `TOURPACK_WEB_APP`), else
+    /// `build/web/app` under the working folder or under any folder above
+    /// the executable (the checkout it was built in); nil when none holds
+    /// `index.html`, `app.js` and `sw.js`.
+    package static func findApp(given: String?, executable: URL) -> URL? {
+        func complete(_ folder: URL) -> Bool {
+            ["index.html", "app.js", "sw.js"].allSatisfy { FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) }
+        }
+        if let given { return URL(fileURLWithPath: given).standardizedFileURL }
+        var candidates = [URL(fileURLWithPath: "build/web/app").standardizedFileURL]
+        var folder = executable.resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<6 {
+            candidates.append(folder.appendingPathComponent("build/web/app"))
+            folder = folder.deletingLastPathComponent()
+        }
+        return candidates.first(where: complete)
+    }
+
     /// Serves until SIGINT or SIGTERM; `onReady` learns the port.
     package func runUntilSignalled(onReady: @escaping @Sendable (Int) async -> Void) async throws {
         let application = Application(
@@ -147,7 +171,8 @@ package struct WebAppServer: Sendable {
 
     private func appFile(_ name: String, request: Request, head: Bool) async throws -> Response {
         let url = app.appendingPathComponent(name)
-        guard let type = Self.appFiles[name], let size = ReviewFiles.regularFileSize(url) else {
+        let size = try await pool.runIfActive { ReviewFiles.regularFileSize(url) }
+        guard let type = Self.appFiles[name], let size else {
             return ReviewServer.text(.notFound, "\(name): not in the built app (\(app.path)); run clients/web/build.sh")
         }
         var (response, _) = RangedFile.response(

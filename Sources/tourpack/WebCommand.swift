@@ -38,7 +38,10 @@ struct Web: AsyncParsableCommand {
     @Option(help: "Address to bind; loopback unless you mean to share the page.") var host = "127.0.0.1"
     @Option(help: "Port to bind; 0 picks a free one.") var port = 8791
 
-    @Option(help: "The built demo app (index.html, app.js, sw.js). Default: TOURPACK_WEB_APP, else build/web/app.", completion: .directory)
+    @Option(
+        help:
+            "The built demo app (index.html, app.js, sw.js). Default: TOURPACK_WEB_APP, else build/web/app here or in the checkout tourpack was built in.",
+        completion: .directory)
     var app: String?
 
     func validate() throws {
@@ -48,30 +51,42 @@ struct Web: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var config: [String: String] = ["site": "site/"]
-        if let key = try Install.verifyingKey(publicKey) { config["publicKey"] = key.base64 }
-        if let root {
-            guard let bytes = FileManager.default.contents(atPath: root) else {
-                throw TourpackError.invalidInput("--root \(root): no such file (the root.json `tourpack keys root` wrote)")
+        let (publicKey, root, site, given) = (
+            self.publicKey, self.root, self.site, app ?? ProcessInfo.processInfo.environment["TOURPACK_WEB_APP"]
+        )
+        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        // The key, the root, the site and the app are files: read off the cooperative pool.
+        let (config, served, app) = try await WebAppServer.onThePool { () throws -> ([String: String], WebAppServer.Site, URL) in
+            var config: [String: String] = ["site": "site/"]
+            if let key = try Install.verifyingKey(publicKey) { config["publicKey"] = key.base64 }
+            if let root {
+                guard let bytes = FileManager.default.contents(atPath: root) else {
+                    throw TourpackError.invalidInput("--root \(root): no such file (the root.json `tourpack keys root` wrote)")
+                }
+                do { _ = try CatalogTrust.root(bytes: Array(bytes)) } catch { throw TourpackError.invalidInput("--root \(root): \(error)") }
+                config["rootJSON"] = bytes.base64EncodedString()
             }
-            do { _ = try CatalogTrust.root(bytes: Array(bytes)) } catch { throw TourpackError.invalidInput("--root \(root): \(error)") }
-            config["rootJSON"] = bytes.base64EncodedString()
-        }
-        let served: WebAppServer.Site
-        if site.hasPrefix("http://") || site.hasPrefix("https://") {
-            guard let url = URL(string: site) else { throw TourpackError.invalidInput("\(site): not a URL") }
-            served = .url(url)
-        } else {
-            let folder = URL(fileURLWithPath: site).standardizedFileURL
-            guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("catalog.json").path) else {
-                throw TourpackError.invalidInput("\(site): no catalog.json; is this a site `tourpack publish` wrote?")
+            let served: WebAppServer.Site
+            if site.hasPrefix("http://") || site.hasPrefix("https://") {
+                guard let url = URL(string: site) else { throw TourpackError.invalidInput("\(site): not a URL") }
+                served = .url(url)
+            } else {
+                let folder = URL(fileURLWithPath: site).standardizedFileURL
+                guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("catalog.json").path) else {
+                    throw TourpackError.invalidInput("\(site): no catalog.json; is this a site `tourpack publish` wrote?")
+                }
+                served = .folder(folder)
             }
-            served = .folder(folder)
-        }
-        let app = URL(fileURLWithPath: app ?? ProcessInfo.processInfo.environment["TOURPACK_WEB_APP"] ?? "build/web/app")
-            .standardizedFileURL
-        for file in ["index.html", "app.js", "sw.js"] where !FileManager.default.fileExists(atPath: app.appendingPathComponent(file).path) {
-            throw TourpackError.invalidInput("\(app.path): no \(file); build the demo app first (clients/web/build.sh, or make web)")
+            guard let app = WebAppServer.findApp(given: given, executable: executable) else {
+                throw TourpackError.invalidInput(
+                    "no built demo app (build/web/app, here or in the checkout tourpack was built in): build it with `make web` "
+                        + "(clients/web/build.sh), or give --app DIR")
+            }
+            for file in ["index.html", "app.js", "sw.js"]
+            where !FileManager.default.fileExists(atPath: app.appendingPathComponent(file).path) {
+                throw TourpackError.invalidInput("\(app.path): no \(file); build the demo app first (make web, or clients/web/build.sh)")
+            }
+            return (config, served, app)
         }
         let bytes = try JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes])
         if !(host.hasPrefix("127.") || host == "::1" || host == "localhost") {

@@ -15,9 +15,10 @@ import TourpackTesting
     static let article = Executable.packageRoot.appendingPathComponent("Sources/TourpackKit/TourpackKit.docc/Articles/WebClient.md")
     static let vectors = Executable.packageRoot.appendingPathComponent("Tests/Vectors")
 
-    /// The client built once per run, into a folder of its own: `node/` and `app/`.
+    /// The client built once per run where `make web` puts it (build/web: `node/` and `app/`),
+    /// so `tourpack web` finds the app after a `make test` too.
     static let built: Result<URL, any Error> = Result {
-        let out = try TemporaryFolder.make("tourpack-web")
+        let out = Executable.packageRoot.appendingPathComponent("build/web")
         let run = try Tool.run("env", ["TOURPACK_WEB_BUILD=\(out.path)", client.appendingPathComponent("build.sh").path])
         guard run.status == 0 else { throw SetupFailure("clients/web/build.sh failed (\(run.status)): \(run.stdout)\n\(run.stderr)") }
         return out
@@ -25,8 +26,11 @@ import TourpackTesting
 
     @Test func theCoreAndEverySharedVectorPassUnderNode() throws {
         let out = try Self.built.get()
+        let tests = out.appendingPathComponent("node/test")
+        let files = try FileManager.default.contentsOfDirectory(atPath: tests.path).filter { $0.hasSuffix(".test.js") }.sorted()
+        #expect(files == ["library.test.js", "vectors.test.js"])
         let run = try Tool.run(
-            "env", ["TOURPACK_VECTORS=\(Self.vectors.path)", "node", "--test", out.appendingPathComponent("node/test").path])
+            "env", ["TOURPACK_VECTORS=\(Self.vectors.path)", "node", "--test"] + files.map { tests.appendingPathComponent($0).path })
         #expect(run.status == 0, "node --test failed:\n\(run.stdout.suffix(6000))\n\(run.stderr.suffix(2000))")
         // Both test files ran: the core's and the vectors'.
         #expect(run.stdout.contains("every shared vector gets the Swift client's verdict"), "\(run.stdout.suffix(2000))")

@@ -215,12 +215,13 @@ try:
     see(big, "none", "online")
 
     # A download cancelled, then one throttled: downloading online, poor and offline.
-    network(kbps=24)
+    network(kbps=4)
     click("download", small)
     wait_for("the small tour to download", "return document.querySelector('li[data-tour-id=\"' + arguments[0] + '\"]').dataset.packState === 'downloading'", 30, small)
     click("cancel", small)
     see(small, "none", "online")
     step("cancelled", tour=tour(small))
+    network(kbps=24)
 
     click("download", big)
     see(big, "downloading", "online")

@@ -294,6 +294,13 @@ export class OfflineLibrary {
     return installedFile(this.storage, tourId, path);
   }
 
+  /** The tour's tile pack (MBTiles) as a Blob, when its package has one and it is installed whole; drawing it is the app's. */
+  async tilePack(tourId: string): Promise<Blob | undefined> {
+    const pack = (await this.installed()).find((each) => each.tourId === tourId);
+    const entry = pack?.files.find((file) => file.kind === "tilePack");
+    return entry === undefined ? undefined : this.file(tourId, entry.path);
+  }
+
   /** Records a play: the least recently accessed packages go first when the budget needs room. */
   async markAccessed(tourId: string): Promise<void> {
     await this.updateInstalled(tourId, (record) => {

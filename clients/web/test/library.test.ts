@@ -63,6 +63,19 @@ test("a tour installs with every file verified, and plays from the device with n
   online = true;
 });
 
+test("the tile pack is verified and handed out as a Blob", async () => {
+  const spec = { ...tour(14, [5_000]), tiles: bytes(70_000, 1414) };
+  const { open } = await setUp([spec]);
+  const library = open();
+  await library.refreshCatalog();
+  assert.equal((await library.state(spec.tourId)).offers[0]?.mapBytes, 70_000);
+  assert.equal(await library.tilePack(spec.tourId), undefined, "nothing before it is installed");
+  await library.download(spec.tourId);
+  const pack = await library.tilePack(spec.tourId);
+  assert.ok(pack instanceof Blob);
+  assert.deepEqual(new Uint8Array(await pack.arrayBuffer()), spec.tiles);
+});
+
 test("an update is committed whole: the old version plays until the new one is complete", async () => {
   const first = tour(2, [30_000, 30_000]);
   const { site, signer, open } = await setUp([first]);

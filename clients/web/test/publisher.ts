@@ -45,6 +45,8 @@ export interface TourSpec {
   /** Each narration's audio bytes. */
   audio: Uint8Array[];
   captions?: boolean;
+  /** A tile pack's bytes (MBTiles), handed out as a Blob. */
+  tiles?: Uint8Array;
 }
 
 export function bytes(count: number, seed: number): Uint8Array {
@@ -92,10 +94,17 @@ export async function publish(
       }
       audio.push(entry);
     }
-    const contentHash = (await sha(utf8(JSON.stringify(audio)))).slice(0, 32);
+    const mapTiles: Record<string, unknown> = {};
+    if (tour.tiles !== undefined) {
+      const digest = await sha(tour.tiles);
+      site.files.set(`blobs/sha256/${digest.slice(0, 2)}/${digest}`, tour.tiles);
+      Object.assign(mapTiles, { file: `OfflineTours/${packageId}/tiles.mbtiles`, sha256: digest, sizeBytes: tour.tiles.length, format: "png" });
+    }
+    const mapBytes = tour.tiles?.length ?? 0;
+    const contentHash = (await sha(utf8(JSON.stringify([audio, mapTiles])))).slice(0, 32);
     const packageExpires = new Date(now.getTime() + (options.packageDays ?? 90) * 86400_000);
     const manifest = utf8(
-      JSON.stringify({ packageId, tourId: tour.tourId, tourName: tour.name, contentHash, createdAt: stamp(now), expiresAt: stamp(packageExpires), pois, audio, mapTiles: {} }),
+      JSON.stringify({ packageId, tourId: tour.tourId, tourName: tour.name, contentHash, createdAt: stamp(now), expiresAt: stamp(packageExpires), pois, audio, mapTiles }),
     );
     const manifestSHA = await sha(manifest);
     const manifestPath = `packages/${packageId}/${contentHash}.json`;
@@ -116,9 +125,9 @@ export async function publish(
           quality: "high",
           contentHash,
           manifest: { path: manifestPath, sha256: manifestSHA },
-          sizeBytes: audioBytes,
+          sizeBytes: audioBytes + mapBytes,
           audioBytes,
-          mapBytes: 0,
+          mapBytes,
           durationSeconds: 1.5 * tour.audio.length,
           poiCount: pois.length,
           bounds: { south: 47, west: 12, north: 48, east: 13 },

@@ -164,14 +164,101 @@ import TourpackTesting
     }
 }
 
+extension WebClientTests {
+    /// What a raw request to `tourpack web` got: status, headers (lowercased) and body length.
+    struct Answer: Decodable {
+        var status: Int
+        var headers: [String: String]
+        var length: Int
+        var sha256: String
+    }
+
+    /// Sends each `(path, headers)` as written, with Python's http.client (no normalisation of the path).
+    static func requests(_ url: String, _ asked: [(String, [String: String])]) throws -> [Answer] {
+        let script = """
+            import hashlib, http.client, json, sys
+            port = int(sys.argv[1]); out = []
+            for path, headers in json.loads(sys.argv[2]):
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                connection.putrequest("GET", path, skip_accept_encoding=True)
+                for name, value in headers.items(): connection.putheader(name, value)
+                connection.endheaders()
+                answer = connection.getresponse(); body = answer.read()
+                out.append({"status": answer.status, "headers": {k.lower(): v for k, v in answer.getheaders()}, "length": len(body),
+                            "sha256": hashlib.sha256(body).hexdigest()})
+            print(json.dumps(out))
+            """
+        let port = String(url.split(separator: ":").last?.prefix { $0.isNumber } ?? "")
+        let list = try JSONSerialization.data(withJSONObject: asked.map { [$0.0, $0.1] as [Any] })
+        let run = try Tool.run("python3", ["-c", script, port, String(decoding: list, as: UTF8.self)])
+        guard run.status == 0 else { throw SetupFailure("raw HTTP failed: \(run.stderr)") }
+        return try JSONDecoder().decode([Answer].self, from: Data(run.stdout.utf8))
+    }
+
+    /// A site given as a URL is passed on: the answer's status, validators and ranges come back as
+    /// the site sent them. The upstream here is another `tourpack web` serving the folder. Paths
+    /// that leave the site, in any spelling, are refused.
+    @Test func aSiteURLIsPassedOnWithItsValidatorsAndRanges() async throws {
+        let app = try Self.built.get().appendingPathComponent("app")
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Proxied", formats: [.aac], files: 2, bytes: 40_000)
+        try await fixture.publish()
+        let catalog = try Data(contentsOf: fixture.site.appendingPathComponent("catalog.json"))
+        let blob = try #require(SiteFixture.snapshot(fixture.site).first { $0.key.hasPrefix("blobs/") && $0.value.count > 30_000 })
+        let key = fixture.publicKeyBase64
+
+        // The servers and the requests block: on a thread of their own.
+        let (whole, answers, requests) = try await OffThePool.run { () throws -> (Answer, [Answer], [[String: String]]) in
+            let upstream = try WebProcess(site: fixture.site, publicKey: key, app: app)
+            defer { upstream.stop() }
+            let proxy = try WebProcess(site: URL(string: upstream.url + "site/")!, publicKey: key, app: app)
+            defer { proxy.stop() }
+            let whole = try Self.requests(proxy.url, [("/site/catalog.json", [:])])[0]
+            let answers = try Self.requests(
+                proxy.url,
+                [
+                    ("/site/catalog.json", ["If-None-Match": whole.headers["etag"] ?? "none"]),
+                    ("/site/\(blob.key)", ["Range": "bytes=1000-"]),
+                    ("/site/\(blob.key)", ["Range": "bytes=1000-", "If-Range": "\"another\""]),
+                    ("/site/blobs/sha256/00/missing", [:]),
+                    ("/config.json", [:]),
+                    ("/site/../catalog.json", [:]),
+                    ("/site/%2e%2e/%2e%2e/etc/passwd", [:]),
+                    ("/probe", [:]),
+                ])
+            // What the upstream saw of the proxy's requests.
+            let seen =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(string: upstream.url + "debug/stats")!)) as? [String: Any]
+            let requests = (seen?["requests"] as? [[String: Any]] ?? []).map { request in
+                request.compactMapValues { value in (value as? String) ?? (value as? Int).map(String.init) }
+            }
+            return (whole, answers, requests)
+        }
+        #expect(whole.status == 200 && whole.length == catalog.count && whole.sha256 == SiteFixture.sha256(catalog), "\(whole)")
+        let tag = try #require(whole.headers["etag"])
+        #expect(answers[0].status == 304, "If-None-Match on the upstream's ETag: \(answers[0])")
+        #expect(answers[1].status == 206 && answers[1].length == blob.value.count - 1000, "\(answers[1])")
+        #expect(answers[1].headers["content-range"] == "bytes 1000-\(blob.value.count - 1)/\(blob.value.count)")
+        #expect(answers[1].sha256 == SiteFixture.sha256(blob.value.dropFirst(1000)))
+        #expect(answers[2].status == 200 && answers[2].length == blob.value.count, "If-Range on another version: the whole file")
+        #expect(answers[3].status == 404)
+        #expect(answers[4].status == 200 && answers[4].headers["content-type"] == "application/json")
+        #expect(answers[5].status == 400 && answers[6].status == 400, "\(answers[5]) \(answers[6])")
+        #expect(answers[7].status == 200 && answers[7].headers["cache-control"] == "no-store")
+        #expect(requests.contains { $0["ifNoneMatch"] == tag && $0["status"] == "304" }, "\(requests)")
+        #expect(requests.contains { $0["range"] == "bytes=1000-" && $0["status"] == "206" }, "\(requests)")
+    }
+}
+
 /// `tourpack web SITE --public-key KEY --port 0`, stopped by `stop()` or when released.
 final class WebProcess {
     let process = Process()
     let url: String
 
     init(site: URL, publicKey: String, app: URL) throws {
+        let given = site.isFileURL ? site.path : site.absoluteString
         let first = try ServerProcess.firstLine(
-            process, arguments: ["web", site.path, "--public-key", publicKey, "--port", "0", "--app", app.path], timeout: 60)
+            process, arguments: ["web", given, "--public-key", publicKey, "--port", "0", "--app", app.path], timeout: 60)
         guard first.hasPrefix("http://") else {
             if process.isRunning { process.terminate() }
             throw SetupFailure("tourpack web printed no URL")

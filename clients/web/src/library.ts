@@ -479,6 +479,11 @@ export class OfflineLibrary {
         packageName: name,
       });
     }
+    // Up to date: the installed package.json is the one the catalogue names and every file is whole. No request at all.
+    if (installed !== undefined && installed.manifestSHA256 === entry.manifest.sha256) {
+      const held = new Set(await this.storage.listFiles());
+      if (installed.files.every((file) => held.has(file.sha256))) return;
+    }
     if (!this.connectivity.isOnline()) {
       await update({ status: "waiting" });
       await this.connectivity.whenOnline(signal);

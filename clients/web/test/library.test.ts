@@ -52,6 +52,11 @@ test("a tour installs with every file verified, and plays from the device with n
   assert.deepEqual(new Uint8Array(await played!.arrayBuffer()), spec.audio[0]);
   assert.ok(await library.file(spec.tourId, narration.captions!.path), "captions are installed too");
 
+  // Downloading it again asks the site for nothing: it is up to date.
+  const asked = site.log.length;
+  await library.download(spec.tourId);
+  assert.equal(site.log.length, asked, "an up-to-date package costs no request");
+
   // A new page with no network: the catalogue is read back from the device and checked again.
   site.files.clear();
   let online = false;

@@ -75,6 +75,14 @@ package struct Installer: Sendable {
     package var storage: DeviceStorage = .system
     /// The POIs whose files go first, changed while the install runs.
     package var priorities: DownloadPriorities?
+    /// Whether the recovery also sweeps what killed runs left half made in
+    /// the Documents layout (one listing per tour and package folder). The
+    /// app's library sweeps on its first install of a process, and later
+    /// installs only finish journalled commits: a sweep per package would
+    /// grow with the packages installed.
+    package var sweepsLeftovers = true
+    /// Where a first download's tile pack goes: the product's choice unless a bench compares.
+    package var tilePackPlacement: DownloadOrder.TilePackPlacement = .afterFirstPOI
 
     /// A catalogue the caller verified for this folder, and the packages
     /// installed as the caller holds them. The CLI has neither and the
@@ -207,10 +215,11 @@ package struct Installer: Sendable {
     /// Finishes a commit a killed install left (its journal), then removes
     /// what such an install left half made.
     private func recover() async throws -> StagingArea {
-        let folder = self.folder
+        let (folder, sweeps) = (self.folder, sweepsLeftovers)
         return try await Blocking.run {
             _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
             let staging = try StagingArea(state: folder.url, output: folder.documents)
+            guard sweeps else { return staging }
             let layout = Layout(root: folder.documents)
             _ = try staging.removeLeftovers(in: layout)
             // Caption temps wait beside their final paths when the state is on
@@ -268,7 +277,9 @@ package struct Installer: Sendable {
         // a package of the catalogue waiting for its commit names now goes first.
         try await whileLocked { [folder, plans, storage] in
             for plan in work { try folder.keepWaiting(plan) }
-            let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(folder.waitingFiles(of: catalog))
+            let planned = Set(work.map(\.entry.package.manifest.sha256))
+            let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(planned)
+                .union(folder.waitingFiles(of: catalog, besides: planned))
             _ = folder.sweepDownloads(keeping: named)
             try Self.checkSpace(for: work, folder: folder, storage: storage)
         }

@@ -84,22 +84,32 @@ final class DownloadQueueFile: Sendable {
 
     /// Writes `downloads` in place of what the file held; returns once it is on disk.
     func write(_ downloads: [QueuedDownload]) async {
-        let (url, storage) = (self.url, self.storage)
         await withCheckedContinuation { continuation in
             queue.async {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-                if let data = try? encoder.encode(Contents(downloads: downloads)) {
-                    do {
-                        try AtomicFile.createFolder(url.deletingLastPathComponent())
-                        try AtomicFile.write(Array(data), to: url)
-                        storage.protect(url)
-                    } catch {
-                        // The queue lives on in memory; the next write tries again.
-                    }
-                }
+                self.store(downloads)
                 continuation.resume()
             }
+        }
+    }
+
+    /// Writes `downloads` in turn after every write asked for before, and
+    /// returns at once: for a change a lost write cannot hurt (a download
+    /// that completed, whose record a relaunch would find installed
+    /// already), or that the download itself stands for.
+    func post(_ downloads: [QueuedDownload]) {
+        queue.async { self.store(downloads) }
+    }
+
+    private func store(_ downloads: [QueuedDownload]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        guard let data = try? encoder.encode(Contents(downloads: downloads)) else { return }
+        do {
+            try AtomicFile.createFolder(url.deletingLastPathComponent())
+            try AtomicFile.write(Array(data), to: url)
+            storage.protect(url)
+        } catch {
+            // The queue lives on in memory; the next write tries again.
         }
     }
 }

@@ -214,7 +214,9 @@ extension OfflineLibrary {
             downloads.append(record)
             broadcast.publish(record.job)
         }
-        await persist()
+        // Written in turn, not waited for: a download starts at once, and
+        // the record reaches the disk a moment later, before any later change.
+        queueFile.post(downloads)
         await schedule()
     }
 
@@ -265,7 +267,8 @@ extension OfflineLibrary {
     /// The download itself: the package chosen from the catalogue, room
     /// made, then the install; and what follows its end.
     private func perform(_ record: QueuedDownload, suspension: Installer.SuspensionFlag) async {
-        await persist()
+        // queue.json is not written for the start: a running download is
+        // restored as a queued one, and resumed the same way.
         let tourId = record.tourId
         let key = tourId.key
         do {
@@ -288,6 +291,7 @@ extension OfflineLibrary {
             installer.suspension = suspension
             installer.storage = storage
             installer.priorities = priorities(of: tourId)
+            installer.sweepsLeftovers = !sweptLeftovers
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
             installer.known = Installer.Known(catalog: catalog) { await self.installedPackages() }
@@ -299,7 +303,8 @@ extension OfflineLibrary {
             let outcome: Installer.Outcome
             do {
                 outcome = try await installer.install(choice, noReinstall: true)
-                packagesChanged()
+                await packagesInstalled(entry.package.packageId, superseded: outcome.superseded)
+                sweptLeftovers = true
             } catch {
                 packagesChanged()
                 throw error
@@ -309,9 +314,10 @@ extension OfflineLibrary {
                 publish(tourId) { $0.move(to: .completed) }
             }
             updateBytes[entry.package.contentHash] = nil
-            // Off the play path: the access log is written at once.
+            // A download counts as a use, written with the next plays (a
+            // process that ends first leaves the install time, which
+            // eviction falls back on).
             markAccessed(tourId: tourId)
-            await flushAccesses()
             await finished(tourId, failure: nil, suspended: false)
         } catch {
             let failure = OfflineError.from(error)
@@ -338,7 +344,8 @@ extension OfflineLibrary {
             broadcast.finish(tourId, throwing: failure)
         } else {
             downloads.remove(at: index)
-            await persist()
+            // Not waited for: a record a kill kept finds its package installed, and goes.
+            queueFile.post(downloads)
             // Cancelled: observers see it end. Installed at the catalogue's
             // version already: nothing happened, and only this call's stream is told.
             if failure?.kind == .cancelled { publish(tourId) { $0.move(to: .cancelled, message: "cancelled") } }

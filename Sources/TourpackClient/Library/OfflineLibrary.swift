@@ -56,6 +56,9 @@ public actor OfflineLibrary {
     var watcher: Task<Void, Never>?
 
     var playing: UUID?
+    /// Whether an install of this library swept what killed runs left (the
+    /// first of a process does; the others only finish journalled commits).
+    var sweptLeftovers = false
     /// The POIs the app wants first, per tour (`prioritize`), until its download ends.
     var preferred: [UUID: DownloadPriorities] = [:]
     /// Files of first downloads this library hashed, as they were then:
@@ -337,8 +340,10 @@ public actor OfflineLibrary {
         let (plays, folder, storage) = (accessed, self.folder, self.storage)
         accessed = [:]
         await Blocking.cleanUp {
+            // A Documents folder removed meanwhile is not made again for the plays.
+            guard OutputTree.kind(folder.url) == .folder else { return }
             var times = AccessLog.read(folder)
-            times.merge(plays) { $1 }
+            times.merge(plays) { max($0, $1) }
             try? AccessLog.write(times, folder)
             storage.protect(AccessLog.url(folder))
         }
@@ -348,6 +353,29 @@ public actor OfflineLibrary {
     /// Marks the packages as last read stale: the library changed them. The
     /// next read decodes only the package.json files that changed.
     func packagesChanged() { device?.stamp.tours = [-1] }
+
+    /// Takes in what this library's own install changed (the package it
+    /// committed, the packages it superseded) without listing every
+    /// package again: a download then costs the same however many packages
+    /// are installed. The folder's stamp is read after the package, so a
+    /// change another process makes later is still seen (one it made
+    /// during the commit itself is seen at the next change).
+    func packagesInstalled(_ packageId: String, superseded: [String]) async {
+        // Only a view that was current (read during the install) is carried forward.
+        guard let held = device, held.stamp.tours != [-1] else { return packagesChanged() }
+        let (documents, folder) = (self.documents, self.folder)
+        let read = try? await Blocking.run { () -> (PackageOnDisk.Read, DeviceView.Stamp) in
+            (PackageOnDisk.read(documents: documents, packageId: packageId), DeviceView.Stamp(documents: documents, folder: folder))
+        }
+        guard let (result, stamp) = read, case .package(let package) = result, var current = device,
+            current.stamp.tours == held.stamp.tours
+        else { return packagesChanged() }
+        let gone = Set(superseded + [packageId])
+        current.packages = current.packages.filter { !gone.contains($0.packageId) } + [package]
+        current.packages.sort { $0.packageId < $1.packageId }
+        current.stamp.tours = stamp.tours
+        device = current
+    }
 
     /// The tour whose narration is playing (nil: none): never evicted while it plays.
     public func setPlaying(tourId: UUID?) { playing = tourId }
@@ -436,7 +464,7 @@ public actor OfflineLibrary {
                     accessed: AccessLog.read(folder), stamp: stamp)
             }) ?? DeviceView(packages: [], accessed: [:], stamp: DeviceView.Stamp(tours: [], access: []))
         var current = view
-        current.accessed.merge(accessed) { $1 }
+        current.accessed.merge(accessed) { max($0, $1) }
         device = current
         return current
     }

@@ -2,8 +2,8 @@ package import Foundation
 package import TourpackPackage
 
 /// Which packages go when the packages' budget on disk is passed: the
-/// least recently accessed first (`markAccessed`; the build time when never
-/// accessed), never a protected one (pinned, playing, downloading). Each
+/// least recently accessed first (`markAccessed`; when it was installed,
+/// when never accessed), never a protected one (pinned, playing, downloading). Each
 /// file counts once however many packages name it, and a package frees
 /// only the files no package staying names.
 package struct StorageBudget: Sendable {
@@ -27,8 +27,8 @@ package struct StorageBudget: Sendable {
         let need = Self.bytes(of: kept) + adding - maxBytes
         guard need > 0 else { return [] }
         let candidates = kept.filter { !protected.contains($0.manifest.tourId) }.sorted {
-            let a = accessed[$0.manifest.tourId] ?? $0.manifest.createdAt
-            let b = accessed[$1.manifest.tourId] ?? $1.manifest.createdAt
+            let a = accessed[$0.manifest.tourId] ?? $0.installedAt ?? $0.manifest.createdAt
+            let b = accessed[$1.manifest.tourId] ?? $1.installedAt ?? $1.manifest.createdAt
             return a != b ? a < b : $0.packageId < $1.packageId
         }
         // How many kept packages name each file: a file is freed when the last one goes.

@@ -85,19 +85,30 @@ package struct PackagePlanner: Sendable {
         }
         // In place: a path installed packages list with this SHA-256 alone, at its size.
         // Two packages claiming one path with two digests leave it in doubt: fetched again.
+        // Only the new package's paths are looked at on disk (those of its own tour and package),
+        // so a plan costs the same however many packages are installed.
+        let newPaths = Set(plan.files.map(\.path))
         var claims: [String: Set<String>] = [:]
-        for package in all {
-            let damaged = package.damagedPaths(in: documents)
-            for file in package.files { claims[file.path, default: []].insert(damaged.contains(file.path) ? "" : file.sha256) }
+        for package in all where package.files.contains(where: { newPaths.contains($0.path) }) {
+            let damaged = package.damagedPaths(in: documents, among: newPaths)
+            for file in package.files where newPaths.contains(file.path) {
+                claims[file.path, default: []].insert(damaged.contains(file.path) ? "" : file.sha256)
+            }
         }
         plan.placements = plan.files.filter { claims[$0.path] != [$0.sha256] }
         var seen: Set<String> = []
         plan.downloads = plan.placements.filter { seen.insert($0.sha256).inserted }
-        let newPaths = Set(plan.files.map(\.path))
+        // Paths the leaving packages list that nothing installed will: looked for only
+        // among those paths (none for a first install), not across every package.
         let leaving = Set(([installed].compactMap { $0 } + plan.superseded).map(\.packageId))
-        let kept = Set(all.filter { !leaving.contains($0.packageId) }.flatMap { $0.files.map(\.path) })
-        let old = Set(([installed].compactMap { $0 } + plan.superseded).flatMap { $0.files.map(\.path) })
-        plan.obsolete = old.subtracting(newPaths).subtracting(kept).sorted()
+        let candidates = Set(([installed].compactMap { $0 } + plan.superseded).flatMap { $0.files.map(\.path) }).subtracting(newPaths)
+        var kept: Set<String> = []
+        if !candidates.isEmpty {
+            for package in all where !leaving.contains(package.packageId) {
+                for file in package.files where candidates.contains(file.path) { kept.insert(file.path) }
+            }
+        }
+        plan.obsolete = candidates.subtracting(kept).sorted()
         if installed == nil {
             plan.action = .install
         } else if plan.placements.isEmpty, plan.obsolete.isEmpty, installed?.manifest.contentHash == manifest.contentHash {

@@ -1,6 +1,12 @@
 package import Foundation
 import TourpackPackage
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// What a phone asks of the files the library keeps: its folders left out
 /// of backups, its files protected so that narration plays with the screen
 /// locked, and the free space the system would make for important work.
@@ -33,8 +39,12 @@ package struct DeviceStorage: Sendable {
     package static let system = DeviceStorage(
         excludeFromBackup: { _ in }, protect: { _ in },
         availableBytes: { folder in
-            guard let attributes = try? FileManager.default.attributesOfFileSystem(forPath: folder.path) else { return nil }
-            return (attributes[.systemFreeSize] as? NSNumber)?.int64Value
+            var info = statvfs()
+            guard statvfs(folder.path, &info) == 0 else { return nil }
+            // What an unprivileged process may use, as `df` shows it.
+            let (blocks, size) =
+                Int64(exactly: info.f_bavail).flatMap { blocks in Int64(exactly: info.f_frsize).map { (blocks, $0) } } ?? (0, 0)
+            return blocks.multipliedReportingOverflow(by: size).overflow ? .max : blocks * size
         })
     #endif
 

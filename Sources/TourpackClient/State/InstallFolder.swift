@@ -155,11 +155,13 @@ package struct InstallFolder: Sendable {
 
     /// The SHA-256 of every package.json waiting in `downloads` for a
     /// package `catalog` lists (checked against the catalogue's SHA-256),
-    /// and of every file each names.
-    func waitingFiles(of catalog: Catalog) -> Set<String> {
+    /// and of every file each names; those of `planned` (package.json
+    /// SHA-256s whose files the caller names already) are not read.
+    func waitingFiles(of catalog: Catalog, besides planned: Set<String> = []) -> Set<String> {
         var named: Set<String> = []
         let present = Set((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? [])
-        for package in catalog.tours.flatMap(\.packages) where present.contains(package.manifest.sha256) {
+        for package in catalog.tours.flatMap(\.packages)
+        where present.contains(package.manifest.sha256) && !planned.contains(package.manifest.sha256) {
             let sha256 = package.manifest.sha256
             guard OutputTree.kind(verified(sha256)) == .file, let data = FileManager.default.contents(atPath: verified(sha256).path),
                 PackageFiles.sha256(data) == sha256, let manifest = try? PackageManifest.decode(Array(data)),

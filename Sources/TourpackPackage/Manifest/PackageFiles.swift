@@ -126,6 +126,9 @@ package struct PackageOnDisk: Sendable {
     /// time (a package.json is replaced by a rename, so a new one is another
     /// inode). Empty for a package not read from disk.
     package var identity: [Int] = []
+    /// When its package.json was written (the commit that installed it);
+    /// nil for a package not read from disk.
+    package var installedAt: Date?
 
     package var packageId: String { manifest.packageId }
 
@@ -138,57 +141,61 @@ package struct PackageOnDisk: Sendable {
     ///   decoded again, so a reader that holds the packages pays for the
     ///   ones that changed.
     package static func read(documents: URL, reusing earlier: [PackageOnDisk] = []) -> (packages: [PackageOnDisk], unreadable: [String]) {
-        let tours = documents.appendingPathComponent(Layout.offlineToursFolder)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted()
+        let tours = documents.appendingPathComponent(Layout.offlineToursFolder).path
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: tours)) ?? []).sorted()
         let held = Dictionary(earlier.map { ($0.packageId, $0) }, uniquingKeysWith: { first, _ in first })
         var packages: [PackageOnDisk] = []
         var unreadable: [String] = []
         for name in names where !name.hasPrefix(".") {
-            let url = tours.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName)
-            let identity = Self.identity(of: url)
-            guard !identity.isEmpty else { continue }
-            if let package = held[name], package.identity == identity {
-                packages.append(package)
-                continue
+            switch read(documents: documents, packageId: name, reusing: held[name]) {
+            case .package(let package): packages.append(package)
+            case .unreadable(let relative): unreadable.append(relative)
+            case .absent: continue
             }
-            guard let data = FileManager.default.contents(atPath: url.path) else { continue }
-            let relative = "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"
-            guard let manifest = try? PackageManifest.decode(Array(data)), manifest.packageId == name,
-                let files = try? PackageFiles.of(manifest, file: relative)
-            else {
-                unreadable.append(relative)
-                continue
-            }
-            packages.append(
-                PackageOnDisk(
-                    manifest: manifest, manifestBytes: Array(data), manifestSHA256: PackageFiles.sha256(data), files: files,
-                    identity: identity))
         }
         return (packages, unreadable)
     }
 
-    /// A regular file's inode, size and modification time; empty for anything else (a symlink is not followed).
-    private static func identity(of url: URL) -> [Int] {
-        var info = stat()
-        guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return [] }
-        #if canImport(Darwin)
-        let modified = info.st_mtimespec
-        #else
-        let modified = info.st_mtim
-        #endif
-        return [Int(info.st_ino), Int(info.st_size), Int(modified.tv_sec), Int(modified.tv_nsec)]
+    /// What `OfflineTours/<packageId>/package.json` holds.
+    package enum Read: Sendable {
+        case package(PackageOnDisk)
+        /// It is there but does not read as this package's package.json (its path, relative to the root).
+        case unreadable(String)
+        case absent
+    }
+
+    /// One package's package.json, as `read(documents:reusing:)` reads each:
+    /// `earlier` is taken as it is while its package.json is the same file.
+    package static func read(documents: URL, packageId name: String, reusing earlier: PackageOnDisk? = nil) -> Read {
+        // Paths as strings: one lstat per package, with no URL built for it.
+        let path = documents.path + "/" + Layout.offlineToursFolder + "/" + name + "/" + Layout.manifestFileName
+        guard let status = FileStatus(path: path), status.kind == .file else { return .absent }
+        let identity = [Int(truncatingIfNeeded: status.inode), Int(status.size), status.modifiedSeconds, status.modifiedNanoseconds]
+        if let earlier, earlier.identity == identity { return .package(earlier) }
+        guard let data = FileManager.default.contents(atPath: path) else { return .absent }
+        let relative = "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"
+        guard let manifest = try? PackageManifest.decode(Array(data)), manifest.packageId == name,
+            let files = try? PackageFiles.of(manifest, file: relative)
+        else { return .unreadable(relative) }
+        return .package(
+            PackageOnDisk(
+                manifest: manifest, manifestBytes: Array(data), manifestSHA256: PackageFiles.sha256(data), files: files,
+                identity: identity,
+                installedAt: Date(timeIntervalSince1970: Double(status.modifiedSeconds) + Double(status.modifiedNanoseconds) / 1e9)))
     }
 
     /// The files whose size on disk differs from what package.json says
     /// (missing ones too): what an update must fetch even if unchanged.
     /// A size, not a hash: reading every file on every run would cost more
-    /// than the catalogue request it accompanies.
-    package func damagedPaths(in documents: URL) -> Set<String> {
-        Set(
+    /// than the catalogue request it accompanies. `paths` narrows the look
+    /// to those files.
+    package func damagedPaths(in documents: URL, among paths: Set<String>? = nil) -> Set<String> {
+        let root = documents.path
+        return Set(
             files.filter { file in
-                var info = stat()
-                let url = documents.appendingPathComponent(file.path)
-                return lstat(url.path, &info) != 0 || info.st_mode & S_IFMT != S_IFREG || Int64(info.st_size) != file.sizeBytes
+                guard paths?.contains(file.path) ?? true else { return false }
+                guard let status = FileStatus(path: root + "/" + file.path) else { return true }
+                return status.kind != .file || status.size != file.sizeBytes
             }.map(\.path))
     }
 }

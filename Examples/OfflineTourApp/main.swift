@@ -82,7 +82,7 @@ struct OfflineTourExample {
             break
         }
 
-        // Play a narration: a file URL, or nil unless it is installed whole.
+        // Play a narration: a file URL, or nil until it is on the device, verified.
         if case .downloaded(let package) = await library.state(of: tour.id), let first = package.narrations.first {
             if let audio = await library.audioFile(tourId: tour.id, poiId: first.poiId, phase: first.phase) {
                 print("play \(first.poiName) (\(first.phase.rawValue), \(first.durationSeconds) s): \(audio.path)")
@@ -102,7 +102,9 @@ struct OfflineTourExample {
             for try await job in download {
                 let percent = Int(job.progress * 100)
                 let why = job.waitReason.map { " (\($0))" } ?? ""
-                print("\(job.status.rawValue)\(why) \(percent)% \(job.downloadedBytes)/\(job.totalBytes) bytes")
+                // A first download's narrations play as they arrive, verified.
+                let playable = job.playable.isEmpty ? "" : ", \(job.playable.count) narration(s) playable"
+                print("\(job.status.rawValue)\(why) \(percent)% \(job.downloadedBytes)/\(job.totalBytes) bytes\(playable)")
             }
         } catch let error as OfflineError {
             print("\(error.localizedDescription) \(error.recoverySuggestion ?? "")")
@@ -132,6 +134,23 @@ struct OfflineTourExample {
             if left.isEmpty { break }
         }
         return failed
+    }
+    // snippet: end
+
+    // snippet: early
+    /// What the player plays at a POI, downloaded or not: the installed
+    /// file, or the first download's once it has arrived and matched its
+    /// signed SHA-256; else the site's file, streamed. `nearest` are the
+    /// POIs closest to the traveller: their narrations download next.
+    static func narration(
+        tour: UUID, poi: UUID, phase: NarrationPhase, nearest: [UUID], library: OfflineLibrary
+    ) async -> (url: URL, streamed: Bool)? {
+        await library.prioritize(tourId: tour, poiIds: nearest)
+        if let file = await library.audioFile(tourId: tour, poiId: poi, phase: phase) { return (file, false) }
+        // Not on the device yet: stream it. The player, not the library,
+        // is then trusted with the bytes; nothing checks them as they play.
+        guard let remote = try? await library.remoteAudioURL(tourId: tour, poiId: poi, phase: phase) else { return nil }
+        return (remote, true)
     }
     // snippet: end
 

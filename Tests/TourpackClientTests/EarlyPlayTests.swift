@@ -67,7 +67,9 @@ import Glibc
         guard case .downloaded = state else { Issue.record("not downloaded: \(state)"); return }
         let asked = Set(server.requests.map { String($0.path.split(separator: "/").last ?? "") })
         for narration in verified { #expect(!asked.contains(narration.sha256), "a verified narration was fetched again") }
-        #expect(SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json") == (try fixture.files(of: package)))
+        #expect(
+            SiteFixture.appView(documents, manifestPath: "OfflineTours/\(package.packageId)/package.json")
+                == (try fixture.files(of: package)))
     }
 
     @Test func duringAnUpdateTheInstalledVersionPlaysUntilTheNewOneIsCommittedWhole() async throws {
@@ -118,14 +120,15 @@ import Glibc
 
     @Test func prioritizedPOIsGoFirst() async throws {
         let (fixture, server, package) = try await OfflineLibraryTests.served {
-            try $0.addTour(name: "Coast", formats: [.opus], files: 10, bytes: 60_000, pack: 50_000)[0]
+            // Narrations of 140 kB or more: large enough that the first goes alone.
+            try $0.addTour(name: "Coast", formats: [.opus], files: 10, bytes: 140_000, pack: 50_000)[0]
         }
         defer { server.stop() }
         let library = try OfflineLibraryTests.library(fixture, server)
         let tour = OfflineLibraryTests.tourId(package)
         let narrations = Self.narrations(package)
         _ = try await library.refreshCatalog()
-        server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .link(bytesPerSecond: 300_000) : nil }
+        server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .link(bytesPerSecond: 1_000_000) : nil }
         // The traveller is nearest the last two POIs, the ninth first.
         let wanted = [narrations[8].poi, narrations[9].poi]
         await library.prioritize(tourId: tour, poiIds: wanted)

@@ -231,7 +231,9 @@ package final class SiteServer: @unchecked Sendable {
                     return linkFree
                 }
                 let wait = ContinuousClock.now.duration(to: done)
-                if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18) }
+                if wait > .zero {
+                    Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+                }
                 guard send(connection, piece) else { break }
                 offset += piece.count
                 lock.withLock { delivered += piece.count }

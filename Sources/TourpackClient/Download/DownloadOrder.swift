@@ -28,7 +28,14 @@ package final class DownloadPriorities: @unchecked Sendable {
 /// the rest of the narration; the Installing article gives the figures
 /// behind that choice. POIs the app prefers (`DownloadPriorities`) jump the
 /// queue whenever a slot frees.
-final class DownloadOrder: @unchecked Sendable {
+package final class DownloadOrder: @unchecked Sendable {
+    /// Where a first download's tile pack goes among the narrations.
+    /// `afterFirstPOI` is the product's; the others are measured against it
+    /// (`tourpack-bench install`).
+    package enum TilePackPlacement: String, Sendable, CaseIterable {
+        case first, afterFirstPOI, last
+    }
+
     struct Item: Sendable {
         var plan: PackagePlan
         var file: PackageFile
@@ -41,11 +48,11 @@ final class DownloadOrder: @unchecked Sendable {
     private let priorities: DownloadPriorities?
 
     /// Every file the plans download, each SHA-256 once, packages in the plans' order.
-    init(_ plans: [PackagePlan], priorities: DownloadPriorities?) {
+    init(_ plans: [PackagePlan], priorities: DownloadPriorities?, tilePack: TilePackPlacement = .afterFirstPOI) {
         var seen: Set<String> = []
         var items: [Item] = []
         for plan in plans {
-            for (file, poiId) in Self.routeOrder(plan) where seen.insert(file.sha256).inserted {
+            for (file, poiId) in Self.routeOrder(plan, tilePack: tilePack) where seen.insert(file.sha256).inserted {
                 items.append(Item(plan: plan, file: file, poiId: poiId))
             }
         }
@@ -53,9 +60,16 @@ final class DownloadOrder: @unchecked Sendable {
         self.priorities = priorities
     }
 
-    /// Whether the first file to go is a narration's audio: the one a first
-    /// download makes playable soonest by fetching it alone.
-    var startsWithNarration: Bool { lock.withLock { pending.first.map { $0.file.kind == .audio } ?? false } }
+    /// A first narration this large or larger goes alone (`startsAlone`).
+    static let aloneFromBytes: Int64 = 128 * 1024
+
+    /// Whether the first file to go is a narration's audio large enough to
+    /// fetch alone: on a slow link, files fetched together share it, and the
+    /// first sentence would wait for all of them. A small one arrives in
+    /// moments either way, and going alone would only cost a round trip.
+    var startsAlone: Bool {
+        lock.withLock { pending.first.map { $0.file.kind == .audio && $0.file.sizeBytes >= Self.aloneFromBytes } ?? false }
+    }
 
     /// The next file to download: the first of a preferred POI's, else the first in route order.
     func next() -> Item? {
@@ -70,7 +84,7 @@ final class DownloadOrder: @unchecked Sendable {
     }
 
     /// A plan's downloads in route order, each with its POI.
-    static func routeOrder(_ plan: PackagePlan) -> [(file: PackageFile, poiId: String?)] {
+    static func routeOrder(_ plan: PackagePlan, tilePack placement: TilePackPlacement) -> [(file: PackageFile, poiId: String?)] {
         guard let manifest = plan.manifest else { return plan.downloads.map { ($0, nil) } }
         let wanted = Dictionary(plan.downloads.map { ($0.sha256, $0) }, uniquingKeysWith: { first, _ in first })
         var ordered: [(file: PackageFile, poiId: String?)] = []
@@ -80,11 +94,12 @@ final class DownloadOrder: @unchecked Sendable {
             ordered.append((file, poiId))
         }
         let tilePack = manifest.mapTiles.sha256
+        if placement == .first { place(tilePack, poiId: nil) }
         for (index, entry) in manifest.audio.enumerated() {
             place(entry.sha256, poiId: entry.poiId)
             place(entry.captions?.sha256, poiId: entry.poiId)
             let endsFirstPOI = index + 1 == manifest.audio.count || manifest.audio[index + 1].poiId != manifest.audio[0].poiId
-            if entry.poiId == manifest.audio[0].poiId, endsFirstPOI { place(tilePack, poiId: nil) }
+            if placement == .afterFirstPOI, entry.poiId == manifest.audio[0].poiId, endsFirstPOI { place(tilePack, poiId: nil) }
         }
         place(tilePack, poiId: nil)
         // Anything package.json names elsewhere (nothing today) goes last, as listed.

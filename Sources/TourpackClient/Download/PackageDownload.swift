@@ -2,7 +2,7 @@ import Foundation
 import TourpackPackage
 
 /// The download phase: every file the plans need, `concurrency` at a time
-/// in route order (`DownloadOrder`: the first narration alone, the POIs the
+/// in route order (`DownloadOrder`: a large first narration alone, the POIs the
 /// app prefers first), each SHA-256 once however many packages name it.
 ///
 /// A file downloads to `downloads/<sha256>.part` (resumed if a part is
@@ -14,10 +14,9 @@ import TourpackPackage
 extension Installer {
     func download(_ plans: [PackagePlan], board: JobBoard, installed: [PackageOnDisk]) async throws {
         try await Blocking.run { [folder] in Self.reuseInstalledCopies(of: plans, installed: installed, folder: folder) }
-        let order = DownloadOrder(plans, priorities: priorities)
-        // The first narration goes alone: on a slow link, files fetched
-        // together share it, and the first sentence would wait for all of them.
-        var slots = order.startsWithNarration ? 1 : max(1, concurrency)
+        let order = DownloadOrder(plans, priorities: priorities, tilePack: tilePackPlacement)
+        // The first narration goes alone (`DownloadOrder.startsAlone`).
+        var slots = order.startsAlone ? 1 : max(1, concurrency)
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
             while let item = order.next() {

@@ -134,29 +134,20 @@ import TourpackTesting
         // one it was downloading was asked for from the bytes it had stored, with If-Range.
         let requests = report["afterResume"] as? [[String: Any]] ?? []
         let closedAt = report["requestsBeforeClose"] as? Int ?? 0
-        let stored = (report["closedAt"] as? [String: Any])?["downloaded"] as? Int ?? 0
-        var whole = 0
-        var completeBlobs: Set<String> = []
-        var resuming: String?
-        for narration in narrations where resuming == nil {
-            let size = narration["sizeBytes"] as? Int ?? 0
-            let blob = SiteLayout.blob(sha256: narration["sha256"] as? String ?? "")
-            if whole + size <= stored {
-                completeBlobs.insert(blob)
-                whole += size
-            } else {
-                resuming = blob
-            }
-        }
+        let target = report["resumeTarget"] as? [String: Any] ?? [:]
+        let stored = target["bytes"] as? Int ?? 0
+        let resuming = SiteLayout.blob(sha256: target["sha256"] as? String ?? "")
+        let whole = Set((report["filesAtClose"] as? [String] ?? []).map { SiteLayout.blob(sha256: $0) })
         let afterClose = requests.dropFirst(closedAt).filter { ($0["path"] as? String)?.hasPrefix("blobs/") == true }
         for request in afterClose {
-            #expect(!completeBlobs.contains(request["path"] as? String ?? ""), "a file held whole was fetched again: \(request)")
+            #expect(!whole.contains(request["path"] as? String ?? ""), "a file held whole was fetched again: \(request)")
         }
-        let resumed = try #require(
-            afterClose.first { $0["path"] as? String == resuming }, "the interrupted file was asked for: \(afterClose)")
-        let start = (resumed["range"] as? String).flatMap { Int($0.dropFirst("bytes=".count).dropLast()) } ?? 0
-        #expect(start > 0 && start >= stored - whole, "resumed from byte \(start); \(stored - whole) were stored: \(resumed)")
+        let resumes = afterClose.filter { $0["path"] as? String == resuming }
+        let resumed = try #require(resumes.first, "the interrupted file \(target) was asked for: \(afterClose)")
+        let starts = resumes.map { ($0["range"] as? String).flatMap { Int($0.dropFirst("bytes=".count).dropLast()) } ?? 0 }
+        #expect(stored >= 8192 && starts[0] >= stored, "resumed from byte \(starts[0]); \(stored) were stored: \(resumed)")
         #expect(resumed["ifRange"] is String && resumed["status"] as? Int == 206, "\(resumed)")
+        #expect(starts == starts.sorted() && Set(starts).count == starts.count, "never from a byte it had: \(resumes)")
 
         // Storage use comes from navigator.storage.estimate().
         let storage = report["storage"] as? [String: String] ?? [:]

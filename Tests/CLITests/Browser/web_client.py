@@ -32,8 +32,9 @@ from selenium.webdriver.common.by import By
 config = json.load(open(sys.argv[1]))
 out_path = sys.argv[2]
 base = config["url"]
-# A probe every second; slower than 0.8 s is "poor"; partial files stored every 16 KiB.
-start = base + "?probe=1&poor=800&probeTimeout=3000&flush=16384"
+# A probe every second; slower than 1.5 s is "poor" (the emulated latency is 2.5 s); partial files stored every 16 KiB.
+start = base + "?probe=1&poor=1500&probeTimeout=4000&flush=16384"
+SLOW = 2500
 
 report = {"cells": {}, "steps": [], "console": [], "stats": None, "error": None}
 
@@ -206,7 +207,7 @@ try:
 
     # none: online, poor (a slow probe), offline (the browser's own offline).
     see(big, "none", "online")
-    network(latency=1500)
+    network(latency=SLOW)
     see(big, "none", "poor")
     network(offline=True)
     see(big, "none", "offline")
@@ -221,24 +222,34 @@ try:
     click("cancel", small)
     see(small, "none", "online")
     step("cancelled", tour=tour(small))
-    network(kbps=24)
+    network(kbps=12)
 
+    # A download, its tab closed once a file holds at least 8 KiB in IndexedDB with at least 16 KiB
+    # still to come (at 4 KB/s, seconds away); the page opened again resumes it from the last byte stored.
+    network(kbps=4)
     click("download", big)
     see(big, "downloading", "online")
-    wait_for("bytes stored", "const e = document.querySelector('li[data-tour-id=\"' + arguments[0] + '\"]'); return Number(e.dataset.downloadedBytes) > 40000", 60, big)
-    network(latency=1500, kbps=24)
-    see(big, "downloading", "poor")
-    network(offline=True)
-    see(big, "downloading", "offline")
-    network(kbps=24)
-    see(big, "downloading", "online")
-
-    # Close the tab mid-download and open the page again: the download resumes from the last byte stored.
-    # Closed once the last audio file (in package.json's order) holds 32 KiB: its bytes are in IndexedDB.
-    audio_sizes = [entry["sizeBytes"] for entry in site_manifests()[big]["audio"]]
-    threshold = sum(audio_sizes[:-1]) + 32768
-    report["closeThreshold"] = threshold
-    wait_for("bytes of the last file stored", "const e = document.querySelector('li[data-tour-id=\"' + arguments[0] + '\"]'); return Number(e.dataset.downloadedBytes) >= arguments[1]", 90, big, threshold)
+    sizes = {entry["sha256"]: entry["sizeBytes"] for entry in site_manifests()[big]["audio"]}
+    deadline = time.time() + 90
+    held = None
+    while time.time() < deadline:
+        held = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            (async () => {
+              const storage = globalThis.tourpack.library.storage;
+              const partials = {};
+              for (const sha of await storage.listPartials()) partials[sha] = ((await storage.partial(sha)) || {bytes: 0}).bytes;
+              return {partials, files: await storage.listFiles()};
+            })().then(done, e => done({error: String(e)}));
+        """)
+        target = [sha for sha, count in held.get("partials", {}).items() if count >= 8192 and sizes.get(sha, 0) - count >= 16384]
+        if target:
+            report["resumeTarget"] = {"sha256": target[0], "bytes": held["partials"][target[0]]}
+            report["filesAtClose"] = held["files"]
+            break
+        time.sleep(0.1)
+    else:
+        raise RuntimeError("no file held 8 KiB with 16 KiB to come: %s" % held)
     before_close = tour(big)
     requests_before = stats()
     old = driver.current_window_handle
@@ -247,17 +258,24 @@ try:
     driver.switch_to.window(old)
     driver.close()
     driver.switch_to.window(fresh)
-    time.sleep(0.5)
-    network()
+    network(kbps=12)
     reopen()
     step("closed", before=before_close, requestsBefore=len(requests_before))
     report["requestsBeforeClose"] = len(requests_before)
-    see(big, "cached", "online", timeout=90)
-    report["afterResume"] = stats()
     report["closedAt"] = before_close
 
+    # The resumed download, online, poor and offline.
+    see(big, "downloading", "online")
+    network(latency=SLOW, kbps=12)
+    see(big, "downloading", "poor")
+    network(offline=True)
+    see(big, "downloading", "offline")
+    network()
+    see(big, "cached", "online", timeout=90)
+    report["afterResume"] = stats()
+
     # Cached, in every connectivity.
-    network(latency=1500)
+    network(latency=SLOW)
     see(big, "cached", "poor")
     network(offline=True)
     see(big, "cached", "offline")
@@ -281,7 +299,7 @@ try:
     report["siteAfter"] = site_manifests()
     click("refresh")
     see(big, "update_available", "online")
-    network(latency=1500)
+    network(latency=SLOW)
     see(big, "update_available", "poor")
     network(offline=True)
     see(big, "update_available", "offline")

@@ -32,6 +32,11 @@ import TourpackTesting
                 if let kind = step.verdict.kind { kinds.insert(kind) }
             }
         }
+        // The README says what the files say.
+        let readme = try String(contentsOf: Self.folder.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(
+            readme == SharedVectorWriter.readme(vectors.map(\.vector).sorted { $0.name < $1.name }),
+            "Tests/Vectors/README.md is not the files'")
         // The hostile cases reach every refusal a catalogue, a root, a manifest or a file can get.
         #expect(kinds.isSuperset(of: ["integrityFailed", "rollbackRefused", "catalogExpired", "networkUnavailable"]), "\(kinds)")
     }

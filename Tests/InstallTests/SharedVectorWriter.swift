@@ -60,6 +60,56 @@ enum SharedVectorWriter {
         vectors += try await rootVectors()
         vectors += try await packageVectors()
         for vector in vectors { try vector.write(to: folder) }
+        try Data(readme(vectors.sorted { $0.name < $1.name }).utf8).write(to: folder.appendingPathComponent("README.md"))
+    }
+
+    /// `Tests/Vectors/README.md`: the format, then each vector's steps and verdicts, as its file says them.
+    static func readme(_ vectors: [SharedVector]) -> String {
+        var lines = [
+            "# Shared test vectors", "",
+            "Signed sites and the verdict a device must give each, so the Swift client",
+            "(TourpackClient) and the web client (`clients/web`) cannot drift. Both run",
+            "every file here: `SharedVectorTests` (Tests/InstallTests) through the app's",
+            "`URLSessionSiteSource`, `CatalogReader` and `Installer`, and",
+            "`clients/web/test/vectors.test.ts` under `node --test` (run by `WebClientTests`).", "",
+            "Each site was made by the real publisher (`Publisher`, `RootPublisher`) on a",
+            "`SiteFixture`, and each forgery as the trust tests make them",
+            "(`SharedVectorWriter`). `TOURPACK_WRITE_VECTORS=1 swift test --filter SharedVectorTests`",
+            "writes them anew (new keys, so new bytes; the verdicts must stay) with this",
+            "README, which `SharedVectorTests` holds to the files.", "",
+            "## Format", "",
+            "One JSON file per vector: `name`, `attack` (the row of Trust.md's table),",
+            "`description`, `anchor` (`publicKey`: the base64 key, or `rootJSON`: the",
+            "base64 of the pinned root.json), and `steps`. A device starts with nothing",
+            "and keeps its state from step to step. Each step has `now` (the device's",
+            "clock), `site` (every object served, key → base64; `filled` makes large",
+            "ones: key → `{byte, count}`), `install` (tour ids to install after the",
+            "catalogue; absent: read the catalogue alone) and `verdict`: `accepted`",
+            "with the `generation`, `installed`, or `refused` with the error `kind` and",
+            "the `file` it names (absent when the error names none).", "",
+            "## The vectors", "",
+        ]
+        for vector in vectors {
+            let anchor: String
+            switch vector.anchor {
+            case .publicKey: anchor = "key"
+            case .root: anchor = "root"
+            }
+            lines += ["### \(vector.name)", ""]
+            lines.append(
+                "\(vector.description) Attack: \(vector.attack.isEmpty ? "none (the honest path)" : vector.attack). Anchor: \(anchor).")
+            lines.append("")
+            for (index, step) in vector.steps.enumerated() {
+                let verdict = step.verdict
+                var said = verdict.outcome
+                if let generation = verdict.generation { said += " generation \(generation)" }
+                if let kind = verdict.kind { said += " `\(kind)`" }
+                if let file = verdict.file { said += " (\(file))" }
+                lines.append("\(index + 1). \(step.note)\(step.install.isEmpty ? "" : " · install") → \(said)")
+            }
+            lines.append("")
+        }
+        return lines.joined(separator: "\n")
     }
 
     // MARK: One key

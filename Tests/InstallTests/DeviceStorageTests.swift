@@ -58,6 +58,9 @@ import Glibc
         _ = try await library.refreshCatalog()
         let tour = UUID(uuidString: package.tourId)!
         for try await _ in library.download(tourId: tour) {}
+        // A download kept as failed: the queue is written.
+        let missing = UUID()
+        await #expect(throws: OfflineError.self) { for try await _ in library.download(tourId: missing) {} }
         await library.markAccessed(tourId: tour)
         // Plays are written a moment later: wait for the access log.
         let access = documents.appendingPathComponent(".tourpack-install/access.json")

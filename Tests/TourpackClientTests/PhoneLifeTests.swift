@@ -39,9 +39,10 @@ import TourpackTesting
         let tour = OfflineLibraryTests.tourId(lakes)
         // The catalogue may be read on cellular: it is small and conditional.
         _ = try await library.refreshCatalog()
+        let updates = library.jobs
         let observed = Task {
             var seen: [DownloadJob.Status] = []
-            for await job in library.jobs where job.tourId == tour {
+            for await job in updates where job.tourId == tour {
                 seen.append(job.status)
                 if job.status == .completed { break }
             }

@@ -61,7 +61,7 @@ package final class DownloadOrder: @unchecked Sendable {
     }
 
     /// A first narration this large or larger goes alone (`startsAlone`).
-    static let aloneFromBytes: Int64 = 128 * 1024
+    static let aloneFromBytes: Int64 = 32 * 1024
 
     /// Whether the first file to go is a narration's audio large enough to
     /// fetch alone: on a slow link, files fetched together share it, and the

@@ -49,10 +49,24 @@ struct QueuedDownload: Codable, Sendable, Hashable {
 /// `.tourpack-install/queue.json`: every download the library owes, in
 /// order, written whole and atomically at each change of state (never per
 /// byte), one write after another on a serial queue off the cooperative pool.
-final class DownloadQueueFile: Sendable {
+///
+/// A change the app waits on (a pause, a failure) is on disk before the
+/// call returns (`write`); a download asked for is written at once, not
+/// waited for (`post`); a download that completed is written within a tenth
+/// of a second, together with what follows it (a small package's on a fast
+/// link, with the next download asked for). A write the file already holds
+/// is skipped.
+final class DownloadQueueFile: @unchecked Sendable {
     let url: URL
     private let storage: DeviceStorage
     private let queue = DispatchQueue(label: "tourpack.client.queue-file", qos: .utility)
+    /// How long a posted change waits for the ones that follow it.
+    static let postDelay: DispatchTimeInterval = .milliseconds(100)
+    // Touched on `queue` only.
+    /// What this library wrote last, and the file it made (inode and time):
+    /// a write is skipped only while the file is still that one.
+    private var written: (data: Data, file: FileStatus?)?
+    private var pending: [QueuedDownload]?
 
     init(folder: InstallFolder, storage: DeviceStorage) {
         url = folder.url.appendingPathComponent("queue.json")
@@ -86,28 +100,48 @@ final class DownloadQueueFile: Sendable {
     func write(_ downloads: [QueuedDownload]) async {
         await withCheckedContinuation { continuation in
             queue.async {
+                // Newer than anything posted before it: that goes unwritten.
+                self.pending = nil
                 self.store(downloads)
                 continuation.resume()
             }
         }
     }
 
-    /// Writes `downloads` in turn after every write asked for before, and
-    /// returns at once: for a change a lost write cannot hurt (a download
-    /// that completed, whose record a relaunch would find installed
-    /// already), or that the download itself stands for.
-    func post(_ downloads: [QueuedDownload]) {
-        queue.async { self.store(downloads) }
+    /// Writes `downloads` after every change asked for before, and returns
+    /// at once: `promptly`, as soon as the queue gets to it (a download asked
+    /// for); otherwise within `postDelay`, and a later change replaces it
+    /// unwritten (a download that completed: a record a kill kept finds its
+    /// package installed, and goes).
+    func post(_ downloads: [QueuedDownload], promptly: Bool) {
+        queue.async {
+            if promptly {
+                self.pending = nil
+                return self.store(downloads)
+            }
+            let scheduled = self.pending != nil
+            self.pending = downloads
+            guard !scheduled else { return }
+            self.queue.asyncAfter(deadline: .now() + Self.postDelay) {
+                guard let latest = self.pending else { return }
+                self.pending = nil
+                self.store(latest)
+            }
+        }
     }
 
     private func store(_ downloads: [QueuedDownload]) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         guard let data = try? encoder.encode(Contents(downloads: downloads)) else { return }
+        let present = FileStatus(path: url.path)
+        if let written, written.data == data, written.file == present { return }
+        if downloads.isEmpty, present == nil { return }  // Nothing owed and no file: nothing to write.
         do {
             try AtomicFile.createFolder(url.deletingLastPathComponent())
             try AtomicFile.write(Array(data), to: url)
             storage.protect(url)
+            written = (data, FileStatus(path: url.path))
         } catch {
             // The queue lives on in memory; the next write tries again.
         }

@@ -216,7 +216,7 @@ extension OfflineLibrary {
         }
         // Written in turn, not waited for: a download starts at once, and
         // the record reaches the disk a moment later, before any later change.
-        queueFile.post(downloads)
+        queueFile.post(downloads, promptly: true)
         await schedule()
     }
 
@@ -345,7 +345,7 @@ extension OfflineLibrary {
         } else {
             downloads.remove(at: index)
             // Not waited for: a record a kill kept finds its package installed, and goes.
-            queueFile.post(downloads)
+            queueFile.post(downloads, promptly: false)
             // Cancelled: observers see it end. Installed at the catalogue's
             // version already: nothing happened, and only this call's stream is told.
             if failure?.kind == .cancelled { publish(tourId) { $0.move(to: .cancelled, message: "cancelled") } }

@@ -342,9 +342,7 @@ public actor OfflineLibrary {
         await Blocking.cleanUp {
             // A Documents folder removed meanwhile is not made again for the plays.
             guard OutputTree.kind(folder.url) == .folder else { return }
-            var times = AccessLog.read(folder)
-            times.merge(plays) { max($0, $1) }
-            try? AccessLog.write(times, folder)
+            AccessLog.update(folder) { $0.merge(plays) { max($0, $1) } }
             storage.protect(AccessLog.url(folder))
         }
         device?.stamp.access = []
@@ -409,10 +407,7 @@ public actor OfflineLibrary {
         try await remove([tourId.key])
         accessed[tourId.key] = nil
         let (folder, key) = (self.folder, tourId.key)
-        await Blocking.cleanUp {
-            var times = AccessLog.read(folder)
-            if times.removeValue(forKey: key) != nil { try? AccessLog.write(times, folder) }
-        }
+        await Blocking.cleanUp { AccessLog.update(folder) { $0.removeValue(forKey: key) } }
     }
 
     /// Deletes every expired package; returns how many.
@@ -541,6 +536,20 @@ enum AccessLog {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return (try? decoder.decode([String: Date].self, from: data)) ?? [:]
+    }
+
+    /// Reads the log, changes it and writes it back (when it changed) under
+    /// the Documents root's lock, so that two libraries (the app and its
+    /// background task) never lose each other's plays. The lock is waited
+    /// for a moment; past that (an install of the command line holds it
+    /// throughout), the log is changed without it. Blocking.
+    static func update(_ folder: InstallFolder, _ change: (inout [String: Date]) -> Void) {
+        let lock = try? InstallLock.acquire(documents: folder.documents, waitingUpTo: 2)
+        defer { lock?.release() }
+        let before = read(folder)
+        var times = before
+        change(&times)
+        if times != before { try? write(times, folder) }
     }
 
     static func write(_ times: [String: Date], _ folder: InstallFolder) throws {

@@ -9,7 +9,7 @@
 import { browserConnectivity, BrowserStorage } from "../browser/browser-storage.js";
 import { base64Decode } from "../src/crypto.js";
 import { OfflineError } from "../src/errors.js";
-import { OfflineLibrary, TourState } from "../src/library.js";
+import { OfflineLibrary, TourState, webLock } from "../src/library.js";
 import { TrustAnchor } from "../src/trust.js";
 import { Action, catalogueCopy, Connectivity, failedCopy, fill, matrix, MatrixState, megabytes } from "./copy.js";
 
@@ -217,7 +217,7 @@ async function start(): Promise<void> {
   }
   const config = (await (await fetch("config.json")).json()) as Config;
   const anchor: TrustAnchor = config.publicKey !== undefined ? { publicKey: config.publicKey } : { rootJSON: base64Decode(config.rootJSON ?? "")! };
-  library = new OfflineLibrary({ site: new URL(config.site, location.href).toString(), anchor, storage: new BrowserStorage(), connectivity: browserConnectivity, flushBytes });
+  library = new OfflineLibrary({ site: new URL(config.site, location.href).toString(), anchor, storage: new BrowserStorage(), connectivity: browserConnectivity, flushBytes, downloadLock: webLock() });
   (globalThis as unknown as { tourpack: unknown }).tourpack = { library };
   library.onChange(scheduleRender);
   void library.requestPersistence();

@@ -14,6 +14,7 @@ export { SiteLayout, type Catalog, type CatalogTour, type CatalogPackage } from 
 export {
   OfflineLibrary,
   alwaysOnline,
+  webLock,
   type Connectivity,
   type DownloadJob,
   type InstalledPackage,

@@ -11,7 +11,7 @@ import { AudioFormat, AudioQuality, Catalog, CatalogPackage, CatalogTour, qualit
 import { ErrorKind, OfflineError, packageName } from "./errors.js";
 import { decodeManifest, fetchManifest, Manifest, PackageFile } from "./manifest.js";
 import { PackStorage, StateValue } from "./storage.js";
-import { CatalogReader, checkExpiry, resetTrust, TrustAnchor } from "./trust.js";
+import { CatalogReader, checkExpiry, readTrustRecord, resetTrust, TrustAnchor } from "./trust.js";
 import { Clock, defaultPolicy, FetchFunction, SiteFailure, SiteTransport, systemClock, TransferPolicy } from "./transfer.js";
 
 /** A tour's state, as TourpackClient's `PackState` names it. */
@@ -91,6 +91,21 @@ export interface LibraryOptions {
   maxStorageBytes?: number;
   /** Bytes held in memory before a partial file is written: what a closed tab can lose. */
   flushBytes?: number;
+  /**
+   * Runs one download's work while no other library on the same storage
+   * runs one (another tab, a worker): two never write the same partial
+   * file. In a browser, `webLock` (the Web Locks API); by default, this
+   * library's own queue only.
+   */
+  downloadLock?: <T>(work: () => Promise<T>) => Promise<T>;
+}
+
+/** `LibraryOptions.downloadLock` over the Web Locks API: every tab of the origin takes turns. */
+export function webLock(name = "tourpack-downloads"): <T>(work: () => Promise<T>) => Promise<T> {
+  const locks = (globalThis as unknown as { navigator?: { locks?: { request(name: string, work: () => Promise<unknown>): Promise<unknown> } } })
+    .navigator?.locks;
+  if (locks === undefined) throw new Error("this browser has no Web Locks API (navigator.locks): pass a downloadLock of your own");
+  return <T>(work: () => Promise<T>) => locks.request(name, work) as Promise<T>;
 }
 
 const Keys = { installed: "installed", jobs: "jobs" } as const;
@@ -143,6 +158,7 @@ export class OfflineLibrary {
   /** Bytes of the running download, live (the job record is written as files complete). */
   private live = new Map<string, number>();
   private stateLock: Promise<unknown> = Promise.resolve();
+  private readonly downloadLock: <T>(work: () => Promise<T>) => Promise<T>;
 
   constructor(options: LibraryOptions) {
     this.storage = options.storage;
@@ -151,6 +167,7 @@ export class OfflineLibrary {
     this.connectivity = options.connectivity ?? alwaysOnline;
     this.maxStorageBytes = options.maxStorageBytes ?? 500_000_000;
     this.flushBytes = options.flushBytes ?? 256 * 1024;
+    this.downloadLock = options.downloadLock ?? ((work) => work());
     const fetchFunction = options.fetch ?? ((url: string, init: RequestInit) => globalThis.fetch(url, init));
     this.transport = new SiteTransport(
       options.site,
@@ -449,7 +466,7 @@ export class OfflineLibrary {
       await this.writeJob(tourId, job);
     };
     try {
-      await this.install(tourId, choice, signal, update);
+      await this.downloadLock(() => this.install(tourId, choice, signal, update));
       if (!signal.aborted) await this.writeJob(tourId, undefined);
       await this.collectGarbage();
     } catch (error) {
@@ -466,6 +483,9 @@ export class OfflineLibrary {
     signal: AbortSignal,
     update: (change: Partial<DownloadJob>) => Promise<void>,
   ): Promise<void> {
+    // Another tab may have verified a newer catalogue since: the one the device remembers wins.
+    const record = await readTrustRecord(this.storage);
+    if (record !== undefined && this.verified !== undefined && record.generation !== this.verified.generation) this.verified = undefined;
     const catalog = await this.catalog();
     const tour = catalog?.tours.find((each) => each.tourId === tourId);
     if (catalog === undefined || tour === undefined) throw new OfflineError("notOffered", `tour ${tourId} is not in the catalogue verified last`);

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { OfflineError } from "../src/errors.js";
-import { Connectivity, OfflineLibrary } from "../src/library.js";
+import { Connectivity, LibraryOptions, OfflineLibrary } from "../src/library.js";
 import { MemoryStorage } from "../src/storage.js";
 import { TransferPolicy, defaultPolicy } from "../src/transfer.js";
 import { bytes, newSigner, publish, sha, Signer, TourSpec, uuid } from "./publisher.js";
@@ -22,6 +22,12 @@ async function setUp(tours: TourSpec[]) {
   const open = (options: { connectivity?: Connectivity; maxStorageBytes?: number; now?: () => Date; policy?: TransferPolicy; flushBytes?: number } = {}) =>
     new OfflineLibrary({ site: site.base, anchor: { publicKey: signer.publicKey }, storage, fetch: site.fetch, policy: fast, ...options });
   return { site, signer, storage, open };
+}
+
+/** The options `open` gives a library, for a test that builds its own. */
+function optionsOf(site: TestSite, open: () => OfflineLibrary): LibraryOptions {
+  const library = open();
+  return { site: site.base, anchor: library.reader.anchor, storage: library.storage, fetch: site.fetch, policy: fast };
 }
 
 function tour(n: number, sizes: number[], captions = true): TourSpec {
@@ -256,4 +262,39 @@ test("a key that does not match refuses the catalogue, naming it", async () => {
   const stranger: Signer = await newSigner();
   const library = new OfflineLibrary({ site: site.base, anchor: { publicKey: stranger.publicKey }, storage: new MemoryStorage(), fetch: site.fetch });
   await assert.rejects(library.refreshCatalog(), (error: unknown) => error instanceof OfflineError && error.kind === "integrityFailed" && /not by the expected key/.test(error.message));
+});
+
+test("two tabs on one storage take turns: each file is fetched once, and both see the tour cached", async () => {
+  const spec = tour(15, [60_000, 60_000]);
+  const { site, open } = await setUp([spec]);
+  let held: Promise<unknown> = Promise.resolve();
+  const downloadLock = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = held.then(work);
+    held = run.catch(() => undefined);
+    return run;
+  };
+  const first = new OfflineLibrary({ ...optionsOf(site, open), downloadLock });
+  const second = new OfflineLibrary({ ...optionsOf(site, open), downloadLock });
+  await first.refreshCatalog();
+  await second.refreshCatalog();
+  await Promise.all([first.download(spec.tourId), second.download(spec.tourId)]);
+  assert.equal((await second.state(spec.tourId)).state, "cached");
+  for (const audio of spec.audio) {
+    const digest = await sha(audio);
+    assert.equal(site.log.filter((entry) => entry.key.endsWith(digest)).length, 1, "fetched once");
+  }
+});
+
+test("a download uses the catalogue another tab verified since", async () => {
+  const spec = tour(16, [10_000]);
+  const { site, signer, open } = await setUp([spec]);
+  const stale = open();
+  await stale.refreshCatalog();
+  const changed = { ...spec, audio: [bytes(11_000, 1616)] };
+  await publish(site, signer, [changed], { generation: 2 });
+  await open().refreshCatalog();
+  await stale.download(spec.tourId);
+  const installed = (await stale.state(spec.tourId)).installed!;
+  const file = await stale.file(spec.tourId, installed.manifest.narrations[0]!.audio.path);
+  assert.deepEqual(new Uint8Array(await file!.arrayBuffer()), changed.audio[0], "generation 2's file, not generation 1's");
 });

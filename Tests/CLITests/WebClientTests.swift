@@ -241,15 +241,72 @@ extension WebClientTests {
     }
 }
 
+extension WebClientTests {
+    static let rootScript = Executable.packageRoot.appendingPathComponent("Tests/CLITests/Browser/web_root.py")
+
+    /// The page with a root of trust (`--root`): Chromium walks root 1 to root 2 with WebCrypto,
+    /// takes the catalogue the rotated key signed, then refuses one the revoked key signs.
+    @Test func aRootOfTrustIsWalkedInChromium() async throws {
+        let app = try Self.built.get().appendingPathComponent("app")
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Rooted", formats: [.aac], files: 1, bytes: 2_000)
+        let trust = try await TrustSite(fixture)
+        try await fixture.publish()
+        let rotated = TrustSite.newCatalogKey()
+        try await trust.rotate(to: [rotated])
+        try await trust.publish(signedWith: rotated)
+        let pinned = trust.pinned
+        // What the leaked (revoked) key will sign: made now, served once the page has verified.
+        let live = try trust.live()
+        try trust.forge(generation: 3, key: fixture.key, signedBy: fixture.key.keyId)
+        let forged = try trust.live()
+        try trust.restore(live)
+        let site = fixture.site
+        let work = try TemporaryFolder.make("tourpack-web-root")
+        defer { TemporaryFolder.remove(work) }
+        let (out, signal) = (work.appendingPathComponent("seen.json"), work.appendingPathComponent("forged"))
+
+        try await OffThePool.run {
+            let server = try WebProcess(site: site, anchor: ["--root", pinned.path], app: app)
+            defer { server.stop() }
+            let browser = Process()
+            browser.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            browser.arguments = ["python3", Self.rootScript.path, server.url, out.path, signal.path]
+            try browser.run()
+            defer { if browser.isRunning { browser.terminate() } }
+            let deadline = Date().addingTimeInterval(60)
+            while browser.isRunning, Date() < deadline, !FileManager.default.fileExists(atPath: out.path + ".first") {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            try forged.catalog.write(to: site.appendingPathComponent("catalog.json"))
+            try forged.signature.write(to: site.appendingPathComponent("catalog.json.sig"))
+            _ = FileManager.default.createFile(atPath: signal.path, contents: Data())
+            browser.waitUntilExit()
+        }
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: out)) as? [String: Any])
+        #expect(report["error"] is NSNull, "\(report)")
+        let seen = report["seen"] as? [[String: Any]] ?? []
+        try #require(seen.count == 2, "\(report)")
+        #expect(seen[0]["catalog"] as? String == "verified" && seen[0]["tours"] as? [String] == ["none/online"], "\(seen[0])")
+        #expect(seen[1]["catalog"] as? String == "refused" && seen[1]["kind"] as? String == "integrityFailed", "\(seen[1])")
+        #expect((seen[1]["message"] as? String)?.contains("root version 2") == true, "the refusal names the root: \(seen[1])")
+        #expect(seen[1]["tours"] as? [String] == ["none/online"], "the verified catalogue stays: \(seen[1])")
+    }
+}
+
 /// `tourpack web SITE --public-key KEY --port 0`, stopped by `stop()` or when released.
 final class WebProcess {
     let process = Process()
     let url: String
 
-    init(site: URL, publicKey: String, app: URL) throws {
+    convenience init(site: URL, publicKey: String, app: URL) throws {
+        try self.init(site: site, anchor: ["--public-key", publicKey], app: app)
+    }
+
+    init(site: URL, anchor: [String], app: URL) throws {
         let given = site.isFileURL ? site.path : site.absoluteString
         let first = try ServerProcess.firstLine(
-            process, arguments: ["web", given, "--public-key", publicKey, "--port", "0", "--app", app.path], timeout: 60)
+            process, arguments: ["web", given] + anchor + ["--port", "0", "--app", app.path], timeout: 60)
         guard first.hasPrefix("http://") else {
             if process.isRunning { process.terminate() }
             throw SetupFailure("tourpack web printed no URL")

@@ -59,10 +59,12 @@ enum EarlyPlayBench {
         let audio = largest.json["audio"] as? [[String: Any]] ?? []
         let pois = Set(audio.compactMap { $0["poiId"] as? String }).count
         let mapSHA = (largest.json["mapTiles"] as? [String: Any])?["sha256"] as? String
+        let mapBytes = (largest.json["mapTiles"] as? [String: Any])?["sizeBytes"] as? Int ?? 0
         print(
             String(
-                format: "  the demo's largest tour (%@): %d POIs, %d narrations, %.2f MB with its map, over one link held to 1 MB/s",
-                largest.json["tourName"] as? String ?? largest.tourId, pois, audio.count, Double(bytes(largest)) / 1e6))
+                format: "  the demo's largest tour (%@): %d POIs, %d narrations, %.2f MB with its %.2f MB map, over one link held to 1 MB/s",
+                largest.json["tourName"] as? String ?? largest.tourId, pois, audio.count, Double(bytes(largest)) / 1e6,
+                Double(mapBytes) / 1e6))
         let server = try SiteServer(root: site)
         defer { server.stop() }
         server.inject { _, _, _, _ in .link(bytesPerSecond: 1_000_000) }
@@ -103,6 +105,7 @@ enum EarlyPlayBench {
             print("  library against the CLI: skipped, \(tourpack.path) is not built (make bench builds it)")
             return
         }
+        var missed: [String] = []
         for (files, bytes) in [(4, 16 * 1024), (1, 1024)] {
             let source = work.appendingPathComponent("built-\(files)"), site = work.appendingPathComponent("site-\(files)")
             let payload = try PublishBench.makeRoot(
@@ -157,9 +160,12 @@ enum EarlyPlayBench {
                 String(
                     format: "    the library's time per package: %.1f ms for the first ten, %.1f ms for the last ten (median of 3)",
                     firstTen.sorted()[1] * 1000, lastTen.sorted()[1] * 1000))
-            guard ratio >= libraryGoal else {
-                throw BenchError(String(format: "the library reached %.2f× the CLI's throughput, below %.1f×", ratio, libraryGoal))
+            if ratio < libraryGoal {
+                missed.append(String(format: "%d × %d KiB: %.2f×", files, bytes / 1024, ratio))
             }
+        }
+        guard missed.isEmpty else {
+            throw BenchError("the library is below \(libraryGoal)× the CLI's throughput (\(missed.joined(separator: "; ")))")
         }
     }
 }

@@ -153,11 +153,14 @@ setup-bench: setup-test
 # catalogue of 1,000 packages) measure shipping to devices. `ledger` (the quota
 # ledger's reservations per second, 4 worker processes, PostgreSQL against
 # SQLite) and `fleet` (a cold build by 4 shard workers against 1, on one
-# PostgreSQL and one S3 bucket) measure several machines' state. `stream`
+# PostgreSQL and one S3 bucket) measure several machines' state. `early`
+# (the first playable narration of the demo's largest tour over a 1 MB/s
+# link, and the app's library against `install --all`, at least 0.9×)
+# measures starting a tour before its download ends. `stream`
 # (30-minute narrations, peak RSS) and `peer` (against an ffmpeg-CLI script)
 # measure the streaming-audio targets: a peak RSS of at most 200 MB whatever the
 # narration's length, and at most 0.40 of the script's wall time (`--loudness`
-# prints its ratio with no goal). They run last: a missed goal exits 1 and stops
+# prints its ratio with no goal). These three run last: a missed goal exits 1 and stops
 # make. `install`'s goal counts bytes, not time, so the machine's load cannot miss it.
 # The benches build only here: TOURPACK_BENCH=1 adds `tourpack-bench` to the
 # package (Package.swift). The flag adds a target and changes no other's
@@ -177,6 +180,7 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench install
 	.build/release/tourpack-bench ledger
 	.build/release/tourpack-bench fleet
+	.build/release/tourpack-bench early
 	.build/release/tourpack-bench stream
 	.build/release/tourpack-bench peer
 	.build/release/tourpack-bench peer --loudness

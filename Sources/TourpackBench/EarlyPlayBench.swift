@@ -1,5 +1,7 @@
-// Part of `tourpack-bench install`: starting a tour before its download
-// ends, and the app's library against `tourpack install --all`.
+// `tourpack-bench early [--packages 100] [--skip-demo 1]`: starting a tour
+// before its download ends, and the app's library against
+// `tourpack install --all`. `make bench` runs it among the last: a missed
+// goal exits 1.
 //
 // - The demo's largest tour (`pipelines/demo.yaml`, built with the embedded
 //   espeak-ng voice and tile server, then published), installed over one
@@ -22,6 +24,15 @@ import TourpackTesting
 
 enum EarlyPlayBench {
     static let libraryGoal = 0.9
+
+    static func run(_ arguments: [String]) async throws {
+        let options = try IntegerOptions(arguments, ["--packages": (100, 1), "--skip-demo": (0, 0)])
+        let work = TemporaryFolder.path("tourpack-bench-early")
+        defer { TemporaryFolder.remove(work) }
+        print("early: \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        if options["--skip-demo"] == 0 { try await playWhileDownloading(work.appendingPathComponent("play")) }
+        try await libraryAgainstCLI(work.appendingPathComponent("folder"), packages: options["--packages"])
+    }
 
     static var tourpack: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
@@ -62,7 +73,8 @@ enum EarlyPlayBench {
         let mapBytes = (largest.json["mapTiles"] as? [String: Any])?["sizeBytes"] as? Int ?? 0
         print(
             String(
-                format: "  the demo's largest tour (%@): %d POIs, %d narrations, %.2f MB with its %.2f MB map, over one link held to 1 MB/s",
+                format:
+                    "  the demo's largest tour (%@): %d POIs, %d narrations, %.2f MB with its %.2f MB map, over one link held to 1 MB/s",
                 largest.json["tourName"] as? String ?? largest.tourId, pois, audio.count, Double(bytes(largest)) / 1e6,
                 Double(mapBytes) / 1e6))
         let server = try SiteServer(root: site)

@@ -1,4 +1,4 @@
-// `tourpack-bench install [--packages 100] [--files 4] [--kb 256] [--check-packages 1000] [--early-only 1]`
+// `tourpack-bench install [--packages 100] [--files 4] [--kb 256] [--check-packages 1000]`
 //
 // Installing a published site over HTTP, through `Installer` and the
 // project's libcurl client as `tourpack install SITE --into DOCUMENTS --all`
@@ -34,23 +34,14 @@ enum InstallBench {
 
     static func run(_ arguments: [String]) async throws {
         let options = try IntegerOptions(
-            arguments,
-            ["--packages": (100, 1), "--files": (4, 1), "--kb": (256, 1), "--check-packages": (1000, 10), "--early-only": (0, 0)])
+            arguments, ["--packages": (100, 1), "--files": (4, 1), "--kb": (256, 1), "--check-packages": (1000, 10)])
         let (packages, files, kb, checkPackages) = (options["--packages"], options["--files"], options["--kb"], options["--check-packages"])
         let work = TemporaryFolder.path("tourpack-bench-install")
         defer { TemporaryFolder.remove(work) }
-        if options["--early-only"] != 0 {
-            // Starting a tour before its download ends, alone: `--early-only 1`; 2 skips the demo's build.
-            if options["--early-only"] == 1 { try await EarlyPlayBench.playWhileDownloading(work.appendingPathComponent("play")) }
-            try await EarlyPlayBench.libraryAgainstCLI(work.appendingPathComponent("folder"), packages: packages)
-            return
-        }
         print("install: a folder site on a loopback site server, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         try await throughput(work.appendingPathComponent("big"), packages: packages, files: files, bytes: kb * 1024)
         try await library(work.appendingPathComponent("library"), packages: packages, files: files, bytes: kb * 1024)
         try await check(work.appendingPathComponent("many"), packages: checkPackages)
-        try await EarlyPlayBench.playWhileDownloading(work.appendingPathComponent("play"))
-        try await EarlyPlayBench.libraryAgainstCLI(work.appendingPathComponent("folder"), packages: packages)
     }
 
     // MARK: Throughput, clean and through faults

@@ -23,6 +23,7 @@ case "fleet": exit(await FleetBench.run(Array(arguments.dropFirst())))
 case "validate": do { try await ValidateBench.run(Array(arguments.dropFirst())) } catch { print("validate: \(error)"); exit(1) }
 case "publish": do { try await PublishBench.run(Array(arguments.dropFirst())) } catch { print("publish: \(error)"); exit(1) }
 case "install": do { try await InstallBench.run(Array(arguments.dropFirst())) } catch { print("install: \(error)"); exit(1) }
+case "early": do { try await EarlyPlayBench.run(Array(arguments.dropFirst())) } catch { print("early: \(error)"); exit(1) }
 default:
     print("unknown benchmark \(name)")
     exit(2)

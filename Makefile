@@ -160,7 +160,7 @@ setup-bench: setup-test
 # (30-minute narrations, peak RSS) and `peer` (against an ffmpeg-CLI script)
 # measure the streaming-audio targets: a peak RSS of at most 200 MB whatever the
 # narration's length, and at most 0.40 of the script's wall time (`--loudness`
-# prints its ratio with no goal). These three run last: a missed goal exits 1 and stops
+# prints its ratio with no goal). These run last, `early` the very last: a missed goal exits 1 and stops
 # make. `install`'s goal counts bytes, not time, so the machine's load cannot miss it.
 # The benches build only here: TOURPACK_BENCH=1 adds `tourpack-bench` to the
 # package (Package.swift). The flag adds a target and changes no other's
@@ -180,10 +180,10 @@ bench: setup-bench build-release
 	.build/release/tourpack-bench install
 	.build/release/tourpack-bench ledger
 	.build/release/tourpack-bench fleet
-	.build/release/tourpack-bench early
 	.build/release/tourpack-bench stream
 	.build/release/tourpack-bench peer
 	.build/release/tourpack-bench peer --loudness
+	.build/release/tourpack-bench early
 
 # libFuzzer with AddressSanitizer on every parser of untrusted input (the
 # Fuzzing article). The targets' bodies are TourpackFuzz, a library beside

@@ -149,6 +149,16 @@ import TourpackTesting
         #expect(resumed["ifRange"] is String && resumed["status"] as? Int == 206, "\(resumed)")
         #expect(starts == starts.sorted() && Set(starts).count == starts.count, "never from a byte it had: \(resumes)")
 
+        // Queued behind another download; failed on a file that is not its SHA-256, with the article's line and a retry; retried.
+        let queued = report["queued"] as? [String: Any] ?? [:]
+        #expect(queued["job"] as? String == "queued" && queued["state"] as? String == "downloading", "\(queued)")
+        let failed = report["failed"] as? [String: Any] ?? [:]
+        #expect(failed["job"] as? String == "failed" && failed["state"] as? String == "none", "\(failed)")
+        #expect(failed["failureKind"] as? String == "integrityFailed" && report["failedMatches"] as? Bool == true, "\(failed)")
+        #expect((failed["failure"] as? String)?.contains("AudioCache/") == true, "the failure names the file: \(failed)")
+        #expect((failed["actions"] as? [String])?.contains("download") == true, "a retry: \(failed)")
+        #expect((report["retried"] as? [String: Any])?["state"] as? String == "cached")
+
         // Storage use comes from navigator.storage.estimate().
         let storage = report["storage"] as? [String: String] ?? [:]
         #expect(Int(storage["quota"] ?? "") ?? 0 > 0, "\(storage)")

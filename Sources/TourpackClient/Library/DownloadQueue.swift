@@ -139,7 +139,8 @@ final class DownloadQueueFile: @unchecked Sendable {
         if downloads.isEmpty, present == nil { return }  // Nothing owed and no file: nothing to write.
         do {
             try AtomicFile.createFolder(url.deletingLastPathComponent())
-            try AtomicFile.write(Array(data), to: url)
+            // Not synced: a record a power cut loses is a download the app asks for again.
+            try AtomicFile.replace(Array(data), at: url)
             storage.protect(url)
             written = (data, FileStatus(path: url.path))
         } catch {

@@ -557,7 +557,8 @@ enum AccessLog {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.createFolder(folder.url)
-        try AtomicFile.write(Array(try encoder.encode(times)), to: url(folder))
+        // Not synced: plays a power cut loses only move a package in eviction's order.
+        try AtomicFile.replace(Array(try encoder.encode(times)), at: url(folder))
     }
 }
 

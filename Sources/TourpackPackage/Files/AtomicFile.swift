@@ -47,6 +47,24 @@ public enum AtomicFile {
         try commit(temp: temp, to: url)
     }
 
+    /// Replaces the file at `url` with `bytes` through a temp and a rename,
+    /// with no fsync: for a file whose latest version a power cut may lose
+    /// at no cost but a redo (the app's download queue, its plays), written
+    /// often on a phone, where each fsync is a flush of the drive's cache.
+    /// A killed process leaves the old bytes or the new, never a mix.
+    public static func replace(_ bytes: some ContiguousBytes, at url: URL) throws {
+        let temp = try temporaryURL(for: url)
+        do {
+            let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, operation: "open temp")
+            defer { _ = close(fd) }
+            try bytes.withUnsafeBytes { buffer in try writeAll(buffer, to: fd, path: temp.path) }
+            guard rename(temp.path, url.path) == 0 else { throw failure(url, "rename") }
+        } catch {
+            discard(temp: temp)
+            throw error
+        }
+    }
+
     /// Writes `bytes` into a temp from `temporaryURL(for:in:)` and fsyncs it,
     /// so a failed write is reported as such before any rename.
     public static func fill(_ temp: URL, with bytes: some ContiguousBytes) throws {

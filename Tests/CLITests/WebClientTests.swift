@@ -252,6 +252,30 @@ extension WebClientTests {
 }
 
 extension WebClientTests {
+    /// Run from a folder with no build/web of its own and no `--app`, `tourpack web` serves the app
+    /// built in the checkout it was built in (where `make web` and this suite put it); usage errors exit 2
+    /// and name what is missing.
+    @Test func theBuiltAppIsFoundAndUsageIsChecked() async throws {
+        let app = try Self.built.get().appendingPathComponent("app")
+        let fixture = try SiteFixture()
+        try fixture.addTour(name: "Found", formats: [.aac], files: 1, bytes: 1_000)
+        try await fixture.publish()
+        let (site, key) = (fixture.site, fixture.publicKeyBase64)
+        let elsewhere = try TemporaryFolder.make("tourpack-web-cwd")
+        defer { TemporaryFolder.remove(elsewhere) }
+        let (page, noAnchor, noSite) = try await OffThePool.run { () throws -> (Data, Executable.Result, Executable.Result) in
+            let server = try WebProcess(site: site, anchor: ["--public-key", key], app: nil, folder: elsewhere)
+            defer { server.stop() }
+            let page = try Data(contentsOf: URL(string: server.url)!)
+            let noAnchor = try Executable.run(["web", site.path, "--port", "0"])
+            let noSite = try Executable.run(["web", elsewhere.path, "--public-key", key, "--port", "0"])
+            return (page, noAnchor, noSite)
+        }
+        #expect(page == (try Data(contentsOf: app.appendingPathComponent("index.html"))))
+        #expect(noAnchor.status == 2 && noAnchor.stderr.contains("--public-key KEY or --root FILE"), "\(noAnchor.stderr)")
+        #expect(noSite.status == 2 && noSite.stderr.contains("no catalog.json"), "\(noSite.stderr)")
+    }
+
     static let rootScript = Executable.packageRoot.appendingPathComponent("Tests/CLITests/Browser/web_root.py")
 
     /// The page with a root of trust (`--root`): Chromium walks root 1 to root 2 with WebCrypto,
@@ -313,10 +337,14 @@ final class WebProcess {
         try self.init(site: site, anchor: ["--public-key", publicKey], app: app)
     }
 
-    init(site: URL, anchor: [String], app: URL) throws {
+    /// - Parameters:
+    ///   - app: `--app`; nil lets `tourpack web` find the built app itself.
+    ///   - folder: the working folder it runs in.
+    init(site: URL, anchor: [String], app: URL?, folder: URL? = nil) throws {
         let given = site.isFileURL ? site.path : site.absoluteString
+        if let folder { process.currentDirectoryURL = folder }
         let first = try ServerProcess.firstLine(
-            process, arguments: ["web", given] + anchor + ["--port", "0", "--app", app.path], timeout: 60)
+            process, arguments: ["web", given] + anchor + ["--port", "0"] + (app.map { ["--app", $0.path] } ?? []), timeout: 60)
         guard first.hasPrefix("http://") else {
             if process.isRunning { process.terminate() }
             throw SetupFailure("tourpack web printed no URL")

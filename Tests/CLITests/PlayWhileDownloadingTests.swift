@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Testing
 import TourpackClient
@@ -25,7 +24,7 @@ import TourpackTesting
     }
 
     static func sha256(_ url: URL) throws -> String {
-        SHA256.hash(data: try Data(contentsOf: url)).map { String(format: "%02x", $0) }.joined()
+        SiteFixture.sha256(try Data(contentsOf: url))
     }
 
     @Test func theFirstNarrationPlaysWithinATenthOfTheDownloadOnA1MBpsLink() async throws {

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Testing
 import TourpackClient
@@ -13,7 +12,7 @@ import Glibc
 /// again; an update never shows a mix of versions; the POIs the app names
 /// go first.
 @Suite(.serialized, .offThePool) struct EarlyPlayTests {
-    static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    static func sha256(_ data: Data) -> String { SiteFixture.sha256(data) }
 
     /// Each narration of the package: its POI and the file's SHA-256, in route order.
     static func narrations(_ package: SiteFixture.Package) -> [(poi: UUID, sha256: String)] {

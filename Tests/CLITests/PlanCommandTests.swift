@@ -234,7 +234,7 @@ import TourpackTesting
                 "tourpack install", "tourpack installed", "tourpack cache", "tourpack cache stats", "tourpack cache prune",
                 "tourpack cache clear", "tourpack quota", "tourpack state", "tourpack state migrate", "tourpack keys",
                 "tourpack keys generate", "tourpack keys root", "tourpack keys rotate", "tourpack serve-tts",
-                "tourpack serve-tiles", "tourpack help",
+                "tourpack serve-tiles", "tourpack web", "tourpack help",
             ])
     }
 }

@@ -34,7 +34,8 @@ import Glibc
         let downloads = documents.appendingPathComponent(".tourpack-install/downloads")
         let process = try KilledLibraryTests.runExample([server.base, documents.path, fixture.publicKeyBase64, package.tourId])
         var verified: [(poi: UUID, sha256: String)] = []
-        for _ in 0..<200 {
+        // Up to 15 s: the example's start-up is slow on a loaded machine.
+        for _ in 0..<600 {
             try await Task.sleep(for: .milliseconds(25))
             verified = narrations.filter { FileManager.default.fileExists(atPath: downloads.appendingPathComponent($0.sha256).path) }
             if verified.count >= 2 { break }

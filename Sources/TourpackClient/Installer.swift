@@ -116,7 +116,7 @@ package struct Installer: Sendable {
     package var documents: URL { folder.documents }
 
     /// What an install did.
-    package struct Outcome: Sendable, Hashable {
+    package struct Outcome: Sendable {
         package var catalog: CatalogSummary
         package var installed: [String] = []
         package var updated: [String] = []
@@ -129,6 +129,8 @@ package struct Installer: Sendable {
         package var downloadedBytes: Int64 = 0
         package var removedFiles = 0
         package var jobs: [DownloadJob] = []
+        /// The packages committed, as their plans held them (no identity: not read from disk).
+        package var committed: [PackageOnDisk] = []
     }
 
     /// Installs or updates the chosen packages.
@@ -310,6 +312,12 @@ package struct Installer: Sendable {
             case .upToDate: break
             }
             outcome.superseded += plan.superseded.map(\.packageId)
+            if let manifest = plan.manifest {
+                outcome.committed.append(
+                    PackageOnDisk(
+                        manifest: manifest, manifestBytes: plan.manifestBytes, manifestSHA256: plan.entry.package.manifest.sha256,
+                        files: plan.files))
+            }
             outcome.downloadedFiles += plan.downloads.count
             outcome.downloadedBytes += plan.downloadBytes
             outcome.removedFiles += plan.obsolete.count

@@ -303,7 +303,9 @@ extension OfflineLibrary {
             let outcome: Installer.Outcome
             do {
                 outcome = try await installer.install(choice, noReinstall: true)
-                await packagesInstalled(entry.package.packageId, superseded: outcome.superseded)
+                await packagesInstalled(
+                    entry.package.packageId, superseded: outcome.superseded,
+                    committed: outcome.committed.first { $0.packageId == entry.package.packageId })
                 sweptLeftovers = true
             } catch {
                 packagesChanged()

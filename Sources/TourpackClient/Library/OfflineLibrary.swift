@@ -358,12 +358,15 @@ public actor OfflineLibrary {
     /// are installed. The folder's stamp is read after the package, so a
     /// change another process makes later is still seen (one it made
     /// during the commit itself is seen at the next change).
-    func packagesInstalled(_ packageId: String, superseded: [String]) async {
+    func packagesInstalled(_ packageId: String, superseded: [String], committed: PackageOnDisk?) async {
         // Only a view that was current (read during the install) is carried forward.
         guard let held = device, held.stamp.tours != [-1] else { return packagesChanged() }
         let (documents, folder) = (self.documents, self.folder)
         let read = try? await Blocking.run { () -> (PackageOnDisk.Read, DeviceView.Stamp) in
-            (PackageOnDisk.read(documents: documents, packageId: packageId), DeviceView.Stamp(documents: documents, folder: folder))
+            (
+                PackageOnDisk.read(documents: documents, packageId: packageId, reusing: committed),
+                DeviceView.Stamp(documents: documents, folder: folder)
+            )
         }
         guard let (result, stamp) = read, case .package(let package) = result, var current = device,
             current.stamp.tours == held.stamp.tours

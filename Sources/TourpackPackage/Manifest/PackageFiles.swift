@@ -130,6 +130,18 @@ package struct PackageOnDisk: Sendable {
     /// nil for a package not read from disk.
     package var installedAt: Date?
 
+    package init(
+        manifest: PackageManifest, manifestBytes: [UInt8], manifestSHA256: String, files: [PackageFile], identity: [Int] = [],
+        installedAt: Date? = nil
+    ) {
+        self.manifest = manifest
+        self.manifestBytes = manifestBytes
+        self.manifestSHA256 = manifestSHA256
+        self.files = files
+        self.identity = identity
+        self.installedAt = installedAt
+    }
+
     package var packageId: String { manifest.packageId }
 
     /// Every package under `OfflineTours` whose package.json reads, by
@@ -165,13 +177,25 @@ package struct PackageOnDisk: Sendable {
     }
 
     /// One package's package.json, as `read(documents:reusing:)` reads each:
-    /// `earlier` is taken as it is while its package.json is the same file.
+    /// `earlier` is taken as it is while its package.json is the same file,
+    /// or, when it was not read from disk (an install's own, with no
+    /// identity yet), while the file holds its bytes.
     package static func read(documents: URL, packageId name: String, reusing earlier: PackageOnDisk? = nil) -> Read {
         // Paths as strings: one lstat per package, with no URL built for it.
         let path = documents.path + "/" + Layout.offlineToursFolder + "/" + name + "/" + Layout.manifestFileName
         guard let status = FileStatus(path: path), status.kind == .file else { return .absent }
         let identity = [Int(truncatingIfNeeded: status.inode), Int(status.size), status.modifiedSeconds, status.modifiedNanoseconds]
         if let earlier, earlier.identity == identity { return .package(earlier) }
+        if let earlier, earlier.identity.isEmpty, Int64(earlier.manifestBytes.count) == status.size,
+            let data = FileManager.default.contents(atPath: path), Array(data) == earlier.manifestBytes
+        {
+            // The package as its installer held it, its bytes the file's: not decoded again.
+            var known = earlier
+            known.identity = identity
+            known.installedAt = Date(
+                timeIntervalSince1970: Double(status.modifiedSeconds) + Double(status.modifiedNanoseconds) / 1e9)
+            return .package(known)
+        }
         guard let data = FileManager.default.contents(atPath: path) else { return .absent }
         let relative = "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"
         guard let manifest = try? PackageManifest.decode(Array(data)), manifest.packageId == name,

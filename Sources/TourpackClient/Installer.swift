@@ -75,12 +75,14 @@ package struct Installer: Sendable {
     package var storage: DeviceStorage = .system
     /// The POIs whose files go first, changed while the install runs.
     package var priorities: DownloadPriorities?
-    /// Whether the recovery also sweeps what killed runs left half made in
-    /// the Documents layout (one listing per tour and package folder). The
-    /// app's library sweeps on its first install of a process, and later
-    /// installs only finish journalled commits: a sweep per package would
-    /// grow with the packages installed.
-    package var sweepsLeftovers = true
+    /// Whether the install checks the state folders (a symlink in the place
+    /// of one refused, missing ones made, the library's folders excluded
+    /// from backup) and sweeps what killed runs left half made in the
+    /// Documents layout (one listing per tour and package folder). The app's
+    /// library does both on its first install of a process and after one
+    /// that failed; the others only finish journalled commits, so that a
+    /// download's fixed cost does not grow with the packages installed.
+    package var checksFolder = true
     /// Where a first download's tile pack goes: the product's choice unless a bench compares.
     package var tilePackPlacement: DownloadOrder.TilePackPlacement = .afterFirstPOI
 
@@ -138,8 +140,8 @@ package struct Installer: Sendable {
     ///   catalogue's version is `alreadyDownloaded` (nothing is done), not
     ///   quietly up to date.
     package func install(_ choice: PackageChoice, noReinstall: Bool = false) async throws -> Outcome {
-        let lock = try await locked { [folder, storage] in
-            try folder.prepare(storage: storage)
+        let lock = try await locked { [folder, storage, checksFolder] in
+            if checksFolder { try folder.prepare(storage: storage) }
         }
         defer { lock?.release() }
         let staging = try await recover()
@@ -217,7 +219,7 @@ package struct Installer: Sendable {
     /// Finishes a commit a killed install left (its journal), then removes
     /// what such an install left half made.
     private func recover() async throws -> StagingArea {
-        let (folder, sweeps) = (self.folder, sweepsLeftovers)
+        let (folder, sweeps) = (self.folder, checksFolder)
         return try await Blocking.run {
             _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
             let staging = try StagingArea(state: folder.url, output: folder.documents)

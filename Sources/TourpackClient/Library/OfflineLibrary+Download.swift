@@ -291,7 +291,7 @@ extension OfflineLibrary {
             installer.suspension = suspension
             installer.storage = storage
             installer.priorities = priorities(of: tourId)
-            installer.sweepsLeftovers = !sweptLeftovers
+            installer.checksFolder = !folderChecked
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
             installer.known = Installer.Known(catalog: catalog) { await self.installedPackages() }
@@ -306,9 +306,10 @@ extension OfflineLibrary {
                 await packagesInstalled(
                     entry.package.packageId, superseded: outcome.superseded,
                     committed: outcome.committed.first { $0.packageId == entry.package.packageId })
-                sweptLeftovers = true
+                folderChecked = true
             } catch {
                 packagesChanged()
+                folderChecked = false
                 throw error
             }
             if outcome.jobs.isEmpty {

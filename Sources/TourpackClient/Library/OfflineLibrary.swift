@@ -56,9 +56,10 @@ public actor OfflineLibrary {
     var watcher: Task<Void, Never>?
 
     var playing: UUID?
-    /// Whether an install of this library swept what killed runs left (the
-    /// first of a process does; the others only finish journalled commits).
-    var sweptLeftovers = false
+    /// Whether an install of this library checked the state folders and
+    /// swept what killed runs left (`Installer.checksFolder`): the first of
+    /// a process does, and the first after a failure.
+    var folderChecked = false
     /// The POIs the app wants first, per tour (`prioritize`), until its download ends.
     var preferred: [UUID: DownloadPriorities] = [:]
     /// Files of first downloads this library hashed, as they were then:

@@ -148,7 +148,7 @@ package struct InstallFolder: Sendable {
     func keepWaiting(_ plan: PackagePlan) throws {
         let sha256 = plan.entry.package.manifest.sha256
         guard !plan.manifestBytes.isEmpty, OutputTree.kind(verified(sha256)) == .absent else { return }
-        do { try Data(plan.manifestBytes).write(to: verified(sha256), options: .atomic) } catch {
+        do { try AtomicFile.replace(plan.manifestBytes, at: verified(sha256)) } catch {
             throw TourpackError.storageFailed(path: verified(sha256).path, operation: "write package.json", reason: "\(error)")
         }
     }

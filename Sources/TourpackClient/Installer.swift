@@ -98,9 +98,17 @@ package struct Installer: Sendable {
         /// Asked once the install holds the lock, so the caller can check
         /// what it holds against the disk then.
         package var installed: @Sendable () async -> [PackageOnDisk]
+        /// `trust.json` as it was once the caller verified `catalog` (its
+        /// record then naming that generation at this site): while the file
+        /// is still that one, no other process verified another generation
+        /// since, and the record is not read again.
+        package var trustFile: FileStatus?
 
-        package init(catalog: Catalog, installed: @escaping @Sendable () async -> [PackageOnDisk]) {
+        package init(
+            catalog: Catalog, trustFile: FileStatus? = nil, installed: @escaping @Sendable () async -> [PackageOnDisk]
+        ) {
             self.catalog = catalog
+            self.trustFile = trustFile
             self.installed = installed
         }
     }
@@ -357,8 +365,12 @@ package struct Installer: Sendable {
     private func verifiedCatalog() async throws -> (Catalog, CatalogSummary) {
         let site = source.location
         if let catalog = known?.catalog {
-            let record = try await Blocking.run { [folder] in folder.trustRecord() }
-            if trust == nil || (record?.site == site && record?.generation == catalog.generation) {
+            let held = known?.trustFile
+            let (unchanged, record) = try await Blocking.run { [folder] in
+                if let held, FileStatus(path: folder.trustFile.path) == held { return (true, TrustRecord?.none) }
+                return (false, folder.trustRecord())
+            }
+            if trust == nil || unchanged || (record?.site == site && record?.generation == catalog.generation) {
                 if trust != nil { try CatalogReader.checkExpiry(catalog, at: now(), site: site) }
                 let summary = CatalogSummary(
                     catalog, site: site, notModified: true, verifiedBy: trust.map { catalog.signedBy ?? $0.description })

@@ -199,6 +199,33 @@ import Glibc
         #expect(Set(await library.installed().map(\.tourId)) == Set(tours.map(Self.tourId)))
     }
 
+    /// Another library on the folder (the app's background task) verified a
+    /// newer generation since this one refreshed: this one's next download
+    /// reads the site's catalogue again and installs the newer package,
+    /// never the one its own older catalogue names.
+    @Test func aDownloadAfterAnotherLibraryVerifiedANewerGenerationReadsTheSitesCatalogue() async throws {
+        let (fixture, server, tours) = try await Self.served { fixture in
+            try ["A", "B"].map { try fixture.addTour(name: $0, formats: [.opus], files: 2, bytes: 10_000)[0] }
+        }
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        _ = try await library.refreshCatalog()
+        #expect(try await Self.download(library, Self.tourId(tours[0])).last?.status == .completed)
+        // B changes and is published again; the other library verifies that generation.
+        _ = try fixture.changeFile(of: fixture.package(tours[1].packageId), index: 0)
+        try await fixture.publish()
+        let newer = fixture.package(tours[1].packageId)
+        let other = try Self.library(fixture, server)
+        _ = try await other.refreshCatalog()
+        server.resetLog()
+        #expect(try await Self.download(library, Self.tourId(tours[1])).last?.status == .completed)
+        let paths = server.requests.map(\.path)
+        #expect(paths.contains { $0.contains("catalog.json") }, "the site's catalogue was not read again: \(paths)")
+        #expect(
+            SiteFixture.appView(fixture.documents(), manifestPath: "OfflineTours/\(newer.packageId)/package.json")
+                == (try fixture.files(of: newer)), "not the newer generation's package")
+    }
+
     /// A failed download of tour A keeps its partial files through tour B's
     /// download (A's package.json waits with them, and the catalogue lists
     /// A), so A's next try resumes rather than starting again.

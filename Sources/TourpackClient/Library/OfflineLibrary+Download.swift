@@ -294,7 +294,9 @@ extension OfflineLibrary {
             installer.checksFolder = !folderChecked
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
-            installer.known = Installer.Known(catalog: catalog) { await self.installedPackages() }
+            installer.known = Installer.Known(catalog: catalog, trustFile: await trustFile(of: catalog)) {
+                await self.installedPackages()
+            }
             let broadcast = self.broadcast
             installer.report = { event in
                 guard case .job(let job) = event, !suspension.isSet else { return }

@@ -60,6 +60,9 @@ public actor OfflineLibrary {
     /// swept what killed runs left (`Installer.checksFolder`): the first of
     /// a process does, and the first after a failure.
     var folderChecked = false
+    /// `trust.json` as it was when its record was last read and named this
+    /// generation (`trustFile(of:)`).
+    var trustFileSeen: (generation: Int, file: FileStatus)?
     /// The POIs the app wants first, per tour (`prioritize`), until its download ends.
     var preferred: [UUID: DownloadPriorities] = [:]
     /// Files of first downloads this library hashed, as they were then:
@@ -185,6 +188,24 @@ public actor OfflineLibrary {
     func currentCatalog() async throws -> Catalog {
         if let known = await loadRemembered() { return known.catalog }
         return try await refresh().catalog
+    }
+
+    /// `trust.json` as it is now, when its record names `catalog`'s
+    /// generation at this site (`Installer.Known.trustFile`): read once per
+    /// catalogue, not once per download.
+    func trustFile(of catalog: Catalog) async -> FileStatus? {
+        if let (generation, status) = trustFileSeen, generation == catalog.generation { return status }
+        let (folder, site) = (self.folder, source.location)
+        let seen = try? await Blocking.run { () -> FileStatus? in
+            let status = FileStatus(path: folder.trustFile.path)
+            guard let record = folder.trustRecord(), record.site == site, record.generation == catalog.generation,
+                FileStatus(path: folder.trustFile.path) == status
+            else { return nil }
+            return status
+        }
+        guard let status = seen ?? nil else { return nil }
+        trustFileSeen = (catalog.generation, status)
+        return status
     }
 
     private func refresh() async throws -> (catalog: Catalog, snapshot: CatalogSnapshot) {

@@ -11,7 +11,7 @@
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
 //   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
-//   TourpackPublish the signed catalogue and the sites it goes to (Core, HTTP, Maps, Kit)
+//   TourpackPublish the publisher and the sites it writes the signed catalogue to (Core, HTTP, Maps, Kit)
 //   TourpackClient the app's library: catalogue, download, verify, install (TourpackPackage only)
 //   TourpackInstall `tourpack install`'s libcurl site source for the client  (Core, HTTP, Client)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
@@ -187,13 +187,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // Shipping to devices: the catalogue of published packages, its
-        // Ed25519 signature and the signing key, and the publisher on top.
+        // Shipping to devices: the publisher (its rollback and garbage
+        // collection) and the sites it writes to. The catalogue's model, its
+        // Ed25519 signature and the keys are TourpackPackage's (Catalog/),
+        // which the app's library verifies with.
         .target(
             name: "TourpackPublish",
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackMaps", "TourpackKit",
-                // Ed25519 signatures of the catalogue; SHA-256 key ids.
+                // The SHA-256 of each local package.json, which the catalogue names.
                 .product(name: "Crypto", package: "swift-crypto"),
                 // A folder site's copies and fsyncs run on its thread pool, off the cooperative pool.
                 .product(name: "NIOPosix", package: "swift-nio"),

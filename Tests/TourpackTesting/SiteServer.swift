@@ -1,5 +1,6 @@
 import Crypto
 package import Foundation
+import TourpackCore
 
 #if canImport(Glibc)
 import Glibc
@@ -231,9 +232,7 @@ package final class SiteServer: @unchecked Sendable {
                     return linkFree
                 }
                 let wait = ContinuousClock.now.duration(to: done)
-                if wait > .zero {
-                    Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
-                }
+                if wait > .zero { Thread.sleep(forTimeInterval: wait.seconds) }
                 guard send(connection, piece) else { break }
                 offset += piece.count
                 lock.withLock { delivered += piece.count }

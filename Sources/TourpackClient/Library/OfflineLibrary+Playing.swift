@@ -62,13 +62,8 @@ extension OfflineLibrary {
         else { return nil }
         let sha256 = entry.package.manifest.sha256
         if let known = waitingManifests[sha256] { return known }
-        let file = folder.verified(sha256)
-        let read = try? await Blocking.run { () -> PackageManifest? in
-            guard let data = FileManager.default.contents(atPath: file.path), PackageFiles.sha256(data) == sha256 else { return nil }
-            let manifest = try PackageManifest.decode(Array(data))
-            _ = try PackageFiles.of(manifest, file: entry.package.manifest.path)
-            return manifest
-        }
+        let folder = self.folder
+        let read = try? await Blocking.run { folder.waitingManifest(entry.package)?.manifest }
         guard let manifest = read ?? nil, manifest.packageId == entry.package.packageId, manifest.tourId == entry.tour.tourId else {
             return nil
         }

@@ -42,9 +42,8 @@ package struct DeviceStorage: Sendable {
             var info = statvfs()
             guard statvfs(folder.path, &info) == 0 else { return nil }
             // What an unprivileged process may use, as `df` shows it.
-            let (blocks, size) =
-                Int64(exactly: info.f_bavail).flatMap { blocks in Int64(exactly: info.f_frsize).map { (blocks, $0) } } ?? (0, 0)
-            return blocks.multipliedReportingOverflow(by: size).overflow ? .max : blocks * size
+            let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+            return overflow ? .max : bytes
         })
     #endif
 

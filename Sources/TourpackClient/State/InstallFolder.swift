@@ -162,15 +162,23 @@ package struct InstallFolder: Sendable {
         let present = Set((try? FileManager.default.contentsOfDirectory(atPath: downloads.path)) ?? [])
         for package in catalog.tours.flatMap(\.packages)
         where present.contains(package.manifest.sha256) && !planned.contains(package.manifest.sha256) {
-            let sha256 = package.manifest.sha256
-            guard OutputTree.kind(verified(sha256)) == .file, let data = FileManager.default.contents(atPath: verified(sha256).path),
-                PackageFiles.sha256(data) == sha256, let manifest = try? PackageManifest.decode(Array(data)),
-                let files = try? PackageFiles.of(manifest, file: package.manifest.path)
-            else { continue }
-            named.insert(sha256)
+            guard let (_, files) = waitingManifest(package) else { continue }
+            named.insert(package.manifest.sha256)
             named.formUnion(files.map(\.sha256))
         }
         return named
+    }
+
+    /// The package.json of `package` waiting in `downloads` (`keepWaiting`),
+    /// checked: the catalogue's SHA-256, a package.json, its files at their
+    /// places; and those files. Nil when there is none, or it fails a check.
+    func waitingManifest(_ package: CatalogPackage) -> (manifest: PackageManifest, files: [PackageFile])? {
+        let sha256 = package.manifest.sha256
+        guard OutputTree.kind(verified(sha256)) == .file, let data = FileManager.default.contents(atPath: verified(sha256).path),
+            PackageFiles.sha256(data) == sha256, let manifest = try? PackageManifest.decode(Array(data)),
+            let files = try? PackageFiles.of(manifest, file: package.manifest.path)
+        else { return nil }
+        return (manifest, files)
     }
 
     /// Deletes what is downloaded for these files: they are in place now.

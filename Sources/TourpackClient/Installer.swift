@@ -148,19 +148,16 @@ package struct Installer: Sendable {
     ///   catalogue's version is `alreadyDownloaded` (nothing is done), not
     ///   quietly up to date.
     package func install(_ choice: PackageChoice, noReinstall: Bool = false) async throws -> Outcome {
-        let lock = try await locked { [folder, storage, checksFolder] in
-            if checksFolder { try folder.prepare(storage: storage) }
-        }
-        defer { lock?.release() }
-        let staging = try await recover()
-        // The app's library lets the root's lock go before it waits for the
-        // downloads' one: a process holding that one may need the root's to commit.
-        if !holdsLockThroughout { lock?.release() }
-        let downloading = try await downloadsLock()
+        let start = try await begin()
+        defer { start.lock.release() }
+        let staging = start.staging
+        let downloading: InstallLock
+        if let held = start.downloading { downloading = held } else { downloading = try await downloadsLock() }
         defer { downloading.release() }
         let board = JobBoard(report: report)
         do {
-            return try await run(choice, noReinstall: noReinstall, staging: staging, board: board)
+            return try await run(
+                choice, noReinstall: noReinstall, staging: staging, trustUnchanged: start.trustUnchanged, board: board)
         } catch {
             if suspension?.isSet == true, Task.isCancelled {
                 // Paused (by the user or the network): what arrived stays for the resume.
@@ -182,15 +179,50 @@ package struct Installer: Sendable {
         }
     }
 
-    /// Takes the Documents root's lock and runs `work` under it, off the
-    /// cooperative pool; the lock is returned to the caller, who releases
-    /// it. Waits a moment for a holder that holds it per operation.
-    private func locked(_ work: @escaping @Sendable () throws -> Void = {}) async throws -> InstallLock? {
-        let (folder, wait) = (self.folder, holdsLockThroughout ? 0.0 : 60.0)
+    /// How an install starts, in one trip off the cooperative pool: the
+    /// state folders checked (`checksFolder`), the Documents root's lock,
+    /// a killed commit finished (`recover`), then the downloads' lock. The
+    /// app's library lets the root's lock go before it takes the downloads'
+    /// one (a process holding that one may need the root's to commit), and
+    /// when another process downloads, `downloading` is nil: the caller
+    /// waits for it (`downloadsLock`). `trustUnchanged`: `trust.json` is the
+    /// file `known` names, so the record it verified is still the folder's.
+    private struct Start: Sendable {
+        var lock: InstallLock
+        var staging: StagingArea
+        var downloading: InstallLock?
+        var trustUnchanged: Bool
+    }
+
+    private func begin() async throws -> Start {
+        let (folder, storage, checksFolder, throughout) = (self.folder, self.storage, self.checksFolder, holdsLockThroughout)
+        let held = known?.trustFile
         return try await Blocking.run {
-            try work()
-            return try InstallLock.acquire(documents: folder.documents, waitingUpTo: wait)
+            if checksFolder { try folder.prepare(storage: storage) }
+            // The library waits a moment for a holder that holds it per operation.
+            let lock = try InstallLock.acquire(documents: folder.documents, waitingUpTo: throughout ? 0 : 60)
+            do {
+                let staging = try Self.recover(folder, sweeps: checksFolder)
+                if !throughout { lock.release() }
+                let downloading: InstallLock?
+                do {
+                    downloading = try Self.takeDownloadsLock(folder, storage: storage)
+                } catch let error as TourpackError where error.kind == .alreadyDownloading && !throughout {
+                    downloading = nil
+                }
+                let unchanged = held != nil && FileStatus(path: folder.trustFile.path) == held
+                return Start(lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged)
+            } catch {
+                lock.release()
+                throw error
+            }
         }
+    }
+
+    private static func takeDownloadsLock(_ folder: InstallFolder, storage: DeviceStorage) throws -> InstallLock {
+        let lock = try InstallLock.acquireDownloads(folder)
+        storage.protect(folder.url.appendingPathComponent("download.lock"))
+        return lock
     }
 
     /// The downloads' lock (`InstallLock.acquireDownloads`): the CLI's
@@ -200,11 +232,7 @@ package struct Installer: Sendable {
         let folder = self.folder
         while true {
             do {
-                return try await Blocking.run { [storage] in
-                    let lock = try InstallLock.acquireDownloads(folder)
-                    storage.protect(folder.url.appendingPathComponent("download.lock"))
-                    return lock
-                }
+                return try await Blocking.run { [storage] in try Self.takeDownloadsLock(folder, storage: storage) }
             } catch let error as TourpackError
                 where error.kind == .alreadyDownloading && !holdsLockThroughout
             {
@@ -225,31 +253,30 @@ package struct Installer: Sendable {
     }
 
     /// Finishes a commit a killed install left (its journal), then removes
-    /// what such an install left half made.
-    private func recover() async throws -> StagingArea {
-        let (folder, sweeps) = (self.folder, checksFolder)
-        return try await Blocking.run {
-            _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
-            let staging = try StagingArea(state: folder.url, output: folder.documents)
-            guard sweeps else { return staging }
-            let layout = Layout(root: folder.documents)
-            _ = try staging.removeLeftovers(in: layout)
-            // Caption temps wait beside their final paths when the state is on
-            // another file system: one level deeper than the sweep above looks.
-            if staging.folder == nil {
-                let tours = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
-                for name in ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted() {
-                    guard let packageID = SafeID(validating: name), packageID.value == name else { continue }
-                    let captions = layout.captionsFolder(packageID: packageID).url
-                    if OutputTree.kind(captions) == .folder { try AtomicFile.removeStaleTemporaries(in: captions) }
-                }
+    /// what such an install left half made (`sweeps`). Blocking.
+    private static func recover(_ folder: InstallFolder, sweeps: Bool) throws -> StagingArea {
+        _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
+        let staging = try StagingArea(state: folder.url, output: folder.documents)
+        guard sweeps else { return staging }
+        let layout = Layout(root: folder.documents)
+        _ = try staging.removeLeftovers(in: layout)
+        // Caption temps wait beside their final paths when the state is on
+        // another file system: one level deeper than the sweep above looks.
+        if staging.folder == nil {
+            let tours = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: tours.path)) ?? []).sorted() {
+                guard let packageID = SafeID(validating: name), packageID.value == name else { continue }
+                let captions = layout.captionsFolder(packageID: packageID).url
+                if OutputTree.kind(captions) == .folder { try AtomicFile.removeStaleTemporaries(in: captions) }
             }
-            return staging
         }
+        return staging
     }
 
-    private func run(_ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, board: JobBoard) async throws -> Outcome {
-        let (catalog, summary) = try await verifiedCatalog()
+    private func run(
+        _ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, trustUnchanged: Bool, board: JobBoard
+    ) async throws -> Outcome {
+        let (catalog, summary) = try await verifiedCatalog(trustUnchanged: trustUnchanged)
         report(.catalog(summary))
         var outcome = Outcome(catalog: summary)
         let installed: [PackageOnDisk]
@@ -287,33 +314,35 @@ package struct Installer: Sendable {
         }
         // What earlier installs left in downloads for files neither a plan nor
         // a package of the catalogue waiting for its commit names now goes first.
+        // Then the files another installed package holds are linked in (`reuseInstalledCopies`).
         try await whileLocked { [folder, plans, storage] in
             for plan in work { try folder.keepWaiting(plan) }
             let planned = Set(work.map(\.entry.package.manifest.sha256))
             let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(planned)
                 .union(folder.waitingFiles(of: catalog, besides: planned))
             _ = folder.sweepDownloads(keeping: named)
+            Self.reuseInstalledCopies(of: work, installed: installed, folder: folder)
             try Self.checkSpace(for: work, folder: folder, storage: storage)
         }
-        try await download(work, board: board, installed: installed)
+        try await download(work, board: board)
 
         let commit = PackageCommit(folder: folder, staging: staging)
         for (index, plan) in work.enumerated() {
             board.move(plan.packageId, to: .downloading, step: .bundling)
+            // A blob that a later package of this install names too (the same
+            // sentence in two tours) stays until that package's commit.
+            let later = Set(work.dropFirst(index + 1).flatMap { $0.downloads.map(\.sha256) })
+            let done = plan.downloads.map(\.sha256).filter { !later.contains($0) } + [plan.entry.package.manifest.sha256]
             do {
-                try await whileLocked { [storage, documents] in
+                try await whileLocked { [storage, documents, folder] in
                     try commit.commit(plan)
                     plan.protectCommitted(in: documents, storage: storage)
+                    folder.discardDownloads(of: done)
                 }
             } catch {
                 board.move(plan.packageId, to: .failed, message: (error as? TourpackError)?.description ?? "\(error)")
                 throw error
             }
-            // A blob that a later package of this install names too (the same
-            // sentence in two tours) stays until that package's commit.
-            let later = Set(work.dropFirst(index + 1).flatMap { $0.downloads.map(\.sha256) })
-            let done = plan.downloads.map(\.sha256).filter { !later.contains($0) } + [plan.entry.package.manifest.sha256]
-            await Blocking.cleanUp { [folder] in folder.discardDownloads(of: done) }
             board.move(plan.packageId, to: .completed)
             switch plan.action {
             case .install: outcome.installed.append(plan.packageId)
@@ -362,15 +391,11 @@ package struct Installer: Sendable {
     /// The catalogue to install from: the one the caller verified (`known`)
     /// while it is the one this folder verified last and not expired, else
     /// the site's, read and verified.
-    private func verifiedCatalog() async throws -> (Catalog, CatalogSummary) {
+    private func verifiedCatalog(trustUnchanged: Bool) async throws -> (Catalog, CatalogSummary) {
         let site = source.location
         if let catalog = known?.catalog {
-            let held = known?.trustFile
-            let (unchanged, record) = try await Blocking.run { [folder] in
-                if let held, FileStatus(path: folder.trustFile.path) == held { return (true, TrustRecord?.none) }
-                return (false, folder.trustRecord())
-            }
-            if trust == nil || unchanged || (record?.site == site && record?.generation == catalog.generation) {
+            let record = trustUnchanged ? nil : try await Blocking.run { [folder] in folder.trustRecord() }
+            if trust == nil || trustUnchanged || (record?.site == site && record?.generation == catalog.generation) {
                 if trust != nil { try CatalogReader.checkExpiry(catalog, at: now(), site: site) }
                 let summary = CatalogSummary(
                     catalog, site: site, notModified: true, verifiedBy: trust.map { catalog.signedBy ?? $0.description })

@@ -12,8 +12,7 @@ import TourpackPackage
 /// resume may be stale bytes from an older try: the file is fetched once
 /// more from byte 0, and a fresh mismatch is an integrity failure.
 extension Installer {
-    func download(_ plans: [PackagePlan], board: JobBoard, installed: [PackageOnDisk]) async throws {
-        try await Blocking.run { [folder] in Self.reuseInstalledCopies(of: plans, installed: installed, folder: folder) }
+    func download(_ plans: [PackagePlan], board: JobBoard) async throws {
         let order = DownloadOrder(plans, priorities: priorities, tilePack: tilePackPlacement)
         // The first narration goes alone (`DownloadOrder.startsAlone`).
         var slots = order.startsAlone ? 1 : max(1, concurrency)
@@ -34,8 +33,11 @@ extension Installer {
 
     private func fetch(_ file: PackageFile, of plan: PackagePlan, board: JobBoard) async throws {
         let verified = folder.verified(file.sha256)
+        let partial = folder.partial(file.sha256)
+        let validator = partial.appendingPathExtension("validator")
         // File work runs on `Blocking`'s queue, never on the cooperative pool.
-        if try await Blocking.run({ OutputTree.kind(verified) == .file }) {
+        let (held, partialBytes) = try await Blocking.run { (OutputTree.kind(verified) == .file, InstallFolder.size(of: partial)) }
+        if held {
             // Downloaded whole by an install that stopped before its commit.
             if try await Self.digest(verified) == (file.sizeBytes, file.sha256) {
                 board.received(plan.packageId, file: file, bytes: file.sizeBytes)
@@ -44,9 +46,7 @@ extension Installer {
             }
             try await Blocking.run { _ = try AtomicFile.remove(verified) }
         }
-        let partial = folder.partial(file.sha256)
-        let validator = partial.appendingPathExtension("validator")
-        var fromScratch = try await Blocking.run { InstallFolder.size(of: partial) == 0 }
+        var fromScratch = partialBytes == 0
         let report = self.report
         while true {
             do {
@@ -65,20 +65,22 @@ extension Installer {
                 board.move(plan.packageId, to: .failed, message: error.description)
                 throw error
             }
-            let (size, sha256) = try await Self.digest(partial)
-            if size == file.sizeBytes, sha256 == file.sha256 {
-                try await Blocking.run { [storage] in
+            // Synced and hashed, then kept as verified or dropped, in one trip.
+            let (size, sha256) = try await Blocking.run { [storage] in
+                let (size, sha256) = try Self.digestNow(partial)
+                if size == file.sizeBytes, sha256 == file.sha256 {
                     try AtomicFile.move(partial, to: verified)
                     storage.protect(verified)
-                    try AtomicFile.remove(validator)
+                } else {
+                    try AtomicFile.remove(partial)
                 }
+                try AtomicFile.remove(validator)
+                return (size, sha256)
+            }
+            if size == file.sizeBytes, sha256 == file.sha256 {
                 board.received(plan.packageId, file: file, bytes: size)
                 board.verified(file.sha256)
                 return
-            }
-            try await Blocking.run {
-                try AtomicFile.remove(partial)
-                try AtomicFile.remove(validator)
             }
             board.received(plan.packageId, file: file, bytes: 0)
             if fromScratch {
@@ -115,14 +117,17 @@ extension Installer {
 
     /// The file's size and SHA-256, after an fsync: read off the cooperative pool.
     static func digest(_ url: URL) async throws -> (Int64, String) {
-        try await Blocking.run {
-            try AtomicFile.syncFile(url)
-            do {
-                let digest = try FileDigest.sha256(of: url)
-                return (digest.size, digest.hex)
-            } catch {
-                throw TourpackError.storageFailed(path: url.path, operation: "read", reason: "\(error)")
-            }
+        try await Blocking.run { try digestNow(url) }
+    }
+
+    /// `digest`, on the calling thread. Blocking.
+    static func digestNow(_ url: URL) throws -> (Int64, String) {
+        try AtomicFile.syncFile(url)
+        do {
+            let digest = try FileDigest.sha256(of: url)
+            return (digest.size, digest.hex)
+        } catch {
+            throw TourpackError.storageFailed(path: url.path, operation: "read", reason: "\(error)")
         }
     }
 

@@ -279,11 +279,11 @@ extension OfflineLibrary {
             }
             var choice = PackageChoice(tours: [key], format: record.format, quality: record.quality)
             choice.namesFlags = false
-            let installed = await installedPackages()
-            guard let entry = try PackageSelection.choose(catalog, installed: installed, choice: choice).first else {
+            let device = await deviceView()
+            guard let entry = try PackageSelection.choose(catalog, installed: device.packages, choice: choice).first else {
                 throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
             }
-            try await makeRoom(for: entry, tourId: tourId)
+            try await makeRoom(for: entry, tourId: tourId, device: device)
             var installer = Installer(documents: documents, source: source, trust: trust?.trust)
             installer.concurrency = 4
             installer.now = now
@@ -363,12 +363,11 @@ extension OfflineLibrary {
     /// Evicts least recently accessed packages until the new one fits the
     /// budget; refuses (`storageFailed`) when only pinned, playing or
     /// downloading packages stand in the way.
-    private func makeRoom(for entry: CatalogEntry, tourId: UUID) async throws {
+    private func makeRoom(for entry: CatalogEntry, tourId: UUID, device: DeviceView) async throws {
         var protected = Set(policy.pinned.map(\.key))
         if let playing { protected.insert(playing.key) }
         for record in downloads where record.tourId != tourId && record.state != .failed { protected.insert(record.tourId.key) }
         let budget = StorageBudget(maxBytes: policy.maxStorageBytes, protected: protected)
-        let device = await deviceView()
         guard
             let evict = budget.evictions(
                 from: device.packages, adding: entry.package.sizeBytes, replacing: entry.tour.tourId, accessed: device.accessed)
@@ -380,6 +379,9 @@ extension OfflineLibrary {
                     + "only pinned, playing or downloading packages could make room",
                 package: name)
         }
+        // Nothing evicted leaves the view as it was: the download that follows
+        // carries it forward (`packagesInstalled`) without listing every package.
+        guard !evict.isEmpty else { return }
         defer { packagesChanged() }
         try await remove(evict.map(\.packageId))
     }

@@ -182,6 +182,84 @@ import TourpackTesting
         }
     }
 
+    /// queue.json grows by a line per change (no new file each time), is
+    /// written anew past its bound, and reads past a last line a kill cut
+    /// short, and from the whole-file form an earlier version wrote.
+    @Test func theQueueIsAppendedAndReadsPastACutLineAndAnEarlierVersionsFile() async throws {
+        let (fixture, server, tours) = try await OfflineLibraryTests.served { fixture in
+            try ["A", "B", "C"].map { try fixture.addTour(name: $0, formats: [.opus], files: 1, bytes: 2_000)[0] }
+        }
+        defer { server.stop() }
+        let ids = tours.map(OfflineLibraryTests.tourId)
+        do {
+            let library = try Self.library(fixture, server, network: ManualNetworkMonitor(.wifi))
+            _ = try await library.refreshCatalog()
+        }
+        let queue = fixture.documents().appendingPathComponent(".tourpack-install/queue.json")
+        func file() throws -> (inode: Int, size: Int, lines: [Data]) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: queue.path)
+            let data = try Data(contentsOf: queue)
+            return (
+                (attributes[.systemFileNumber] as? Int) ?? -1, (attributes[.size] as? Int) ?? -1,
+                data.split(separator: UInt8(ascii: "\n")).map { Data($0) }
+            )
+        }
+        func states(_ library: OfflineLibrary) async -> [String] {
+            var names: [String] = []
+            for id in ids {
+                switch await library.state(of: id) {
+                case .paused: names.append("paused")
+                case .queued, .waiting: names.append("queued")
+                case let other: names.append("\(other)")
+                }
+            }
+            return names
+        }
+
+        let first = try Self.library(fixture, server, network: ManualNetworkMonitor(.unsatisfied))
+        for id in ids { _ = first.download(tourId: id, format: .opus) }
+        for id in ids { _ = try await Self.until(first, id) { if case .waiting = $0 { return true } else { return false } } }
+        await first.pauseDownload(tourId: ids[0])
+        let before = try file()
+        await first.pauseDownload(tourId: ids[1])
+        let after = try file()
+        #expect(after.inode == before.inode, "a change made a new file")
+        #expect(after.size > before.size && after.lines.count == before.lines.count + 1, "\(before.size) → \(after.size) bytes")
+
+        // A kill cut the last write short: the line before it is the queue.
+        let whole = try #require(after.lines.last)
+        let handle = try FileHandle(forWritingTo: queue)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: whole.prefix(whole.count / 2))
+        try handle.close()
+        let relaunched = try Self.library(fixture, server, network: ManualNetworkMonitor(.unsatisfied))
+        #expect(await states(relaunched) == ["paused", "paused", "queued"])
+        #expect(!FileManager.default.fileExists(atPath: queue.path + ".damaged"))
+
+        // A file this library did not write is written anew at its first change.
+        await relaunched.resumeDownload(tourId: ids[1])
+        let rewritten = try file()
+        #expect(rewritten.inode != after.inode && rewritten.lines.count == 1, "\(rewritten.lines.count) lines")
+
+        // Past the bound, the file is written anew with its last line alone.
+        let changes = 64 * 1024 / whole.count + 20
+        for _ in 0..<changes / 2 {
+            await relaunched.pauseDownload(tourId: ids[2])
+            await relaunched.resumeDownload(tourId: ids[2])
+        }
+        let bounded = try file()
+        #expect(
+            bounded.size <= 64 * 1024 && bounded.lines.count < changes,
+            "\(bounded.size) bytes in \(bounded.lines.count) lines after \(changes) changes")
+        #expect(await states(relaunched) == ["paused", "queued", "queued"])
+
+        // An earlier version wrote the queue as one pretty-printed document.
+        let object = try JSONSerialization.jsonObject(with: try #require(bounded.lines.last))
+        try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]).write(to: queue)
+        let upgraded = try Self.library(fixture, server, network: ManualNetworkMonitor(.unsatisfied))
+        #expect(await states(upgraded) == ["paused", "queued", "queued"])
+    }
+
     @Test func statesReadTheDeviceAloneAndADeleteGoesOnBesideADownload() async throws {
         let (fixture, server, tours) = try await OfflineLibraryTests.served { fixture in
             try ["A", "B"].map { try fixture.addTour(name: $0, formats: [.opus], files: 3, bytes: 200_000)[0] }

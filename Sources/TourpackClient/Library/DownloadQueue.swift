@@ -2,6 +2,14 @@ import Dispatch
 import Foundation
 import TourpackPackage
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One download the library owes the app, as `.tourpack-install/queue.json`
 /// keeps it between launches: the tour, the choice it was started with,
 /// and where it stands.
@@ -47,8 +55,16 @@ struct QueuedDownload: Codable, Sendable, Hashable {
 }
 
 /// `.tourpack-install/queue.json`: every download the library owes, in
-/// order, written whole and atomically at each change of state (never per
-/// byte), one write after another on a serial queue off the cooperative pool.
+/// order, written at each change of state (never per byte), one write
+/// after another on a serial queue off the cooperative pool.
+///
+/// Each write is the whole queue on one line of JSON, appended to the file
+/// this library wrote last: a file made and renamed per change would cost a
+/// new inode each time, the dearest thing a small download does on a file
+/// system. A reader takes the last line that reads whole, so a write a kill
+/// cut short reads as the one before it. The file is written anew (a
+/// temporary file renamed over it) when it holds another writer's lines,
+/// when this library has not written it yet, and past `compactionBytes`.
 ///
 /// A change the app waits on (a pause, a failure) is on disk before the
 /// call returns (`write`); a download asked for is written at once, not
@@ -63,8 +79,11 @@ final class DownloadQueueFile: @unchecked Sendable {
     /// How long a posted change waits for the ones that follow it.
     static let postDelay: DispatchTimeInterval = .milliseconds(100)
     // Touched on `queue` only.
-    /// What this library wrote last, and the file it made (inode and time):
-    /// a write is skipped only while the file is still that one.
+    /// Past this size the file is written anew with the last line only.
+    static let compactionBytes: Int64 = 64 * 1024
+    /// What this library wrote last, and the file as it left it (inode,
+    /// size and time): a write is skipped, or appended, only while the file
+    /// is still that one.
     private var written: (data: Data, file: FileStatus?)?
     private var pending: [QueuedDownload]?
 
@@ -86,12 +105,9 @@ final class DownloadQueueFile: @unchecked Sendable {
         return await withCheckedContinuation { continuation in
             queue.async {
                 guard let data = FileManager.default.contents(atPath: url.path) else { return continuation.resume(returning: []) }
-                do {
-                    continuation.resume(returning: try JSONDecoder().decode(Contents.self, from: data).downloads)
-                } catch {
-                    _ = try? AtomicFile.move(url, to: url.appendingPathExtension("damaged"))
-                    continuation.resume(returning: [])
-                }
+                if let downloads = Self.decode(data) { return continuation.resume(returning: downloads) }
+                _ = try? AtomicFile.move(url, to: url.appendingPathExtension("damaged"))
+                continuation.resume(returning: [])
             }
         }
     }
@@ -130,21 +146,50 @@ final class DownloadQueueFile: @unchecked Sendable {
         }
     }
 
+    /// The queue a file holds: the whole file as one document (as an
+    /// earlier version wrote it, or one line), else its last line that
+    /// reads whole; nil when nothing in it reads.
+    static func decode(_ data: Data) -> [QueuedDownload]? {
+        let decoder = JSONDecoder()
+        if let whole = try? decoder.decode(Contents.self, from: data) { return whole.downloads }
+        for line in data.split(separator: UInt8(ascii: "\n")).reversed() {
+            if let contents = try? decoder.decode(Contents.self, from: Data(line)) { return contents.downloads }
+        }
+        return nil
+    }
+
     private func store(_ downloads: [QueuedDownload]) {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        guard let data = try? encoder.encode(Contents(downloads: downloads)) else { return }
+        encoder.outputFormatting = [.sortedKeys]
+        guard var line = try? encoder.encode(Contents(downloads: downloads)) else { return }
+        line.append(UInt8(ascii: "\n"))
         let present = FileStatus(path: url.path)
-        if let written, written.data == data, written.file == present { return }
+        if let written, written.data == line, written.file == present { return }
         if downloads.isEmpty, present == nil { return }  // Nothing owed and no file: nothing to write.
+        // Not synced: a record a power cut loses is a download the app asks for again.
         do {
-            try AtomicFile.createFolder(url.deletingLastPathComponent())
-            // Not synced: a record a power cut loses is a download the app asks for again.
-            try AtomicFile.replace(Array(data), at: url)
-            storage.protect(url)
-            written = (data, FileStatus(path: url.path))
+            if let written, let present, written.file == present, present.size + Int64(line.count) <= Self.compactionBytes {
+                try append(line)
+            } else {
+                try AtomicFile.createFolder(url.deletingLastPathComponent())
+                try AtomicFile.replace(Array(line), at: url)
+                storage.protect(url)
+            }
+            written = (line, FileStatus(path: url.path))
         } catch {
-            // The queue lives on in memory; the next write tries again.
+            // The queue lives on in memory; the next write tries again, whole.
+            written = nil
+        }
+    }
+
+    /// Appends `line` with one `write`, to the file as it is (never a link put in its place).
+    private func append(_ line: Data) throws {
+        let descriptor = open(url.path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw TourpackError.storageFailed(path: url.path, errno: errno, operation: "open") }
+        defer { close(descriptor) }
+        let count = appendOnce(descriptor, line)
+        guard count == line.count else {
+            throw TourpackError.storageFailed(path: url.path, errno: count < 0 ? errno : EIO, operation: "append")
         }
     }
 }
@@ -197,4 +242,9 @@ final class JobBroadcast: @unchecked Sendable {
     }
 
     func forget(_ tourId: UUID) { _ = lock.withLock { latest.removeValue(forKey: tourId) } }
+}
+
+/// One `write(2)` of `bytes`: what it wrote, or -1 (`errno` says why).
+private func appendOnce(_ descriptor: Int32, _ bytes: Data) -> Int {
+    bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
 }

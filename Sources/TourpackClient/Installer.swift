@@ -83,6 +83,9 @@ package struct Installer: Sendable {
     /// that failed; the others only finish journalled commits, so that a
     /// download's fixed cost does not grow with the packages installed.
     package var checksFolder = true
+    /// Whether progress is also reported at each percent (the command
+    /// line's `--json`), not only every quarter second (`JobBoard`).
+    package var reportsPercentSteps = true
     /// Where a first download's tile pack goes: the product's choice unless a bench compares.
     package var tilePackPlacement: DownloadOrder.TilePackPlacement = .afterFirstPOI
 
@@ -154,7 +157,7 @@ package struct Installer: Sendable {
         let downloading: InstallLock
         if let held = start.downloading { downloading = held } else { downloading = try await downloadsLock() }
         defer { downloading.release() }
-        let board = JobBoard(report: report)
+        let board = JobBoard(percentSteps: reportsPercentSteps, report: report)
         do {
             return try await run(
                 choice, noReinstall: noReinstall, staging: staging, trustUnchanged: start.trustUnchanged, board: board)

@@ -291,6 +291,7 @@ extension OfflineLibrary {
             installer.suspension = suspension
             installer.storage = storage
             installer.priorities = priorities(of: tourId)
+            installer.reportsPercentSteps = false  // The stream's promise: about four times a second.
             installer.checksFolder = !folderChecked
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).

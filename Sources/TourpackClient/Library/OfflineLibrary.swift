@@ -330,16 +330,48 @@ public actor OfflineLibrary {
 
     /// The installed package's file `pick` names, whole; with no package of
     /// the tour installed, its first download's, verified.
-    private func file(tourId: UUID, _ pick: (PackageManifest) -> (path: String, sha256: String, size: Int64)?) async -> URL? {
+    ///
+    /// A file that is not whole may be one a commit is replacing (this
+    /// library's update, or another process's): the commit holds the
+    /// Documents root's lock, so the packages are read again under it, where
+    /// no commit is half made, and the file is looked at there. One version
+    /// or the other is handed out, never nil for a moment, never a mix.
+    private func file(
+        tourId: UUID, _ pick: @escaping @Sendable (PackageManifest) -> (path: String, sha256: String, size: Int64)?
+    ) async -> URL? {
         let key = tourId.key
         guard let package = await installedPackages().first(where: { $0.manifest.tourId == key }) else {
             return await arrivedFile(tourId: tourId) { pick($0).map { ($0.sha256, $0.size) } }
         }
-        guard let (path, _, size) = pick(package.manifest), package.files.contains(where: { $0.path == path }),
-            let url = try? Layout(root: documents).resolve(relativePath: path)
+        let documents = self.documents
+        if let url = try? await Blocking.run({ Self.whole(package, pick, in: documents) }) { return url }
+        let (folder, held) = (self.folder, device)
+        guard
+            let (view, url) = try? await Blocking.run({ () -> (DeviceView, URL?) in
+                let lock = try? InstallLock.acquire(documents: documents, waitingUpTo: 1)
+                defer { lock?.release() }
+                let view = DeviceView(
+                    packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
+                    accessed: AccessLog.read(folder), stamp: DeviceView.Stamp(documents: documents, folder: folder))
+                let url = view.packages.first { $0.manifest.tourId == key }.flatMap { Self.whole($0, pick, in: documents) }
+                return (view, url)
+            })
         else { return nil }
-        let whole = (try? await Blocking.run { OutputTree.kind(url) == .file && InstallFolder.size(of: url) == size }) ?? false
-        return whole ? url : nil
+        var current = view
+        current.accessed.merge(accessed) { max($0, $1) }
+        device = current
+        return url
+    }
+
+    /// The file `pick` names in `package`, when it is there at its size. Blocking.
+    private static func whole(
+        _ package: PackageOnDisk, _ pick: (PackageManifest) -> (path: String, sha256: String, size: Int64)?, in documents: URL
+    ) -> URL? {
+        guard let (path, _, size) = pick(package.manifest), package.files.contains(where: { $0.path == path }),
+            let url = try? Layout(root: documents).resolve(relativePath: path),
+            OutputTree.kind(url) == .file, InstallFolder.size(of: url) == size
+        else { return nil }
+        return url
     }
 
     /// Records that the tour was just used, for eviction's order. Costs no

@@ -2,9 +2,11 @@ import Foundation
 import TourpackPackage
 
 /// The jobs of one install, updated from the download tasks and reported
-/// as `InstallEvent.job`: at every change of status or step, and otherwise
-/// at most every quarter second or percent of progress, so `--json` stays
-/// readable on a fast link.
+/// as `InstallEvent.job`: at every change of status, step or playable
+/// narrations, and otherwise at most every quarter second or (`percentSteps`)
+/// percent of progress, so `--json` stays readable on a fast link. The
+/// app's library reports by time alone: a small package on a fast link is
+/// then a handful of updates, not one per file.
 final class JobBoard: @unchecked Sendable {
     private let lock = NSLock()
     private var jobs: [String: DownloadJob] = [:]
@@ -15,8 +17,12 @@ final class JobBoard: @unchecked Sendable {
     /// When each job's first byte arrived, and how many it held then: its rate since.
     private var firstBytes: [String: (at: ContinuousClock.Instant, bytes: Int64)] = [:]
     private let report: @Sendable (InstallEvent) -> Void
+    private let percentSteps: Bool
 
-    init(report: @escaping @Sendable (InstallEvent) -> Void) { self.report = report }
+    init(percentSteps: Bool = true, report: @escaping @Sendable (InstallEvent) -> Void) {
+        self.percentSteps = percentSteps
+        self.report = report
+    }
 
     /// The narrations each file plays, by SHA-256 and job: a first download's audio.
     private var narrations: [String: [(packageId: String, narration: NarrationID)]] = [:]
@@ -94,7 +100,8 @@ final class JobBoard: @unchecked Sendable {
             let last = lastReported[packageId]
             let changed = before.0 != job.status || before.1 != job.currentStep
             guard
-                force || changed || last == nil || job.progress - last!.progress >= 0.01 || last!.at.duration(to: now) >= .milliseconds(250)
+                force || changed || last == nil || (percentSteps && job.progress - last!.progress >= 0.01)
+                    || last!.at.duration(to: now) >= .milliseconds(250)
             else { return nil }
             lastReported[packageId] = (now, job.progress)
             return job

@@ -101,6 +101,10 @@ package struct Installer: Sendable {
         /// Asked once the install holds the lock, so the caller can check
         /// what it holds against the disk then.
         package var installed: @Sendable () async -> [PackageOnDisk]
+        /// What the caller read moments before, taken as it is when the
+        /// install's start changed nothing in the layout (no killed commit
+        /// finished, no sweep): `installed` is not asked then.
+        package var held: [PackageOnDisk]?
         /// `trust.json` as it was once the caller verified `catalog` (its
         /// record then naming that generation at this site): while the file
         /// is still that one, no other process verified another generation
@@ -108,10 +112,12 @@ package struct Installer: Sendable {
         package var trustFile: FileStatus?
 
         package init(
-            catalog: Catalog, trustFile: FileStatus? = nil, installed: @escaping @Sendable () async -> [PackageOnDisk]
+            catalog: Catalog, trustFile: FileStatus? = nil, held: [PackageOnDisk]? = nil,
+            installed: @escaping @Sendable () async -> [PackageOnDisk]
         ) {
             self.catalog = catalog
             self.trustFile = trustFile
+            self.held = held
             self.installed = installed
         }
     }
@@ -160,7 +166,8 @@ package struct Installer: Sendable {
         let board = JobBoard(percentSteps: reportsPercentSteps, report: report)
         do {
             return try await run(
-                choice, noReinstall: noReinstall, staging: staging, trustUnchanged: start.trustUnchanged, board: board)
+                choice, noReinstall: noReinstall, staging: staging, trustUnchanged: start.trustUnchanged,
+                changedLayout: start.changedLayout, board: board)
         } catch {
             if suspension?.isSet == true, Task.isCancelled {
                 // Paused (by the user or the network): what arrived stays for the resume.
@@ -195,6 +202,8 @@ package struct Installer: Sendable {
         var staging: StagingArea
         var downloading: InstallLock?
         var trustUnchanged: Bool
+        /// A killed commit was finished, or the layout swept: the packages may differ from what the caller holds.
+        var changedLayout: Bool
     }
 
     private func begin() async throws -> Start {
@@ -205,7 +214,7 @@ package struct Installer: Sendable {
             // The library waits a moment for a holder that holds it per operation.
             let lock = try InstallLock.acquire(documents: folder.documents, waitingUpTo: throughout ? 0 : 60)
             do {
-                let staging = try Self.recover(folder, sweeps: checksFolder)
+                let (staging, replayed) = try Self.recover(folder, sweeps: checksFolder)
                 if !throughout { lock.release() }
                 let downloading: InstallLock?
                 do {
@@ -214,7 +223,9 @@ package struct Installer: Sendable {
                     downloading = nil
                 }
                 let unchanged = held != nil && FileStatus(path: folder.trustFile.path) == held
-                return Start(lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged)
+                return Start(
+                    lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged,
+                    changedLayout: checksFolder || replayed > 0)
             } catch {
                 lock.release()
                 throw error
@@ -256,11 +267,12 @@ package struct Installer: Sendable {
     }
 
     /// Finishes a commit a killed install left (its journal), then removes
-    /// what such an install left half made (`sweeps`). Blocking.
-    private static func recover(_ folder: InstallFolder, sweeps: Bool) throws -> StagingArea {
-        _ = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
+    /// what such an install left half made (`sweeps`); and how many
+    /// commits it finished. Blocking.
+    private static func recover(_ folder: InstallFolder, sweeps: Bool) throws -> (StagingArea, replayed: Int) {
+        let replayed = try CommitJournal.replayAll(state: folder.url, root: folder.documents)
         let staging = try StagingArea(state: folder.url, output: folder.documents)
-        guard sweeps else { return staging }
+        guard sweeps else { return (staging, replayed) }
         let layout = Layout(root: folder.documents)
         _ = try staging.removeLeftovers(in: layout)
         // Caption temps wait beside their final paths when the state is on
@@ -273,18 +285,19 @@ package struct Installer: Sendable {
                 if OutputTree.kind(captions) == .folder { try AtomicFile.removeStaleTemporaries(in: captions) }
             }
         }
-        return staging
+        return (staging, replayed)
     }
 
     private func run(
-        _ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, trustUnchanged: Bool, board: JobBoard
+        _ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, trustUnchanged: Bool, changedLayout: Bool,
+        board: JobBoard
     ) async throws -> Outcome {
         let (catalog, summary) = try await verifiedCatalog(trustUnchanged: trustUnchanged)
         report(.catalog(summary))
         var outcome = Outcome(catalog: summary)
         let installed: [PackageOnDisk]
         if let known {
-            installed = await known.installed()
+            if let held = known.held, !changedLayout { installed = held } else { installed = await known.installed() }
         } else {
             let (read, unreadable) = try await Blocking.run { [documents] in PackageOnDisk.read(documents: documents) }
             for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }

@@ -295,7 +295,7 @@ extension OfflineLibrary {
             installer.checksFolder = !folderChecked
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
-            installer.known = Installer.Known(catalog: catalog, trustFile: await trustFile(of: catalog)) {
+            installer.known = Installer.Known(catalog: catalog, trustFile: await trustFile(of: catalog), held: device.packages) {
                 await self.installedPackages()
             }
             let broadcast = self.broadcast

@@ -54,10 +54,13 @@ final class JobBoard: @unchecked Sendable {
 
     var all: [DownloadJob] { lock.withLock { order.compactMap { jobs[$0] } } }
 
-    /// A file of `packageId` now holds `bytes`.
+    /// A file of `packageId` now holds `bytes`. The last bytes of a file
+    /// that makes narrations playable are reported with its verdict
+    /// (`verified`, which follows at once).
     func received(_ packageId: String, file: PackageFile, bytes: Int64) {
         let key = "\(packageId)/\(file.sha256)"
-        update(packageId, force: false) { job in
+        let quiet = bytes == file.sizeBytes && lock.withLock { narrations[file.sha256]?.contains { $0.packageId == packageId } ?? false }
+        update(packageId, force: false, quiet: quiet) { job in
             let delta = bytes - (self.fileBytes[key] ?? 0)
             self.fileBytes[key] = bytes
             job.received(delta, map: file.isTilePack)
@@ -90,7 +93,7 @@ final class JobBoard: @unchecked Sendable {
         job.estimatedSecondsRemaining = left <= 0 ? nil : rate > 0 ? Double(left) / rate : nil
     }
 
-    private func update(_ packageId: String, force: Bool, _ change: (inout DownloadJob) -> Void) {
+    private func update(_ packageId: String, force: Bool, quiet: Bool = false, _ change: (inout DownloadJob) -> Void) {
         let due: DownloadJob? = lock.withLock {
             guard var job = jobs[packageId] else { return nil }
             let before = (job.status, job.currentStep)
@@ -99,10 +102,17 @@ final class JobBoard: @unchecked Sendable {
             let now = ContinuousClock.now
             let last = lastReported[packageId]
             let changed = before.0 != job.status || before.1 != job.currentStep
-            guard
-                force || changed || last == nil || (percentSteps && job.progress - last!.progress >= 0.01)
-                    || last!.at.duration(to: now) >= .milliseconds(250)
-            else { return nil }
+            let due: Bool
+            if force || changed {
+                due = true
+            } else if quiet {
+                due = false
+            } else if let last {
+                due = (percentSteps && job.progress - last.progress >= 0.01) || last.at.duration(to: now) >= .milliseconds(250)
+            } else {
+                due = true
+            }
+            guard due else { return nil }
             lastReported[packageId] = (now, job.progress)
             return job
         }

@@ -152,6 +152,14 @@ import Glibc
         #expect(try Self.requests(server) == requests, "made again from the synthesis cache")
         #expect(try Data(contentsOf: url) == original, "the same PCM encodes to the same bytes")
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
+        // Its package.json says the same, but a file was written: not up to date.
+        #expect(summary["toursRewritten"] as? Int == 1 && summary["toursUnchanged"] as? Int == 1 && summary["toursBuilt"] as? Int == 0)
+
+        try tampered.write(to: url)
+        let plain = try workspace.build(server)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdout.contains("rewrote files of "), "\(plain.stdout)")
+        #expect(plain.stdout.contains("0 built, 1 rewritten, 1 up to date, 0 failed, 0 skipped · 1 files written"), "\(plain.stdout)")
     }
 
     /// A package.json a rebuild found exactly as the store writes it is

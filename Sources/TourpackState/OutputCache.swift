@@ -94,18 +94,15 @@ public struct OutputCache: Sendable {
     /// how the migration to root-relative rows splits the absolute paths an
     /// older tourpack recorded (PostgreSQL's does the same in SQL).
     static func splitRecordedPath(_ path: String) -> (root: String, path: String)? {
+        // Asked of every file of a build: the last three slashes are found
+        // from the end, with nothing allocated until the split is known.
         let bytes = path.utf8
-        var slashes: [String.Index] = []
-        var index = bytes.endIndex
-        while slashes.count < 3, index > bytes.startIndex {
-            index = bytes.index(before: index)
-            if bytes[index] == UInt8(ascii: "/") { slashes.append(index) }
-        }
-        guard slashes.count == 3, slashes[0] < bytes.index(before: bytes.endIndex), bytes.index(after: slashes[1]) < slashes[0],
-            bytes.index(after: slashes[2]) < slashes[1], slashes[2] > bytes.startIndex,
-            path[bytes.index(after: slashes[2])..<slashes[1]] == Layout.audioCacheFolder
+        guard let file = bytes.lastIndex(of: UInt8(ascii: "/")), let tour = bytes[..<file].lastIndex(of: UInt8(ascii: "/")),
+            let folder = bytes[..<tour].lastIndex(of: UInt8(ascii: "/")), folder > bytes.startIndex,
+            bytes.index(after: file) < bytes.endIndex, bytes.index(after: tour) < file,
+            bytes[bytes.index(after: folder)..<tour].elementsEqual(Layout.audioCacheFolder.utf8)
         else { return nil }
-        return (String(path[..<slashes[2]]), String(path[bytes.index(after: slashes[2])...]))
+        return (String(path[..<folder]), String(path[bytes.index(after: folder)...]))
     }
 
     /// The row of the file at `url` under its own root, or the row of

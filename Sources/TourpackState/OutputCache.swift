@@ -4,9 +4,20 @@ public import TourpackAudio
 package import TourpackCore
 
 /// What each AudioCache file was made from, so a build can keep a file
-/// instead of making it again: one row per file (by absolute path) with its
-/// `OutputKey`, its measurements as package.json lists them, and its size
-/// and SHA-256.
+/// instead of making it again: one row per file with its `OutputKey`, its
+/// measurements as package.json lists them, and its size and SHA-256.
+///
+/// A row names its file by its output root and its path under that root
+/// (`AudioCache/<tour>/<file>`), split where the layout puts the
+/// AudioCache folder (`place(of:)`). A root asks for its own rows first.
+/// When it has none for a file (the root was moved, copied or mounted
+/// elsewhere since, or another root sharing the state made the file), the
+/// rows other roots keep under the same relative path stand in: one is
+/// taken when its key is the one asked for and the file found here has its
+/// size and SHA-256, or its very signature (the same file, moved). Such a
+/// row is adopted when the build touches the file: copied to this root, and
+/// removed from a root that no longer exists, so `mv` of a project moves
+/// its rows and a copy copies them.
 ///
 /// A file is reused only when its key is unchanged, it is younger than
 /// `audioMaxAgeDays`, and the file on disk still has the recorded size and
@@ -29,6 +40,8 @@ public struct OutputCache: Sendable {
     private let signatures: PendingSignatures
     /// Signatures of caption files found right by `captionFile`, by their audio file's path, written by `touch`.
     private let captionSignatures: PendingSignatures
+    /// Rows of other roots that `reusable` took for files of this one, written under this root by `touch`.
+    private let adoptions: PendingAdoptions
 
     public init(index: any OutputIndex, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
@@ -36,6 +49,7 @@ public struct OutputCache: Sendable {
         self.clock = clock
         self.signatures = PendingSignatures()
         self.captionSignatures = PendingSignatures()
+        self.adoptions = PendingAdoptions()
     }
 
     /// The cache indexed in a SQLite state database.
@@ -47,22 +61,55 @@ public struct OutputCache: Sendable {
     /// answers those paths from memory, without a query per file. A path
     /// recorded or forgotten afterwards is read from the index again.
     public func preloading(_ urls: [URL]) throws -> OutputCache {
-        let paths = urls.map(\.path)
+        let paths = urls.map { Self.place(of: $0.path).path }
         let rows = try index.entries(paths: paths)
         return OutputCache(
             index: PreloadedOutputIndex(index, rows: rows, paths: Set(paths)), maxAgeSeconds: maxAgeSeconds, clock: clock,
-            signatures: signatures, captionSignatures: captionSignatures)
+            signatures: signatures, captionSignatures: captionSignatures, adoptions: adoptions)
     }
 
     private init(
         index: any OutputIndex, maxAgeSeconds: TimeInterval, clock: @escaping @Sendable () -> Date, signatures: PendingSignatures,
-        captionSignatures: PendingSignatures
+        captionSignatures: PendingSignatures, adoptions: PendingAdoptions
     ) {
         self.index = index
         self.maxAgeSeconds = maxAgeSeconds
         self.clock = clock
         self.signatures = signatures
         self.captionSignatures = captionSignatures
+        self.adoptions = adoptions
+    }
+
+    /// Where the rows place the file at the absolute `path`: its output root
+    /// and its path under that root, split before its last three
+    /// components, which the layout fixes as `AudioCache/<tour>/<file>`
+    /// (`splitRecordedPath`). A path of another shape (none a build writes)
+    /// is its own place, under no root.
+    static func place(of path: String) -> (root: String, path: String) {
+        splitRecordedPath(path) ?? (root: "", path: path)
+    }
+
+    /// `<root>/AudioCache/<tour>/<file>` as its root and
+    /// `AudioCache/<tour>/<file>`; nil for a path of any other shape. Also
+    /// how the migration to root-relative rows splits the absolute paths an
+    /// older tourpack recorded (PostgreSQL's does the same in SQL).
+    static func splitRecordedPath(_ path: String) -> (root: String, path: String)? {
+        // Asked of every file of a build: the last three slashes are found
+        // from the end, with nothing allocated until the split is known.
+        let bytes = path.utf8
+        guard let file = bytes.lastIndex(of: UInt8(ascii: "/")), let tour = bytes[..<file].lastIndex(of: UInt8(ascii: "/")),
+            let folder = bytes[..<tour].lastIndex(of: UInt8(ascii: "/")), folder > bytes.startIndex,
+            bytes.index(after: file) < bytes.endIndex, bytes.index(after: tour) < file,
+            bytes[bytes.index(after: folder)..<tour].elementsEqual(Layout.audioCacheFolder.utf8)
+        else { return nil }
+        return (String(path[..<folder]), String(path[bytes.index(after: folder)...]))
+    }
+
+    /// The row of the file at `url` under its own root, or the row of
+    /// another root `reusable` took for it and `touch` has yet to adopt.
+    func entry(_ url: URL) throws -> OutputEntry? {
+        let place = Self.place(of: url.path)
+        return try index.entries(path: place.path).first { $0.root == place.root } ?? adoptions.pending(url.path)
     }
 
     /// How hard `reusable` looks at the file.
@@ -92,30 +139,52 @@ public struct OutputCache: Sendable {
     /// under `captionKey`: one row read for both.
     public func reusable(_ url: URL, key: OutputKey, check: Check, captionKey: CaptionKey?) throws -> ReusedFile? {
         let path = url.path
+        let place = Self.place(of: path)
+        let rows = try index.entries(path: place.path)
+        // This root's own row alone when it has one; else other roots' rows
+        // made under this key, the most recently used first.
+        let candidates =
+            rows.first { $0.root == place.root }.map { [$0] }
+            ?? rows.filter { $0.inputKey == key.hex }.sorted { ($0.lastUsedAt, $0.root) > ($1.lastUsedAt, $1.root) }
+        guard !candidates.isEmpty else { return nil }
         let cutoff = clock().timeIntervalSince1970 - maxAgeSeconds
-        guard let entry = try index.entry(path: path), entry.inputKey == key.hex, entry.createdAt >= cutoff,
-            let format = AudioFormat(rawValue: entry.format)
-        else { return nil }
-        let audio = EncodedAudio(
+        // Taken once, when a row asks: a file with no row is not looked at.
+        var looked = false
+        var signature: FileSignature?
+        var hashed = false
+        var digest: String?
+        for entry in candidates {
+            guard entry.inputKey == key.hex, entry.createdAt >= cutoff, let audio = Self.audio(of: entry) else { continue }
+            if !looked { (looked, signature) = (true, FileSignature(path: path)) }
+            guard let signature else { return nil }
+            guard signature.size == audio.sizeBytes else { continue }
+            let adopted = entry.root != place.root
+            // A plan looks at sizes only, and adopts nothing: the build hashes what it takes from another root.
+            if adopted, case .size = check { return ReusedFile(audio: audio, captions: nil, captionFileSignature: nil) }
+            if case .sizeAndHash = check, entry.fileSignature != signature.text {
+                if !hashed { (hashed, digest) = (true, Self.sha256Hex(of: path)) }
+                guard digest == audio.sha256 else { continue }
+                if signature.isSettled() { signatures.note(signature.text, for: path) }
+            }
+            if adopted { adoptions.note(entry, for: path) }
+            guard let captionKey, let captions = entry.captions, captions.key == captionKey.hex else {
+                return ReusedFile(audio: audio, captions: nil, captionFileSignature: nil)
+            }
+            return ReusedFile(audio: audio, captions: captions, captionFileSignature: entry.captionsFileSignature)
+        }
+        return nil
+    }
+
+    /// A row's measurements; nil for a row recorded before loudness was
+    /// measured, whose file is made again so package.json can say it.
+    private static func audio(of entry: OutputEntry) -> EncodedAudio? {
+        guard let format = AudioFormat(rawValue: entry.format), let gain = entry.gainDB else { return nil }
+        return EncodedAudio(
             format: format, codec: entry.codec, sampleRateHz: entry.sampleRateHz, channels: entry.channels,
-            bitrateKbps: entry.bitrateKbps, durationSeconds: entry.durationSeconds, sizeBytes: entry.sizeBytes,
-            sha256: entry.sha256,
-            loudness: entry.gainDB.map { gain in
-                AudioLoudness(
-                    integratedLUFS: entry.integratedLUFS, truePeakDBTP: entry.truePeakDBTP, gainDB: gain,
-                    limiterReductionDB: entry.limiterReductionDB ?? 0)
-            })
-        // A file recorded before loudness was measured is made again, so package.json can say it.
-        guard audio.loudness != nil else { return nil }
-        guard let signature = FileSignature(path: path), signature.size == audio.sizeBytes else { return nil }
-        if case .sizeAndHash = check, entry.fileSignature != signature.text {
-            guard Self.sha256Hex(of: path) == audio.sha256 else { return nil }
-            if signature.isSettled() { signatures.note(signature.text, for: path) }
-        }
-        guard let captionKey, let captions = entry.captions, captions.key == captionKey.hex else {
-            return ReusedFile(audio: audio, captions: nil, captionFileSignature: nil)
-        }
-        return ReusedFile(audio: audio, captions: captions, captionFileSignature: entry.captionsFileSignature)
+            bitrateKbps: entry.bitrateKbps, durationSeconds: entry.durationSeconds, sizeBytes: entry.sizeBytes, sha256: entry.sha256,
+            loudness: AudioLoudness(
+                integratedLUFS: entry.integratedLUFS, truePeakDBTP: entry.truePeakDBTP, gainDB: gain,
+                limiterReductionDB: entry.limiterReductionDB ?? 0))
     }
 
     /// The lowercase hex SHA-256 of the file at `path` (`FileDigest`'s
@@ -146,7 +215,7 @@ public struct OutputCache: Sendable {
     /// `key`; nil when none were, or under another key. Asked only of a
     /// file `reusable` vouched for: they follow that file's audio.
     public func captions(_ url: URL, key: CaptionKey) throws -> StoredCaptions? {
-        guard let kept = try index.entry(path: url.path)?.captions, kept.key == key.hex else { return nil }
+        guard let kept = try entry(url)?.captions, kept.key == key.hex else { return nil }
         return kept
     }
 
@@ -159,7 +228,7 @@ public struct OutputCache: Sendable {
     /// last use. With no `audio` (captions just made, not kept in a row
     /// yet) the file is always read.
     public func captionFile(atPath path: String, holds captions: StoredCaptions, keptWith audio: URL?) -> Bool {
-        let kept = audio.flatMap { try? index.entry(path: $0.path) }?.captionsFileSignature
+        let kept = audio.flatMap { try? entry($0) }?.captionsFileSignature
         return captionFile(atPath: path, status: FileStatus(path: path), holds: captions, signed: kept, keptWith: audio)
     }
 
@@ -223,10 +292,11 @@ public struct OutputCache: Sendable {
         try index.record(
             files.map { file in
                 let a = file.audio
+                let place = Self.place(of: file.url.path)
                 return OutputEntry(
-                    path: file.url.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec, sampleRateHz: a.sampleRateHz,
-                    channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds, sizeBytes: a.sizeBytes,
-                    sha256: a.sha256, createdAt: now, lastUsedAt: now, integratedLUFS: a.loudness?.integratedLUFS,
+                    root: place.root, path: place.path, inputKey: file.key.hex, format: a.format.rawValue, codec: a.codec,
+                    sampleRateHz: a.sampleRateHz, channels: a.channels, bitrateKbps: a.bitrateKbps, durationSeconds: a.durationSeconds,
+                    sizeBytes: a.sizeBytes, sha256: a.sha256, createdAt: now, lastUsedAt: now, integratedLUFS: a.loudness?.integratedLUFS,
                     truePeakDBTP: a.loudness?.truePeakDBTP, gainDB: a.loudness?.gainDB, limiterReductionDB: a.loudness?.limiterReductionDB,
                     captions: file.captions)
             })
@@ -234,35 +304,69 @@ public struct OutputCache: Sendable {
 
     /// Marks reused files as just used, for the LRU order, and records the
     /// signatures `reusable` and `captionFile` took of them and their
-    /// caption files, and `captions` made again for them (by file).
+    /// caption files, and `captions` made again for them (by file). A file
+    /// `reusable` found through another root's row gets that row under its
+    /// own root first; the other root's row goes when that root no longer
+    /// exists (it was moved).
     public func touch(_ urls: [URL], captions: [URL: StoredCaptions] = [:]) throws {
         guard !urls.isEmpty else { return }
-        let paths = urls.map(\.path)
-        try index.touch(
-            paths, at: clock().timeIntervalSince1970, signatures: signatures.take(paths),
-            captions: Dictionary(captions.map { ($0.key.path, $0.value) }) { first, _ in first },
-            captionSignatures: captionSignatures.take(paths))
+        let now = clock().timeIntervalSince1970
+        let made = Dictionary(captions.map { ($0.key.path, $0.value) }) { first, _ in first }
+        for (root, files) in Self.byRoot(urls) {
+            let paths = files.map(\.absolute)
+            let adopted = adoptions.take(paths)
+            if !adopted.isEmpty {
+                var moved: [String: [String]] = [:]
+                try index.record(
+                    files.compactMap { file in
+                        guard var row = adopted[file.absolute] else { return nil }
+                        if !FileManager.default.fileExists(atPath: row.root) { moved[row.root, default: []].append(row.path) }
+                        row.root = root
+                        row.lastUsedAt = now
+                        return row
+                    })
+                for (gone, relative) in moved.sorted(by: { $0.key < $1.key }) { try index.forget(root: gone, relative) }
+            }
+            func relative(_ byPath: [String: String]) -> [String: String] {
+                Dictionary(byPath.map { (Self.place(of: $0.key).path, $0.value) }) { first, _ in first }
+            }
+            try index.touch(
+                root: root, files.map(\.relative), at: now, signatures: relative(signatures.take(paths)),
+                captions: Dictionary(files.compactMap { file in made[file.absolute].map { (file.relative, $0) } }) { first, _ in first },
+                captionSignatures: relative(captionSignatures.take(paths)))
+        }
     }
 
     /// Forgets files that were removed.
     public func forget(_ urls: [URL]) throws {
-        guard !urls.isEmpty else { return }
-        try index.forget(urls.map(\.path))
+        for (root, files) in Self.byRoot(urls) { try index.forget(root: root, files.map(\.relative)) }
     }
+
+    /// `urls` by their root (`place(of:)`), each with its absolute and its relative path, in a stable order.
+    private static func byRoot(_ urls: [URL]) -> [(root: String, files: [(absolute: String, relative: String)])] {
+        var groups: [String: [(absolute: String, relative: String)]] = [:]
+        for url in urls {
+            let place = place(of: url.path)
+            groups[place.root, default: []].append((url.path, place.path))
+        }
+        return groups.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// The root `url` names, as rows name it.
+    private static func rootName(_ url: URL) -> String { url.standardizedFileURL.path }
 
     /// When each recorded file under `root` was last made or reused, by root-relative path.
     public func lastUsed(relativeTo root: URL) throws -> [String: Date] {
-        let prefix = root.standardizedFileURL.path + "/"
         var result: [String: Date] = [:]
-        for row in try index.lastUsed(under: prefix) {
-            result[String(row.path.dropFirst(prefix.count))] = Date(timeIntervalSince1970: row.lastUsedAt)
+        for row in try index.lastUsed(root: Self.rootName(root)) {
+            result[row.path] = Date(timeIntervalSince1970: row.lastUsedAt)
         }
         return result
     }
 
     /// Forgets every file under `root` (`cache clear`).
     public func forgetAll(under root: URL) throws {
-        try index.forgetAll(under: root.standardizedFileURL.path + "/")
+        try index.forgetAll(root: Self.rootName(root))
     }
 }
 
@@ -328,24 +432,27 @@ final class PreloadedRows<Entry: Sendable>: @unchecked Sendable {
     }
 }
 
-/// An index whose rows for some paths were read at once (`OutputCache.preloading`):
-/// those are answered from memory until the path is written or forgotten.
+/// An index whose rows for some relative paths were read at once
+/// (`OutputCache.preloading`): those are answered from memory until the
+/// path is written or forgotten.
 struct PreloadedOutputIndex: OutputIndex {
     let base: any OutputIndex
-    private let preloaded: PreloadedRows<OutputEntry>
+    private let preloaded: PreloadedRows<[OutputEntry]>
     var location: StateLocation { base.location }
 
-    init(_ base: any OutputIndex, rows: [String: OutputEntry], paths: Set<String>) {
+    init(_ base: any OutputIndex, rows: [String: [OutputEntry]], paths: Set<String>) {
         self.base = base
-        // Only this build writes the output root (its lock): a path with no row has none.
+        // Only this build writes the output root (its lock): a path with no
+        // row has none. Another root's build may add one meanwhile, which
+        // this build would only have adopted.
         preloaded = PreloadedRows(rows: rows, keys: paths, absenceIsAnswer: true)
     }
 
-    func entry(path: String) throws -> OutputEntry? {
-        try preloaded.row(path) { try base.entry(path: $0) }
+    func entries(path: String) throws -> [OutputEntry] {
+        try preloaded.row(path) { try base.entries(path: $0).nilIfEmpty } ?? []
     }
 
-    func entries(paths: [String]) throws -> [String: OutputEntry] {
+    func entries(paths: [String]) throws -> [String: [OutputEntry]] {
         try preloaded.rows(paths) { try base.entries(paths: $0) }
     }
 
@@ -355,28 +462,34 @@ struct PreloadedOutputIndex: OutputIndex {
     }
 
     func touch(
-        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        root: String, _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
         captionSignatures: [String: String]
     ) throws {
         preloaded.drop(signatures.keys)
         preloaded.drop(captions.keys)
         preloaded.drop(captionSignatures.keys)
-        try base.touch(paths, at: time, signatures: signatures, captions: captions, captionSignatures: captionSignatures)
+        try base.touch(
+            root: root, paths, at: time, signatures: signatures, captions: captions, captionSignatures: captionSignatures)
     }
 
-    func forget(_ paths: [String]) throws {
+    func forget(root: String, _ paths: [String]) throws {
         preloaded.drop(paths)
-        try base.forget(paths)
+        try base.forget(root: root, paths)
     }
 
-    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)] {
-        try base.lastUsed(under: prefix)
+    func lastUsed(root: String) throws -> [(path: String, lastUsedAt: Double)] {
+        try base.lastUsed(root: root)
     }
 
-    func forgetAll(under prefix: String) throws {
-        preloaded.dropAll { $0.hasPrefix(prefix) }
-        try base.forgetAll(under: prefix)
+    func forgetAll(root: String) throws {
+        preloaded.dropAll { _ in true }
+        try base.forgetAll(root: root)
     }
+}
+
+extension Array {
+    /// Nil for an empty array, so a lookup that found no row reads as none.
+    fileprivate var nilIfEmpty: Self? { isEmpty ? nil : self }
 }
 
 /// What `lstat` says of a file that any write to it changes: its device and
@@ -464,6 +577,33 @@ final class PendingSignatures: @unchecked Sendable {
         lock.withLock {
             guard !byPath.isEmpty else { return [:] }
             var taken: [String: String] = [:]
+            for path in paths { taken[path] = byPath.removeValue(forKey: path) }
+            return taken
+        }
+    }
+}
+
+/// Rows of other roots that `OutputCache.reusable` took for files of this
+/// one, by the file's absolute path, until `OutputCache.touch` adopts them.
+/// Shared by the threads of a build.
+final class PendingAdoptions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var byPath: [String: OutputEntry] = [:]
+
+    func note(_ entry: OutputEntry, for path: String) {
+        lock.withLock { byPath[path] = entry }
+    }
+
+    /// The row noted for `path`, left in place.
+    func pending(_ path: String) -> OutputEntry? {
+        lock.withLock { byPath[path] }
+    }
+
+    /// The rows noted for `paths`, forgotten here.
+    func take(_ paths: [String]) -> [String: OutputEntry] {
+        lock.withLock {
+            guard !byPath.isEmpty else { return [:] }
+            var taken: [String: OutputEntry] = [:]
             for path in paths { taken[path] = byPath.removeValue(forKey: path) }
             return taken
         }

@@ -242,6 +242,25 @@ public struct PostgresState: StateBackend {
                     ADD COLUMN captions_file_signature TEXT
                 """
             ]),
+        // Each output file's row keyed by its root and its path under that
+        // root, so a root moved or mounted elsewhere keeps its rows
+        // (`OutputCache`). A row an older tourpack keyed by its absolute
+        // path is split at its AudioCache folder, as SQLite's migration
+        // splits it (`OutputCache.splitRecordedPath`); one that does not
+        // split is dropped: no build asks for it.
+        Migration(
+            version: 8, name: MigrationName.outputRoots, formerName: nil,
+            statements: [
+                "ALTER TABLE output_file ADD COLUMN root TEXT",
+                "ALTER TABLE output_file DROP CONSTRAINT output_file_pkey",
+                "DELETE FROM output_file WHERE path !~ '^.+/AudioCache/[^/]+/[^/]+$'",
+                """
+                UPDATE output_file SET root = substring(path FROM '^(.+)/AudioCache/[^/]+/[^/]+$'),
+                    path = substring(path FROM '/(AudioCache/[^/]+/[^/]+)$')
+                """,
+                "ALTER TABLE output_file ALTER COLUMN root SET NOT NULL",
+                "ALTER TABLE output_file ADD PRIMARY KEY (path, root)",
+            ]),
     ]
 
     /// The advisory lock migrations take turns on: "tourpack" in ASCII.

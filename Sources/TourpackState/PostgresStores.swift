@@ -313,35 +313,49 @@ struct PostgresOutputIndex: OutputIndex {
         store = PostgresStore(connections: connections)
     }
 
-    func entry(path: String) throws -> OutputEntry? {
-        try store.query(
-            "look up \(path)",
-            """
-            SELECT input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at, last_used_at,
-                integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
-                captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing, captions_file_signature
-            FROM output_file WHERE path = \(path)
-            """
-        ).first.map { row in
-            let (
-                key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter, signature,
-                captionsKey, vtt, captionsSHA256, cues, timing, captionsSignature
-            ) = try row.decode(
-                (
-                    String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?, Double?,
-                    String?, String?, Data?, String?, Int?, String?, String?
-                )
-                .self)
-            var captions: StoredCaptions?
-            if let captionsKey, let vtt, let captionsSHA256, let cues, let timing {
-                captions = StoredCaptions(key: captionsKey, bytes: Array(vtt), sha256: captionsSHA256, cues: cues, timing: timing)
-            }
-            return OutputEntry(
-                path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels, bitrateKbps: bitrate,
-                durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used, integratedLUFS: lufs,
-                truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature, captions: captions,
-                captionsFileSignature: captionsSignature)
+    /// The columns `entry(_:)` decodes, in its order.
+    private static let columns = """
+        root, path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps, duration_seconds, size_bytes, sha256, created_at,
+        last_used_at, integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
+        captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing, captions_file_signature
+        """
+
+    func entries(path: String) throws -> [OutputEntry] {
+        try store.query("look up \(path)", "SELECT \(unescaped: Self.columns) FROM output_file WHERE path = \(path)").map(Self.entry)
+    }
+
+    func entries(paths: [String]) throws -> [String: [OutputEntry]] {
+        guard !paths.isEmpty else { return [:] }
+        var found: [String: [OutputEntry]] = [:]
+        for row in try store.query(
+            "look up \(paths.count) files", "SELECT \(unescaped: Self.columns) FROM output_file WHERE path = ANY(\(paths))")
+        {
+            let entry = try Self.entry(row)
+            found[entry.path, default: []].append(entry)
         }
+        return found
+    }
+
+    /// A row of `columns`.
+    private static func entry(_ row: PostgresRow) throws -> OutputEntry {
+        let (
+            root, path, key, format, codec, rate, channels, bitrate, duration, size, sha256, created, used, lufs, peak, gain, limiter,
+            signature, captionsKey, vtt, captionsSHA256, cues, timing, captionsSignature
+        ) = try row.decode(
+            (
+                String, String, String, String, String, Int, Int, Int, Double, Int64, String, Double, Double, Double?, Double?, Double?,
+                Double?, String?, String?, Data?, String?, Int?, String?, String?
+            )
+            .self)
+        var captions: StoredCaptions?
+        if let captionsKey, let vtt, let captionsSHA256, let cues, let timing {
+            captions = StoredCaptions(key: captionsKey, bytes: Array(vtt), sha256: captionsSHA256, cues: cues, timing: timing)
+        }
+        return OutputEntry(
+            root: root, path: path, inputKey: key, format: format, codec: codec, sampleRateHz: rate, channels: channels,
+            bitrateKbps: bitrate, durationSeconds: duration, sizeBytes: size, sha256: sha256, createdAt: created, lastUsedAt: used,
+            integratedLUFS: lufs, truePeakDBTP: peak, gainDB: gain, limiterReductionDB: limiter, fileSignature: signature,
+            captions: captions, captionsFileSignature: captionsSignature)
     }
 
     func record(_ entries: [OutputEntry]) throws {
@@ -350,16 +364,16 @@ struct PostgresOutputIndex: OutputIndex {
             for e in entries {
                 try session.execute(
                     """
-                    INSERT INTO output_file (path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
+                    INSERT INTO output_file (root, path, input_key, format, codec, sample_rate_hz, channels, bitrate_kbps,
                         duration_seconds, size_bytes, sha256, created_at, last_used_at,
                         integrated_lufs, true_peak_dbtp, gain_db, limiter_reduction_db, file_signature,
                         captions_key, captions_vtt, captions_sha256, captions_cues, captions_timing, captions_file_signature)
-                    VALUES (\(e.path), \(e.inputKey), \(e.format), \(e.codec), \(e.sampleRateHz), \(e.channels), \(e.bitrateKbps),
+                    VALUES (\(e.root), \(e.path), \(e.inputKey), \(e.format), \(e.codec), \(e.sampleRateHz), \(e.channels), \(e.bitrateKbps),
                         \(e.durationSeconds), \(e.sizeBytes), \(e.sha256), \(e.createdAt), \(e.lastUsedAt),
                         \(e.integratedLUFS), \(e.truePeakDBTP), \(e.gainDB), \(e.limiterReductionDB), \(e.fileSignature),
                         \(e.captions?.key), \(e.captions.map { Data($0.bytes) }), \(e.captions?.sha256), \(e.captions?.cues),
                         \(e.captions?.timing), \(e.captionsFileSignature))
-                    ON CONFLICT (path) DO UPDATE SET
+                    ON CONFLICT (path, root) DO UPDATE SET
                         input_key = EXCLUDED.input_key, format = EXCLUDED.format, codec = EXCLUDED.codec,
                         sample_rate_hz = EXCLUDED.sample_rate_hz, channels = EXCLUDED.channels, bitrate_kbps = EXCLUDED.bitrate_kbps,
                         duration_seconds = EXCLUDED.duration_seconds, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256,
@@ -375,21 +389,21 @@ struct PostgresOutputIndex: OutputIndex {
     }
 
     func touch(
-        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        root: String, _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
         captionSignatures: [String: String]
     ) throws {
         guard !paths.isEmpty || !signatures.isEmpty || !captions.isEmpty || !captionSignatures.isEmpty else { return }
         let (signed, signs) = (Array(signatures.keys), Array(signatures.values))
         let (captionsSigned, captionSigns) = (Array(captionSignatures.keys), Array(captionSignatures.values))
         try store.transaction("mark \(paths.count) files used") { session in
-            try session.execute("UPDATE output_file SET last_used_at = \(time) WHERE path = ANY(\(paths))")
+            try session.execute("UPDATE output_file SET last_used_at = \(time) WHERE root = \(root) AND path = ANY(\(paths))")
             if !signed.isEmpty {
                 // One statement for all of them: the first rebuild after a cold build signs every file.
                 try session.execute(
                     """
                     UPDATE output_file SET file_signature = given.signature
                     FROM unnest(\(signed)::text[], \(signs)::text[]) AS given(path, signature)
-                    WHERE output_file.path = given.path
+                    WHERE output_file.root = \(root) AND output_file.path = given.path
                     """)
             }
             if !captionsSigned.isEmpty {
@@ -397,7 +411,7 @@ struct PostgresOutputIndex: OutputIndex {
                     """
                     UPDATE output_file SET captions_file_signature = given.signature
                     FROM unnest(\(captionsSigned)::text[], \(captionSigns)::text[]) AS given(path, signature)
-                    WHERE output_file.path = given.path
+                    WHERE output_file.root = \(root) AND output_file.path = given.path
                     """)
             }
             guard !captions.isEmpty else { return }
@@ -411,27 +425,26 @@ struct PostgresOutputIndex: OutputIndex {
                     \(made.map { ByteBuffer(bytes: $0.value.bytes) })::bytea[], \(made.map(\.value.sha256))::text[],
                     \(made.map(\.value.cues))::bigint[], \(made.map(\.value.timing))::text[])
                     AS given(path, key, vtt, sha256, cues, timing)
-                WHERE output_file.path = given.path
+                WHERE output_file.root = \(root) AND output_file.path = given.path
                 """)
         }
     }
 
-    func forget(_ paths: [String]) throws {
+    func forget(root: String, _ paths: [String]) throws {
         guard !paths.isEmpty else { return }
-        try store.query("forget \(paths.count) files", "DELETE FROM output_file WHERE path = ANY(\(paths))")
+        try store.query("forget \(paths.count) files", "DELETE FROM output_file WHERE root = \(root) AND path = ANY(\(paths))")
     }
 
-    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)] {
-        // starts_with, not LIKE: `%` and `_` in a path are plain characters.
-        try store.query("list the files under \(prefix)", "SELECT path, last_used_at FROM output_file WHERE starts_with(path, \(prefix))")
+    func lastUsed(root: String) throws -> [(path: String, lastUsedAt: Double)] {
+        try store.query("list the files under \(root)", "SELECT path, last_used_at FROM output_file WHERE root = \(root)")
             .map { row in
                 let (path, used) = try row.decode((String, Double).self)
                 return (path, used)
             }
     }
 
-    func forgetAll(under prefix: String) throws {
-        try store.query("forget the files under \(prefix)", "DELETE FROM output_file WHERE starts_with(path, \(prefix))")
+    func forgetAll(root: String) throws {
+        try store.query("forget the files under \(root)", "DELETE FROM output_file WHERE root = \(root)")
     }
 }
 

@@ -277,19 +277,20 @@ struct SQLiteOutputIndex: OutputIndex {
     private static let columns = """
         path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps, durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
         integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature,
-        captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming, captionsFileSignature
+        captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming, captionsFileSignature, root
         """
 
-    func entry(path: String) throws -> OutputEntry? {
+    func entries(path: String) throws -> [OutputEntry] {
         try database.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM outputFile WHERE path = ?"), arguments: [path]).map {
+            // The primary key leads with the path: every root's row of it is one index range.
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.columns) FROM outputFile WHERE path = ?"), arguments: [path]).map {
                 try Self.entry($0)
             }
         }
     }
 
-    func entries(paths: [String]) throws -> [String: OutputEntry] {
-        var found: [String: OutputEntry] = [:]
+    func entries(paths: [String]) throws -> [String: [OutputEntry]] {
+        var found: [String: [OutputEntry]] = [:]
         try database.read { db in
             try inBatches(paths) { batch, marks in
                 // A cursor's rows are read from the statement in place, not copied first.
@@ -297,7 +298,7 @@ struct SQLiteOutputIndex: OutputIndex {
                     db, sql: "SELECT \(Self.columns) FROM outputFile WHERE path IN (\(marks))", arguments: StatementArguments(batch))
                 while let row = try rows.next() {
                     let entry = try Self.entry(row)
-                    found[entry.path] = entry
+                    found[entry.path, default: []].append(entry)
                 }
             }
         }
@@ -313,10 +314,10 @@ struct SQLiteOutputIndex: OutputIndex {
             captions = StoredCaptions(key: key, bytes: bytes, sha256: sha256, cues: cues, timing: timing)
         }
         return OutputEntry(
-            path: row[0], inputKey: row[1], format: row[2], codec: row[3], sampleRateHz: row[4], channels: row[5], bitrateKbps: row[6],
-            durationSeconds: row[7], sizeBytes: row[8], sha256: row[9], createdAt: row[10], lastUsedAt: row[11], integratedLUFS: row[12],
-            truePeakDBTP: row[13], gainDB: row[14], limiterReductionDB: row[15], fileSignature: row[16], captions: captions,
-            captionsFileSignature: row[22])
+            root: row[23], path: row[0], inputKey: row[1], format: row[2], codec: row[3], sampleRateHz: row[4], channels: row[5],
+            bitrateKbps: row[6], durationSeconds: row[7], sizeBytes: row[8], sha256: row[9], createdAt: row[10], lastUsedAt: row[11],
+            integratedLUFS: row[12], truePeakDBTP: row[13], gainDB: row[14], limiterReductionDB: row[15], fileSignature: row[16],
+            captions: captions, captionsFileSignature: row[22])
     }
 
     func record(_ entries: [OutputEntry]) throws {
@@ -324,14 +325,14 @@ struct SQLiteOutputIndex: OutputIndex {
             for e in entries {
                 try db.execute(
                     sql: """
-                        INSERT OR REPLACE INTO outputFile (path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
+                        INSERT OR REPLACE INTO outputFile (root, path, inputKey, format, codec, sampleRateHz, channels, bitrateKbps,
                             durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
                             integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature,
                             captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming, captionsFileSignature)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
-                        e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
+                        e.root, e.path, e.inputKey, e.format, e.codec, e.sampleRateHz, e.channels, e.bitrateKbps,
                         e.durationSeconds, e.sizeBytes, e.sha256, e.createdAt, e.lastUsedAt,
                         e.integratedLUFS, e.truePeakDBTP, e.gainDB, e.limiterReductionDB, e.fileSignature,
                         e.captions?.key, e.captions.map { Data($0.bytes) }, e.captions?.sha256, e.captions?.cues, e.captions?.timing,
@@ -342,52 +343,47 @@ struct SQLiteOutputIndex: OutputIndex {
     }
 
     func touch(
-        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        root: String, _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
         captionSignatures: [String: String]
     ) throws {
         try database.write { db in
-            let statement = try db.cachedStatement(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ?")
-            for path in paths { try statement.execute(arguments: [time, path]) }
-            let signing = try db.cachedStatement(sql: "UPDATE outputFile SET fileSignature = ? WHERE path = ?")
-            for (path, signature) in signatures { try signing.execute(arguments: [signature, path]) }
+            let statement = try db.cachedStatement(sql: "UPDATE outputFile SET lastUsedAt = ? WHERE path = ? AND root = ?")
+            for path in paths { try statement.execute(arguments: [time, path, root]) }
+            let signing = try db.cachedStatement(sql: "UPDATE outputFile SET fileSignature = ? WHERE path = ? AND root = ?")
+            for (path, signature) in signatures { try signing.execute(arguments: [signature, path, root]) }
             if !captionSignatures.isEmpty {
-                let signing = try db.cachedStatement(sql: "UPDATE outputFile SET captionsFileSignature = ? WHERE path = ?")
-                for (path, signature) in captionSignatures { try signing.execute(arguments: [signature, path]) }
+                let signing = try db.cachedStatement(sql: "UPDATE outputFile SET captionsFileSignature = ? WHERE path = ? AND root = ?")
+                for (path, signature) in captionSignatures { try signing.execute(arguments: [signature, path, root]) }
             }
             guard !captions.isEmpty else { return }
             let captioning = try db.cachedStatement(
                 sql: """
                     UPDATE outputFile SET captionsKey = ?, captionsVTT = ?, captionsSHA256 = ?, captionsCues = ?, captionsTiming = ?,
                         captionsFileSignature = NULL
-                    WHERE path = ?
+                    WHERE path = ? AND root = ?
                     """)
             for (path, made) in captions {
-                try captioning.execute(arguments: [made.key, Data(made.bytes), made.sha256, made.cues, made.timing, path])
+                try captioning.execute(arguments: [made.key, Data(made.bytes), made.sha256, made.cues, made.timing, path, root])
             }
         }
     }
 
-    func forget(_ paths: [String]) throws {
+    func forget(root: String, _ paths: [String]) throws {
         try database.write { db in
-            for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [path]) }
+            for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ? AND root = ?", arguments: [path, root]) }
         }
     }
 
-    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)] {
-        // Compared in Swift: LIKE would read `%` and `_` in a path as wildcards.
+    func lastUsed(root: String) throws -> [(path: String, lastUsedAt: Double)] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT path, lastUsedAt FROM outputFile").compactMap { row in
-                let path: String = row["path"]
-                return path.hasPrefix(prefix) ? (path, row["lastUsedAt"]) : nil
+            try Row.fetchAll(db, sql: "SELECT path, lastUsedAt FROM outputFile WHERE root = ?", arguments: [root]).map { row in
+                (row["path"], row["lastUsedAt"])
             }
         }
     }
 
-    func forgetAll(under prefix: String) throws {
-        try database.write { db in
-            let paths = try String.fetchAll(db, sql: "SELECT path FROM outputFile").filter { $0.hasPrefix(prefix) }
-            for path in paths { try db.execute(sql: "DELETE FROM outputFile WHERE path = ?", arguments: [path]) }
-        }
+    func forgetAll(root: String) throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM outputFile WHERE root = ?", arguments: [root]) }
     }
 }
 

@@ -235,8 +235,15 @@ extension SynthesisIndex {
 // MARK: The output-cache index
 
 /// One AudioCache file's row: what it was made from and its measurements.
+///
+/// A row names its file by the output root it was written under and the
+/// file's path relative to that root, so a root that is moved or mounted
+/// elsewhere keeps its rows' worth (`OutputCache`).
 public struct OutputEntry: Sendable, Hashable {
-    /// The file's absolute path.
+    /// The output root the file was written under, as its absolute path
+    /// read then (`OutputCache.rootName`).
+    public var root: String
+    /// The file's path relative to `root`: `AudioCache/<tour>/<file>`.
     public var path: String
     /// `OutputKey.hex`.
     public var inputKey: String
@@ -271,11 +278,12 @@ public struct OutputEntry: Sendable, Hashable {
     public var captionsFileSignature: String?
 
     public init(
-        path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
+        root: String, path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
         durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
         integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?, fileSignature: String? = nil,
         captions: StoredCaptions? = nil, captionsFileSignature: String? = nil
     ) {
+        self.root = root
         self.path = path
         self.inputKey = inputKey
         self.format = format
@@ -322,34 +330,46 @@ public struct StoredCaptions: Sendable, Hashable {
 }
 
 /// The output cache's rows (the files, their checks and ages are `OutputCache`'s).
+///
+/// A row is keyed by its root and its root-relative path. Lookups are by
+/// the relative path alone and answer every root's row for it: the cache
+/// takes its own root's, or, for a root with none (moved, or mounted
+/// elsewhere), one another root wrote whose file is found at the same
+/// place under this one.
 public protocol OutputIndex: Sendable {
     var location: StateLocation { get }
-    func entry(path: String) throws -> OutputEntry?
-    /// The entries of `paths` that have one, by path: a build asks for every
-    /// file of its plan at once rather than a row at a time.
-    func entries(paths: [String]) throws -> [String: OutputEntry]
-    /// Records (or replaces) entries, all in one transaction.
+    /// Every root's row of the root-relative `path`.
+    func entries(path: String) throws -> [OutputEntry]
+    /// Every root's rows of `paths`, by path: a build asks for every file
+    /// of its plan at once rather than a row at a time.
+    func entries(paths: [String]) throws -> [String: [OutputEntry]]
+    /// Records (or replaces) entries, each under its own root, all in one transaction.
     func record(_ entries: [OutputEntry]) throws
-    /// Marks `paths` used at `time`, in one transaction, with what the
-    /// build learned of them (by path): `signatures` of files whose SHA-256
-    /// was just found right, `captions` made again (which clears their
-    /// file's signature), and `captionSignatures` of caption files whose
-    /// bytes were just found right.
+    /// Marks `root`'s `paths` used at `time`, in one transaction, with what
+    /// the build learned of them (by path): `signatures` of files whose
+    /// SHA-256 was just found right, `captions` made again (which clears
+    /// their file's signature), and `captionSignatures` of caption files
+    /// whose bytes were just found right.
     func touch(
-        _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
+        root: String, _ paths: [String], at time: Double, signatures: [String: String], captions: [String: StoredCaptions],
         captionSignatures: [String: String]
     ) throws
-    func forget(_ paths: [String]) throws
-    /// Path and last use of every entry whose path starts with `prefix`.
-    func lastUsed(under prefix: String) throws -> [(path: String, lastUsedAt: Double)]
-    func forgetAll(under prefix: String) throws
+    /// Forgets `root`'s rows of `paths`.
+    func forget(root: String, _ paths: [String]) throws
+    /// Path (root-relative) and last use of every row of `root`.
+    func lastUsed(root: String) throws -> [(path: String, lastUsedAt: Double)]
+    /// Forgets every row of `root`.
+    func forgetAll(root: String) throws
 }
 
 extension OutputIndex {
-    /// A row at a time; a backend that can read them together does.
-    public func entries(paths: [String]) throws -> [String: OutputEntry] {
-        var found: [String: OutputEntry] = [:]
-        for path in paths { found[path] = try entry(path: path) }
+    /// A path at a time; a backend that can read them together does.
+    public func entries(paths: [String]) throws -> [String: [OutputEntry]] {
+        var found: [String: [OutputEntry]] = [:]
+        for path in paths {
+            let rows = try entries(path: path)
+            if !rows.isEmpty { found[path] = rows }
+        }
         return found
     }
 }

@@ -358,6 +358,57 @@ public struct StateDatabase: Sendable {
             // this machine only, like the tile packs.
             try db.execute(sql: "CREATE TABLE packageFile (path TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL)")
         }
+        migrator.registerMigration(MigrationName.outputRoots) { db in
+            // Each output file's row keyed by its root and its path under
+            // that root, so a root moved or mounted elsewhere keeps its rows
+            // (`OutputCache`). SQLite cannot change a primary key: the table
+            // is made again, and each row an older tourpack keyed by its
+            // absolute path is split at its AudioCache folder
+            // (`OutputCache.splitRecordedPath`); one that does not split is
+            // dropped: no build asks for it.
+            try db.execute(
+                sql: """
+                    CREATE TABLE outputFileByRoot (
+                        path TEXT NOT NULL,
+                        root TEXT NOT NULL,
+                        inputKey TEXT NOT NULL,
+                        format TEXT NOT NULL,
+                        codec TEXT NOT NULL,
+                        sampleRateHz INTEGER NOT NULL,
+                        channels INTEGER NOT NULL,
+                        bitrateKbps INTEGER NOT NULL,
+                        durationSeconds DOUBLE NOT NULL,
+                        sizeBytes INTEGER NOT NULL,
+                        sha256 TEXT NOT NULL,
+                        createdAt DOUBLE NOT NULL,
+                        lastUsedAt DOUBLE NOT NULL,
+                        integratedLUFS DOUBLE,
+                        truePeakDBTP DOUBLE,
+                        gainDB DOUBLE,
+                        limiterReductionDB DOUBLE,
+                        fileSignature TEXT,
+                        captionsKey TEXT,
+                        captionsVTT BLOB,
+                        captionsSHA256 TEXT,
+                        captionsCues INTEGER,
+                        captionsTiming TEXT,
+                        captionsFileSignature TEXT,
+                        PRIMARY KEY (path, root)
+                    )
+                    """)
+            let columns = """
+                inputKey, format, codec, sampleRateHz, channels, bitrateKbps, durationSeconds, sizeBytes, sha256, createdAt, lastUsedAt,
+                integratedLUFS, truePeakDBTP, gainDB, limiterReductionDB, fileSignature,
+                captionsKey, captionsVTT, captionsSHA256, captionsCues, captionsTiming, captionsFileSignature
+                """
+            let copy = try db.makeStatement(
+                sql: "INSERT INTO outputFileByRoot (root, path, \(columns)) SELECT ?, ?, \(columns) FROM outputFile WHERE path = ?")
+            for recorded in try String.fetchAll(db, sql: "SELECT path FROM outputFile") {
+                guard let (root, path) = OutputCache.splitRecordedPath(recorded) else { continue }
+                try copy.execute(arguments: [root, path, recorded])
+            }
+            try db.execute(sql: "DROP TABLE outputFile; ALTER TABLE outputFileByRoot RENAME TO outputFile;")
+        }
         return migrator
     }
 }

@@ -50,4 +50,5 @@ enum MigrationName {
     static let fileSignatures = "file signatures"
     static let outputCaptions = "output captions"
     static let packageSignatures = "package signatures"
+    static let outputRoots = "output paths under their root"
 }

@@ -69,14 +69,21 @@ final class BuildDisplay: @unchecked Sendable {
             return "\(counter()) FAILED \(failure.message)"
         case .mapsDone, .mapsProgress:
             return nil
-        case .tourPackaged(let packaged) where packaged.packages.isEmpty:
-            // A damaged or missing caption file is written again under an unchanged package.json.
-            let repaired =
-                packaged.captionFiles == 0
-                ? "" : ", \(packaged.captionFiles) caption file\(packaged.captionFiles == 1 ? "" : "s") written again"
+        case .tourPackaged(let packaged) where !packaged.wroteFiles:
             return
                 "up to date \(packaged.tourName): \(packaged.reusedFiles) files reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
-                + repaired
+        case .tourPackaged(let packaged) where packaged.packages.isEmpty:
+            // Files written again under unchanged package.json files (a damaged, missing or unrecorded file): not up to date.
+            var text =
+                "rewrote files of \(packaged.tourName): \(packaged.files) files written (\(PlanReport.bytes(Int(packaged.bytes)))), "
+                + "\(packaged.reusedFiles) reused, package\(packaged.unchangedPackages.count == 1 ? "" : "s") unchanged"
+            if !packaged.tilePacks.isEmpty {
+                text += ", \(packaged.tilePacks.count) tile pack\(packaged.tilePacks.count == 1 ? "" : "s") written again"
+            }
+            if packaged.captionFiles > 0 {
+                text += ", \(packaged.captionFiles) caption file\(packaged.captionFiles == 1 ? "" : "s") written again"
+            }
+            return text
         case .tourPackaged(let packaged):
             var text =
                 "packaged \(packaged.tourName): \(packaged.files) files written, \(packaged.reusedFiles) reused, "
@@ -105,7 +112,8 @@ final class BuildDisplay: @unchecked Sendable {
                     + ($0.waited > 0 ? " (\($0.waited) waited for another worker)" : "")
             } ?? ""
         lines.append(
-            "\(summary.toursBuilt) built, \(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
+            "\(summary.toursBuilt) built, \(summary.toursRewritten > 0 ? "\(summary.toursRewritten) rewritten, " : "")"
+                + "\(summary.toursUnchanged) up to date, \(summary.toursFailed) failed, \(summary.toursSkipped) skipped · "
                 + "\(summary.files) files written (\(PlanReport.bytes(Int(summary.bytes)))), \(summary.reusedFiles) reused · "
                 + "\(summary.requests) requests (\(summary.retries) retries), \(PlanReport.grouped(summary.charactersBilled)) \(summary.billingUnit) billed, "
                 + "\(summary.cacheHits) chunks from cache\(shared), \(summary.encodes) encodes · "

@@ -84,7 +84,7 @@ struct SetupFailure: Error, CustomStringConvertible {
 
 /// A scratch folder holding tours, a pipeline, and the build's output and state.
 final class BuildWorkspace {
-    let root: URL
+    private(set) var root: URL
     var output: URL { root.appendingPathComponent("Documents") }
     var state: URL { root.appendingPathComponent("state") }
     /// This output root's folder in the state: its lock, staging and journals.
@@ -172,6 +172,16 @@ final class BuildWorkspace {
     /// Starts a build in the background with `--json`, for tests that signal it.
     func startBuild(_ server: LocalVoiceServer, _ extra: [String] = []) throws -> RunningBuild {
         try RunningBuild(arguments: ["build", pipeline.path, "--endpoint", server.endpoint, "--json"] + extra, in: root)
+    }
+
+    /// Moves the whole folder (tours, pipeline, output and state) to
+    /// `destination` with one `rename(2)`, as `mv` does on one file system.
+    func move(to destination: URL) throws {
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        guard rename(root.path, destination.path) == 0 else {
+            throw SetupFailure("cannot move \(root.path) to \(destination.path): errno \(errno)")
+        }
+        root = destination
     }
 
     func remove() { TemporaryFolder.remove(root) }

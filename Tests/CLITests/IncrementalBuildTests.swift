@@ -152,6 +152,67 @@ import Glibc
         #expect(try Self.requests(server) == requests, "made again from the synthesis cache")
         #expect(try Data(contentsOf: url) == original, "the same PCM encodes to the same bytes")
         #expect(RootCheck.problems(in: workspace.output).isEmpty, "\(RootCheck.problems(in: workspace.output))")
+        // Its package.json says the same, but a file was written: not up to date.
+        #expect(summary["toursRewritten"] as? Int == 1 && summary["toursUnchanged"] as? Int == 1 && summary["toursBuilt"] as? Int == 0)
+
+        try tampered.write(to: url)
+        let plain = try workspace.build(server)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdout.contains("rewrote files of "), "\(plain.stdout)")
+        #expect(plain.stdout.contains("0 built, 1 rewritten, 1 up to date, 0 failed, 0 skipped · 1 files written"), "\(plain.stdout)")
+    }
+
+    /// Issue 50: a project folder built, then moved with `mv` (a CI
+    /// workspace, a pod mounting it elsewhere), rebuilds nothing: the
+    /// state knows each file by its place under the output root, and the
+    /// moved files keep their signatures, so not one is even hashed again.
+    /// The rows move with the project.
+    @Test func aMovedProjectRebuildsNothing() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        let first = try workspace.build(server, ["--json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try Self.summary(first)["encodes"] as? Int == 5)
+        let requests = try Self.requests(server)
+        let before = try RootCheck.snapshot(workspace.output)
+        let oldRoot = workspace.output.path
+
+        try workspace.move(to: TemporaryFolder.path("tourpack-moved"))
+        let moved = try workspace.build(server, ["--json"])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let summary = try Self.summary(moved)
+        #expect(summary["encodes"] as? Int == 0 && summary["files"] as? Int == 0 && summary["requests"] as? Int == 0, "\(summary)")
+        #expect(summary["reusedFiles"] as? Int == 5)
+        #expect(summary["toursUnchanged"] as? Int == 2 && summary["toursBuilt"] as? Int == 0 && summary["toursRewritten"] as? Int == 0)
+        #expect(try Self.requests(server) == requests)
+        #expect(try RootCheck.snapshot(workspace.output) == before)
+        let database = workspace.state.appendingPathComponent(StateDatabase.fileName)
+        #expect(try MapBuildTests.sqlite(database, "SELECT DISTINCT root FROM outputFile") == [workspace.output.path])
+        #expect(workspace.output.path != oldRoot)
+
+        let text = try workspace.build(server)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("0 built, 2 up to date, 0 failed, 0 skipped · 0 files written"), "\(text.stdout)")
+    }
+
+    /// A state an older tourpack wrote, whose rows name each file by its
+    /// absolute path, is migrated when a build opens it: its rows, split
+    /// at their AudioCache folder, go on serving the root they describe,
+    /// and the rebuild encodes nothing.
+    @Test func aStateKeyedByAbsolutePathsIsMigratedAndKeepsItsFiles() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace()
+        #expect(try workspace.build(server).status == 0)
+        let database = workspace.state.appendingPathComponent(StateDatabase.fileName)
+        try MapHostileInputTests.sqliteWrite(database, LegacyOutputIndex.sqlite)
+        #expect(try MapBuildTests.sqlite(database, "SELECT COUNT(*) FROM outputFile WHERE path LIKE '/%/AudioCache/%'") == ["5"])
+
+        let rebuilt = try workspace.build(server, ["--json"])
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        let summary = try Self.summary(rebuilt)
+        #expect(summary["encodes"] as? Int == 0 && summary["files"] as? Int == 0 && summary["toursUnchanged"] as? Int == 2, "\(summary)")
+        #expect(try MapBuildTests.sqlite(database, "SELECT DISTINCT root FROM outputFile") == [workspace.output.path])
+        #expect(try MapBuildTests.sqlite(database, "SELECT COUNT(*) FROM outputFile WHERE path LIKE 'AudioCache/%'") == ["5"])
     }
 
     /// A package.json a rebuild found exactly as the store writes it is

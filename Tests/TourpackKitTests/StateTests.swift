@@ -36,12 +36,12 @@ struct StateScratch {
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
                 "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
-                "output captions", "package signatures",
+                "output captions", "package signatures", "output paths under their root",
             ]
         case .postgres:
             [
                 "caches, ledger and build records", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
-                "output captions",
+                "output captions", "output paths under their root",
             ]
         }
     }
@@ -163,18 +163,8 @@ struct StateScratch {
         let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(5, tier: .standard))
         let latest = try #require(Self.migrations(backend).last)
-        #expect(latest == (backend == .sqlite ? "package signatures" : "output captions"))
-        switch backend {
-        case .sqlite:
-            try fixture.execute("DELETE FROM grdb_migrations WHERE identifier = '\(latest)'; DROP TABLE packageFile;")
-        case .postgres:
-            try fixture.execute(
-                """
-                DELETE FROM schema_migrations WHERE name = '\(latest)';
-                ALTER TABLE output_file DROP COLUMN captions_key, DROP COLUMN captions_vtt, DROP COLUMN captions_sha256,
-                    DROP COLUMN captions_cues, DROP COLUMN captions_timing, DROP COLUMN captions_file_signature;
-                """)
-        }
+        #expect(latest == LegacyOutputIndex.migration)
+        try fixture.execute(backend == .sqlite ? LegacyOutputIndex.sqlite : LegacyOutputIndex.postgres)
 
         let state = try fixture.open()
         #expect(StateFixture.appliedNow(state) == [latest])
@@ -183,11 +173,11 @@ struct StateScratch {
         switch backend {
         case .sqlite:
             let database = try #require(state as? StateDatabase)
-            #expect(try database.read { db in try db.tableExists("packageFile") })
+            #expect(try database.read { db in try db.columns(in: "outputFile").map(\.name) }.contains("root"))
         case .postgres:
             let columns = try PostgresTestServer.shared().psql(
                 fixture.databaseName!, "SELECT column_name FROM information_schema.columns WHERE table_name = 'output_file'")
-            #expect(columns.split(separator: "\n").contains("captions_vtt"))
+            #expect(columns.split(separator: "\n").contains("root"))
         }
         let again = try fixture.open()
         #expect(StateFixture.appliedNow(again)?.isEmpty == true)
@@ -824,7 +814,7 @@ struct StateScratch {
         let url = try Self.writeFile("p", in: fixture)
         let (bytes, audio, key) = (Self.bytes, try Self.audio(of: url), Self.key())
         try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
-        func signature() throws -> String? { try outputs.index.entry(path: url.path)?.fileSignature }
+        func signature() throws -> String? { try outputs.entry(url)?.fileSignature }
 
         // Just written: its change time is not settled, so nothing is kept.
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash) == audio)
@@ -840,7 +830,8 @@ struct StateScratch {
 
         // The row's SHA-256 made wrong: a signed file is not read, so it still passes.
         let (table, column) = backend == .sqlite ? ("outputFile", "sha256") : ("output_file", "sha256")
-        try fixture.execute("UPDATE \(table) SET \(column) = '\(String(repeating: "0", count: 64))' WHERE path = '\(url.path)'")
+        try fixture.execute(
+            "UPDATE \(table) SET \(column) = '\(String(repeating: "0", count: 64))' WHERE path = '\(OutputCache.place(of: url.path).path)'")
         #expect(try outputs.reusable(url, key: key, check: .sizeAndHash)?.sha256 == String(repeating: "0", count: 64))
         #expect(try outputs.reusable(url, key: key, check: .size) != nil)
 
@@ -951,7 +942,7 @@ struct StateScratch {
         let file = fixture.scratch.output.appendingPathComponent("p.vtt")
         try Data(bytes).write(to: file)
         try outputs.record([(url: audio, key: Self.key(), audio: try Self.audio(of: audio), captions: made)])
-        func signature() throws -> String? { try outputs.index.entry(path: audio.path)?.captionsFileSignature }
+        func signature() throws -> String? { try outputs.entry(audio)?.captionsFileSignature }
 
         #expect(outputs.captionFile(atPath: file.path, holds: made, keptWith: audio))
         try outputs.touch([audio])
@@ -1000,7 +991,8 @@ struct StateScratch {
         try outputs.record([(url: url, key: key, audio: audio, captions: nil)])
 
         let preloaded = try outputs.preloading([url, other])
-        #expect(try preloaded.index.entries(paths: [url.path, other.path]).keys.sorted() == [url.path])
+        let (relative, otherRelative) = (OutputCache.place(of: url.path).path, OutputCache.place(of: other.path).path)
+        #expect(try preloaded.index.entries(paths: [relative, otherRelative]).keys.sorted() == [relative])
         #expect(try preloaded.reusable(url, key: key, check: .sizeAndHash) == audio)
         #expect(try preloaded.reusable(other, key: key, check: .sizeAndHash) == nil, "no row when preloaded")
         try preloaded.record([(url: other, key: key, audio: audio, captions: nil)])

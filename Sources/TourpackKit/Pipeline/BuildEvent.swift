@@ -105,6 +105,13 @@ public struct TourPackaged: Sendable, Hashable, Codable {
     public var tilePacks: [String] = []
     /// Caption files written, in every package (unchanged ones are not).
     public var captionFiles = 0
+
+    /// Whether the tour wrote anything: a package.json, an audio file, a
+    /// tile pack or a caption file. A tour that wrote nothing is up to date;
+    /// one whose package.json files were already right but some of whose
+    /// files were written again (damaged, missing, or not found in the
+    /// output index) is not.
+    public var wroteFiles: Bool { !packages.isEmpty || files > 0 || !tilePacks.isEmpty || captionFiles > 0 }
 }
 
 /// A tour that was not packaged.
@@ -123,8 +130,13 @@ public struct BuildSummary: Sendable, Hashable, Codable {
     public var toursFailed = 0
     /// Tours of the pipeline left out by `--tour`.
     public var toursSkipped = 0
-    /// Tours whose packages were all up to date and left as they were.
+    /// Tours of which nothing was written: their packages were all up to
+    /// date and left as they were, and so were their files.
     public var toursUnchanged = 0
+    /// Tours whose packages were all up to date but some of whose files
+    /// were written again under them (`TourPackaged.wroteFiles`): never
+    /// counted as up to date.
+    public var toursRewritten = 0
     /// Audio files written.
     public var files = 0
     /// Audio files kept from an earlier build: no request, no encode.

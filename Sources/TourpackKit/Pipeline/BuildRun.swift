@@ -267,7 +267,13 @@ struct BuildRun {
             assemblies[tourIndex].outstanding -= 1
             assemblies[tourIndex].skipped += 1
         case .published(_, .success(let packaged)):
-            if packaged.packages.isEmpty { summary.toursUnchanged += 1 } else { summary.toursBuilt += 1 }
+            if !packaged.packages.isEmpty {
+                summary.toursBuilt += 1
+            } else if packaged.wroteFiles {
+                summary.toursRewritten += 1
+            } else {
+                summary.toursUnchanged += 1
+            }
             summary.files += packaged.files
             summary.reusedFiles += packaged.reusedFiles
             summary.bytes += packaged.bytes
@@ -352,7 +358,7 @@ struct BuildRun {
                     let packaged = try backend.publishing(tour: tourID, into: root) {
                         try publisher.publish(assembly, coverage: coverage, now: now)
                     }
-                    try? records.recordTour(build, tourId: tourID, outcome: packaged.packages.isEmpty ? "unchanged" : "packaged")
+                    try? records.recordTour(build, tourId: tourID, outcome: packaged.wroteFiles ? "packaged" : "unchanged")
                     return packaged
                 }
                 return .published(tourIndex: index, result: .success(packaged))

@@ -148,8 +148,13 @@ package struct Installer: Sendable {
         package var downloadedBytes: Int64 = 0
         package var removedFiles = 0
         package var jobs: [DownloadJob] = []
-        /// The packages committed, as their plans held them (no identity: not read from disk).
+        /// The packages committed, with their package.json's identity as
+        /// the commit left it (read under the lock, right after it).
         package var committed: [PackageOnDisk] = []
+        /// `OfflineTours` before this install's first commit and after its
+        /// last, under the lock: when the first is what a caller saw, no
+        /// other process added or removed a package folder in between.
+        package var toursFolder: (before: FileStatus?, after: FileStatus?)?
     }
 
     /// Installs or updates the chosen packages.
@@ -349,12 +354,23 @@ package struct Installer: Sendable {
             // sentence in two tours) stays until that package's commit.
             let later = Set(work.dropFirst(index + 1).flatMap { $0.downloads.map(\.sha256) })
             let done = plan.downloads.map(\.sha256).filter { !later.contains($0) } + [plan.entry.package.manifest.sha256]
+            let held = plan.manifest.map {
+                PackageOnDisk(
+                    manifest: $0, manifestBytes: plan.manifestBytes, manifestSHA256: plan.entry.package.manifest.sha256, files: plan.files)
+            }
+            let tours = documents.appendingPathComponent(Layout.offlineToursFolder).path
             do {
-                try await whileLocked { [storage, documents, folder] in
+                let (committed, before, after) = try await whileLocked { [storage, documents, folder] in
+                    let before = FileStatus(path: tours)
                     try commit.commit(plan)
                     plan.protectCommitted(in: documents, storage: storage)
                     folder.discardDownloads(of: done)
+                    let read = held.map { PackageOnDisk.read(documents: documents, packageId: plan.packageId, reusing: $0) }
+                    guard case .package(let committed) = read else { return (PackageOnDisk?.none, before, FileStatus(path: tours)) }
+                    return (committed, before, FileStatus(path: tours))
                 }
+                if let committed { outcome.committed.append(committed) }
+                outcome.toursFolder = (outcome.toursFolder?.before ?? before, after)
             } catch {
                 board.move(plan.packageId, to: .failed, message: (error as? TourpackError)?.description ?? "\(error)")
                 throw error
@@ -367,12 +383,6 @@ package struct Installer: Sendable {
             case .upToDate: break
             }
             outcome.superseded += plan.superseded.map(\.packageId)
-            if let manifest = plan.manifest {
-                outcome.committed.append(
-                    PackageOnDisk(
-                        manifest: manifest, manifestBytes: plan.manifestBytes, manifestSHA256: plan.entry.package.manifest.sha256,
-                        files: plan.files))
-            }
             outcome.downloadedFiles += plan.downloads.count
             outcome.downloadedBytes += plan.downloadBytes
             outcome.removedFiles += plan.obsolete.count

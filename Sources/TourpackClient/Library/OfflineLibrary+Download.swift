@@ -306,9 +306,9 @@ extension OfflineLibrary {
             let outcome: Installer.Outcome
             do {
                 outcome = try await installer.install(choice, noReinstall: true)
-                await packagesInstalled(
+                packagesInstalled(
                     entry.package.packageId, superseded: outcome.superseded,
-                    committed: outcome.committed.first { $0.packageId == entry.package.packageId })
+                    committed: outcome.committed.first { $0.packageId == entry.package.packageId }, toursFolder: outcome.toursFolder)
                 folderChecked = true
             } catch {
                 packagesChanged()

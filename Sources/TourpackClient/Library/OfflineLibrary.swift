@@ -407,28 +407,22 @@ public actor OfflineLibrary {
     func packagesChanged() { device?.stamp.tours = [-1] }
 
     /// Takes in what this library's own install changed (the package it
-    /// committed, the packages it superseded) without listing every
-    /// package again: a download then costs the same however many packages
-    /// are installed. The folder's stamp is read after the package, so a
-    /// change another process makes later is still seen (one it made
-    /// during the commit itself is seen at the next change).
-    func packagesInstalled(_ packageId: String, superseded: [String], committed: PackageOnDisk?) async {
-        // Only a view that was current (read during the install) is carried forward.
-        guard let held = device, held.stamp.tours != [-1] else { return packagesChanged() }
-        let (documents, folder) = (self.documents, self.folder)
-        let read = try? await Blocking.run { () -> (PackageOnDisk.Read, DeviceView.Stamp) in
-            (
-                PackageOnDisk.read(documents: documents, packageId: packageId, reusing: committed),
-                DeviceView.Stamp(documents: documents, folder: folder)
-            )
-        }
-        guard let (result, stamp) = read, case .package(let package) = result, var current = device,
-            current.stamp.tours == held.stamp.tours
+    /// committed, read right after its commit, and the packages it
+    /// superseded) without listing every package again: a download then
+    /// costs the same however many packages are installed. The view is
+    /// carried forward only while `OfflineTours` was, just before the
+    /// commit, what the view last saw: no other process added or removed a
+    /// package folder since.
+    func packagesInstalled(
+        _ packageId: String, superseded: [String], committed: PackageOnDisk?, toursFolder: (before: FileStatus?, after: FileStatus?)?
+    ) {
+        guard var current = device, let committed, let toursFolder,
+            current.stamp.tours == DeviceView.Stamp.identity(toursFolder.before)
         else { return packagesChanged() }
         let gone = Set(superseded + [packageId])
-        current.packages = current.packages.filter { !gone.contains($0.packageId) } + [package]
+        current.packages = current.packages.filter { !gone.contains($0.packageId) } + [committed]
         current.packages.sort { $0.packageId < $1.packageId }
-        current.stamp.tours = stamp.tours
+        current.stamp.tours = DeviceView.Stamp.identity(toursFolder.after)
         device = current
     }
 
@@ -573,8 +567,10 @@ struct DeviceView: Sendable {
             access = Self.identity(AccessLog.url(folder))
         }
 
-        static func identity(_ url: URL) -> [Int] {
-            guard let status = FileStatus(path: url.path) else { return [] }
+        static func identity(_ url: URL) -> [Int] { identity(FileStatus(path: url.path)) }
+
+        static func identity(_ status: FileStatus?) -> [Int] {
+            guard let status else { return [] }
             return [Int(truncatingIfNeeded: status.inode), status.modifiedSeconds, status.modifiedNanoseconds]
         }
     }

@@ -101,10 +101,13 @@ package struct Installer: Sendable {
         /// Asked once the install holds the lock, so the caller can check
         /// what it holds against the disk then.
         package var installed: @Sendable () async -> [PackageOnDisk]
-        /// What the caller read moments before, taken as it is when the
-        /// install's start changed nothing in the layout (no killed commit
-        /// finished, no sweep): `installed` is not asked then.
+        /// What the caller read before, taken as it is when the install's
+        /// start changed nothing in the layout (no killed commit finished,
+        /// no sweep) and `holdsCurrent` accepts `OfflineTours` as the start
+        /// finds it: `installed` is not asked then.
         package var held: [PackageOnDisk]?
+        /// Whether `held` is current for `OfflineTours` in this state (nil: absent). Called off the cooperative pool.
+        package var holdsCurrent: @Sendable (FileStatus?) -> Bool
         /// `trust.json` as it was once the caller verified `catalog` (its
         /// record then naming that generation at this site): while the file
         /// is still that one, no other process verified another generation
@@ -113,11 +116,13 @@ package struct Installer: Sendable {
 
         package init(
             catalog: Catalog, trustFile: FileStatus? = nil, held: [PackageOnDisk]? = nil,
+            holdsCurrent: @escaping @Sendable (FileStatus?) -> Bool = { _ in true },
             installed: @escaping @Sendable () async -> [PackageOnDisk]
         ) {
             self.catalog = catalog
             self.trustFile = trustFile
             self.held = held
+            self.holdsCurrent = holdsCurrent
             self.installed = installed
         }
     }
@@ -207,13 +212,14 @@ package struct Installer: Sendable {
         var staging: StagingArea
         var downloading: InstallLock?
         var trustUnchanged: Bool
-        /// A killed commit was finished, or the layout swept: the packages may differ from what the caller holds.
+        /// A killed commit was finished, the layout swept, or `OfflineTours`
+        /// is not what the caller saw: the packages may differ from what it holds.
         var changedLayout: Bool
     }
 
     private func begin() async throws -> Start {
         let (folder, storage, checksFolder, throughout) = (self.folder, self.storage, self.checksFolder, holdsLockThroughout)
-        let held = known?.trustFile
+        let (held, holdsCurrent) = (known?.trustFile, known?.holdsCurrent)
         return try await Blocking.run {
             if checksFolder { try folder.prepare(storage: storage) }
             // The library waits a moment for a holder that holds it per operation.
@@ -230,7 +236,9 @@ package struct Installer: Sendable {
                 let unchanged = held != nil && FileStatus(path: folder.trustFile.path) == held
                 return Start(
                     lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged,
-                    changedLayout: checksFolder || replayed > 0)
+                    changedLayout: checksFolder || replayed > 0
+                        || holdsCurrent?(FileStatus(path: folder.documents.appendingPathComponent(Layout.offlineToursFolder).path)) == false
+                )
             } catch {
                 lock.release()
                 throw error

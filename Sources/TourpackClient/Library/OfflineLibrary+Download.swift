@@ -279,7 +279,10 @@ extension OfflineLibrary {
             }
             var choice = PackageChoice(tours: [key], format: record.format, quality: record.quality)
             choice.namesFlags = false
-            let device = await deviceView()
+            // The view the last download carried forward, as it is: the install
+            // checks it against OfflineTours in its first trip, and reads the
+            // packages again if another process changed them since.
+            let device = await heldDeviceView()
             guard let entry = try PackageSelection.choose(catalog, installed: device.packages, choice: choice).first else {
                 throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
             }
@@ -295,9 +298,11 @@ extension OfflineLibrary {
             installer.checksFolder = !folderChecked
             // The catalogue was verified moments ago and the packages are held:
             // the install reads neither again (the held ones are checked against the disk).
-            installer.known = Installer.Known(catalog: catalog, trustFile: await trustFile(of: catalog), held: device.packages) {
-                await self.installedPackages()
-            }
+            let seen = device.stamp.tours
+            installer.known = Installer.Known(
+                catalog: catalog, trustFile: await trustFile(of: catalog), held: device.packages,
+                holdsCurrent: { DeviceView.Stamp.identity($0) == seen }
+            ) { await self.installedPackages() }
             let broadcast = self.broadcast
             installer.report = { event in
                 guard case .job(let job) = event, !suspension.isSet else { return }
@@ -369,10 +374,14 @@ extension OfflineLibrary {
         if let playing { protected.insert(playing.key) }
         for record in downloads where record.tourId != tourId && record.state != .failed { protected.insert(record.tourId.key) }
         let budget = StorageBudget(maxBytes: policy.maxStorageBytes, protected: protected)
-        guard
-            let evict = budget.evictions(
+        func evictions(_ device: DeviceView) -> [PackageOnDisk]? {
+            budget.evictions(
                 from: device.packages, adding: entry.package.sizeBytes, replacing: entry.tour.tourId, accessed: device.accessed)
-        else {
+        }
+        var evict = evictions(device)
+        // Packages go only by what the device holds now.
+        if evict?.isEmpty != true { evict = evictions(await deviceView()) }
+        guard let evict else {
             let name = "package \(entry.package.packageId) (\(entry.tour.tourName))"
             throw OfflineError(
                 .storageFailed,

@@ -495,6 +495,14 @@ public actor OfflineLibrary {
 
     func installedPackages() async -> [PackageOnDisk] { await deviceView().packages }
 
+    /// The view as last read or carried forward, not checked against the
+    /// disk (read when there is none, or it was marked stale): for a
+    /// download, whose install checks it in its first trip.
+    func heldDeviceView() async -> DeviceView {
+        if let device, device.stamp.tours != [-1] { return device }
+        return await deviceView()
+    }
+
     /// The packages and the access log, read again (off the actor) only
     /// when `OfflineTours` or `access.json` changed since (a commit or a
     /// removal renames an entry of `OfflineTours`), so an app that asks the

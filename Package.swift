@@ -352,7 +352,7 @@ let package = Package(
             // TourpackClientTesting's in-process site, which serves the shared vectors to the app's own URLSession source.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackKit", "TourpackPublish", "TourpackClient", "TourpackInstall", "TourpackTesting",
-                "TourpackClientTesting",
+                "TourpackClientTesting", "TourpackPackage",
             ]
         ),
         .testTarget(

@@ -334,8 +334,9 @@ public actor OfflineLibrary {
     /// A file that is not whole may be one a commit is replacing (this
     /// library's update, or another process's): the commit holds the
     /// Documents root's lock, so the packages are read again under it, where
-    /// no commit is half made, and the file is looked at there. One version
-    /// or the other is handed out, never nil for a moment, never a mix.
+    /// no commit is half made (one a kill cut short is finished there), and
+    /// the file is looked at there. One version or the other is handed out,
+    /// never nil for a moment, never a mix.
     private func file(
         tourId: UUID, _ pick: @escaping @Sendable (PackageManifest) -> (path: String, sha256: String, size: Int64)?
     ) async -> URL? {
@@ -350,6 +351,8 @@ public actor OfflineLibrary {
             let (view, url) = try? await Blocking.run({ () -> (DeviceView, URL?) in
                 let lock = try? InstallLock.acquire(documents: documents, waitingUpTo: 1)
                 defer { lock?.release() }
+                // A commit killed among its renames is finished first, as the next install would.
+                if lock != nil { _ = try? CommitJournal.replayAll(state: folder.url, root: documents) }
                 let view = DeviceView(
                     packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
                     accessed: AccessLog.read(folder), stamp: DeviceView.Stamp(documents: documents, folder: folder))

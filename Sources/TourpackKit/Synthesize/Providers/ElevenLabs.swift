@@ -38,7 +38,10 @@ struct ElevenLabsProvider: HTTPSpeechProvider {
     }
 
     func ownFields(of voice: VoicePreset) -> [(field: String, phrase: String)] {
-        [("modelId", voice.modelId != nil), ("voiceSettings", voice.voiceSettings != nil)].filter(\.1).map { (field: $0.0, phrase: $0.0) }
+        var fields: [(field: String, phrase: String)] = []
+        if voice.modelId != nil { fields.append((field: "modelId", phrase: "modelId")) }
+        if voice.voiceSettings != nil { fields.append((field: "voiceSettings", phrase: "voiceSettings")) }
+        return fields
     }
 
     /// ElevenLabs' speed is 0.7...1.2, and a model bills in one credit class.

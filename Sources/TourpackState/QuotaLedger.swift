@@ -21,11 +21,11 @@ public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
         id = "\(base)#" + digest.prefix(8).lowercaseHex
     }
 
-    /// The account of a pipeline's endpoint, with the key from the variable it names.
     /// The account of the endpoint and the key the pipeline's loader read.
-    /// Polly's account is its access key ID's.
+    /// A provider that signs with a key pair (Polly) is its access key ID's.
     public init(settings: TTSSettings) {
-        self.init(endpoint: settings.endpoint, apiKey: settings.api == .polly ? settings.accessKey?.value : settings.apiKey?.value)
+        let key = settings.api.provider.credentials == .apiKey ? settings.apiKey : settings.accessKey
+        self.init(endpoint: settings.endpoint, apiKey: key?.value)
     }
 
     public var description: String { id }

@@ -31,7 +31,7 @@ import TourpackCore
         // A sentence over the limit is cut at a clause.
         let long = String(repeating: "a long clause of many words, ", count: 20) + "and an end."
         let cut = try chunker.chunks(for: Narration(text: long))
-        #expect(cut.count > 1 && cut.allSatisfy { $0.characters <= TTSAPI.piperSentenceLimit })
+        #expect(cut.count > 1 && cut.allSatisfy { $0.characters <= PiperProvider.sentenceLimit })
     }
 
     @Test func theBodyHasTheTextAndLengthScaleOnly() throws {

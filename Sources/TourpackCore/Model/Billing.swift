@@ -5,22 +5,10 @@ import Foundation
 /// these units, and `plan` and `quota` show them, so every figure agrees
 /// with the provider's own bill.
 ///
-/// - Google and OpenAI: characters of the input as sent (Unicode scalars);
-///   Google's `<mark>` tags are not billed (its pricing page), but the
-///   `<speak>` that carries them around plain text is.
-/// - Polly: characters of the text, SSML tags not counted.
-/// - Azure: characters of the SSML inside `<voice>` (markup included, the
-///   `<speak>` and `<voice>` elements not), a CJK ideograph or kana counting two.
-/// - ElevenLabs: credits, one a character, half a character rounded up
-///   per request for Flash and Turbo models.
-/// - Piper: characters of the text sent (no markup), in the `local` tier:
-///   counted, never refused, nothing to pay.
-///
-/// With sentence timings asked for (captions), Polly's chunk costs two
-/// requests, the audio and its sentence speech marks, each billed like the
-/// other; Google's chunk of plain text is sent as SSML (`<speak>`, escaped,
-/// its marks free); ElevenLabs' `with-timestamps` costs nothing more (see
-/// the Voices article).
+/// Each provider's descriptor says how it counts
+/// (`SpeechProvider.requestUnits(for:billing:)`); the Voices article
+/// tabulates them. With sentence timings asked for (captions), a chunk may
+/// cost more than one request (`requestsPerChunk`).
 public struct BillingRule: Sendable, Hashable {
     public var api: TTSAPI
     public var tier: PricingTier
@@ -44,11 +32,11 @@ public struct BillingRule: Sendable, Hashable {
     }
 
     /// "characters" or "credits", for messages and reports.
-    public var unit: String { api == .elevenlabs && tier != .local ? "credits" : "characters" }
+    public var unit: String { api.provider.billingUnit(for: tier) }
 
     /// Billed requests a chunk takes: two for Polly with timings (the audio,
     /// then its speech marks), one otherwise.
-    public var requestsPerChunk: Int { timings && api == .polly ? 2 : 1 }
+    public var requestsPerChunk: Int { api.provider.requestsPerChunk(timings: timings) }
 
     /// What a chunk costs: every request it takes. The ledger reserves and
     /// `plan` estimates this.
@@ -56,28 +44,7 @@ public struct BillingRule: Sendable, Hashable {
 
     /// What one request with this chunk costs; the synthesizer counts each
     /// request it sends in these.
-    public func requestUnits(for chunk: Chunk) -> Int {
-        switch api {
-        case .google where timings && !chunk.isSSML:
-            // Sent as SSML to carry its marks, which are free: `<speak>`, the
-            // text escaped (so holding no tag) and `</speak>`, counted without
-            // building them.
-            return "<speak></speak>".unicodeScalars.count + SSML.escapedScalarCount(chunk.text.unicodeScalars)
-        case .google, .openai:
-            return chunk.characters
-        case .polly:
-            return Self.textCharacters(chunk)
-        case .azure:
-            let inner = AzureSSML.voiceContent(chunk, speakingRate: speakingRate, pitch: pitch)
-            return inner.unicodeScalars.reduce(0) { $0 + (Self.isDoubleWidth($1) ? 2 : 1) }
-        case .piper:
-            // What Piper is sent: the text, no markup.
-            return Self.textCharacters(chunk)
-        case .elevenlabs:
-            let characters = chunk.isSSML ? Self.textCharacters(chunk) : chunk.characters
-            return tier == .halfCredit ? (characters + 1) / 2 : characters
-        }
-    }
+    public func requestUnits(for chunk: Chunk) -> Int { api.provider.requestUnits(for: chunk, billing: self) }
 
     /// What Google bills for an input: its characters, `<mark …/>` tags left out.
     public static func googleCharacters(_ input: String) -> Int {
@@ -128,37 +95,12 @@ public struct BillingRule: Sendable, Hashable {
     }
 
     /// Azure counts Chinese, Japanese and Korean characters twice.
-    static func isDoubleWidth(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isDoubleWidth(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x1100...0x11FF, 0x3040...0x30FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xAC00...0xD7AF, 0xF900...0xFAFF, 0x20000...0x2FA1F:
             return true
         default:
             return false
         }
-    }
-}
-
-/// The SSML Azure receives: a `<voice>` in a `<speak>`, with the chunk
-/// (plain text escaped, or an SSML document's content) inside, wrapped in
-/// `<prosody>` when the voice's rate or pitch is not the default. Shared by
-/// the request builder and `BillingRule`, since Azure bills the markup
-/// inside `<voice>`.
-public enum AzureSSML {
-    /// What goes inside `<voice>`.
-    public static func voiceContent(_ chunk: Chunk, speakingRate: Double, pitch: Double) -> String {
-        let inner = chunk.isSSML ? BillingRule.innerSSML(chunk.text) : SSML.escape(chunk.text)
-        guard speakingRate != 1 || pitch != 0 else { return inner }
-        var attributes = ""
-        if speakingRate != 1 { attributes += " rate=\"\(speakingRate.compactText)\"" }
-        if pitch != 0 { attributes += " pitch=\"\(pitch > 0 ? "+" : "")\(pitch.compactText)st\"" }
-        return "<prosody\(attributes)>\(inner)</prosody>"
-    }
-
-    /// The whole request body.
-    public static func document(_ chunk: Chunk, voice: VoicePreset) -> String {
-        let language = SSML.escape(voice.languageCode)
-        return "<speak version=\"1.0\" xmlns=\"http://www.w3.org/2001/10/synthesis\" xml:lang=\"\(language)\">"
-            + "<voice name=\"\(SSML.escape(voice.name))\">"
-            + voiceContent(chunk, speakingRate: voice.speakingRate, pitch: voice.pitch) + "</voice></speak>"
     }
 }

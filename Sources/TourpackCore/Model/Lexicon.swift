@@ -81,23 +81,15 @@ public enum PronunciationDialect: String, Sendable, Hashable {
     case alias
 
     /// The dialect for an endpoint's API and the voice it speaks with: SSML
-    /// for the APIs that read it (Google, Polly, Azure) with a voice that is
-    /// not the local one; the alias for OpenAI, ElevenLabs and Piper.
+    /// for the APIs that read phonemes (`SpeechProvider.readsPhonemes`) with
+    /// a voice that is not the local one; the alias otherwise.
     public init(api: TTSAPI, voice: VoicePreset) {
         let isLocal = voice.provider == "local" || voice.tier == .local
-        switch api {
-        case .google, .polly, .azure: self = isLocal ? .alias : .ssml
-        case .openai, .elevenlabs, .piper: self = .alias
-        }
+        self = api.provider.readsPhonemes && !isLocal ? .ssml : .alias
     }
 
     /// Who cannot take phonemes, for messages.
     public static func speaker(api: TTSAPI, voice: VoicePreset) -> String {
-        switch api {
-        case .openai: return "the OpenAI-style endpoint"
-        case .elevenlabs: return "ElevenLabs (model \(voice.elevenLabsModel), which reads no phoneme tags)"
-        case .piper: return "Piper (voice \(voice.name), which reads no SSML)"
-        default: return "the local voice (\(voice.name))"
-        }
+        api.provider.phonemeRefusal(for: voice)
     }
 }

@@ -114,7 +114,7 @@ public struct TTSSettings: Sendable, Hashable {
     public var secretKey: Secret?
 
     public init(
-        api: TTSAPI = .google, endpoint: String = "http://127.0.0.1:8787", apiKeyEnv: String? = nil,
+        api: TTSAPI, endpoint: String = "http://127.0.0.1:8787", apiKeyEnv: String? = nil,
         concurrency: Int = 8, requestsPerMinute: Int = 1000, timeoutSeconds: Double = 30,
         maxAttempts: Int = 5, initialBackoffSeconds: Double = 0.5, maxBackoffSeconds: Double = 30,
         sampleRateHz: Int = 24_000, model: String? = nil
@@ -133,19 +133,12 @@ public struct TTSSettings: Sendable, Hashable {
     }
 
     /// The rate asked of the endpoint: the pipeline's, or the nearest the
-    /// dialect offers as uncompressed PCM (Polly: 8000 or 16000; Azure and
-    /// ElevenLabs: their raw PCM rates). The chunk recorder resamples to
-    /// `sampleRateHz`.
+    /// provider offers as uncompressed PCM (`SpeechProvider.offeredSampleRates`:
+    /// Polly's 8000 or 16000, Azure's and ElevenLabs' raw PCM rates). The
+    /// chunk recorder resamples to `sampleRateHz`.
     public var requestedSampleRateHz: Int {
-        let offered: [Int]
-        switch api {
-        // Piper answers at its voice's own rate, whatever is asked.
-        case .google, .openai, .piper: return sampleRateHz
-        case .polly: offered = [8000, 16_000]
-        case .azure: offered = [8000, 16_000, 22_050, 24_000, 44_100, 48_000]
-        case .elevenlabs: offered = [8000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
-        }
-        return offered.first { $0 >= sampleRateHz } ?? offered.last!
+        guard let offered = api.provider.offeredSampleRates, let highest = offered.last else { return sampleRateHz }
+        return offered.first { $0 >= sampleRateHz } ?? highest
     }
 }
 

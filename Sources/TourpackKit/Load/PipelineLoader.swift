@@ -119,7 +119,7 @@ public enum PipelineLoader {
         }
 
         // tts
-        var tts = TTSSettings()
+        var tts = TTSSettings(api: SpeechProviders.defaultAPI)
         if let node = map["tts"], let ttsMap = reader.mapping(node, at: "tts", allowed: ttsKeys) {
             readTTS(ttsMap, into: &tts, reader: &reader)
         }
@@ -250,8 +250,8 @@ public enum PipelineLoader {
         }
         if let pitch = overrides.pitch {
             // `--pitch -0` is 0: a negative zero would print, and hash into the package ID, as "-0".
-            if tts.api == .piper, pitch != 0 {
-                diagnostics.error("--pitch", "", "Piper has no pitch control; \(pitch.compactText) must be 0")
+            if !tts.api.provider.takesPitch, pitch != 0 {
+                diagnostics.error("--pitch", "", "\(tts.api.provider.name) has no pitch control; \(pitch.compactText) must be 0")
             } else if VoiceLoader.pitchRange.contains(pitch) {
                 voice.pitch = pitch == 0 ? 0 : pitch
             } else {
@@ -383,25 +383,32 @@ public enum PipelineLoader {
         checkDialect(map, tts: &tts, reader: &reader)
     }
 
-    /// What each dialect needs and refuses: Polly signs with a key pair in
-    /// a region and takes no `apiKeyEnv`; the others take no key pair.
+    /// What each provider's credentials need and refuse: one that signs
+    /// with an AWS key pair (Polly) needs a region and takes no `apiKeyEnv`;
+    /// the others take no key pair.
     static func checkDialect(_ map: [String: Node], tts: inout TTSSettings, reader: inout YAMLReader) {
-        if tts.api == .polly {
+        if case .sigV4(let service) = tts.api.provider.credentials {
             if map["apiKeyEnv"] != nil {
-                reader.error("tts.apiKeyEnv", "Polly signs its requests with a key pair: name accessKeyEnv and secretKeyEnv instead")
+                reader.error(
+                    "tts.apiKeyEnv",
+                    "\(tts.api.provider.name) signs its requests with a key pair: name accessKeyEnv and secretKeyEnv instead")
             }
             if tts.region == nil {
-                if let host = URLComponents(string: tts.endpoint)?.host, host.hasPrefix("polly."), host.hasSuffix(".amazonaws.com") {
-                    tts.region = String(host.dropFirst("polly.".count).dropLast(".amazonaws.com".count))
+                let prefix = "\(service)."
+                if let host = URLComponents(string: tts.endpoint)?.host, host.hasPrefix(prefix), host.hasSuffix(".amazonaws.com") {
+                    tts.region = String(host.dropFirst(prefix.count).dropLast(".amazonaws.com".count))
                 } else {
-                    reader.error("tts.region", "missing required field for api polly (the signing region, like eu-central-1)")
+                    reader.error(
+                        "tts.region", "missing required field for api \(tts.api.rawValue) (the signing region, like eu-central-1)")
                 }
             }
             tts.accessKeyEnv = tts.accessKeyEnv ?? ObjectStoreSettings.defaultAccessKeyEnv
             tts.secretKeyEnv = tts.secretKeyEnv ?? ObjectStoreSettings.defaultSecretKeyEnv
         } else {
+            let signed = SpeechProviders.all.filter { $0.credentials != .apiKey }.map { "api \($0.id)" }
             for key in ["region", "accessKeyEnv", "secretKeyEnv"] where map[key] != nil {
-                reader.error("tts.\(key)", "only api polly takes \(key); \(tts.api.rawValue) reads its key from apiKeyEnv")
+                reader.error(
+                    "tts.\(key)", "only \(signed.joined(separator: " or ")) takes \(key); \(tts.api.rawValue) reads its key from apiKeyEnv")
             }
         }
     }

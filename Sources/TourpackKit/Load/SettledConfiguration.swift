@@ -13,9 +13,9 @@ extension PipelineConfig {
         let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
         func shown(_ url: URL) -> String { TourLoader.relativePath(of: url, to: cwd) }
         let keyLine: String
-        if tts.api == .polly, let access = tts.accessKeyEnv, let secret = tts.secretKeyEnv {
+        if case .sigV4(let service) = tts.api.provider.credentials, let access = tts.accessKeyEnv, let secret = tts.secretKeyEnv {
             keyLine =
-                "signed (SigV4, polly, \(tts.region ?? "no region")) with $\(access) (\(tts.accessKey == nil ? "not set" : "set")) "
+                "signed (SigV4, \(service), \(tts.region ?? "no region")) with $\(access) (\(tts.accessKey == nil ? "not set" : "set")) "
                 + "and $\(secret) (\(tts.secretKey == nil ? "not set" : "set"))"
         } else if let name = tts.apiKeyEnv {
             keyLine = "key from $\(name) (\(tts.apiKey == nil ? "not set" : "set"))"

@@ -98,41 +98,27 @@ public enum VoiceLoader {
             engine: engine, modelId: modelId, voiceSettings: settings)
     }
 
-    /// A preset's fields against the dialect the pipeline speaks: its tier
-    /// must be one the provider bills in, and the provider-specific fields
-    /// must belong to that provider. Errors name the voice file and field.
+    /// A preset's fields against the provider the pipeline speaks to: its
+    /// tier must be one the provider bills in, the fields that belong to one
+    /// provider (`SpeechProvider.ownFields`) must belong to this one, its
+    /// pitch must be 0 where the provider has none, and the provider's own
+    /// checks must pass. Errors name the voice file and field.
     static func checkProvider(_ voice: VoicePreset, api: TTSAPI, displayName: String, into diagnostics: inout DiagnosticCollector) {
         if !api.tiers.contains(voice.tier) {
             diagnostics.error(
                 displayName, "tier",
                 "\(voice.tier.rawValue) is not a tier of \(api.rawValue); it bills in \(api.tiers.map(\.rawValue).joined(separator: ", "))")
         }
-        if voice.engine != nil, api != .polly {
-            diagnostics.error(displayName, "engine", "only Polly voices take an engine; this pipeline speaks \(api.rawValue)")
-        }
-        for (field, present) in [("modelId", voice.modelId != nil), ("voiceSettings", voice.voiceSettings != nil)]
-        where present && api != .elevenlabs {
-            diagnostics.error(displayName, field, "only ElevenLabs voices take \(field); this pipeline speaks \(api.rawValue)")
-        }
-        if api == .polly, let engine = voice.engine, voice.tier != .local, voice.tier.rawValue != engine {
-            diagnostics.error(
-                displayName, "tier", "Polly bills per engine: the tier of engine \(engine) is \(engine), not \(voice.tier.rawValue)")
-        }
-        if api == .elevenlabs, !(0.7...1.2).contains(voice.speakingRate) {
-            diagnostics.error(
-                displayName, "speakingRate", "ElevenLabs speaks at 0.7...1.2 (its speed); \(voice.speakingRate) is out of range")
-        }
-        if api == .piper, voice.pitch != 0 {
-            diagnostics.error(displayName, "pitch", "Piper has no pitch control; \(voice.pitch.compactText) must be 0 (or left out)")
-        }
-        if api == .elevenlabs, voice.tier != .local {
-            let expected = ElevenLabsModel.tier(of: voice.elevenLabsModel)
-            if voice.tier != expected {
-                diagnostics.error(
-                    displayName, "tier",
-                    "model \(voice.elevenLabsModel) is billed in the \(expected.rawValue) class, not \(voice.tier.rawValue)")
+        for other in SpeechProviders.all where other.id != api.rawValue {
+            for (field, phrase) in other.ownFields(of: voice) {
+                diagnostics.error(displayName, field, "only \(other.name) voices take \(phrase); this pipeline speaks \(api.rawValue)")
             }
         }
+        if !api.provider.takesPitch, voice.pitch != 0 {
+            diagnostics.error(
+                displayName, "pitch", "\(api.provider.name) has no pitch control; \(voice.pitch.compactText) must be 0 (or left out)")
+        }
+        api.provider.checkVoice(voice, displayName: displayName, into: &diagnostics)
     }
 }
 

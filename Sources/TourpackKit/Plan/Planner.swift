@@ -17,14 +17,10 @@ public struct Planner: Sendable {
         self.config = config
     }
 
-    /// What one `<mark name="sNNN"/>` costs a Google request, rounded up
-    /// (the dialect names marks by the sentence's number in the chunk).
-    static let googleMarkBytes = 24
-
     public var chunker: Chunker {
         Chunker(
             limit: config.requestLimit.reduced(by: config.chunking.headroom),
-            sentenceMarkCost: config.audio.captions == .webvtt && config.tts.api == .google ? Self.googleMarkBytes : 0,
+            sentenceMarkCost: config.audio.captions == .webvtt ? config.tts.api.provider.sentenceMarkCost : 0,
             sentencePerChunk: config.tts.api.sendsSentencePerRequest)
     }
 
@@ -82,6 +78,7 @@ public struct Planner: Sendable {
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {
         let chunker = self.chunker
         let rewriter = self.rewriter
+        let provider = config.tts.api.provider
         var items: [PlanItem] = []
         var failed = false
         for (index, poi) in tour.pois.enumerated() {
@@ -89,16 +86,15 @@ public struct Planner: Sendable {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
                     let chunks = try rewriter.chunks(for: narration, using: chunker)
-                    if config.tts.api == .piper {
-                        // Refused before anything is sent, rather than spoken as markup or dropped.
-                        let problems = Set(chunks.filter(\.isSSML).flatMap { PiperText.unsupported($0.text) }).sorted()
-                        for problem in problems {
-                            diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", problem)
-                        }
-                        if !problems.isEmpty {
-                            failed = true
-                            continue
-                        }
+                    // Markup the provider cannot honour (Piper's) is refused
+                    // before anything is sent, rather than spoken as markup or dropped.
+                    let problems = Set(chunks.filter(\.isSSML).flatMap { provider.unsupportedMarkup(inSSML: $0.text) }).sorted()
+                    for problem in problems {
+                        diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", problem)
+                    }
+                    if !problems.isEmpty {
+                        failed = true
+                        continue
                     }
                     var item = PlanItem(
                         tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,

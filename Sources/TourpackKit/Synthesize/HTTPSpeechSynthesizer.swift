@@ -7,8 +7,8 @@ public import TourpackHTTP
 
 /// The default synthesize stage: one chunk in, PCM out, over HTTP with libcurl.
 ///
-/// Speaks Google v1, the OpenAI-compatible API, Amazon Polly, Azure Speech
-/// or ElevenLabs (`TTSSettings.api`, one `TTSDialect` each). It
+/// Speaks the API of the provider `TTSSettings.api` names, in the
+/// `TTSDialect` its descriptor gives (`SpeechProviders`). It
 /// retries what the contract calls retryable (429, 500, 503, 504, connection
 /// errors, timeouts, truncated or undecodable bodies) with full-jitter
 /// backoff and `Retry-After`, keeps `concurrency` requests in flight at most
@@ -54,19 +54,20 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
     ///   - splitter: the chunker's re-split, used on "longer than the limit".
     ///   - options: retries, timeouts and the largest answer accepted.
     public init(settings: TTSSettings, apiKey: String?, splitter: Splitter? = nil, options: Options = Options()) throws {
-        let dialect = Self.dialect(for: settings)
+        let dialect = try Self.dialect(for: settings)
         var signing: AWSSigning?
-        if settings.api == .polly {
+        if case .sigV4(let service) = settings.api.provider.credentials {
+            let name = settings.api.provider.name
             for (field, variable, value) in [
                 ("accessKeyEnv", settings.accessKeyEnv, settings.accessKey), ("secretKeyEnv", settings.secretKeyEnv, settings.secretKey),
             ] where value == nil {
                 throw TourpackError.invalidInput(
-                    "tts.\(field): the environment variable \(variable ?? "(unnamed)") is not set; Polly's requests are signed with it")
+                    "tts.\(field): the environment variable \(variable ?? "(unnamed)") is not set; \(name)'s requests are signed with it")
             }
             guard let region = settings.region, let access = settings.accessKey, let secret = settings.secretKey else {
-                throw TourpackError.invalidInput("tts.region: api polly needs the signing region")
+                throw TourpackError.invalidInput("tts.region: api \(settings.api.rawValue) needs the signing region")
             }
-            signing = AWSSigning(region: region, service: "polly", accessKey: access.value, secretKey: secret.value)
+            signing = AWSSigning(region: region, service: service, accessKey: access.value, secretKey: secret.value)
         }
         core = SynthesisClient(
             settings: settings, key: APIKey(apiKey), dialect: dialect, transport: HTTPTransport(maxConnections: settings.concurrency),
@@ -75,16 +76,13 @@ public struct HTTPSpeechSynthesizer: SpeechSynthesizer, CustomStringConvertible,
         self.splitter = splitter
     }
 
-    /// The wire format of each API; every one goes through the same client.
-    static func dialect(for settings: TTSSettings) -> any TTSDialect {
-        switch settings.api {
-        case .google: return GoogleDialect()
-        case .openai: return OpenAIDialect()
-        case .polly: return PollyDialect()
-        case .azure: return AzureDialect(rate: settings.requestedSampleRateHz)
-        case .elevenlabs: return ElevenLabsDialect()
-        case .piper: return PiperDialect()
+    /// The wire format of the provider's API (its descriptor's); every one
+    /// goes through the same client.
+    static func dialect(for settings: TTSSettings) throws -> any TTSDialect {
+        guard let provider = settings.api.provider as? any HTTPSpeechProvider else {
+            throw TourpackError.invalidInput("tts.api: \(settings.api.rawValue) is not a provider tourpack speaks to over HTTP")
         }
+        return provider.dialect(for: settings)
     }
 
     /// Takes the key the pipeline's loader read (`settings.apiKey`). A

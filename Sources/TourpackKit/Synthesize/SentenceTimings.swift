@@ -63,9 +63,7 @@ package enum SentenceTimings {
             ssml += "<mark name=\"s\(index)\"/>" + piece(start..<next)
         }
         ssml += chunk.isSSML ? piece(end..<utf8.count) : "</speak>"
-        guard case .utf8BytesAfterEscaping(let limit) = TTSAPI.google.requestLimit(for: nil), ssml.utf8.count <= limit else {
-            return nil
-        }
+        guard ssml.utf8.count <= GoogleProvider.requestBytes else { return nil }
         return ssml
     }
 

@@ -56,20 +56,18 @@ final class SynthesisClient: Sendable {
 
     /// The variables that hold this dialect's credentials, for an auth error's message.
     private var credentialVariables: String {
-        if settings.api == .polly {
+        if settings.api.provider.credentials != .apiKey {
             return [settings.accessKeyEnv, settings.secretKeyEnv].compactMap { $0 }.joined(separator: " and ")
         }
         return settings.apiKeyEnv ?? "(no apiKeyEnv set)"
     }
 
-    /// What one request costs in the provider's unit (Polly's speech marks
-    /// request costs what its audio request does).
+    /// What one request costs in the provider's unit: what its dialect
+    /// counts as sent, else the billing rule's (Polly's speech marks request
+    /// costs what its audio request does).
     private func billed(_ request: SynthesisRequest) -> Int {
-        if settings.api == .google {
-            // What is actually sent: with marks (free) when the request carries them.
-            return GoogleDialect.markedInput(for: request).map(BillingRule.googleCharacters) ?? request.chunk.characters
-        }
-        return BillingRule(api: settings.api, voice: request.voice).requestUnits(for: request.chunk)
+        dialect.billedUnits(for: request)
+            ?? BillingRule(api: settings.api, voice: request.voice).requestUnits(for: request.chunk)
     }
 
     deinit { pool.made?.shutdownGracefully { _ in } }

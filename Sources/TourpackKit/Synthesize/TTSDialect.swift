@@ -29,6 +29,9 @@ protocol TTSDialect: Sendable {
     func accepts(contentType: String?, for request: SynthesisRequest) -> Bool
     /// What an error answer means for the retry policy, with the server's message.
     func classify(status: Int, headers: [String: String], body: [UInt8], scrub: (String) -> String) -> ErrorAnswer
+    /// What the request costs as this dialect sends it, when that differs
+    /// from `BillingRule.requestUnits` (Google's free marks); nil: the rule's.
+    func billedUnits(for request: SynthesisRequest) -> Int?
 }
 
 /// A dialect whose timings come from a second request once the audio came
@@ -59,6 +62,7 @@ enum ErrorAnswer: Equatable {
 
 extension TTSDialect {
     func accepts(contentType: String?) -> Bool { true }
+    func billedUnits(for request: SynthesisRequest) -> Int? { nil }
     func accepts(contentType: String?, for request: SynthesisRequest) -> Bool { accepts(contentType: contentType) }
 
     /// Google's and OpenAI's way: 429 and 5xx retry, a 400 "longer than the limit" splits.
@@ -76,121 +80,6 @@ extension TTSDialect {
 /// A 2xx body that holds no usable audio: worth another try.
 package struct UndecodableBody: Error, Sendable {
     var reason: String
-}
-
-/// Google Cloud Text-to-Speech v1: `POST /v1/text:synthesize`, LINEAR16
-/// (a WAV file) base64-encoded in `audioContent`.
-///
-/// With sentence boundaries (captions), the chunk goes to v1beta1 as SSML
-/// with a `<mark name="sK"/>` at each sentence start and
-/// `"enableTimePointing": ["SSML_MARK"]`; the answer's `timepoints` time
-/// them. Without, the request is exactly v1's.
-///
-/// Reference: https://cloud.google.com/text-to-speech/docs/reference/rest/v1beta1/text/synthesize
-struct GoogleDialect: TTSDialect {
-    func path(for request: SynthesisRequest) -> String {
-        Self.markedInput(for: request) == nil ? "/v1/text:synthesize" : "/v1beta1/text:synthesize"
-    }
-
-    /// The marked SSML when this request asks for timings and they fit; nil: today's v1 request.
-    static func markedInput(for request: SynthesisRequest) -> String? {
-        request.sentenceBoundaries.flatMap { SentenceTimings.googleMarkedSSML(request.chunk, boundaries: $0) }
-    }
-
-    func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
-        var headers = [(name: "Content-Type", value: "application/json; charset=utf-8")]
-        if let apiKey { headers.append((name: "x-goog-api-key", value: apiKey.value)) }
-        return headers
-    }
-
-    struct Body: Encodable {
-        struct Input: Encodable { var text: String?; var ssml: String? }
-        struct Voice: Encodable { var languageCode: String; var name: String? }
-        struct AudioConfig: Encodable {
-            var audioEncoding = "LINEAR16"
-            var speakingRate: Double
-            var pitch: Double
-            var sampleRateHertz: Int
-        }
-        var input: Input
-        var voice: Voice
-        var audioConfig: AudioConfig
-        /// v1beta1 only, with marks: `["SSML_MARK"]`.
-        var enableTimePointing: [String]?
-    }
-
-    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
-        let chunk = request.chunk
-        let marked = Self.markedInput(for: request)
-        let input: Body.Input
-        if let marked {
-            input = .init(ssml: marked)
-        } else {
-            input = chunk.isSSML ? .init(ssml: chunk.text) : .init(text: chunk.text)
-        }
-        let body = Body(
-            input: input,
-            voice: .init(languageCode: request.voice.languageCode, name: request.voice.name.isEmpty ? nil : request.voice.name),
-            audioConfig: .init(speakingRate: request.voice.speakingRate, pitch: request.voice.pitch, sampleRateHertz: request.sampleRateHz),
-            enableTimePointing: marked == nil ? nil : ["SSML_MARK"])
-        return Array(try JSONEncoder().encode(body))
-    }
-
-    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
-        GoogleAnswerDecoder(marks: Self.markedInput(for: request) == nil ? nil : (request.sentenceBoundaries?.count ?? 0) + 1)
-    }
-}
-
-/// OpenAI-compatible `POST /v1/audio/speech`, asking for a WAV body.
-struct OpenAIDialect: TTSDialect {
-    func path(for request: SynthesisRequest) -> String { "/v1/audio/speech" }
-    static let defaultModel = "tts-1"
-
-    func headers(apiKey: APIKey?) -> [(name: String, value: String)] {
-        var headers = [(name: "Content-Type", value: "application/json")]
-        if let apiKey { headers.append((name: "Authorization", value: "Bearer \(apiKey.value)")) }
-        return headers
-    }
-
-    struct Body: Encodable {
-        var model: String
-        var input: String
-        var voice: String
-        var responseFormat = "wav"
-        var speed: Double
-
-        enum CodingKeys: String, CodingKey {
-            case model, input, voice, speed
-            case responseFormat = "response_format"
-        }
-    }
-
-    func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
-        let text = request.chunk.isSSML ? Self.plainText(fromSSML: request.chunk.text) : request.chunk.text
-        let body = Body(
-            model: settings.model ?? Self.defaultModel, input: text, voice: request.voice.name, speed: request.voice.speakingRate)
-        return Array(try JSONEncoder().encode(body))
-    }
-
-    func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder { WAVStreamDecoder() }
-
-    /// This API takes no SSML: keep the words, drop the markup.
-    static func plainText(fromSSML ssml: String) -> String {
-        var text = ""
-        var inTag = false
-        for character in ssml {
-            if character == "<" {
-                inTag = true; text.append(" ")
-            } else if character == ">" {
-                inTag = false
-            } else if !inTag {
-                text.append(character)
-            }
-        }
-        let entities = ["&lt;": "<", "&gt;": ">", "&quot;": "\"", "&apos;": "'", "&amp;": "&"]
-        for (entity, replacement) in entities { text = text.replacingOccurrences(of: entity, with: replacement) }
-        return text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-    }
 }
 
 /// Reads the server's message out of an error body, in any dialect's shape:

@@ -1,6 +1,53 @@
 import Foundation
-import TourpackCore
+public import TourpackCore
 import TourpackHTTP
+
+extension TTSAPI {
+    /// Piper's HTTP server (`python3 -m piper.http_server`): `POST {endpoint}/synthesize`,
+    /// JSON `{text, length_scale}`, a WAV back; no key, no SSML, no pitch.
+    public static let piper = TTSAPI(PiperProvider())
+}
+
+/// Piper, run on our own machine: one sentence a request, no SSML (what it
+/// cannot honour is refused when the build is planned; lexicons give
+/// aliases), no pitch, counted in characters of the text sent in the
+/// `local` tier (counted, never refused, nothing to pay). It reports no
+/// times; one sentence a request places each caption exactly.
+struct PiperProvider: HTTPSpeechProvider {
+    var id: String { "piper" }
+    var name: String { "Piper" }
+
+    /// The most one Piper request carries. Piper is sent one sentence a
+    /// request (`sendsSentencePerRequest`), so this only cuts a sentence
+    /// too long to speak well in one breath: Piper runs each sentence as one
+    /// ONNX inference, its memory and latency growing with the phonemes,
+    /// and its voices were trained on utterances of a few seconds to about
+    /// 15 s. 400 characters is about 25 s of speech at 14 characters a
+    /// second, so a sentence is cut (at a clause, then a space) only where
+    /// a reader would breathe anyway.
+    static let sentenceLimit = 400
+
+    func requestLimit(for voice: VoicePreset?) -> ChunkLimit { .characters(Self.sentenceLimit) }
+
+    /// Piper reports no times, so each sentence is its own chunk: the join
+    /// places each chunk's first audible sample exactly, so every caption
+    /// starts where its sentence's speech starts, and a sentence edited asks
+    /// again for that sentence alone. A `<break/>` in the narration cuts the
+    /// chunk too, and becomes the join's pause.
+    var sendsSentencePerRequest: Bool { true }
+    /// One sentence a request: each start is the chunk's own, placed by the join.
+    var reportsSentenceTimes: Bool { true }
+    /// Piper answers at its voice's own rate, whatever is asked: no offered rates.
+    var tiers: [PricingTier] { [.local] }
+    /// What Piper is sent: the text, no markup.
+    func requestUnits(for chunk: Chunk, billing: BillingRule) -> Int { BillingRule.textCharacters(chunk) }
+    func phonemeRefusal(for voice: VoicePreset) -> String { "Piper (voice \(voice.name), which reads no SSML)" }
+    /// Refused before anything is sent, rather than spoken as markup or dropped.
+    func unsupportedMarkup(inSSML text: String) -> [String] { PiperText.unsupported(text) }
+    var takesPitch: Bool { false }
+
+    func dialect(for settings: TTSSettings) -> any TTSDialect { PiperDialect() }
+}
 
 /// Piper's own HTTP server (`python3 -m piper.http_server -m VOICE.onnx`,
 /// from `piper-tts[http]`): `POST /synthesize` with a JSON body

@@ -102,7 +102,7 @@ package enum PackageFiles {
     }
 
     private static func check(_ file: PackageFile, _ refuse: (String) -> TourpackError) throws {
-        guard file.sha256.utf8.count == 64, file.sha256.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+        guard file.sha256.isLowercaseHex(count: 64) else {
             throw refuse("\(file.path): sha256 is not 64 lowercase hex digits")
         }
         guard file.sizeBytes >= 0 else { throw refuse("\(file.path): negative sizeBytes") }

@@ -66,7 +66,7 @@ help:
 	@echo "make web    build the web client and its demo app into build/web (tourpack web SITE --public-key KEY serves it)"
 	@echo "make bench  speed and memory figures"
 	@echo "make fuzz   build the libFuzzer targets (ASan) and run each for FUZZ_SECONDS (60); new inputs in build/fuzz"
-	@echo "make docs   build the documentation (the DocC catalog) into build/docs"
+	@echo "make docs   build the documentation (the DocC catalog, TourpackKit's and TourpackClient's API) into build/docs"
 	@echo "make lint   swift format lint --strict, the client library's dependency check, its public API against Sources/TourpackClient/PublicAPI.txt (python3 scripts/check-client-api.py --update rewrites it) and the declared-imports check, as CI runs them (make format fixes the tree)"
 	@echo "make clean  remove build products and the demo output"
 
@@ -207,14 +207,18 @@ fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_SCRATCH)/debug/tourpack-fuzz $(FUZZ_TARGETS)
 
 # The DocC catalog (Sources/TourpackKit/TourpackKit.docc: the contract, the
-# flow of a build, every article) and TourpackKit's API, as a static site in
-# build/docs, through swift-docc-plugin (docc ships with the toolchain).
-# Browse it with `python3 -m http.server -d build/docs 8000` and
-# http://127.0.0.1:8000/documentation/tourpackkit/.
+# flow of a build, every article) with TourpackKit's API, and the app's
+# library (TourpackClient) with its own, as one static site in build/docs,
+# through swift-docc-plugin (docc ships with the toolchain): each target's
+# archive is built, then `docc merge` joins them under one landing page.
+# Browse it with `python3 -m http.server -d build/docs 8000` at
+# http://127.0.0.1:8000/documentation/tourpackkit/ and
+# http://127.0.0.1:8000/documentation/tourpackclient/.
 docs: setup
 	@mkdir -p build && rm -rf build/docs
 	$(SWIFT) package --allow-writing-to-directory build/docs \
-		generate-documentation --target TourpackKit --output-path build/docs \
+		generate-documentation --target TourpackKit --target TourpackClient \
+		--enable-experimental-combined-documentation --output-path build/docs \
 		--transform-for-static-hosting
 
 clean:

@@ -312,11 +312,10 @@ package enum FuzzHarness {
     static func answer<Decoder: AnswerDecoder>(_ target: String, _ bytes: [UInt8], make: () -> Decoder) {
         let whole = decodeInMemory(bytes, pieces: [bytes.count], make: make)
         var pieces: [Int] = []
-        var seed = bytes.reduce(UInt64(0xCBF2_9CE4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
+        var draws = InputDraws(bytes)
         var left = bytes.count
         while left > 0 {
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let size = min(left, 1 + Int(seed >> 59))
+            let size = min(left, 1 + Int(draws.next() >> 59))
             pieces.append(size)
             left -= size
         }
@@ -447,11 +446,8 @@ package enum FuzzHarness {
                 violated("webvtt", "a problem at line \(stray.line) of \(lineCount): \(stray)")
             }
         }
-        var seed = bytes.reduce(UInt64(0xCBF2_9CE4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
-        func next(_ bound: Int) -> Int {
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int(seed >> 33) % bound
-        }
+        var draws = InputDraws(bytes)
+        func next(_ bound: Int) -> Int { Int(draws.next() >> 33) % bound }
         let text = Array(String(decoding: bytes, as: UTF8.self))
         var cues: [CaptionCue] = []
         var position = 0

@@ -47,7 +47,7 @@ extension FuzzHarness {
             violated("timing-polly", "the narration's own sentence starts do not fit it")
         }
         let times = try? SentenceTimings.pollyTimes(bytes, targets: starts, end: end)
-        let samples = Int(hash(bytes) % UInt64(4 * timingRate + 1))
+        let samples = Int(InputDraws.hash(bytes) % UInt64(4 * timingRate + 1))
         timeCaptions(
             "timing-polly", bytes, samples: (0..<samples).map { Int16(truncatingIfNeeded: ($0 % 50) * 400 - 10_000) }, times: times)
     }
@@ -64,15 +64,10 @@ extension FuzzHarness {
         return samples
     }
 
-    /// FNV-1a of the input: how many chunks the narration has, without a byte of the answer spent on it.
-    private static func hash(_ bytes: [UInt8]) -> UInt64 {
-        bytes.reduce(UInt64(0xCBF2_9CE4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01B3 }
-    }
-
     /// Every chunk of the narration spoken as `samples` with `times`,
     /// through the caption timer, raw and as the synthesizer keeps them.
     private static func timeCaptions(_ target: String, _ bytes: [UInt8], samples: [Int16], times: [Double]?) {
-        let count = 1 + Int(hash(bytes) % 3)
+        let count = 1 + Int(InputDraws.hash(bytes) % 3)
         let chunks = Array(repeating: Chunk(text: timingText, isSSML: false), count: count)
         let narration = Narration(text: chunks.map(\.text).joined(separator: " "))
         let script = CaptionScript(narration: narration, chunks: chunks)

@@ -45,28 +45,26 @@ package struct LocalPackage: Sendable {
         SHA256.hash(data: bytes).lowercaseHex
     }
 
-    /// Every package under `root`'s `OfflineTours`, by package ID.
+    /// Every package under `root`'s `OfflineTours`, by package ID. A
+    /// package.json that is there but does not read stops the publish,
+    /// with an error naming it.
     package static func read(root: URL) throws -> [LocalPackage] {
         let layout = Layout(root: root)
-        let tours = root.appendingPathComponent(Layout.offlineToursFolder)
         let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: tours.path) } catch {
+        do { names = try PackageFolders.names(documents: root) } catch {
+            let tours = root.appendingPathComponent(Layout.offlineToursFolder)
             throw TourpackError.invalidInput("\(tours.path): no \(Layout.offlineToursFolder) folder; is this a Documents root?")
         }
         var packages: [LocalPackage] = []
-        for name in names.sorted() where !name.hasPrefix(".") {
-            let url = tours.appendingPathComponent(name).appendingPathComponent(Layout.manifestFileName)
-            guard let data = FileManager.default.contents(atPath: url.path) else { continue }
-            let manifest = try PackageManifest.read(from: url)
-            let files = try SiteLayout.files(of: manifest).map { file in
+        for name in names {
+            guard let read = try PackageFolders.read(documents: root, folder: name) else { continue }
+            let files = try SiteLayout.files(of: read.manifest).map { file in
                 File(
                     path: file.path, url: try layout.resolve(relativePath: file.path), sha256: file.sha256, sizeBytes: file.sizeBytes,
                     contentType: file.contentType)
             }
             packages.append(
-                LocalPackage(
-                    manifest: manifest, manifestBytes: Array(data),
-                    manifestSHA256: sha256(Array(data)), files: files))
+                LocalPackage(manifest: read.manifest, manifestBytes: read.bytes, manifestSHA256: sha256(read.bytes), files: files))
         }
         return packages
     }

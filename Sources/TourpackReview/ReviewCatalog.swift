@@ -65,7 +65,7 @@ package struct ReviewCatalog: Sendable {
     }
 
     /// The largest package.json read: `validate` refuses anything bigger, and so does review.
-    static let manifestLimit = 8 << 20
+    static let manifestLimit: Int64 = 8 << 20
 
     /// Reads the root and validates it on `pool` (SQLite, FFmpeg decodes and file reads block).
     package static func load(
@@ -92,15 +92,13 @@ package struct ReviewCatalog: Sendable {
     /// Every readable package.json under `OfflineTours`, by tour name, then format and folder.
     static func readPackages(root: URL, report: ValidationReport) throws -> [Package] {
         let layout = Layout(root: root)
-        let toursFolder = root.appendingPathComponent(Layout.offlineToursFolder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: toursFolder.path)) ?? []
         var packages: [Package] = []
-        for name in names.sorted() {
-            // Only folders named as the layout names them become pages (and so URLs).
+        for name in (try? PackageFolders.names(documents: root)) ?? [] {
+            // Only folders named as the layout names them become pages (and so URLs),
+            // and only a package.json inside the root: validate reports the rest.
             guard let id = SafeID(validating: name), id.value == name,
-                let manifestURL = try? layout.resolve(relativePath: "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"),
-                let size = ((try? FileManager.default.attributesOfItem(atPath: manifestURL.path))?[.size] as? NSNumber)?.intValue,
-                size <= manifestLimit, let manifest = try? PackageManifest.read(from: manifestURL)
+                (try? layout.resolve(relativePath: PackageFolders.manifestPath(name))) != nil,
+                let manifest = (try? PackageFolders.read(documents: root, folder: name, limit: manifestLimit))?.manifest
             else { continue }
             var package = Package(folder: name, manifest: manifest, findings: report.findings(package: name), tiles: [])
             if let file = manifest.mapTiles.file {

@@ -98,17 +98,17 @@ enum Fault: String, Sendable, CaseIterable {
     case stalled
 }
 
-/// Draws faults for requests in arrival order from a seeded SplitMix64.
+/// Draws faults for requests in arrival order from a seeded `SplitMix64`.
 final class FaultDice: @unchecked Sendable {
     let plan: FaultInjection
     private let lock = NSLock()
-    private var state: UInt64
+    private var generator: SplitMix64
 
     private var held = false
 
     init(_ plan: FaultInjection) {
         self.plan = plan
-        self.state = plan.seed
+        self.generator = SplitMix64(seed: plan.seed)
     }
 
     /// True for the first request whose input contains `holdText`, once.
@@ -125,11 +125,7 @@ final class FaultDice: @unchecked Sendable {
     func next() -> UInt64 {
         lock.lock()
         defer { lock.unlock() }
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        return generator.next()
     }
 
     /// A value in [0, 1).

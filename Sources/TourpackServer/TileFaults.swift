@@ -115,33 +115,36 @@ enum TileFault: String, Sendable, CaseIterable {
     case permanent
 }
 
-/// Draws tile faults in arrival order from a seeded SplitMix64.
+/// Draws tile faults in arrival order from a seeded `SplitMix64`.
 final class TileFaultDice: @unchecked Sendable {
     let plan: TileFaults
     private let lock = NSLock()
-    private var state: UInt64
+    private var generator: SplitMix64
 
     init(_ plan: TileFaults) {
         self.plan = plan
-        state = plan.seed
+        generator = SplitMix64(seed: plan.seed)
     }
 
     /// The next 64 random bits.
     func next() -> UInt64 {
         lock.lock()
         defer { lock.unlock() }
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        return generator.next()
+    }
+
+    /// A value in [0, 1).
+    func unit() -> Double {
+        lock.lock()
+        defer { lock.unlock() }
+        return generator.unit()
     }
 
     /// The fault for the next request, or nil for an honest answer. No draw
     /// is made when no rate is set, so a seed's sequence is not disturbed.
     func draw() -> TileFault? {
         guard plan.randomRate > 0 else { return nil }
-        var roll = Double(next() >> 11) / Double(1 << 53)
+        var roll = unit()
         let table: [(TileFault, Double)] = [
             (.failure, plan.failureRate), (.rateLimited, plan.rateLimitRate),
             (.truncated, plan.truncateRate), (.html, plan.htmlRate),

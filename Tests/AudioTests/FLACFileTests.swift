@@ -24,10 +24,9 @@ private func flacFrameSize(rate: Int) throws -> Int {
 /// A sine with a little deterministic noise, the full Int16 range touched
 /// once at each end so the extremes go through the round trip too.
 private func sineWithNoise(count: Int, rate: Int, noise: Double = 0.01) -> PCMAudio {
-    var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+    var generator = SeededGenerator(seed: 0x9E37_79B9_7F4A_7C15)
     var samples = (0..<count).map { index -> Int16 in
-        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        let random = Double(seed >> 40) / Double(1 << 24) - 0.5
+        let random = generator.unit() - 0.5
         let t = Double(index) / Double(rate)
         let value = 0.4 * sin(2 * .pi * 220 * t) + 0.2 * sin(2 * .pi * 1_330 * t) + noise * random
         return Int16(max(-1, min(1, value)) * 32_000)

@@ -52,11 +52,10 @@ enum ValidateFixture {
     /// rate (a pure tone would code at a third of it). Deterministic.
     static func sweep(seconds: Double) -> PCMAudio {
         let rate = 24_000
-        var seed: UInt32 = 0x2545_F491
+        var generator = SeededGenerator(seed: 0x2545_F491)
         let samples = (0..<Int(seconds * Double(rate))).map { index -> Int16 in
             let t = Double(index) / Double(rate)
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            let noise = Double(seed >> 8) / Double(1 << 24) - 0.5
+            let noise = generator.unit() - 0.5
             let value = 0.3 * sin(2 * .pi * (200 + 1500 * t) * t) + 0.05 * noise
             return Int16(value * 32_000)
         }
@@ -142,11 +141,8 @@ enum ValidateFixture {
 
     /// Noise at about -70 dBFS: a voice that hardly speaks.
     static func nearSilence(seconds: Double) -> PCMAudio {
-        var seed: UInt32 = 0x9E37_79B9
-        let samples = (0..<Int(seconds * 24_000)).map { _ -> Int16 in
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            return Int16(Int(seed >> 24) % 21 - 10)
-        }
+        var generator = SeededGenerator(seed: 0x9E37_79B9)
+        let samples = (0..<Int(seconds * 24_000)).map { _ in Int16(generator.next() % 21) - 10 }
         return PCMAudio(samples: samples, sampleRate: 24_000)
     }
 

@@ -58,11 +58,10 @@ import TourpackTesting
 
         /// 1.2 s of a noisy sweep at 24 kHz: enough for the bit-rate check to apply.
         static func sweep() -> PCMAudio {
-            var seed: UInt32 = 7
+            var generator = SeededGenerator(seed: 7)
             let samples = (0..<28_800).map { index -> Int16 in
                 let t = Double(index) / 24_000
-                seed = seed &* 1_664_525 &+ 1_013_904_223
-                let noise: Double = Double(seed >> 8) / 16_777_216 - 0.5
+                let noise: Double = generator.unit() - 0.5
                 let tone: Double = 0.3 * sin(2 * Double.pi * (200 + 1500 * t) * t)
                 return Int16((tone + 0.05 * noise) * 32_000)
             }

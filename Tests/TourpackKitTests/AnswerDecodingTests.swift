@@ -59,11 +59,8 @@ import TourpackTesting
 
     /// Piece sizes of 1 to 32 bytes, from a fixed seed.
     static let smallPieces: [Int] = {
-        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-        return (0..<97).map { _ in
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return 1 + Int(seed >> 59)
-        }
+        var generator = SeededGenerator(seed: 0x9E37_79B9_7F4A_7C15)
+        return (0..<97).map { _ in 1 + Int(generator.next() >> 59) }
     }()
 
     @Test("Google timepoints, before or after the audio, fed whole or in 1–32-byte pieces: the same samples and times")

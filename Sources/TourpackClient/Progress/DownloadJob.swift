@@ -5,7 +5,7 @@ import TourpackPackage
 /// stands, how far it got, and why it waits or failed.
 ///
 /// `progress` weighs the app's three phases: audio 70%, maps 25%,
-/// bundling 5% (`BuildProgress`'s weights). A phase with nothing to
+/// bundling 5% (`ProgressWeights`, a build's too). A phase with nothing to
 /// download counts as done once the job has moved past it.
 public struct DownloadJob: Sendable, Hashable {
     public enum Status: String, Sendable, Hashable, Codable, CaseIterable {
@@ -29,10 +29,6 @@ public struct DownloadJob: Sendable, Hashable {
     public enum Step: String, Sendable, Hashable, Codable, CaseIterable {
         case audio, maps, bundling
     }
-
-    package static let audioWeight = 0.70
-    package static let mapsWeight = 0.25
-    package static let bundlingWeight = 0.05
 
     public internal(set) var packageId: String
     public internal(set) var tourId: UUID
@@ -114,7 +110,7 @@ public struct DownloadJob: Sendable, Hashable {
         let audio = audioBytes > 0 ? Double(audioDone) / Double(audioBytes) : (past(.audio) || status == .completed ? 1 : 0)
         let maps = mapBytes > 0 ? Double(mapDone) / Double(mapBytes) : (past(.maps) || status == .completed ? 1 : 0)
         let bundled: Double = status == .completed ? 1 : 0
-        progress = min(1, Self.audioWeight * audio + Self.mapsWeight * maps + Self.bundlingWeight * bundled)
+        progress = ProgressWeights.fraction(audio: audio, maps: maps, bundling: bundled)
     }
 }
 

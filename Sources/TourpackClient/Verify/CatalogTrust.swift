@@ -127,8 +127,7 @@ package struct TrustRecord: Sendable, Hashable, Codable {
         }
         if let keys = record.verifiedBy {
             guard !keys.isEmpty else { throw Damage(description: "verifiedBy names no key") }
-            for key in keys where key.utf8.count != 16 || !key.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-            {
+            for key in keys where !key.isLowercaseHex(count: 16) {
                 throw Damage(description: "verifiedBy: \(key.debugDescription.prefix(40)) is not a key id (16 lowercase hex digits)")
             }
         }

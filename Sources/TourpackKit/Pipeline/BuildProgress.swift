@@ -1,14 +1,12 @@
+import TourpackCore
+
 /// How far a build has come, worked out from its events.
 ///
-/// The weights are the app's own: audio 70%, maps 25%, bundling 5%. Audio
+/// The weights are the app's own (`ProgressWeights`): audio 70%, maps 25%, bundling 5%. Audio
 /// advances per item (done, failed or skipped alike, so the bar always
 /// reaches the end); maps advance per tile when the pipeline names a tile
 /// source (per tour otherwise: its coverage worked out); bundling per tour.
 public struct BuildProgress: Sendable, Hashable {
-    public static let audioWeight = 0.70
-    public static let mapsWeight = 0.25
-    public static let bundlingWeight = 0.05
-
     public private(set) var items = 0
     public private(set) var tours = 0
     public private(set) var itemsDone = 0
@@ -60,7 +58,7 @@ public struct BuildProgress: Sendable, Hashable {
         let audio = Double(min(itemsSettled, items)) / Double(items)
         let maps = tiles > 0 ? Double(min(tilesDone, tiles)) / Double(tiles) : Double(min(toursMapped + toursFailed, tours)) / Double(tours)
         let bundling = Double(min(toursBundled + toursFailed, tours)) / Double(tours)
-        return min(1, Self.audioWeight * audio + Self.mapsWeight * maps + Self.bundlingWeight * bundling)
+        return ProgressWeights.fraction(audio: audio, maps: maps, bundling: bundling)
     }
 
     /// Seconds left at the pace so far; nil until there is a pace to go by.

@@ -27,12 +27,11 @@ public struct PackageIndex: Sendable {
     public static func scan(_ layout: Layout) -> PackageIndex {
         var index = PackageIndex()
         let parent = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: parent.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        let names = (try? PackageFolders.names(documents: layout.root)) ?? []
         let found = sideBySide(names.count) { slot -> (folder: URL, url: URL, bytes: [UInt8], manifest: PackageManifest)? in
+            guard let read = try? PackageFolders.read(documents: layout.root, folder: names[slot]) else { return nil }
             let folder = parent.appendingPathComponent(names[slot], isDirectory: true)
-            let url = folder.appendingPathComponent(Layout.manifestFileName)
-            guard let data = try? Data(contentsOf: url), let manifest = try? PackageManifest.decode(Array(data)) else { return nil }
-            return (folder, url, Array(data), manifest)
+            return (folder, folder.appendingPathComponent(Layout.manifestFileName), read.bytes, read.manifest)
         }
         for case let (folder, url, bytes, manifest)? in found {
             index.read[url.path] = (bytes, manifest)

@@ -48,8 +48,8 @@ public struct CacheInventory: Sendable {
         var inventory = CacheInventory()
         inventory.temporaries = bundle.temporaries
         for name in bundle.packageFolders {
-            let url = layout.root.appendingPathComponent("\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)")
-            guard let manifest = try? PackageManifest.read(from: url) else {
+            // A folder without a package.json is as unreadable as one whose package.json does not decode.
+            guard let manifest = (try? PackageFolders.read(documents: layout.root, folder: name))?.manifest else {
                 inventory.unreadablePackages.append("\(Layout.offlineToursFolder)/\(name)")
                 continue
             }

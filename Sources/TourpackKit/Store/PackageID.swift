@@ -36,7 +36,8 @@ public enum PackageID {
     /// RFC 4122 §4.3: SHA-1 over the namespace's 16 bytes then the name's
     /// UTF-8, first 16 bytes kept, version nibble 5, variant bits 10.
     public static func uuid5(namespace: String, name: String) -> SafeID {
-        var input = hexBytes(namespace.filter { $0 != "-" })
+        // A namespace is a UUID: its 32 hex digits, the dashes left out.
+        var input = [UInt8](hex: namespace.filter { $0 != "-" })!
         input.append(contentsOf: Array(name.utf8))
         var bytes = Array(Insecure.SHA1.hash(data: input).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x50
@@ -47,13 +48,6 @@ public enum PackageID {
         ]
         // A well-formed UUID by construction.
         return SafeID(validating: parts.joined(separator: "-"))!
-    }
-
-    private static func hexBytes(_ hex: String) -> [UInt8] {
-        let digits = Array(hex.utf8)
-        return stride(from: 0, to: digits.count - 1, by: 2).map { i in
-            UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16)!
-        }
     }
 }
 

@@ -75,7 +75,7 @@ package struct CatalogSignature: Sendable, Hashable, Codable {
             throw .malformedDocument("missing \(missing.joined(separator: ", "))")
         }
         guard algorithm == ed25519 else { throw .unknownAlgorithm(quoted(algorithm)) }
-        guard keyId.utf8.count == 16, keyId.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+        guard keyId.isLowercaseHex(count: 16) else {
             throw .malformedDocument("keyId \(quoted(keyId)) is not 16 lowercase hex digits")
         }
         return CatalogSignature(keyId: keyId, base64Signature: signature)

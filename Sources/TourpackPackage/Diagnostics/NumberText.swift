@@ -47,7 +47,38 @@ extension UInt8 {
     }
 
     /// `0`–`9` or `a`–`f`: a digit of a digest as this package writes one.
-    package var isLowercaseHexDigit: Bool { hexDigitValue != nil && !(UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self) }
+    package var isLowercaseHexDigit: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): true
+        default: false
+        }
+    }
+}
+
+extension StringProtocol {
+    /// Whether this is exactly `count` lowercase hex digits: a SHA-256 (64),
+    /// a key ID (16) as this package writes them. The one check of a hex
+    /// text; a document that writes one otherwise is refused, not read.
+    package func isLowercaseHex(count: Int) -> Bool {
+        utf8.count == count && utf8.allSatisfy(\.isLowercaseHexDigit)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The bytes `text` writes two hex digits a byte, either case: the
+    /// inverse of `lowercaseHex`. Nil when `text` is not an even number of
+    /// hex digits.
+    package init?(hex text: some StringProtocol) {
+        let digits = Array(text.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = digits[index].hexDigitValue, let low = digits[index + 1].hexDigitValue else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        self = bytes
+    }
 }
 
 extension Int {

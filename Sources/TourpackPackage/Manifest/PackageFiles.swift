@@ -102,7 +102,7 @@ package enum PackageFiles {
     }
 
     private static func check(_ file: PackageFile, _ refuse: (String) -> TourpackError) throws {
-        guard file.sha256.utf8.count == 64, file.sha256.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+        guard file.sha256.isLowercaseHex(count: 64) else {
             throw refuse("\(file.path): sha256 is not 64 lowercase hex digits")
         }
         guard file.sizeBytes >= 0 else { throw refuse("\(file.path): negative sizeBytes") }
@@ -153,12 +153,11 @@ package struct PackageOnDisk: Sendable {
     ///   decoded again, so a reader that holds the packages pays for the
     ///   ones that changed.
     package static func read(documents: URL, reusing earlier: [PackageOnDisk] = []) -> (packages: [PackageOnDisk], unreadable: [String]) {
-        let tours = documents.appendingPathComponent(Layout.offlineToursFolder).path
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: tours)) ?? []).sorted()
+        let names = (try? PackageFolders.names(documents: documents)) ?? []
         let held = Dictionary(earlier.map { ($0.packageId, $0) }, uniquingKeysWith: { first, _ in first })
         var packages: [PackageOnDisk] = []
         var unreadable: [String] = []
-        for name in names where !name.hasPrefix(".") {
+        for name in names {
             switch read(documents: documents, packageId: name, reusing: held[name]) {
             case .package(let package): packages.append(package)
             case .unreadable(let relative): unreadable.append(relative)
@@ -182,7 +181,8 @@ package struct PackageOnDisk: Sendable {
     /// identity yet), while the file holds its bytes.
     package static func read(documents: URL, packageId name: String, reusing earlier: PackageOnDisk? = nil) -> Read {
         // Paths as strings: one lstat per package, with no URL built for it.
-        let path = documents.path + "/" + Layout.offlineToursFolder + "/" + name + "/" + Layout.manifestFileName
+        let relative = PackageFolders.manifestPath(name)
+        let path = documents.path + "/" + relative
         guard let status = FileStatus(path: path), status.kind == .file else { return .absent }
         let identity = [Int(truncatingIfNeeded: status.inode), Int(status.size), status.modifiedSeconds, status.modifiedNanoseconds]
         if let earlier, earlier.identity == identity { return .package(earlier) }
@@ -196,14 +196,15 @@ package struct PackageOnDisk: Sendable {
                 timeIntervalSince1970: Double(status.modifiedSeconds) + Double(status.modifiedNanoseconds) / 1e9)
             return .package(known)
         }
-        guard let data = FileManager.default.contents(atPath: path) else { return .absent }
-        let relative = "\(Layout.offlineToursFolder)/\(name)/\(Layout.manifestFileName)"
-        guard let manifest = try? PackageManifest.decode(Array(data)), manifest.packageId == name,
-            let files = try? PackageFiles.of(manifest, file: relative)
-        else { return .unreadable(relative) }
+        let read: PackageFolders.Manifest?
+        do { read = try PackageFolders.read(documents: documents, folder: name) } catch { return .unreadable(relative) }
+        guard let read else { return .absent }
+        guard read.manifest.packageId == name, let files = try? PackageFiles.of(read.manifest, file: relative) else {
+            return .unreadable(relative)
+        }
         return .package(
             PackageOnDisk(
-                manifest: manifest, manifestBytes: Array(data), manifestSHA256: PackageFiles.sha256(data), files: files,
+                manifest: read.manifest, manifestBytes: read.bytes, manifestSHA256: PackageFiles.sha256(read.bytes), files: files,
                 identity: identity,
                 installedAt: Date(timeIntervalSince1970: Double(status.modifiedSeconds) + Double(status.modifiedNanoseconds) / 1e9)))
     }

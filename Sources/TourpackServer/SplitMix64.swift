@@ -1,0 +1,22 @@
+/// SplitMix64: the seeded generator the servers' fault plans draw from, so
+/// a seed replays the same faults in the same order. One value, not
+/// shared: `FaultDice` and `TileFaultDice` each hold one under their lock.
+///
+/// The tests' `SeededGenerator` (TourpackTesting) is the same algorithm;
+/// the servers ship in `tourpack` and cannot depend on test support.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// The next draw in [0, 1), from the top 53 bits.
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

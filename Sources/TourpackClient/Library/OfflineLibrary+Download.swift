@@ -34,14 +34,15 @@ extension OfflineLibrary {
     /// starts by itself on Wi-Fi. A network lost mid-download is waited for,
     /// and the download resumes from the last byte.
     ///
-    /// The stream yields the job at every change of status or step and
-    /// otherwise about four times a second; it finishes once the job
+    /// The stream yields the job at every change of status, step or
+    /// playable narrations, and otherwise about four times a second; it finishes once the job
     /// completes, and throws an `OfflineError` when it fails (the failure is
     /// kept: `state(of:)` says `.failed` until the app retries, deletes or
     /// dismisses it). Asking again for a tour already in the queue follows
     /// that download; asking again for a failed one retries it.
     ///
     /// - Parameters:
+    ///   - tourId: the tour, as the catalogue names it.
     ///   - format: the format to take where the tour offers several (the installed one, else AAC, by default).
     ///   - quality: likewise (the installed one, else the best).
     ///   - allowsCellular: this download's own answer to the cellular

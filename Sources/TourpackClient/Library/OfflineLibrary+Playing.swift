@@ -93,6 +93,9 @@ extension OfflineLibrary {
     /// one checks against the SHA-256 as they play.
     ///
     /// - Parameters:
+    ///   - tourId: the tour, as the catalogue names it.
+    ///   - poiId: the POI whose narration to stream.
+    ///   - phase: the narration's phase at that POI.
     ///   - format: the format to stream where the tour offers several (the
     ///     installed one, else AAC, by default).
     ///   - quality: likewise (the installed one, else the best).

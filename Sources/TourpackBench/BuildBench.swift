@@ -9,7 +9,8 @@ import TourpackTesting
 import Glibc
 #endif
 
-/// `tourpack-bench build [--pois 300] [--warm-items 3000,12000] [--warm-only]`
+/// `tourpack-bench build [--pois 300] [--warm-items 3000] [--warm-only]
+/// [--short-narrations] [--warm-runs 1] [--no-captions-cost] [--keep FOLDER]`
 ///
 /// Runs the real `tourpack build` (the executable beside this one)
 /// as a child process against an in-process serve-tts, and reports its wall
@@ -24,9 +25,15 @@ import Glibc
 ///    only `concurrency` + cores items in flight;
 /// 4. a warm rebuild of the demo and of the `--pois` set, nothing changed:
 ///    every file comes from the output cache (0 requests, 0 encodes);
-/// 5. `WarmRebuildBench`: cold, then warm with captions, at 3,000 and
-///    12,000 items, in ms per item beyond start-up; then the 3,000 items
-///    with `captions: off` too, warm, against the same with captions.
+/// 5. `WarmRebuildBench`: cold, then warm with captions, at 3,000 items of
+///    paragraph narrations (`Narrations.paragraphs`), in ms per item beyond
+///    start-up, `--warm-runs` rebuilds each printed; then the 3,000 items
+///    with `captions: off` too, warm, against the same with captions
+///    (`--no-captions-cost` leaves that out). `--short-narrations` builds
+///    the catalogue of one or two sentences per phase instead, at 3,000 and
+///    12,000 items, as issues 39 to 49 measured it. `--keep FOLDER` builds
+///    the catalogues there and leaves them, so a profiler can rebuild them;
+///    a catalogue already there is rebuilt warm, not cold.
 ///
 /// The `--pois` build is also held to the streaming issue's ceiling, peak
 /// RSS ≤ 200 MB (`StreamBench.peakGoalMB`; `tourpack-bench stream` holds
@@ -34,16 +41,24 @@ import Glibc
 enum BuildBench {
     static func run(_ arguments: [String]) async -> Int32 {
         let pois = arguments.firstIndex(of: "--pois").flatMap { arguments.indices.contains($0 + 1) ? Int(arguments[$0 + 1]) : nil } ?? 300
-        // `--warm-items 3000,12000`: the sizes of issue 39's warm rebuild with captions (0 leaves it out).
-        let warmSizes =
-            arguments.firstIndex(of: "--warm-items").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
-            .map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? [3_000, 12_000]
+        let value = { (name: String) in
+            arguments.firstIndex(of: name).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+        }
+        var warm = WarmOptions()
+        if arguments.contains("--short-narrations") { warm.narrations = .short }
+        warm.runs = max(1, value("--warm-runs").flatMap { Int($0) } ?? 1)
+        warm.captionsCost = !arguments.contains("--no-captions-cost")
+        // `--warm-items 3000,12000`: the sizes of the warm rebuild with captions (0 leaves it out).
+        warm.sizes =
+            value("--warm-items").map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
+            ?? (warm.narrations == .short ? [3_000, 12_000] : [3_000])
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tourpack")
-        let scratch = TemporaryFolder.path("tourpack-bench")
-        defer { TemporaryFolder.remove(scratch) }
-        // `--warm-only`: issue 39's warm rebuilds alone, without the demo and memory builds.
-        if arguments.contains("--warm-only") { return await warmRebuilds(executable, sizes: warmSizes, scratch: scratch) }
+        let kept = value("--keep").map { URL(fileURLWithPath: $0).standardizedFileURL }
+        let scratch = kept ?? TemporaryFolder.path("tourpack-bench")
+        defer { if kept == nil { TemporaryFolder.remove(scratch) } }
+        // `--warm-only`: the warm rebuilds alone, without the demo and memory builds.
+        if arguments.contains("--warm-only") { return await warmRebuilds(executable, warm, scratch: scratch) }
         do {
             let demo = URL(fileURLWithPath: "pipelines/demo.yaml")
             var results: [(String, Measurement)] = []
@@ -92,27 +107,43 @@ enum BuildBench {
                     format: "build memory: %d → %d POIs grows peak RSS %.2f× (bounded by concurrency: %@)", 30, pois, growth,
                     bounded ? "PASS" : "FAIL"))
             print("build memory goal: \(pois) POIs, \(pois * 3) items: \(goal.text)")
-            let warm = await warmRebuilds(executable, sizes: warmSizes, scratch: scratch)
-            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded && goal.passed && warm == 0 ? 0 : 1
+            let warmStatus = await warmRebuilds(executable, warm, scratch: scratch)
+            return results.allSatisfy { $0.1.exitStatus == 0 } && bounded && goal.passed && warmStatus == 0 ? 0 : 1
         } catch {
             print("build bench failed: \(error)")
             return 1
         }
     }
 
-    /// `WarmRebuildBench` at each size, a line each; 1 when a rebuild did not reuse everything.
-    private static func warmRebuilds(_ executable: URL, sizes: [Int], scratch: URL) async -> Int32 {
+    /// What the warm rebuilds build and how often.
+    struct WarmOptions {
+        var sizes: [Int] = []
+        var narrations = Narrations.paragraphs
+        /// Measured rebuilds at each size, each printed.
+        var runs = 1
+        /// Whether the first size is also rebuilt with `captions: off`, in turns with captions.
+        var captionsCost = true
+    }
+
+    /// `WarmRebuildBench` at each size, a line per run; 1 when a rebuild did not reuse everything.
+    private static func warmRebuilds(_ executable: URL, _ options: WarmOptions, scratch: URL) async -> Int32 {
         do {
             var reusedEverything = true
-            for items in sizes {
-                let result = try await warmRebuild(executable, items: items, scratch: scratch)
-                print(WarmRebuildBench.report(result))
-                reusedEverything = reusedEverything && result.reusedEverything
+            for items in options.sizes {
+                let results = try await withServeTTS { port in
+                    try WarmRebuildBench.run(
+                        executable, items: items, narrations: options.narrations, runs: options.runs, scratch: scratch, port: port)
+                }
+                for result in results {
+                    print(WarmRebuildBench.report(result))
+                    reusedEverything = reusedEverything && result.reusedEverything
+                }
             }
             // What captions cost a warm rebuild, at the first size.
-            if let items = sizes.first {
+            if options.captionsCost, let items = options.sizes.first {
                 let cost = try await withServeTTS { port in
-                    try WarmRebuildBench.captionsCost(executable, items: items, scratch: scratch, port: port)
+                    try WarmRebuildBench.captionsCost(
+                        executable, items: items, narrations: options.narrations, scratch: scratch, port: port)
                 }
                 print(WarmRebuildBench.report(cost))
                 reusedEverything = reusedEverything && cost.reusedEverything
@@ -122,11 +153,6 @@ enum BuildBench {
             print("build bench failed: \(error)")
             return 1
         }
-    }
-
-    /// `WarmRebuildBench` against a fresh in-process serve-tts.
-    private static func warmRebuild(_ executable: URL, items: Int, scratch: URL) async throws -> WarmRebuildBench.Result {
-        try await withServeTTS { port in try WarmRebuildBench.run(executable, items: items, scratch: scratch, port: port) }
     }
 
     /// `body`, off the cooperative pool, with a fresh in-process serve-tts on `port`.
@@ -208,10 +234,22 @@ enum BuildBench {
             cpuSeconds: cpuSeconds, processSeconds: finished["processSeconds"] as? Double, failure: failure)
     }
 
-    /// Tours of 30 POIs each, three phases of one or two sentences per POI,
-    /// under cache budgets that hold 12,000 items (the default 500 MB
+    /// How long a generated catalogue's narrations are.
+    enum Narrations {
+        /// One or two sentences per phase, the same six sentences in turn:
+        /// the catalogue of issues 39 to 49, kept so their figures compare.
+        case short
+        /// Issue 50's realistic lengths, from `NarrationProse` with a fixed
+        /// seed: `approaching` one sentence after "You are approaching …",
+        /// `detailed` a paragraph of 4-9 sentences, `guidedTour` one of 3-6;
+        /// `loudness: off`.
+        case paragraphs
+    }
+
+    /// Tours of 30 POIs each, three phases per POI (`narrations` says how
+    /// long), under cache budgets that hold 12,000 items (the default 500 MB
     /// refuses a build of about 6,000).
-    static func generate(pois: Int, into folder: URL, captions: Bool = true) throws -> URL {
+    static func generate(pois: Int, into folder: URL, captions: Bool = true, narrations: Narrations = .short) throws -> URL {
         let tours = folder.appendingPathComponent("tours")
         try FileManager.default.createDirectory(at: tours, withIntermediateDirectories: true)
         let sentences = [
@@ -219,6 +257,7 @@ enum BuildBench {
             "Marmots often sit on the rocks near the parking area.", "The pass was first crossed by a paved road in 1935.",
             "Keep to the right and watch for cyclists on the descent.", "The hut ahead serves soup and strudel until dusk.",
         ]
+        var prose = NarrationProse(seed: 0x7061_7261_6772_6170)
         var made = 0
         var tourIndex = 0
         while made < pois {
@@ -226,9 +265,21 @@ enum BuildBench {
             let poiJSON = (0..<count).map { index -> String in
                 let n = made + index
                 let id = String(format: "00000000-0000-4000-8000-%012x", n + 1)
-                let phases = ["approaching", "detailed", "guidedTour"].enumerated().map { phase, key in
-                    "\"\(key)\": \"Stop \(n + 1). \(sentences[(n + phase) % sentences.count])\(phase == 2 ? " " + sentences[(n + 3) % sentences.count] : "")\""
-                }.joined(separator: ", ")
+                let texts: [String]
+                switch narrations {
+                case .short:
+                    texts = (0..<3).map { phase in
+                        "Stop \(n + 1). \(sentences[(n + phase) % sentences.count])\(phase == 2 ? " " + sentences[(n + 3) % sentences.count] : "")"
+                    }
+                case .paragraphs:
+                    texts = [
+                        prose.short(name: "Stop \(n + 1)", sentences: 1),
+                        prose.paragraph(sentences: prose.number(in: 4...9)),
+                        prose.paragraph(sentences: prose.number(in: 3...6)),
+                    ]
+                }
+                let phases = zip(["approaching", "detailed", "guidedTour"], texts).map { key, text in "\"\(key)\": \(jsonString(text))" }
+                    .joined(separator: ", ")
                 return
                     "{\"id\": \"\(id)\", \"name\": \"Stop \(n + 1)\", \"location\": {\"latitude\": \(46.5 + Double(index) * 0.002), \"longitude\": 10.4}, \"triggerRadiusMeters\": 300, \"narrations\": {\(phases)}}"
             }.joined(separator: ",\n")
@@ -248,7 +299,7 @@ enum BuildBench {
         version: 1
         tours: ["tours/*.json"]
         voice: \(voice)
-        captions: \(captions ? "webvtt" : "off")
+        captions: \(captions ? "webvtt" : "off")\(narrations == .paragraphs ? "\nloudness: off" : "")
         formats: [aac]
         tts: {api: google, endpoint: "http://127.0.0.1:9", concurrency: 4, requestsPerMinute: 100000}
         output: Documents
@@ -256,6 +307,21 @@ enum BuildBench {
         budgets: {cacheMaxMB: 8000, synthesisCacheMaxMB: 8000}
         """.write(to: pipeline, atomically: true, encoding: .utf8)
         return pipeline
+    }
+
+    /// `text` as a JSON string: quoted, with quotes, backslashes and control characters escaped.
+    private static func jsonString(_ text: String) -> String {
+        var escaped = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped + "\""
     }
 }
 

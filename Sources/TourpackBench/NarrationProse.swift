@@ -44,6 +44,16 @@ struct NarrationProse {
         return text
     }
 
+    /// One paragraph of `count` sentences, as a `detailed` or
+    /// `guidedTour` narration is written: issue 50's realistic lengths are
+    /// 4-9 sentences for `detailed` and 3-6 for `guidedTour`.
+    mutating func paragraph(sentences count: Int) -> String {
+        (0..<count).map { _ in sentence(Self.templates[deal()]) }.joined(separator: " ")
+    }
+
+    /// A number in `range`, from the same seeded generator.
+    mutating func number(in range: ClosedRange<Int>) -> Int { range.lowerBound + pick(range.count) }
+
     /// The next template of the deck; a fresh shuffle (Fisher–Yates) when it is empty.
     private mutating func deal() -> Int {
         if deck.isEmpty {

@@ -1,10 +1,11 @@
 import Foundation
 import TourpackCore
 
-/// The warm-rebuild goal of issue 39, run by `tourpack-bench build`: a
-/// catalogue of `items` generated items (`BuildBench.generate`, three
-/// phases per POI, `captions` on, as the Google dialect of serve-tts gives
-/// them) is built cold, then rebuilt with nothing changed. The rebuild must
+/// The warm-rebuild goal of issues 39 and 50, run by `tourpack-bench
+/// build`: a catalogue of `items` generated items (`BuildBench.generate`,
+/// three phases per POI, paragraph narrations or the short ones, `captions`
+/// on, as the Google dialect of serve-tts gives them) is built cold, then
+/// rebuilt with nothing changed. The rebuild must
 /// reuse every file with 0 requests and 0 encodes (a goal the machine's
 /// load cannot miss, so a miss fails the bench); its cost per item beyond
 /// start-up is printed beside its goal of 0.2 ms, which depends on the load
@@ -14,6 +15,7 @@ enum WarmRebuildBench {
 
     struct Result {
         var items: Int
+        var narrations: BuildBench.Narrations
         var warm: BuildBench.Measurement
         var startupSeconds: Double
         /// The CPU time (user + system) of `tourpack --help`.
@@ -26,17 +28,32 @@ enum WarmRebuildBench {
         var reusedEverything: Bool { warm.exitStatus == 0 && warm.reused == items && warm.requests == 0 && warm.encodes == 0 }
     }
 
-    /// Cold, then warm, for `items` items under `scratch`, against serve-tts on `port`.
-    static func run(_ executable: URL, items: Int, scratch: URL, port: Int) throws -> Result {
-        let folder = scratch.appendingPathComponent("warm\(items)")
-        let pipeline = try BuildBench.generate(pois: (items + 2) / 3, into: folder)
+    /// The catalogue's folder under `scratch`: `warm3000` for paragraphs,
+    /// `warm3000-short` for the short narrations, `-off` after either
+    /// without captions.
+    static func folder(items: Int, narrations: BuildBench.Narrations, captions: Bool = true, scratch: URL) -> URL {
+        scratch.appendingPathComponent("warm\(items)\(narrations == .short ? "-short" : "")\(captions ? "" : "-off")")
+    }
+
+    /// Cold, then `runs` measured warm rebuilds, for `items` items under
+    /// `scratch`, against serve-tts on `port`; start-up is measured after
+    /// each.
+    static func run(
+        _ executable: URL, items: Int, narrations: BuildBench.Narrations, runs: Int = 1, scratch: URL, port: Int
+    ) throws -> [Result] {
+        let folder = folder(items: items, narrations: narrations, scratch: scratch)
+        let pipeline = try BuildBench.generate(pois: (items + 2) / 3, into: folder, narrations: narrations)
         let output = folder.appendingPathComponent("run")
         _ = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
         // The first rebuild may still rewrite what the cold build left to it; the second changes nothing.
         _ = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
-        let warm = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
-        let startup = try startup(executable, scratch: scratch)
-        return Result(items: (items + 2) / 3 * 3, warm: warm, startupSeconds: startup.wall, startupCPUSeconds: startup.cpu)
+        return try (0..<max(1, runs)).map { _ in
+            let warm = try BuildBench.build(executable, pipeline: pipeline, folder: output, port: port)
+            let startup = try startup(executable, scratch: scratch)
+            return Result(
+                items: (items + 2) / 3 * 3, narrations: narrations, warm: warm, startupSeconds: startup.wall,
+                startupCPUSeconds: startup.cpu)
+        }
     }
 
     /// The process's start-up: the wall and CPU time of `tourpack --help`, the least of three each.
@@ -55,11 +72,13 @@ enum WarmRebuildBench {
     static func report(_ result: Result) -> String {
         String(
             format:
-                "build warm rebuild, %d items, captions on: %.2f s wall (summary %.2f s from the lock, %.2f s from the process's start), "
+                "build warm rebuild, %d items, %@, captions on: %.2f s wall (summary %.2f s from the lock, %.2f s from the process's start), "
                 + "%.2f s CPU, start-up %.3f s wall and %.3f s CPU; per item beyond start-up %.3f ms wall, %.3f ms CPU "
                 + "(goal ≤ %.1f ms: %@; depends on the machine's load, reported only); %d reused, %d requests, %d encodes (goal: all reused, "
                 + "0 requests, 0 encodes: %@); load average %@",
-            result.items, result.warm.wallSeconds, result.warm.pipelineSeconds, result.warm.processSeconds ?? 0, result.warm.cpuSeconds,
+            result.items,
+            result.narrations == .short ? "1-2 sentences per narration" : "paragraph narrations, loudness off", result.warm.wallSeconds,
+            result.warm.pipelineSeconds, result.warm.processSeconds ?? 0, result.warm.cpuSeconds,
             result.startupSeconds, result.startupCPUSeconds, result.millisecondsPerItem, result.cpuMillisecondsPerItem,
             goalMillisecondsPerItem, result.millisecondsPerItem <= goalMillisecondsPerItem ? "met" : "missed", result.warm.reused,
             result.warm.requests, result.warm.encodes, result.reusedEverything ? "PASS" : "FAIL", BenchLoad.text)
@@ -88,11 +107,13 @@ enum WarmRebuildBench {
 
     /// The catalogue `run` built with captions at `items`, and the same
     /// with `captions: off` built here, rebuilt warm in turns.
-    static func captionsCost(_ executable: URL, items: Int, scratch: URL, port: Int, runs: Int = 7) throws -> CaptionsCost {
-        let on = scratch.appendingPathComponent("warm\(items)")
-        let onPipeline = try BuildBench.generate(pois: (items + 2) / 3, into: on)
-        let off = scratch.appendingPathComponent("warm\(items)-off")
-        let offPipeline = try BuildBench.generate(pois: (items + 2) / 3, into: off, captions: false)
+    static func captionsCost(
+        _ executable: URL, items: Int, narrations: BuildBench.Narrations, scratch: URL, port: Int, runs: Int = 7
+    ) throws -> CaptionsCost {
+        let on = folder(items: items, narrations: narrations, scratch: scratch)
+        let onPipeline = try BuildBench.generate(pois: (items + 2) / 3, into: on, narrations: narrations)
+        let off = folder(items: items, narrations: narrations, captions: false, scratch: scratch)
+        let offPipeline = try BuildBench.generate(pois: (items + 2) / 3, into: off, captions: false, narrations: narrations)
         let (onRun, offRun) = (on.appendingPathComponent("run"), off.appendingPathComponent("run"))
         for _ in 0..<3 { _ = try BuildBench.build(executable, pipeline: offPipeline, folder: offRun, port: port) }
         var cost = CaptionsCost(items: (items + 2) / 3 * 3, on: [], off: [])

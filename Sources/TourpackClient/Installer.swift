@@ -237,7 +237,7 @@ package struct Installer: Sendable {
                 return Start(
                     lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged,
                     changedLayout: checksFolder || replayed > 0
-                        || holdsCurrent?(FileStatus(path: folder.documents.appendingPathComponent(Layout.offlineToursFolder).path)) == false
+                        || holdsCurrent?(FileStatus(path: folder.toursFolder.path)) == false
                 )
             } catch {
                 lock.release()
@@ -366,7 +366,7 @@ package struct Installer: Sendable {
                 PackageOnDisk(
                     manifest: $0, manifestBytes: plan.manifestBytes, manifestSHA256: plan.entry.package.manifest.sha256, files: plan.files)
             }
-            let tours = documents.appendingPathComponent(Layout.offlineToursFolder).path
+            let tours = folder.toursFolder.path
             do {
                 let (committed, before, after) = try await whileLocked { [storage, documents, folder] in
                     let before = FileStatus(path: tours)

@@ -353,16 +353,12 @@ public actor OfflineLibrary {
                 defer { lock?.release() }
                 // A commit killed among its renames is finished first, as the next install would.
                 if lock != nil { _ = try? CommitJournal.replayAll(state: folder.url, root: documents) }
-                let view = DeviceView(
-                    packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
-                    accessed: AccessLog.read(folder), stamp: DeviceView.Stamp(documents: documents, folder: folder))
+                let view = DeviceView.read(folder, reusing: held)
                 let url = view.packages.first { $0.manifest.tourId == key }.flatMap { Self.whole($0, pick, in: documents) }
                 return (view, url)
             })
         else { return nil }
-        var current = view
-        current.accessed.merge(accessed) { max($0, $1) }
-        device = current
+        adopt(view)
         return url
     }
 
@@ -511,15 +507,19 @@ public actor OfflineLibrary {
     /// removal renames an entry of `OfflineTours`), so an app that asks the
     /// state of every tour in a list reads the manifests once.
     func deviceView() async -> DeviceView {
-        let (documents, folder, held) = (self.documents, self.folder, device)
+        let (folder, held) = (self.folder, device)
         let view =
             (try? await Blocking.run { () -> DeviceView in
-                let stamp = DeviceView.Stamp(documents: documents, folder: folder)
+                let stamp = DeviceView.Stamp(folder)
                 if let held, held.stamp == stamp { return held }
-                return DeviceView(
-                    packages: PackageOnDisk.read(documents: documents, reusing: held?.packages ?? []).packages,
-                    accessed: AccessLog.read(folder), stamp: stamp)
+                return DeviceView.read(folder, reusing: held, stamp: stamp)
             }) ?? DeviceView(packages: [], accessed: [:], stamp: DeviceView.Stamp(tours: [], access: []))
+        return adopt(view)
+    }
+
+    /// Takes `view` as the library's own, with the plays not written yet.
+    @discardableResult
+    private func adopt(_ view: DeviceView) -> DeviceView {
         var current = view
         current.accessed.merge(accessed) { max($0, $1) }
         device = current
@@ -573,8 +573,8 @@ struct DeviceView: Sendable {
             self.access = access
         }
 
-        init(documents: URL, folder: InstallFolder) {
-            tours = Self.identity(documents.appendingPathComponent(Layout.offlineToursFolder))
+        init(_ folder: InstallFolder) {
+            tours = Self.identity(folder.toursFolder)
             access = Self.identity(AccessLog.url(folder))
         }
 
@@ -589,6 +589,17 @@ struct DeviceView: Sendable {
     var packages: [PackageOnDisk]
     var accessed: [String: Date]
     var stamp: Stamp
+
+    /// The packages and the access log as the disk holds them, `held`'s
+    /// decoded packages kept where their package.json did not change;
+    /// `stamp` read first, so a change made meanwhile is seen at the next
+    /// read. Blocking.
+    static func read(_ folder: InstallFolder, reusing held: DeviceView?, stamp: Stamp? = nil) -> DeviceView {
+        let stamp = stamp ?? Stamp(folder)
+        return DeviceView(
+            packages: PackageOnDisk.read(documents: folder.documents, reusing: held?.packages ?? []).packages,
+            accessed: AccessLog.read(folder), stamp: stamp)
+    }
 }
 
 /// When each tour was last used (`markAccessed`), in `.tourpack-install/access.json`.

@@ -38,6 +38,8 @@ package struct InstallFolder: Sendable {
     var siteFile: URL { url.appendingPathComponent("site.json") }
     var catalogFile: URL { url.appendingPathComponent("catalog.json") }
     var signatureFile: URL { url.appendingPathComponent("catalog.json.sig") }
+    /// The root's `OfflineTours`: a package folder added or removed changes its identity.
+    var toursFolder: URL { documents.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true) }
 
     /// Where the file with this SHA-256 downloads.
     func partial(_ sha256: String) -> URL { downloads.appendingPathComponent("\(sha256).part") }

@@ -113,6 +113,10 @@ package struct Installer: Sendable {
         /// is still that one, no other process verified another generation
         /// since, and the record is not read again.
         package var trustFile: FileStatus?
+        /// The downloads folder as the caller's last install left it
+        /// (`Outcome.downloadsLeft`): while it is still that folder, unchanged,
+        /// nothing was left in it since, and the install does not sweep it.
+        package var downloadsLeft: FileStatus?
 
         package init(
             catalog: Catalog, trustFile: FileStatus? = nil, held: [PackageOnDisk]? = nil,
@@ -160,6 +164,9 @@ package struct Installer: Sendable {
         /// last, under the lock: when the first is what a caller saw, no
         /// other process added or removed a package folder in between.
         package var toursFolder: (before: FileStatus?, after: FileStatus?)?
+        /// The downloads folder as the last commit left it, emptied of what
+        /// the install fetched (nil when nothing was committed).
+        package var downloadsLeft: FileStatus?
     }
 
     /// Installs or updates the chosen packages.
@@ -342,14 +349,20 @@ package struct Installer: Sendable {
                 narrations: plan.playableNarrations)
         }
         // What earlier installs left in downloads for files neither a plan nor
-        // a package of the catalogue waiting for its commit names now goes first.
-        // Then the files another installed package holds are linked in (`reuseInstalledCopies`).
+        // a package of the catalogue waiting for its commit names now goes first:
+        // not looked for while the folder is as the caller's last install left it
+        // (`Known.downloadsLeft`), with nothing in it. Then the files another
+        // installed package holds are linked in (`reuseInstalledCopies`).
+        let left = checksFolder ? nil : known?.downloadsLeft
         try await whileLocked { [folder, plans, storage] in
+            let unchanged = left != nil && FileStatus(path: folder.downloads.path) == left
             for plan in work { try folder.keepWaiting(plan) }
-            let planned = Set(work.map(\.entry.package.manifest.sha256))
-            let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(planned)
-                .union(folder.waitingFiles(of: catalog, besides: planned))
-            _ = folder.sweepDownloads(keeping: named)
+            if !unchanged {
+                let planned = Set(work.map(\.entry.package.manifest.sha256))
+                let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(planned)
+                    .union(folder.waitingFiles(of: catalog, besides: planned))
+                _ = folder.sweepDownloads(keeping: named)
+            }
             Self.reuseInstalledCopies(of: work, installed: installed, folder: folder)
             try Self.checkSpace(for: work, folder: folder, storage: storage)
         }
@@ -368,17 +381,21 @@ package struct Installer: Sendable {
             }
             let tours = folder.toursFolder.path
             do {
-                let (committed, before, after) = try await whileLocked { [storage, documents, folder] in
+                let (committed, before, after, downloadsLeft) = try await whileLocked { [storage, documents, folder] in
                     let before = FileStatus(path: tours)
                     try commit.commit(plan)
                     plan.protectCommitted(in: documents, storage: storage)
                     folder.discardDownloads(of: done)
+                    let downloadsLeft = FileStatus(path: folder.downloads.path)
                     let read = held.map { PackageOnDisk.read(documents: documents, packageId: plan.packageId, reusing: $0) }
-                    guard case .package(let committed) = read else { return (PackageOnDisk?.none, before, FileStatus(path: tours)) }
-                    return (committed, before, FileStatus(path: tours))
+                    guard case .package(let committed) = read else {
+                        return (PackageOnDisk?.none, before, FileStatus(path: tours), downloadsLeft)
+                    }
+                    return (committed, before, FileStatus(path: tours), downloadsLeft)
                 }
                 if let committed { outcome.committed.append(committed) }
                 outcome.toursFolder = (outcome.toursFolder?.before ?? before, after)
+                outcome.downloadsLeft = downloadsLeft
             } catch {
                 board.move(plan.packageId, to: .failed, message: (error as? TourpackError)?.description ?? "\(error)")
                 throw error

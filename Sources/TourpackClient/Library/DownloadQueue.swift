@@ -78,14 +78,20 @@ final class DownloadQueueFile: @unchecked Sendable {
     private let queue = DispatchQueue(label: "tourpack.client.queue-file", qos: .utility)
     /// How long a posted change waits for the ones that follow it.
     static let postDelay: DispatchTimeInterval = .milliseconds(100)
-    // Touched on `queue` only.
     /// Past this size the file is written anew with the last line only.
     static let compactionBytes: Int64 = 64 * 1024
+    // Touched on `queue` only.
     /// What this library wrote last, and the file as it left it (inode,
     /// size and time): a write is skipped, or appended, only while the file
     /// is still that one.
     private var written: (data: Data, file: FileStatus?)?
+    /// The change posted last and not written yet, and whether a write is
+    /// scheduled for it; under `lock`. A write asked for since (`write`, a
+    /// prompt `post`) clears it before it goes on `queue`, so nothing older
+    /// is written after it.
+    private let lock = NSLock()
     private var pending: [QueuedDownload]?
+    private var scheduled = false
 
     init(folder: InstallFolder, storage: DeviceStorage) {
         url = folder.url.appendingPathComponent("queue.json")
@@ -115,9 +121,9 @@ final class DownloadQueueFile: @unchecked Sendable {
     /// Writes `downloads` in place of what the file held; returns once it is on disk.
     func write(_ downloads: [QueuedDownload]) async {
         await withCheckedContinuation { continuation in
+            // Newer than anything posted before it: that goes unwritten.
+            lock.withLock { pending = nil }
             queue.async {
-                // Newer than anything posted before it: that goes unwritten.
-                self.pending = nil
                 self.store(downloads)
                 continuation.resume()
             }
@@ -129,20 +135,26 @@ final class DownloadQueueFile: @unchecked Sendable {
     /// for); otherwise within `postDelay`, and a later change replaces it
     /// unwritten (a download that completed: a record a kill kept finds its
     /// package installed, and goes).
+    ///
+    /// A change that may wait wakes no thread: it is left for the write
+    /// already scheduled, and schedules one only when none is.
     func post(_ downloads: [QueuedDownload], promptly: Bool) {
-        queue.async {
-            if promptly {
-                self.pending = nil
-                return self.store(downloads)
+        if promptly {
+            lock.withLock { pending = nil }
+            return queue.async { self.store(downloads) }
+        }
+        let schedules = lock.withLock { () -> Bool in
+            pending = downloads
+            defer { scheduled = true }
+            return !scheduled
+        }
+        guard schedules else { return }
+        queue.asyncAfter(deadline: .now() + Self.postDelay) {
+            let latest = self.lock.withLock { () -> [QueuedDownload]? in
+                defer { (self.pending, self.scheduled) = (nil, false) }
+                return self.pending
             }
-            let scheduled = self.pending != nil
-            self.pending = downloads
-            guard !scheduled else { return }
-            self.queue.asyncAfter(deadline: .now() + Self.postDelay) {
-                guard let latest = self.pending else { return }
-                self.pending = nil
-                self.store(latest)
-            }
+            if let latest { self.store(latest) }
         }
     }
 

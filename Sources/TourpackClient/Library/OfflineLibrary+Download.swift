@@ -278,49 +278,12 @@ extension OfflineLibrary {
             guard let tour = catalog.tours.first(where: { $0.tourId == key }) else {
                 throw OfflineError(.notOffered, "tour \(key) is not in the catalogue")
             }
-            var choice = PackageChoice(tours: [key], format: record.format, quality: record.quality)
-            choice.namesFlags = false
-            // The view the last download carried forward, as it is: the install
-            // checks it against OfflineTours in its first trip, and reads the
-            // packages again if another process changed them since.
-            let device = await heldDeviceView()
-            guard let entry = try PackageSelection.choose(catalog, installed: device.packages, choice: choice).first else {
-                throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
-            }
-            try await makeRoom(for: entry, tourId: tourId, device: device)
-            var installer = Installer(documents: documents, source: source, trust: trust?.trust)
-            installer.concurrency = 4
-            installer.now = now
-            installer.holdsLockThroughout = false
-            installer.suspension = suspension
-            installer.storage = storage
-            installer.priorities = priorities(of: tourId)
-            installer.reportsPercentSteps = false  // The stream's promise: about four times a second.
-            installer.checksFolder = !folderChecked
-            // The catalogue was verified moments ago and the packages are held:
-            // the install reads neither again (the held ones are checked against the disk).
-            let seen = device.stamp.tours
-            installer.known = Installer.Known(
-                catalog: catalog, trustFile: await trustFile(of: catalog), held: device.packages,
-                holdsCurrent: { DeviceView.Stamp.identity($0) == seen }
-            ) { await self.installedPackages() }
-            let broadcast = self.broadcast
-            installer.report = { event in
-                guard case .job(let job) = event, !suspension.isSet else { return }
-                broadcast.publish(job)
-            }
-            let outcome: Installer.Outcome
-            do {
-                outcome = try await installer.install(choice, noReinstall: true)
-                packagesInstalled(
-                    entry.package.packageId, superseded: outcome.superseded,
-                    committed: outcome.committed.first { $0.packageId == entry.package.packageId }, toursFolder: outcome.toursFolder)
-                folderChecked = true
-            } catch {
-                packagesChanged()
-                folderChecked = false
-                throw error
-            }
+            let (entry, outcome) = try await install(record, from: catalog, tour: tour, suspension: suspension)
+            // Taken in once the install's own references to the view are gone:
+            // the view's array is changed in place, not copied.
+            packagesInstalled(
+                entry.package.packageId, superseded: outcome.superseded,
+                committed: outcome.committed.first { $0.packageId == entry.package.packageId }, toursFolder: outcome.toursFolder)
             if outcome.jobs.isEmpty {
                 // Nothing to fetch: the installer reported no job of its own.
                 publish(tourId) { $0.move(to: .completed) }
@@ -334,6 +297,57 @@ extension OfflineLibrary {
         } catch {
             let failure = OfflineError.from(error)
             await finished(tourId, failure: failure, suspended: suspension.isSet)
+        }
+    }
+
+    /// The tour's package chosen, room made for it, and installed; a failed
+    /// install leaves the view stale and the folder to be checked again.
+    private func install(
+        _ record: QueuedDownload, from catalog: Catalog, tour: CatalogTour, suspension: Installer.SuspensionFlag
+    ) async throws -> (CatalogEntry, Installer.Outcome) {
+        let (tourId, key) = (record.tourId, record.tourId.key)
+        var choice = PackageChoice(tours: [key], format: record.format, quality: record.quality)
+        choice.namesFlags = false
+        // The view the last download carried forward, as it is: the install
+        // checks it against OfflineTours in its first trip, and reads the
+        // packages again if another process changed them since.
+        let device = await heldDeviceView()
+        guard let entry = try PackageSelection.choose(catalog, installed: device.packages, choice: choice).first else {
+            throw OfflineError(.notOffered, "tour \(key) (\(tour.tourName)) offers no package for that choice")
+        }
+        try await makeRoom(for: entry, tourId: tourId, device: device)
+        var installer = Installer(documents: documents, source: source, trust: trust?.trust)
+        installer.concurrency = 4
+        installer.now = now
+        installer.holdsLockThroughout = false
+        installer.suspension = suspension
+        installer.storage = storage
+        installer.priorities = priorities(of: tourId)
+        installer.reportsPercentSteps = false  // The stream's promise: about four times a second.
+        installer.checksFolder = !folderChecked
+        // The catalogue was verified moments ago and the packages are held:
+        // the install reads neither again (the held ones are checked against the disk).
+        let seen = device.stamp.tours
+        installer.known = Installer.Known(
+            catalog: catalog, trustFile: await trustFile(of: catalog), held: device.packages,
+            holdsCurrent: { DeviceView.Stamp.identity($0) == seen }
+        ) { await self.installedPackages() }
+        installer.known?.downloadsLeft = downloadsLeft
+        let broadcast = self.broadcast
+        installer.report = { event in
+            guard case .job(let job) = event, !suspension.isSet else { return }
+            broadcast.publish(job)
+        }
+        do {
+            let outcome = try await installer.install(choice, noReinstall: true)
+            folderChecked = true
+            downloadsLeft = outcome.downloadsLeft
+            return (entry, outcome)
+        } catch {
+            packagesChanged()
+            folderChecked = false
+            downloadsLeft = nil
+            throw error
         }
     }
 

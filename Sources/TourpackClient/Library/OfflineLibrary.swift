@@ -60,6 +60,9 @@ public actor OfflineLibrary {
     /// swept what killed runs left (`Installer.checksFolder`): the first of
     /// a process does, and the first after a failure.
     var folderChecked = false
+    /// The downloads folder as this library's last install left it, none
+    /// after a failure (`Installer.Known.downloadsLeft`).
+    var downloadsLeft: FileStatus?
     /// `trust.json` as it was when its record was last read and named this
     /// generation (`trustFile(of:)`).
     var trustFileSeen: (generation: Int, file: FileStatus)?
@@ -418,9 +421,13 @@ public actor OfflineLibrary {
         guard var current = device, let committed, let toursFolder,
             current.stamp.tours == DeviceView.Stamp.identity(toursFolder.before)
         else { return packagesChanged() }
+        // Changed in place (the library lets its own reference go first, so
+        // the array is not copied), kept sorted by package ID.
+        device = nil
         let gone = Set(superseded + [packageId])
-        current.packages = current.packages.filter { !gone.contains($0.packageId) } + [committed]
-        current.packages.sort { $0.packageId < $1.packageId }
+        current.packages.removeAll { gone.contains($0.packageId) }
+        let place = current.packages.firstIndex { $0.packageId > committed.packageId } ?? current.packages.endIndex
+        current.packages.insert(committed, at: place)
         current.stamp.tours = DeviceView.Stamp.identity(toursFolder.after)
         device = current
     }

@@ -23,6 +23,14 @@ package struct StorageBudget: Sendable {
     package func evictions(
         from installed: [PackageOnDisk], adding: Int64 = 0, replacing tourId: String? = nil, accessed: [String: Date]
     ) -> [PackageOnDisk]? {
+        // Files counted as often as packages name them bound what the
+        // packages take from above: within the budget, nothing goes, and no
+        // file is looked up (a download under a large budget pays no more
+        // for a hundred packages than for one).
+        let bound = installed.reduce(Int64(0)) { sum, package in
+            package.files.reduce(sum + Int64(package.manifestBytes.count)) { $0 + $1.sizeBytes }
+        }
+        if adding <= maxBytes, bound <= maxBytes - adding { return [] }
         let kept = installed.filter { $0.manifest.tourId != tourId }
         let need = Self.bytes(of: kept) + adding - maxBytes
         guard need > 0 else { return [] }

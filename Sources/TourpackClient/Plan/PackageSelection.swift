@@ -41,7 +41,7 @@ package enum PackageSelection {
     package static func choose(
         _ catalog: Catalog, installed: [PackageOnDisk], choice: PackageChoice, warn: (String) -> Void = { _ in }
     ) throws -> [CatalogEntry] {
-        let installedIDs = Set(installed.map(\.packageId))
+        let installedIDs = Set(installed.lazy.map { $0.packageId })
         let tours: [CatalogTour]
         if choice.all {
             tours = catalog.tours

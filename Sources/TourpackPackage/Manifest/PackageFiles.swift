@@ -118,28 +118,80 @@ package enum PackageFiles {
 /// disk (the bytes, whose SHA-256 the catalogue's `manifest.sha256` names
 /// when it is the published one) and the files it names.
 package struct PackageOnDisk: Sendable {
-    package var manifest: PackageManifest
-    package var manifestBytes: [UInt8]
-    package var manifestSHA256: String
-    package var files: [PackageFile]
+    /// Its fields, held once however often the package is copied: a
+    /// library's view of its packages is passed, filtered and searched at
+    /// every download, and a decoded package.json has many fields to
+    /// retain. Never changed in place: a setter puts a changed copy here.
+    private final class Fields: Sendable {
+        let manifest: PackageManifest
+        let manifestBytes: [UInt8]
+        let manifestSHA256: String
+        let files: [PackageFile]
+        let identity: [Int]
+        let installedAt: Date?
+
+        init(
+            manifest: PackageManifest, manifestBytes: [UInt8], manifestSHA256: String, files: [PackageFile], identity: [Int],
+            installedAt: Date?
+        ) {
+            self.manifest = manifest
+            self.manifestBytes = manifestBytes
+            self.manifestSHA256 = manifestSHA256
+            self.files = files
+            self.identity = identity
+            self.installedAt = installedAt
+        }
+    }
+
+    private var fields: Fields
+
+    package var manifest: PackageManifest {
+        get { fields.manifest }
+        set { self = changed(manifest: newValue) }
+    }
+    package var manifestBytes: [UInt8] {
+        get { fields.manifestBytes }
+        set { self = changed(manifestBytes: newValue) }
+    }
+    package var manifestSHA256: String {
+        get { fields.manifestSHA256 }
+        set { self = changed(manifestSHA256: newValue) }
+    }
+    package var files: [PackageFile] {
+        get { fields.files }
+        set { self = changed(files: newValue) }
+    }
     /// Its package.json file when it was read: inode, size and modification
     /// time (a package.json is replaced by a rename, so a new one is another
     /// inode). Empty for a package not read from disk.
-    package var identity: [Int] = []
+    package var identity: [Int] {
+        get { fields.identity }
+        set { self = changed(identity: newValue) }
+    }
     /// When its package.json was written (the commit that installed it);
     /// nil for a package not read from disk.
-    package var installedAt: Date?
+    package var installedAt: Date? {
+        get { fields.installedAt }
+        set { self = changed(installedAt: .some(newValue)) }
+    }
 
     package init(
         manifest: PackageManifest, manifestBytes: [UInt8], manifestSHA256: String, files: [PackageFile], identity: [Int] = [],
         installedAt: Date? = nil
     ) {
-        self.manifest = manifest
-        self.manifestBytes = manifestBytes
-        self.manifestSHA256 = manifestSHA256
-        self.files = files
-        self.identity = identity
-        self.installedAt = installedAt
+        fields = Fields(
+            manifest: manifest, manifestBytes: manifestBytes, manifestSHA256: manifestSHA256, files: files, identity: identity,
+            installedAt: installedAt)
+    }
+
+    private func changed(
+        manifest: PackageManifest? = nil, manifestBytes: [UInt8]? = nil, manifestSHA256: String? = nil, files: [PackageFile]? = nil,
+        identity: [Int]? = nil, installedAt: Date?? = nil
+    ) -> PackageOnDisk {
+        PackageOnDisk(
+            manifest: manifest ?? self.manifest, manifestBytes: manifestBytes ?? self.manifestBytes,
+            manifestSHA256: manifestSHA256 ?? self.manifestSHA256, files: files ?? self.files, identity: identity ?? self.identity,
+            installedAt: installedAt ?? self.installedAt)
     }
 
     package var packageId: String { manifest.packageId }

@@ -182,6 +182,44 @@ import TourpackTesting
         }
     }
 
+    /// The POIs the app asked for first stay with its queued download
+    /// through a relaunch: the next process fetches them first.
+    @Test func prioritizedPOIsAreKeptAcrossARelaunch() async throws {
+        let (fixture, server, package) = try await OfflineLibraryTests.served {
+            // Narrations of 140 kB or more: large enough that the first goes alone.
+            try $0.addTour(name: "Coast", formats: [.opus], files: 10, bytes: 140_000)[0]
+        }
+        defer { server.stop() }
+        let tour = OfflineLibraryTests.tourId(package)
+        let narrations = EarlyPlayTests.narrations(package)
+        do {
+            let library = try Self.library(fixture, server, network: ManualNetworkMonitor(.wifi))
+            _ = try await library.refreshCatalog()
+        }
+        let first = try Self.library(fixture, server, network: ManualNetworkMonitor(.unsatisfied))
+        _ = first.download(tourId: tour, format: .opus)
+        _ = try await Self.until(first, tour) { if case .waiting = $0 { return true } else { return false } }
+        await first.prioritize(tourId: tour, poiIds: [narrations[8].poi])
+        // The choice reaches queue.json within a moment (it is posted, not waited for).
+        let queue = fixture.documents().appendingPathComponent(".tourpack-install/queue.json")
+        for _ in 0..<100 {
+            if let text = try? String(contentsOf: queue, encoding: .utf8), text.contains(narrations[8].poi.uuidString.lowercased()) {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+
+        // The app is killed; the next process resumes the download, the ninth POI first.
+        server.inject { _, _, path, _ in path.hasPrefix("/blobs/") ? .link(bytesPerSecond: 1_000_000) : nil }
+        server.resetLog()
+        let relaunched = try Self.library(fixture, server, network: ManualNetworkMonitor(.wifi))
+        #expect(await relaunched.resumeDownloads() == [tour])
+        let state = try await Self.until(relaunched, tour) { if case .downloaded = $0 { return true } else { return false } }
+        guard case .downloaded = state else { Issue.record("not downloaded after the relaunch: \(state)"); return }
+        let blobs = server.requests.filter { $0.path.hasPrefix("/blobs/") }.map { String($0.path.split(separator: "/").last ?? "") }
+        #expect(blobs.first == narrations[8].sha256, "the relaunched download began with \(blobs.prefix(3)), not the ninth POI's narration")
+    }
+
     /// queue.json grows by a line per change (no new file each time), is
     /// written anew past its bound, and reads past a last line a kill cut
     /// short, and from the whole-file form an earlier version wrote.

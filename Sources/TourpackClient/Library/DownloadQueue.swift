@@ -52,6 +52,9 @@ struct QueuedDownload: Codable, Sendable, Hashable {
     var allowsCellular: Bool?
     var state: State
     var failure: Failure?
+    /// The POIs the app asked to go first (`prioritize`), nearest first:
+    /// a download a relaunch resumes keeps them. Absent in earlier versions' files.
+    var preferredPOIs: [String]?
 }
 
 /// `.tourpack-install/queue.json`: every download the library owes, in

@@ -155,6 +155,8 @@ extension OfflineLibrary {
     private func restore(_ restored: [QueuedDownload]) {
         for record in restored where !downloads.contains(where: { $0.tourId == record.tourId }) {
             downloads.append(record)
+            // What the app preferred before the relaunch, unless it has chosen again since.
+            if let poiIds = record.preferredPOIs, preferred[record.tourId] == nil { preferred[record.tourId] = DownloadPriorities(poiIds) }
             broadcast.publish(record.job)
         }
         guard watcher == nil else { return }
@@ -210,8 +212,9 @@ extension OfflineLibrary {
             }
         } else {
             let name = await catalogTour(tourId.key)?.tourName ?? tourId.key
-            let record = QueuedDownload(
+            var record = QueuedDownload(
                 tourId: tourId, tourName: name, format: format, quality: quality, allowsCellular: allowsCellular, state: .queued)
+            record.preferredPOIs = preferred[tourId].map(\.preferred).flatMap { $0.isEmpty ? nil : $0 }
             downloads.append(record)
             broadcast.publish(record.job)
         }

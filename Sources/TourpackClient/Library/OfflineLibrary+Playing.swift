@@ -8,9 +8,14 @@ extension OfflineLibrary {
     /// running or queued: the app calls it with the POIs nearest the
     /// traveller, nearest first. Each time a download slot frees, the first
     /// named POI with a file still to fetch goes next. A new call replaces
-    /// the last; the choice lasts until the download ends.
+    /// the last; the choice lasts until the download ends, and is kept with
+    /// the queued download across a relaunch.
     public func prioritize(tourId: UUID, poiIds: [UUID]) {
-        priorities(of: tourId).prefer(poiIds.map(\.key))
+        let keys = poiIds.map(\.key)
+        priorities(of: tourId).prefer(keys)
+        guard let index = downloads.firstIndex(where: { $0.tourId == tourId }) else { return }
+        downloads[index].preferredPOIs = keys.isEmpty ? nil : keys
+        queueFile.post(downloads, promptly: false)
     }
 
     /// The POIs preferred for the tour's download, shared with its installer.

@@ -1,4 +1,5 @@
 public import TourpackCore
+public import TourpackPlan
 public import TourpackState
 
 /// What a running build reports, in order. The CLI turns these into a

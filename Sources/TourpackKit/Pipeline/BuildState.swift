@@ -1,6 +1,7 @@
 public import Foundation
 public import TourpackCore
 import TourpackMaps
+public import TourpackPlan
 public import TourpackState
 
 /// A pipeline's state, opened once per command: the backend and the five

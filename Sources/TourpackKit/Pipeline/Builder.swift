@@ -4,6 +4,8 @@ public import TourpackAudio
 public import TourpackCore
 public import TourpackHTTP
 import TourpackMaps
+public import TourpackPlan
+public import TourpackSpeech
 public import TourpackState
 
 /// Runs a `BuildPlan`, one output root at a time. Its steps are drawn as

@@ -1,5 +1,6 @@
 public import Foundation
 public import TourpackCore
+import TourpackPlan
 
 /// The packages already in an output root, read once when a build starts.
 ///

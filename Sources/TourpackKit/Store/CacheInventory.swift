@@ -1,6 +1,7 @@
 public import Foundation
 public import TourpackCore
 public import TourpackState
+import TourpackValidate
 
 #if canImport(Glibc)
 import Glibc

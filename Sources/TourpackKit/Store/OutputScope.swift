@@ -1,5 +1,6 @@
 import Foundation
 public import TourpackCore
+import TourpackPlan
 
 /// The part of an output root that one shard's build owns: its tours' audio
 /// folders and its packages' folders.

@@ -1,5 +1,6 @@
 import Foundation
 public import TourpackCore
+public import TourpackPlan
 
 extension OutputTree {
     /// Refuses (exit 2) a tree a build of `plan` in `formats` with `voice` could

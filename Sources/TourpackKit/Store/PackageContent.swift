@@ -3,6 +3,7 @@ public import Foundation
 public import TourpackAudio
 public import TourpackCore
 import TourpackMaps
+import TourpackPlan
 
 /// One finished audio file, as the store stage hands it to the manifest.
 public struct PackageAudio: Sendable, Hashable {

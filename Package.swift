@@ -11,15 +11,20 @@
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
 //   TourpackSpeech the synthesizer, answer decoding, the TTS providers  (Core, HTTP, Audio)
-//   TourpackLoad   tours, pipelines, voices, lexicons            (Core, HTTP, Maps, State, Speech)
-//   TourpackPlan   the build plan and its report, shards, package IDs, chunks, captions  (Core, Audio, Maps, State)
-//   TourpackValidate a bundle checked, every defect with its path (Core, Audio, Maps, Plan)
-//   TourpackKit    the builder: build, store, tile packs; re-exports the stages (all of the above)
+//   TourpackLoad   tours, pipelines, voices, lexicons        (Core, HTTP, Maps, State, Speech)
+//   TourpackPlan   plan, report, shards, package IDs, chunks, captions  (Core, Audio, Maps, State)
+//   TourpackValidate a bundle's defects, each with its path  (Core, Audio, Maps, Plan)
+//   TourpackKit    the top stage and the library: build, store, tile packs
+//                  (all of the above; re-exports Speech, Load, Plan and Validate)
 //   TourpackPublish the publisher and the sites it writes the signed catalogue to (Core, HTTP, Maps, Kit)
 //   TourpackClient the app's library: catalogue, download, verify, install (TourpackPackage only)
 //   TourpackInstall `tourpack install`'s libcurl site source for the client  (Core, HTTP, Client)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
 //   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Audio, Maps, Plan, Validate)
+//
+// Speech, Load, Plan and Validate are the pipeline's stages, a target each;
+// TourpackKit, the top stage, runs them as one build and is the library.
+// `validate` and `review` link the stages they use, never the builder.
 //
 // Beside the product, never in it (`tourpack` depends on none of them):
 //

@@ -22,7 +22,7 @@ package struct ValidationOptions: Sendable {
     /// One thread per core the process may use (affinity and cgroup quota
     /// included): decoding is CPU work. This is what NIO's `System.coreCount`
     /// reports too; Foundation's spelling avoids importing NIOCore, which
-    /// TourpackKit does not declare.
+    /// TourpackValidate does not declare.
     package static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
 
     package init(

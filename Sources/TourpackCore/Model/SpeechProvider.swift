@@ -98,7 +98,7 @@ extension SpeechProvider {
 
 /// The provider a pipeline speaks to (`tts.api`): its name, and the
 /// descriptor that knows its facts. The providers, and the parsing of a
-/// name, are TourpackKit's (`SpeechProviders`); two values are equal when
+/// name, are TourpackSpeech's (`SpeechProviders`); two values are equal when
 /// they name the same provider.
 public struct TTSAPI: Sendable, Hashable, CustomStringConvertible {
     package let provider: any SpeechProvider

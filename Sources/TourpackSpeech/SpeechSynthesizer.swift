@@ -1,9 +1,9 @@
-public import Foundation
-public import TourpackAudio
+package import Foundation
+package import TourpackAudio
 package import TourpackCore
 
 /// One chunk to speak, with the voice to speak it in.
-public struct SynthesisRequest: Sendable, Hashable {
+package struct SynthesisRequest: Sendable, Hashable {
     package var chunk: Chunk
     package var voice: VoicePreset
     /// The LINEAR16 sample rate asked of the endpoint.
@@ -64,7 +64,7 @@ public struct SynthesisRequest: Sendable, Hashable {
 /// decoded as it is read and written straight to the file, so a long chunk
 /// is never held whole in memory; the build keeps that file as the chunk's
 /// entry in the synthesis cache. Errors are `TourpackError`s.
-public protocol SpeechSynthesizer: Sendable {
+package protocol SpeechSynthesizer: Sendable {
     /// Speaks one chunk into a mono 16-bit FLAC file at `destination`, at the
     /// request's rate, and returns its shape. Writes nothing there when the
     /// chunk came back empty (`shape.samples == 0`).

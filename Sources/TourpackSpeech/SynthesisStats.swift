@@ -2,7 +2,7 @@ import Foundation
 import TourpackCore
 
 /// What a synthesizer has done so far, for the build's summary and `--json`.
-public struct SynthesisStats: Sendable, Hashable, Codable {
+package struct SynthesisStats: Sendable, Hashable, Codable {
     /// HTTP requests sent, retries included.
     package var requests = 0
     /// Requests that were tries after a failure.

@@ -87,7 +87,7 @@ package struct TourPlan: Sendable, Hashable {
 }
 
 /// The whole plan: per tour, totals, and what it does to the month's quota.
-public struct BuildPlan: Sendable, Hashable {
+package struct BuildPlan: Sendable, Hashable {
     package var tours: [TourPlan]
     package var voice: VoicePreset
     package var formats: [AudioFormat]

@@ -79,7 +79,7 @@ package struct Shard: Sendable, Hashable, Codable, CustomStringConvertible {
 }
 
 /// What a sharded plan covers: its shard, and how many of the pipeline's tours fell in it.
-public struct ShardSlice: Sendable, Hashable, Codable, CustomStringConvertible {
+package struct ShardSlice: Sendable, Hashable, Codable, CustomStringConvertible {
     package var shard: Shard
     /// Tours in this shard.
     package var tours: Int
@@ -93,13 +93,13 @@ public struct ShardSlice: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// `shard 2 of 4: 3 of 11 tours`.
-    public var description: String {
+    package var description: String {
         "\(shard): \(tours) of \(toursInPipeline) tour\(toursInPipeline == 1 ? "" : "s")"
     }
 
     enum CodingKeys: String, CodingKey { case index, count, tours, toursInPipeline }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         shard = try Shard(index: try c.decode(Int.self, forKey: .index), count: try c.decode(Int.self, forKey: .count))
         tours = try c.decode(Int.self, forKey: .tours)
@@ -107,7 +107,7 @@ public struct ShardSlice: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// Flat (`{"index", "count", "tours", "toursInPipeline"}`), as a job reads it.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(shard.index, forKey: .index)
         try c.encode(shard.count, forKey: .count)

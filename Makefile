@@ -66,7 +66,7 @@ help:
 	@echo "make web    build the web client and its demo app into build/web (tourpack web SITE --public-key KEY serves it)"
 	@echo "make bench  speed and memory figures"
 	@echo "make fuzz   build the libFuzzer targets (ASan) and run each for FUZZ_SECONDS (60); new inputs in build/fuzz"
-	@echo "make docs   build the documentation (the DocC catalog, TourpackKit's and TourpackClient's API) into build/docs"
+	@echo "make docs   build the documentation (the DocC catalog and TourpackClient's API) into build/docs"
 	@echo "make lint   swift format lint --strict, the client library's dependency check, its public API against Sources/TourpackClient/PublicAPI.txt (python3 scripts/check-client-api.py --update rewrites it) and the declared-imports check, as CI runs them (make format fixes the tree)"
 	@echo "make clean  remove build products and the demo output"
 
@@ -207,8 +207,9 @@ fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_SCRATCH)/debug/tourpack-fuzz $(FUZZ_TARGETS)
 
 # The DocC catalog (Sources/TourpackKit/TourpackKit.docc: the contract, the
-# flow of a build, every article) with TourpackKit's API, and the app's
-# library (TourpackClient) with its own, as one static site in build/docs,
+# flow of a build, every article; the pipeline's targets share their code
+# with `package` access, so TourpackKit has no public API to list) and the
+# app's library (TourpackClient) with its API, as one static site in build/docs,
 # through swift-docc-plugin (docc ships with the toolchain): each target's
 # archive is built, then `docc merge` joins them under one landing page.
 # Browse it with `python3 -m http.server -d build/docs 8000` at

@@ -10,16 +10,25 @@
 //   TourpackAudio  FFmpeg, loudness, FLAC, join, leveller    (Core)
 //   TourpackMaps   tile math, fetcher, MBTiles               (Core, HTTP)
 //   TourpackState  caches, ledger, claims, records           (Core, HTTP, Audio)
-//   TourpackKit    load, plan, chunk, synthesize, build, store, validate (all)
+//   TourpackSpeech the synthesizer, answer decoding, the TTS providers  (Core, HTTP, Audio)
+//   TourpackLoad   tours, pipelines, voices, lexicons        (Core, HTTP, Maps, State, Speech)
+//   TourpackPlan   plan, report, shards, package IDs, chunks, captions  (Core, Audio, Maps, State)
+//   TourpackValidate a bundle's defects, each with its path  (Core, Audio, Maps, Plan)
+//   TourpackKit    the top stage and the library: build, store, tile packs
+//                  (all of the above; re-exports Speech, Load, Plan and Validate)
 //   TourpackPublish the publisher and the sites it writes the signed catalogue to (Core, HTTP, Maps, Kit)
 //   TourpackClient the app's library: catalogue, download, verify, install (TourpackPackage only)
 //   TourpackInstall `tourpack install`'s libcurl site source for the client  (Core, HTTP, Client)
 //   TourpackServer serve-tts (espeak-ng) and serve-tiles; `tourpack` is the thin CLI.
-//   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Maps, Kit)
+//   TourpackReview `review`: a root's packages as web pages, served or exported (Core, Audio, Maps, Plan, Validate)
+//
+// Speech, Load, Plan and Validate are the pipeline's stages, a target each;
+// TourpackKit, the top stage, runs them as one build and is the library.
+// `validate` and `review` link the stages they use, never the builder.
 //
 // Beside the product, never in it (`tourpack` depends on none of them):
 //
-//   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, Kit, Client)
+//   TourpackFuzz   the fuzz targets' bodies, run by the corpus tests and `make fuzz` (Core, Audio, Maps, the stages, Client)
 //   TourpackTesting the tests' and benches' support: servers, fixtures, clocks, scratch folders
 //   TourpackBench  `make bench` only (`TOURPACK_BENCH=1`); TourpackFuzzEntry, `make fuzz` only (`TOURPACK_FUZZ=1`)
 //
@@ -175,16 +184,59 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The pipeline on top: load, plan, chunk, synthesize, build, store, validate.
+        // The pipeline's stages, each a target, bottom up; TourpackKit runs them.
+        // Speech: the synthesizer and answer decoding over TourpackHTTP, and in
+        // `Providers/` one file per TTS provider (its descriptor and dialect,
+        // all registered in `SpeechProviders.all`).
+        .target(
+            name: "TourpackSpeech",
+            dependencies: [
+                "TourpackCore", "TourpackHTTP", "TourpackAudio",
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Load: tours, pipelines, voices and lexicons, every problem reported at
+        // once. Speech: the providers a pipeline and a voice may name.
+        .target(
+            name: "TourpackLoad",
+            dependencies: [
+                "TourpackCore", "TourpackHTTP", "TourpackMaps", "TourpackState", "TourpackSpeech",
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        // Plan: the build plan and its report (cost, cache hits, quota, tiles),
+        // shards, package IDs, the chunker and the caption script.
+        .target(
+            name: "TourpackPlan",
+            dependencies: [
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackState",
+                // Package IDs (UUIDv5, SHA-1) and shard hashes.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Validate: a bundle checked file by file, every defect with its path, as
+        // text, JSON or JUnit. Plan: package IDs and the caption script; GRDB:
+        // tile packs read with SQL.
+        .target(
+            name: "TourpackValidate",
+            dependencies: [
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackPlan",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The top stage: the builder and its steps, the store (package.json,
+        // publishing into the output root, cache maintenance) and tile packs.
+        // The library product: it re-exports the stages below it.
         .target(
             name: "TourpackKit",
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState",
-                .product(name: "Yams", package: "Yams"),
+                "TourpackSpeech", "TourpackLoad", "TourpackPlan", "TourpackValidate",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // Shipping to devices: the publisher (its rollback and garbage
@@ -248,8 +300,9 @@ let package = Package(
         .target(
             name: "TourpackReview",
             dependencies: [
-                // Maps: the tile packs (`MBTilesReader`); Kit: package.json and `BundleValidator`.
-                "TourpackCore", "TourpackMaps", "TourpackKit",
+                // Maps: the tile packs (`MBTilesReader`); Validate: `BundleValidator` and its findings;
+                // Plan: `PlanReport`'s figures. Not the builder (TourpackKit).
+                "TourpackCore", "TourpackMaps", "TourpackPlan", "TourpackValidate",
                 // Loudness and true peak of each file (`AudioLoudness`), as package.json records them.
                 "TourpackAudio",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -265,6 +318,8 @@ let package = Package(
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackPublish", "TourpackClient",
                 "TourpackInstall", "TourpackServer",
+                // `validate` and `review`: the loader, the plan's figures and the validator, not the builder.
+                "TourpackLoad", "TourpackPlan", "TourpackValidate",
                 "TourpackReview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -282,8 +337,12 @@ let package = Package(
         // `make fuzz`'s libFuzzer executable (TourpackFuzzEntry, below) runs it.
         .target(
             name: "TourpackFuzz",
-            // TourpackClient: the `trust-record` target reads a site as a device does.
-            dependencies: ["TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "TourpackClient"]
+            // The stages' parsers and decoders, not the builder; TourpackClient: the
+            // `trust-record` target reads a site as a device does.
+            dependencies: [
+                "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackLoad", "TourpackPlan", "TourpackSpeech",
+                "TourpackValidate", "TourpackClient",
+            ]
         ),
 
         // MARK: Tests
@@ -315,6 +374,8 @@ let package = Package(
             // Yams: the deploy/ manifests are checked by parsing them.
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackMaps", "TourpackState", "TourpackKit", "TourpackTesting",
+                // The stages' internals, `@testable`, beside the builder's.
+                "TourpackLoad", "TourpackPlan", "TourpackSpeech", "TourpackValidate",
                 // FuzzCorpusTests: every input of Fuzz/Corpus through its target's body.
                 "TourpackFuzz",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Yams", package: "Yams"),
@@ -326,6 +387,8 @@ let package = Package(
             name: "AudioTests",
             dependencies: [
                 "TourpackCore", "TourpackAudio", "TourpackMaps", "TourpackKit", "CFFmpeg", "CFFmpegShims", "CEbur128", "TourpackTesting",
+                // validate's checks, `@testable`.
+                "TourpackLoad", "TourpackPlan", "TourpackValidate",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -333,6 +396,8 @@ let package = Package(
             name: "TourpackServerTests",
             dependencies: [
                 "TourpackCore", "TourpackHTTP", "TourpackAudio", "TourpackState", "TourpackKit", "TourpackServer", "TourpackTesting",
+                // The synthesizer's internals, `@testable`.
+                "TourpackSpeech",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Python scripts that drive serve-tts with Google's and OpenAI's own client libraries.

@@ -39,7 +39,7 @@ import Glibc
 ///   cold build requests them;
 /// - 8 threads (`--threads`) request them, 8 at a time, with URLSession
 ///   (FoundationNetworking). The project's libcurl client is internal to
-///   TourpackKit, and its public face (`HTTPSpeechSynthesizer`) also decodes
+///   TourpackSpeech, and its face (`HTTPSpeechSynthesizer`) also decodes
 ///   the answer, which is part of the peer's work; URLSession is what a
 ///   Swift script would reach for, and it drives libcurl underneath too;
 /// - each answer's JSON is parsed and its base64 `audioContent` decoded to

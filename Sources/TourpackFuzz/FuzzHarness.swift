@@ -1,7 +1,10 @@
 import Foundation
 import TourpackCore
-import TourpackKit
+import TourpackLoad
 import TourpackMaps
+import TourpackPlan
+import TourpackSpeech
+import TourpackValidate
 
 /// The bodies of the libFuzzer targets (`tourpack-fuzz`, built from
 /// `Sources/TourpackFuzzEntry` only by `make fuzz`): each hands its bytes to

@@ -1,7 +1,8 @@
 import Foundation
 import TourpackAudio
 import TourpackCore
-import TourpackKit
+import TourpackPlan
+import TourpackSpeech
 
 /// The fuzz targets of the three sentence-timing answers: each answer is
 /// read by the real reader (Google's `timepoints`, ElevenLabs' alignment,

@@ -2,7 +2,7 @@
 ///
 /// The map of the flow is the doc comment on `Builder` (and the catalog's
 /// landing page); the targets and what each holds are in Package.swift.
-public enum TourpackPipeline {
+package enum TourpackPipeline {
     /// The version `tourpack --version` prints.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
 }

@@ -1,8 +1,8 @@
 package import Foundation
 package import NIOPosix
 package import TourpackCore
-package import TourpackKit
 import TourpackMaps
+package import TourpackValidate
 
 /// What `tourpack review` shows of a Documents root, read once when it
 /// starts: every package.json, the tiles each pack holds, and `validate`'s

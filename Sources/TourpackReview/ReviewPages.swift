@@ -1,8 +1,9 @@
 import Foundation
 import TourpackAudio
 import TourpackCore
-import TourpackKit
 import TourpackMaps
+import TourpackPlan
+import TourpackValidate
 
 /// The review site's HTML: the packages, a tour, a POI. Every link is
 /// relative, so the same bytes work served and exported (`file://`), but

@@ -1,6 +1,5 @@
 import Foundation
 package import TourpackCore
-import TourpackKit
 import TourpackMaps
 
 /// Every path of the review site and what answers it. The server and the

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
 import TourpackCore
-import TourpackKit
+import TourpackLoad
+import TourpackPlan
 import TourpackReview
+import TourpackValidate
 
 /// `tourpack review ROOT`: look at and listen to what was built, in a
 /// browser, as the traveller will meet it; or `--export DIR` for a static

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import TourpackCore
-import TourpackKit
+import TourpackLoad
+import TourpackValidate
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,8 @@ import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
+@testable import TourpackValidate
 
 /// validate and the caption files of issue 25: the good bundle with a
 /// caption file per narration passes, with and without the pipeline's

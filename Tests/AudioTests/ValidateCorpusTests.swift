@@ -6,6 +6,7 @@ import TourpackTesting
 @testable import TourpackCore
 @testable import TourpackKit
 @testable import TourpackMaps
+@testable import TourpackValidate
 
 #if canImport(Glibc)
 import Glibc

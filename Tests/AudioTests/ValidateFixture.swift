@@ -5,7 +5,10 @@ import TourpackTesting
 @testable import TourpackAudio
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
 @testable import TourpackMaps
+@testable import TourpackPlan
+@testable import TourpackValidate
 
 /// A good bundle, made the way the store makes one: a short synthetic
 /// sweep per phase, encoded by the real FFmpeg encoder into the layout's

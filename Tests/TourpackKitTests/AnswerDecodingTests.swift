@@ -5,6 +5,7 @@ import TourpackTesting
 
 @testable import TourpackAudio
 @testable import TourpackKit
+@testable import TourpackSpeech
 
 /// The endpoint's answer is decoded as it is read. Whatever sizes the body
 /// arrives in, the samples are those of a whole-body decode, and a body cut

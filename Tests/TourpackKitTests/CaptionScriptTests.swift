@@ -3,6 +3,8 @@ import TourpackAudio
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
+@testable import TourpackSpeech
 
 @Suite struct CaptionScriptTests {
     @Test func plainSentencesAreTheNarrationsOwnText() {

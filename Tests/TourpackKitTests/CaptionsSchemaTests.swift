@@ -4,6 +4,7 @@ import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackValidate
 
 /// An audio entry's `captions` in `schemas/package.schema.json` and in
 /// validate's Swift mirror: a package that lists captions passes both, and

@@ -3,6 +3,7 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
 
 /// The chunker's golden files: `Resources/chunker/<case>.txt` holds a limit
 /// line (`limit: google 300`, `limit: google 5000 headroom 100` or

@@ -3,6 +3,7 @@ import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
 
 /// Narration-like text built from pieces that exercise every rule: abbreviations,
 /// decimals, initials, ellipses, quotes, CJK, combining marks, emoji, escapes,

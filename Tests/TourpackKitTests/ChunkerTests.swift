@@ -2,6 +2,7 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
 
 /// The sentences the chunker sees in plain text: cut at every sentence end and nowhere else.
 private func sentences(_ text: String) -> [String] {

@@ -5,6 +5,7 @@ import TourpackTesting
 import Yams
 
 @testable import TourpackKit
+@testable import TourpackLoad
 
 /// `deploy/` parsed as Kubernetes would read it: the Indexed Job's shape
 /// (N completions, N in parallel, N shards), its failure policy (exit 2 and

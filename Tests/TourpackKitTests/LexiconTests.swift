@@ -3,6 +3,8 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
+@testable import TourpackPlan
 @testable import TourpackState
 
 /// W3C PLS 1.0 lexicons: strict parsing with file and line, rewriting for

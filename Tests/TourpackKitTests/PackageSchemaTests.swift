@@ -5,6 +5,7 @@ import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackValidate
 
 /// `PackageSchema` (validate's Swift mirror of `schemas/package.schema.json`)
 /// must agree with the schema file as Python's `jsonschema` reads it: the

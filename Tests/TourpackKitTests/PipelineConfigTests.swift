@@ -4,6 +4,7 @@ import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
 
 /// A scratch folder with `pipelines/`, `voices/` and `tours/`, like a real project.
 struct ConfigFixture {

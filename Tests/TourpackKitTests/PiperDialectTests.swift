@@ -3,6 +3,8 @@ import Testing
 import TourpackCore
 
 @testable import TourpackKit
+@testable import TourpackPlan
+@testable import TourpackSpeech
 
 /// What Piper is sent, without a server: one sentence a chunk, the text
 /// with no markup (aliases spoken, breaks cut at), `length_scale` from the

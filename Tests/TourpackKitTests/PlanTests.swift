@@ -3,7 +3,9 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
 @testable import TourpackMaps
+@testable import TourpackPlan
 
 @Suite struct TileMathTests {
     /// Known tiles, computed independently from the OSM slippy-map formulas.

@@ -5,6 +5,8 @@ import TourpackTesting
 @testable import TourpackAudio
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
+@testable import TourpackSpeech
 @testable import TourpackState
 
 /// Issue 35's rules, part by part: times are data (checked conversions,

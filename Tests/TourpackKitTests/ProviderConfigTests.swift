@@ -4,6 +4,8 @@ import TourpackState
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
+@testable import TourpackPlan
 
 /// `tts.api: polly | azure | elevenlabs`: what each dialect needs, what it
 /// refuses (with the path of the field at fault), the chunk limit it gets,

@@ -3,6 +3,8 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
+@testable import TourpackPlan
 
 /// `formats` as a quality ladder: each rung a format at a bit rate under a
 /// quality, checked against what its codec can carry, and split into one

@@ -3,6 +3,8 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
+@testable import TourpackPlan
 @testable import TourpackState
 
 /// `--shards N --shard I`: which tours a worker builds, and what it may

@@ -4,6 +4,8 @@ import TourpackCore
 import TourpackState
 
 @testable import TourpackKit
+@testable import TourpackLoad
+@testable import TourpackSpeech
 
 /// The one list of providers (`SpeechProviders.all`), its descriptors'
 /// facts, and that the house asks a descriptor rather than switching on a

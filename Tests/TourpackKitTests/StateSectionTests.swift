@@ -3,6 +3,7 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
 @testable import TourpackState
 
 /// `state:` as a plain path (as always) or as a mapping naming the shared

@@ -7,6 +7,7 @@ import TourpackTesting
 @testable import TourpackAudio
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackSpeech
 @testable import TourpackState
 
 /// A state folder that is removed afterwards.

@@ -3,6 +3,7 @@ import Testing
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackPlan
 
 @Suite struct StoreLayoutTests {
     static let tour = SafeID(validating: "0B7C2F0E-5D1A-4F55-9A0E-2F3B8F6C1D42")!

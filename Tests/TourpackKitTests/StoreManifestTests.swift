@@ -5,6 +5,7 @@ import Testing
 @testable import TourpackCore
 @testable import TourpackKit
 @testable import TourpackMaps
+@testable import TourpackPlan
 
 /// A fixed tour, voice, audio and map coverage for package.json tests.
 enum StoreManifestFixture {

@@ -5,6 +5,9 @@ import TourpackCore
 import TourpackTesting
 
 @testable import TourpackKit
+@testable import TourpackLoad
+@testable import TourpackPlan
+@testable import TourpackSpeech
 
 /// Sentence timings for captions, as each provider is asked for them and
 /// answers: the requests libcurl actually sends, captured on loopback, and

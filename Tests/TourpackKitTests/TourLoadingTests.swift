@@ -4,6 +4,7 @@ import TourpackTesting
 
 @testable import TourpackCore
 @testable import TourpackKit
+@testable import TourpackLoad
 
 @Suite struct TourLoadingTests {
     static let resources = Bundle.module.url(forResource: "Resources", withExtension: nil)!

@@ -4,6 +4,7 @@ import TourpackCore
 import TourpackTesting
 
 @testable import TourpackKit
+@testable import TourpackValidate
 
 /// The report's three renderings and the small readers of validate, on
 /// hand-made inputs whose every byte is known.

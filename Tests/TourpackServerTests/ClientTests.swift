@@ -7,6 +7,7 @@ import TourpackServer
 @testable import TourpackCore
 @testable import TourpackHTTP
 @testable import TourpackKit
+@testable import TourpackSpeech
 
 /// The libcurl client against the real serve-tts over loopback.
 @Suite struct ClientTests {

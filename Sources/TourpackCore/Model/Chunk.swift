@@ -36,3 +36,14 @@ public struct Chunk: Sendable, Hashable, Codable {
     /// Characters as billed: Unicode scalars of the text sent.
     public var characters: Int { text.unicodeScalars.count }
 }
+
+extension ChunkLimit {
+    /// "bytes" or "characters", for messages.
+    package var unitName: String {
+        switch self {
+        case .utf8BytesAfterEscaping: return "bytes"
+        case .characters: return "characters"
+        case .billedCharacters: return "billed characters"
+        }
+    }
+}

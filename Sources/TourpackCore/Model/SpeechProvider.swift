@@ -2,8 +2,8 @@
 /// bills, what markup and lexicons it reads, how it is signed in to, which
 /// voice fields it takes, and whether it times sentences.
 ///
-/// Each provider is one type in one file (TourpackKit's
-/// `Synthesize/Providers/`), which also holds its wire dialect, and all of
+/// Each provider is one type in one file (TourpackSpeech's
+/// `Providers/`), which also holds its wire dialect, and all of
 /// them are registered in one list, `SpeechProviders.all`. Nothing else in
 /// the house switches on a provider's name: it asks `TTSAPI.provider`.
 /// The defaults below are the common case; a provider states only where it
@@ -98,7 +98,7 @@ extension SpeechProvider {
 
 /// The provider a pipeline speaks to (`tts.api`): its name, and the
 /// descriptor that knows its facts. The providers, and the parsing of a
-/// name, are TourpackKit's (`SpeechProviders`); two values are equal when
+/// name, are TourpackSpeech's (`SpeechProviders`); two values are equal when
 /// they name the same provider.
 public struct TTSAPI: Sendable, Hashable, CustomStringConvertible {
     package let provider: any SpeechProvider

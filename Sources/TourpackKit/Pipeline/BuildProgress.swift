@@ -6,23 +6,23 @@ import TourpackCore
 /// advances per item (done, failed or skipped alike, so the bar always
 /// reaches the end); maps advance per tile when the pipeline names a tile
 /// source (per tour otherwise: its coverage worked out); bundling per tour.
-public struct BuildProgress: Sendable, Hashable {
-    public private(set) var items = 0
-    public private(set) var tours = 0
-    public private(set) var itemsDone = 0
-    public private(set) var itemsFailed = 0
-    public private(set) var itemsSkipped = 0
-    public private(set) var toursMapped = 0
-    public private(set) var tiles = 0
-    public private(set) var tilesDone = 0
-    public private(set) var toursBundled = 0
-    public private(set) var toursFailed = 0
+package struct BuildProgress: Sendable, Hashable {
+    package private(set) var items = 0
+    package private(set) var tours = 0
+    package private(set) var itemsDone = 0
+    package private(set) var itemsFailed = 0
+    package private(set) var itemsSkipped = 0
+    package private(set) var toursMapped = 0
+    package private(set) var tiles = 0
+    package private(set) var tilesDone = 0
+    package private(set) var toursBundled = 0
+    package private(set) var toursFailed = 0
     /// The tour whose item finished last.
-    public private(set) var currentTour: String?
+    package private(set) var currentTour: String?
 
-    public init() {}
+    package init() {}
 
-    public mutating func record(_ event: BuildEvent) {
+    package mutating func record(_ event: BuildEvent) {
         switch event {
         case .started(let start):
             items = start.items
@@ -49,10 +49,10 @@ public struct BuildProgress: Sendable, Hashable {
     }
 
     /// Items settled one way or another.
-    public var itemsSettled: Int { itemsDone + itemsFailed + itemsSkipped }
+    package var itemsSettled: Int { itemsDone + itemsFailed + itemsSkipped }
 
     /// 0...1 by the weights.
-    public var fraction: Double {
+    package var fraction: Double {
         guard items > 0, tours > 0 else { return 0 }
         // A failed tour will never be mapped or bundled; its shares count as settled.
         let audio = Double(min(itemsSettled, items)) / Double(items)
@@ -62,7 +62,7 @@ public struct BuildProgress: Sendable, Hashable {
     }
 
     /// Seconds left at the pace so far; nil until there is a pace to go by.
-    public func secondsLeft(elapsed: Double) -> Double? {
+    package func secondsLeft(elapsed: Double) -> Double? {
         let done = fraction
         guard done > 0.01, elapsed > 0.5 else { return nil }
         return max(0, elapsed / done - elapsed)

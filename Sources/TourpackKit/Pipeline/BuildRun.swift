@@ -3,6 +3,7 @@ import NIOPosix
 import TourpackAudio
 import TourpackCore
 import TourpackMaps
+import TourpackPlan
 import TourpackState
 
 /// One build's moving parts and running totals; lives for one `build` call.

@@ -1,7 +1,8 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 import TourpackMaps
-public import TourpackState
+package import TourpackPlan
+package import TourpackState
 
 /// A pipeline's state, opened once per command: the backend and the five
 /// things kept in it, plus the local tile cache, all on one clock.
@@ -11,26 +12,26 @@ public import TourpackState
 /// PostgreSQL database, shared by workers on many machines. The map tile
 /// cache stays in the local SQLite database either way: tiles are fetched
 /// and kept per worker.
-public struct BuildState: Sendable {
-    public let layout: StateLayout
+package struct BuildState: Sendable {
+    package let layout: StateLayout
     /// The local SQLite database: everything by default; the tile cache (and
     /// nothing else in use) when PostgreSQL holds the rest.
-    public let database: StateDatabase
+    package let database: StateDatabase
     /// Where the ledger, the cache indexes and the build records live.
-    public let backend: any StateBackend
-    public let synthesis: SynthesisCache
-    public let outputs: OutputCache
-    public let ledger: QuotaLedger
-    public let records: BuildRecords
-    public let tiles: TileCache
-    public let tilePacks: TilePackRecords
+    package let backend: any StateBackend
+    package let synthesis: SynthesisCache
+    package let outputs: OutputCache
+    package let ledger: QuotaLedger
+    package let records: BuildRecords
+    package let tiles: TileCache
+    package let tilePacks: TilePackRecords
     /// The package.json files found sound, on this machine.
-    public let manifests: ManifestSignatures
+    package let manifests: ManifestSignatures
     /// Who is speaking which chunk, among every process sharing the backend.
-    public let claims: ChunkClaims
+    package let claims: ChunkClaims
 
     /// Opens the state of `config` (creating and migrating what is missing) for `account`.
-    public init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    package init(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws {
         let database = try StateDatabase(folder: config.state)
         let backend: any StateBackend =
             try config.shared.postgres.map { try PostgresState(url: $0, password: config.shared.postgresPassword) }
@@ -66,7 +67,7 @@ public struct BuildState: Sendable {
     /// With PostgreSQL, the shared state exists once any worker has migrated
     /// the database; a worker that has never built gets its local folder
     /// (the tile cache) then, since the plan must see the shared ledger.
-    public static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws
+    package static func existing(config: PipelineConfig, account: QuotaAccount, clock: @escaping @Sendable () -> Date = { Date() }) throws
         -> BuildState?
     {
         if let url = config.shared.postgres {
@@ -84,7 +85,7 @@ public struct BuildState: Sendable {
     /// characters it would pay for, and the month's characters already used
     /// or reserved in the voice's tier. Reads no audio: reusable files are
     /// judged by their recorded size here, by size and SHA-256 in the build.
-    public func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String) throws -> BuildPlan {
+    package func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String) throws -> BuildPlan {
         try annotate(plan, config: config, encoder: encoder, outputs: outputs(preloadingFor: plan, config: config))
     }
 

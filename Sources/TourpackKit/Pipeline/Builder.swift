@@ -1,10 +1,12 @@
-public import Foundation
+package import Foundation
 import NIOPosix
-public import TourpackAudio
-public import TourpackCore
-public import TourpackHTTP
+package import TourpackAudio
+package import TourpackCore
+package import TourpackHTTP
 import TourpackMaps
-public import TourpackState
+package import TourpackPlan
+package import TourpackSpeech
+package import TourpackState
 
 /// Runs a `BuildPlan`, one output root at a time. Its steps are drawn as
 /// one map, the flow from plan to summary, in the TourpackKit
@@ -38,35 +40,35 @@ public import TourpackState
 /// unreachable endpoint stops the build (every other item would fail the
 /// same way); cancelling the task stops it too, removing every temp, and the
 /// summary says so.
-public struct Builder: Sendable {
-    public struct Options: Sendable {
+package struct Builder: Sendable {
+    package struct Options: Sendable {
         /// Wait for another build's lock (true) or fail at once with `alreadyBuilding`.
-        public var waitForLock = true
+        package var waitForLock = true
         /// Encode threads; the machine's core count by default.
-        public var encodeThreads = ProcessInfo.processInfo.activeProcessorCount
+        package var encodeThreads = ProcessInfo.processInfo.activeProcessorCount
         /// The build's clock: `createdAt`, expiry, the caches' ages and the
         /// ledger's month all come from it, so tests need no sleeps.
-        public var now: @Sendable () -> Date = { Date() }
+        package var now: @Sendable () -> Date = { Date() }
         /// Give a new `createdAt` to packages expiring within this many days
         /// (`--refresh-expiring`); 0 refreshes only expired ones.
-        public var refreshExpiringDays = 0
+        package var refreshExpiringDays = 0
         /// The ledger's account; nil takes the pipeline's endpoint and the key from the environment.
-        public var account: QuotaAccount?
+        package var account: QuotaAccount?
         /// Overrides the tile fetches' retries (the TTS policy by default).
-        public var tileRetry: RetryPolicy?
+        package var tileRetry: RetryPolicy?
         /// Where `state.objects`' key variables are read: the process's environment by default.
-        public var environment: [String: String] = ProcessInfo.processInfo.environment
+        package var environment: [String: String] = ProcessInfo.processInfo.environment
 
-        public init() {}
+        package init() {}
     }
 
-    public let config: PipelineConfig
-    public let synthesizer: any SpeechSynthesizer
-    public let encoder: any AudioEncoding
-    public let joiner: PCMJoiner
-    public let options: Options
+    package let config: PipelineConfig
+    package let synthesizer: any SpeechSynthesizer
+    package let encoder: any AudioEncoding
+    package let joiner: PCMJoiner
+    package let options: Options
 
-    public init(
+    package init(
         config: PipelineConfig, synthesizer: any SpeechSynthesizer, encoder: any AudioEncoding = FFmpegAudioEncoder(),
         options: Options = Options()
     ) {
@@ -93,7 +95,7 @@ public struct Builder: Sendable {
     /// - Returns: the summary, also sent as the last event. Failed tours are
     ///   in the summary, not thrown; only a failure before any work (the
     ///   lock, the state, a budget refusal) throws.
-    public func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws
+    package func build(_ plan: BuildPlan, skippedTours: Int = 0, events: @escaping @Sendable (BuildEvent) -> Void) async throws
         -> BuildSummary
     {
         // The bucket's keys are read first: a variable that is not set is a

@@ -3,6 +3,7 @@ import NIOPosix
 import TourpackAudio
 import TourpackCore
 import TourpackHTTP
+import TourpackSpeech
 import TourpackState
 
 /// The synthesize stage as a build runs it: each chunk is paid for at most

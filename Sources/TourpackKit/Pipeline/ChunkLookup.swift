@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import TourpackCore
 import TourpackHTTP
+import TourpackSpeech
 import TourpackState
 
 /// Finds a chunk that costs no request: in the local synthesis cache, or in

@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import TourpackCore
+import TourpackSpeech
 import TourpackState
 
 /// Makes processes that share the state (jobs on one machine, workers on

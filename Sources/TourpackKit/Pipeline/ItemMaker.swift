@@ -2,6 +2,8 @@ import Foundation
 import NIOPosix
 import TourpackAudio
 import TourpackCore
+import TourpackPlan
+import TourpackSpeech
 import TourpackState
 
 /// What making one item needs from the build: the settings it reads, the

@@ -1,5 +1,6 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
+import TourpackPlan
 
 /// The packages already in an output root, read once when a build starts.
 ///
@@ -9,22 +10,22 @@ public import TourpackCore
 /// tour and format under another voice has just had its audio replaced; the
 /// index finds those so the commit removes them instead of leaving a
 /// package.json that no longer matches its files.
-public struct PackageIndex: Sendable {
-    public struct Entry: Sendable, Hashable {
-        public var packageID: String
-        public var tourID: String
-        public var format: AudioFormat?
-        public var folder: URL
+package struct PackageIndex: Sendable {
+    package struct Entry: Sendable, Hashable {
+        package var packageID: String
+        package var tourID: String
+        package var format: AudioFormat?
+        package var folder: URL
     }
 
-    public private(set) var entries: [Entry] = []
+    package private(set) var entries: [Entry] = []
     /// Each package.json read, by path, with its bytes: the publish takes
     /// the decoded manifest from here when the file still has those bytes.
     private var read: [String: (bytes: [UInt8], manifest: PackageManifest)] = [:]
 
     /// Reads every `OfflineTours/*/package.json`, on every core; unreadable
     /// ones are left for `validate` to report, and are never removed by a build.
-    public static func scan(_ layout: Layout) -> PackageIndex {
+    package static func scan(_ layout: Layout) -> PackageIndex {
         var index = PackageIndex()
         let parent = layout.root.appendingPathComponent(Layout.offlineToursFolder, isDirectory: true)
         let names = (try? PackageFolders.names(documents: layout.root)) ?? []
@@ -53,7 +54,7 @@ public struct PackageIndex: Sendable {
     }
 
     /// Package folders of `tourID` in one of `formats` that are not among `keeping`.
-    public func superseded(tourID: SafeID, formats: [AudioFormat], keeping: Set<String>) -> [URL] {
+    package func superseded(tourID: SafeID, formats: [AudioFormat], keeping: Set<String>) -> [URL] {
         entries.filter { entry in
             entry.tourID == tourID.value && entry.format.map(formats.contains) == true && !keeping.contains(entry.packageID)
         }.map(\.folder)

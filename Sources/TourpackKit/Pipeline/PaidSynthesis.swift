@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import TourpackAudio
 import TourpackCore
+import TourpackSpeech
 import TourpackState
 
 /// Pays for one chunk under the quota ledger: reserves its characters,

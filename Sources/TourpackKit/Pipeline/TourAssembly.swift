@@ -1,5 +1,6 @@
 import Foundation
 import TourpackCore
+import TourpackPlan
 import TourpackState
 
 /// One item's file in one format: encoded and waiting as a temp, or (no

@@ -1,6 +1,7 @@
-public import Foundation
-public import TourpackCore
-public import TourpackState
+package import Foundation
+package import TourpackCore
+package import TourpackState
+import TourpackValidate
 
 #if canImport(Glibc)
 import Glibc
@@ -12,34 +13,34 @@ import Darwin
 
 /// What an output root holds, package by package and file by file: the
 /// ground truth behind `tourpack cache stats` and `cache prune`.
-public struct CacheInventory: Sendable {
-    public struct Package: Sendable, Hashable {
-        public var packageID: String
-        public var tourID: String
-        public var tourName: String
-        public var format: AudioFormat?
-        public var expiresAt: Date
-        public var isExpired: Bool
+package struct CacheInventory: Sendable {
+    package struct Package: Sendable, Hashable {
+        package var packageID: String
+        package var tourID: String
+        package var tourName: String
+        package var format: AudioFormat?
+        package var expiresAt: Date
+        package var isExpired: Bool
         /// Root-relative audio paths the package lists.
-        public var audioPaths: [String]
+        package var audioPaths: [String]
     }
 
-    public struct File: Sendable, Hashable {
+    package struct File: Sendable, Hashable {
         /// Root-relative, e.g. `AudioCache/<tourId>/<poiId>_Detailed.m4a`.
-        public var path: String
-        public var size: Int64
+        package var path: String
+        package var size: Int64
         /// Last written: a file is rewritten whenever it is rebuilt.
-        public var modified: Date
+        package var modified: Date
     }
 
-    public private(set) var packages: [Package] = []
+    package private(set) var packages: [Package] = []
     /// `OfflineTours/<name>` folders whose package.json cannot be read.
-    public private(set) var unreadablePackages: [String] = []
-    public private(set) var files: [File] = []
-    public private(set) var temporaries: [String] = []
+    package private(set) var unreadablePackages: [String] = []
+    package private(set) var files: [File] = []
+    package private(set) var temporaries: [String] = []
 
     /// Reads the root once: every package.json and every AudioCache file.
-    public static func scan(_ layout: Layout, now: Date) throws -> CacheInventory {
+    package static func scan(_ layout: Layout, now: Date) throws -> CacheInventory {
         try scan(layout, bundle: BundleInventory(root: layout.root), now: now)
     }
 
@@ -66,67 +67,67 @@ public struct CacheInventory: Sendable {
         return inventory
     }
 
-    public var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
+    package var bytes: Int64 { files.reduce(0) { $0 + $1.size } }
 
     /// Paths listed by packages that have not expired: what the app may play.
-    public var livePaths: Set<String> {
+    package var livePaths: Set<String> {
         Set(packages.filter { !$0.isExpired }.flatMap(\.audioPaths))
     }
 
     /// Paths listed by any package on disk, expired or not.
-    public var listedPaths: Set<String> {
+    package var listedPaths: Set<String> {
         Set(packages.flatMap(\.audioPaths))
     }
 }
 
 /// `tourpack cache stats`: the storage statistics of one pipeline's root and state.
-public struct CacheStatistics: Sendable, Hashable, Codable {
-    public struct Tour: Sendable, Hashable, Codable {
-        public var tourId: String
+package struct CacheStatistics: Sendable, Hashable, Codable {
+    package struct Tour: Sendable, Hashable, Codable {
+        package var tourId: String
         /// From its packages; nil when no package names the tour.
-        public var tourName: String?
-        public var files: Int
-        public var bytes: Int64
+        package var tourName: String?
+        package var files: Int
+        package var bytes: Int64
     }
 
-    public var version = 1
-    public var output: String
-    public var packages: Int
-    public var expiredPackages: Int
-    public var unreadablePackages: Int
-    public var files: Int
-    public var bytes: Int64
-    public var budgetBytes: Int64
+    package var version = 1
+    package var output: String
+    package var packages: Int
+    package var expiredPackages: Int
+    package var unreadablePackages: Int
+    package var files: Int
+    package var bytes: Int64
+    package var budgetBytes: Int64
     /// Files no current (unexpired) package lists.
-    public var unreferencedFiles: Int
-    public var unreferencedBytes: Int64
+    package var unreferencedFiles: Int
+    package var unreferencedBytes: Int64
     /// Audio older than `audioMaxAgeDays`: not reused by a build, removed by prune when unreferenced.
-    public var expiredAudioFiles: Int
-    public var temporaries: Int
+    package var expiredAudioFiles: Int
+    package var temporaries: Int
     /// Bytes of the state folder's synthesis cache (0 until one exists).
-    public var synthesisCacheBytes: Int64
+    package var synthesisCacheBytes: Int64
     /// Chunks in the synthesis cache, and its budget (`synthesisCacheMaxMB`).
-    public var synthesisCacheEntries = 0
-    public var synthesisBudgetBytes: Int64 = 0
+    package var synthesisCacheEntries = 0
+    package var synthesisBudgetBytes: Int64 = 0
     /// Map tiles in the state's tile cache, the bytes of their files, and its budget (`tileCacheMaxMB`).
-    public var tileCacheEntries = 0
-    public var tileCacheBytes: Int64 = 0
-    public var tileBudgetBytes: Int64 = 0
+    package var tileCacheEntries = 0
+    package var tileCacheBytes: Int64 = 0
+    package var tileBudgetBytes: Int64 = 0
     /// Tile packs (`OfflineTours/*/tiles.mbtiles`) and their bytes: they ship
     /// with the packages, outside the AudioCache budget.
-    public var tilePacks = 0
-    public var tilePackBytes: Int64 = 0
+    package var tilePacks = 0
+    package var tilePackBytes: Int64 = 0
     /// Tours of this root whose latest build attempt failed, from the build records.
-    public var failedTours = 0
+    package var failedTours = 0
     /// The failed tours by id, with the reason their last attempt gave.
-    public var failedTourReasons: [String: String] = [:]
+    package var failedTourReasons: [String: String] = [:]
     /// Builds of this root per status (queued, running, completed, failed, cancelled).
-    public var builds: [String: Int] = [:]
+    package var builds: [String: Int] = [:]
     /// The most recent build of this root.
-    public var lastBuild: BuildRecord?
-    public var tours: [Tour]
+    package var lastBuild: BuildRecord?
+    package var tours: [Tour]
 
-    public init(inventory: CacheInventory, config: PipelineConfig, now: Date) {
+    package init(inventory: CacheInventory, config: PipelineConfig, now: Date) {
         let live = inventory.livePaths
         let audioCutoff = now.addingTimeInterval(-Double(config.budgets.audioMaxAgeDays) * 86_400)
         output = config.output.path
@@ -166,7 +167,7 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
 
     /// Adds what the state database knows: the synthesis cache's entries and
     /// the build records of this root. `state` is nil when nothing was ever built.
-    public mutating func add(_ state: BuildState?) throws {
+    package mutating func add(_ state: BuildState?) throws {
         guard let state else { return }
         let output = URL(fileURLWithPath: self.output)
         synthesisCacheEntries = try state.synthesis.totals().entries

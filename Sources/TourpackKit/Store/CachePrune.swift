@@ -1,6 +1,7 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 import TourpackState
+import TourpackValidate
 
 #if canImport(Glibc)
 import Glibc
@@ -25,23 +26,23 @@ import Darwin
 ///
 /// Audio a live package lists is never removed, so every package left
 /// still matches its files.
-public struct CachePrunePlan: Sendable, Hashable, Codable {
-    public struct Removal: Sendable, Hashable, Codable {
-        public var path: String
-        public var bytes: Int64
+package struct CachePrunePlan: Sendable, Hashable, Codable {
+    package struct Removal: Sendable, Hashable, Codable {
+        package var path: String
+        package var bytes: Int64
         /// `expired package`, `expired audio` or `over budget`.
-        public var reason: String
+        package var reason: String
     }
 
-    public var removals: [Removal] = []
-    public var bytesBefore: Int64 = 0
-    public var budgetBytes: Int64 = 0
+    package var removals: [Removal] = []
+    package var bytesBefore: Int64 = 0
+    package var budgetBytes: Int64 = 0
 
     /// A plan that removes nothing.
     init() {}
 
-    public var freedBytes: Int64 { removals.reduce(0) { $0 + $1.bytes } }
-    public var bytesAfter: Int64 {
+    package var freedBytes: Int64 { removals.reduce(0) { $0 + $1.bytes } }
+    package var bytesAfter: Int64 {
         bytesBefore - removals.filter { $0.path.hasPrefix(Layout.audioCacheFolder + "/") }.reduce(0) { $0 + $1.bytes }
     }
 
@@ -53,7 +54,7 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
     ///   - overBudgetOnly: only evict over the budget; leave expired packages and old audio.
     ///   - scope: a shard's build evicts only its own tours' unlisted audio
     ///     (`OutputScope`); the budget still counts the whole AudioCache.
-    public init(
+    package init(
         inventory: CacheInventory, budgets: Budgets, now: Date, lastUsed: [String: Date] = [:], overBudgetOnly: Bool = false,
         scope: OutputScope? = nil
     ) {
@@ -87,7 +88,7 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
 
     /// Removes what the plan lists. A file already gone counts as removed.
     /// Call it only while holding the `BuildLock`.
-    public func apply(to layout: Layout) throws {
+    package func apply(to layout: Layout) throws {
         var touched: Set<String> = []
         for removal in removals {
             let url = layout.root.appendingPathComponent(removal.path)
@@ -113,7 +114,7 @@ public struct CachePrunePlan: Sendable, Hashable, Codable {
 /// the output cache forgets what went, and the synthesis and tile caches
 /// evict to their own budgets. Audio that a current package lists is never
 /// removed. Blocking; call it with the root's lock held.
-public enum CacheMaintenance {
+package enum CacheMaintenance {
     /// - Parameters:
     ///   - layout: the output root.
     ///   - budgets: the cache budgets and ages to hold the root and the caches to.
@@ -124,7 +125,7 @@ public enum CacheMaintenance {
     ///   - dryRun: report what would go, and remove nothing.
     ///   - scope: a shard's build (`OutputScope`): only its own tours' audio is evicted.
     @discardableResult
-    public static func run(
+    package static func run(
         layout: Layout, budgets: Budgets, state: BuildState?, now: Date, overBudgetOnly: Bool, dryRun: Bool = false,
         scope: OutputScope? = nil
     ) throws -> CachePrunePlan {
@@ -172,12 +173,12 @@ public enum CacheMaintenance {
 /// The ledger records characters already paid for this month; clearing it
 /// would let the next jobs pass the quota. A lock file is never deleted:
 /// deleting one under a waiter would let two builds run.
-public enum CacheClearing {
+package enum CacheClearing {
     /// Removes `AudioCache`, `OfflineTours`, this root's staging and
     /// journals, the synthesis and tile caches, and the output-cache rows and build
     /// records of this root; returns the bytes freed. Call it only while
     /// holding the root's `BuildLock`.
-    public static func clear(_ config: PipelineConfig, state: BuildState?) throws -> Int64 {
+    package static func clear(_ config: PipelineConfig, state: BuildState?) throws -> Int64 {
         let layout = StateLayout(config)
         var freed: Int64 = 0
         let folders =

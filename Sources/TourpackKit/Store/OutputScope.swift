@@ -1,5 +1,6 @@
 import Foundation
-public import TourpackCore
+package import TourpackCore
+import TourpackPlan
 
 /// The part of an output root that one shard's build owns: its tours' audio
 /// folders and its packages' folders.
@@ -12,14 +13,14 @@ public import TourpackCore
 /// audio that no package lists yet is audio whose package.json is about to
 /// be renamed into place. A whole-root build has no scope and holds the
 /// root's lock alone.
-public struct OutputScope: SweepScope, Hashable {
+package struct OutputScope: SweepScope, Hashable {
     /// Lowercase tour IDs: the `AudioCache/<tourId>` folders.
-    public let tourIDs: Set<String>
+    package let tourIDs: Set<String>
     /// The `OfflineTours/<packageId>` folders of those tours in this voice and these formats.
-    public let packageIDs: Set<String>
+    package let packageIDs: Set<String>
 
     /// `bitrates`: the rates other than the contract's (a ladder's rung).
-    public init(tours: some Sequence<SafeID>, voice: VoicePreset, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:]) {
+    package init(tours: some Sequence<SafeID>, voice: VoicePreset, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:]) {
         let tours = Array(tours)
         tourIDs = Set(tours.map(\.value))
         packageIDs = Set(
@@ -31,7 +32,7 @@ public struct OutputScope: SweepScope, Hashable {
     /// Whether `name`, a folder right under `top` (`AudioCache` or
     /// `OfflineTours`), is this scope's: a tour's audio folder or its next
     /// folder (`.<tourId>.next-<n>`), or a package folder.
-    public func owns(_ name: String, in top: String) -> Bool {
+    package func owns(_ name: String, in top: String) -> Bool {
         switch top {
         case Layout.audioCacheFolder:
             if tourIDs.contains(name) { return true }
@@ -45,7 +46,7 @@ public struct OutputScope: SweepScope, Hashable {
     }
 
     /// Whether the root-relative path (`AudioCache/<tourId>/…`) lies in one of this scope's audio folders.
-    public func ownsAudio(at path: String) -> Bool {
+    package func ownsAudio(at path: String) -> Bool {
         let parts = path.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
         return parts.count == 3 && parts[0] == Layout.audioCacheFolder && tourIDs.contains(String(parts[1]))
     }

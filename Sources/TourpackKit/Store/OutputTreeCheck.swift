@@ -1,12 +1,13 @@
 import Foundation
-public import TourpackCore
+package import TourpackCore
+package import TourpackPlan
 
 extension OutputTree {
     /// Refuses (exit 2) a tree a build of `plan` in `formats` with `voice` could
     /// write through: a symlinked or non-folder `AudioCache`, `OfflineTours`,
     /// tour, package or `captions` folder, or a symlink at a file the build will replace.
     /// Every problem is listed in one error. Reads only; creates nothing.
-    public static func check(
+    package static func check(
         _ layout: Layout, plan: BuildPlan, formats: [AudioFormat], bitrates: [AudioFormat: Int] = [:], voice: VoicePreset
     ) throws {
         var problems: [String] = []

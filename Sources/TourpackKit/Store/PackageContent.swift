@@ -1,22 +1,23 @@
 import Crypto
-public import Foundation
-public import TourpackAudio
-public import TourpackCore
+package import Foundation
+package import TourpackAudio
+package import TourpackCore
 import TourpackMaps
+import TourpackPlan
 
 /// One finished audio file, as the store stage hands it to the manifest.
-public struct PackageAudio: Sendable, Hashable {
-    public var poiID: SafeID
-    public var phase: Phase
+package struct PackageAudio: Sendable, Hashable {
+    package var poiID: SafeID
+    package var phase: Phase
     /// Measured from the file the encoder wrote (size, sha256, duration).
-    public var encoded: EncodedAudio
+    package var encoded: EncodedAudio
     /// Characters billed for this phase's narration.
-    public var characters: Int
+    package var characters: Int
     /// The narration's WebVTT captions (the same bytes in every format's
     /// package); nil with `captions: off`.
-    public var captions: PackageCaptions?
+    package var captions: PackageCaptions?
 
-    public init(poiID: SafeID, phase: Phase, encoded: EncodedAudio, characters: Int, captions: PackageCaptions? = nil) {
+    package init(poiID: SafeID, phase: Phase, encoded: EncodedAudio, characters: Int, captions: PackageCaptions? = nil) {
         self.poiID = poiID
         self.phase = phase
         self.encoded = encoded
@@ -27,14 +28,14 @@ public struct PackageAudio: Sendable, Hashable {
 
 /// One narration's caption file as the store stage hands it to the
 /// manifest: what package.json says of it.
-public struct PackageCaptions: Sendable, Hashable {
+package struct PackageCaptions: Sendable, Hashable {
     /// Lowercase hex SHA-256 of the file's bytes.
-    public var sha256: String
-    public var sizeBytes: Int64
-    public var cues: Int
-    public var timing: CaptionTiming
+    package var sha256: String
+    package var sizeBytes: Int64
+    package var cues: Int
+    package var timing: CaptionTiming
 
-    public init(sha256: String, sizeBytes: Int64, cues: Int, timing: CaptionTiming) {
+    package init(sha256: String, sizeBytes: Int64, cues: Int, timing: CaptionTiming) {
         self.sha256 = sha256
         self.sizeBytes = sizeBytes
         self.cues = cues
@@ -42,7 +43,7 @@ public struct PackageCaptions: Sendable, Hashable {
     }
 
     /// The facts of a WebVTT file's `bytes`.
-    public init(bytes: [UInt8], cues: Int, timing: CaptionTiming) {
+    package init(bytes: [UInt8], cues: Int, timing: CaptionTiming) {
         self.init(sha256: SHA256.hash(data: bytes).lowercaseHex, sizeBytes: Int64(bytes.count), cues: cues, timing: timing)
     }
 }
@@ -58,7 +59,7 @@ extension PackageManifest {
     /// `bitrateKbps` is the rate the files were encoded at (nil: the
     /// format's contract rate) and `quality` what the package is offered as;
     /// both come from the pipeline's `formats`.
-    public init(
+    package init(
         tour: Tour, voice: VoicePreset, format: AudioFormat, bitrateKbps: Int? = nil, quality: AudioQuality = .high,
         audio: [PackageAudio], mapTiles: MapCoverage, createdAt: Date, maxAgeDays: Int, loudness: LoudnessTarget? = nil
     ) throws {

@@ -32,7 +32,7 @@ extension FuzzHarness {
     static func timingElevenLabs(_ bytes: [UInt8]) {
         let chunk = Chunk(text: timingText, isSSML: false)
         let boundaries = CaptionScript(narration: Narration(text: timingText), chunks: [chunk]).boundaries[0]
-        let sent = ElevenLabsDialect.plain(chunk)
+        let sent = chunk.plainText
         let starts = SentenceTimings.elevenLabsStarts(chunk, boundaries: boundaries, sent: sent)
         var decoder = ElevenLabsTimestampsDecoder(rate: timingRate, sent: sent, starts: starts)
         let samples = decodeForTiming(bytes, &decoder)

@@ -58,24 +58,15 @@ package enum VoiceLoader {
         let rate = map["speakingRate"].map { reader.number($0, at: "speakingRate", range: speakingRateRange) } ?? 1.0
         let pitch = map["pitch"].map { reader.number($0, at: "pitch", range: pitchRange) } ?? 0.0
         lexicons = LexiconLoader.paths(map["lexicons"], base: url.deletingLastPathComponent(), reader: &reader)
-        var engine: String?
-        if let value = reader.string(map["engine"], at: "engine") {
-            if PollyEngine.all.contains(value) {
-                engine = value
-            } else {
-                reader.error("engine", "'\(value)' is not one of \(PollyEngine.all.joined(separator: ", "))")
-            }
-        }
-        var modelId: String?
-        if let value = reader.string(map["modelId"], at: "modelId") {
-            if ElevenLabsModel.characterLimits[value] != nil {
-                modelId = value
-            } else {
-                reader.error(
-                    "modelId",
-                    "'\(value)' is not an ElevenLabs model tourpack knows the limit of: "
-                        + ElevenLabsModel.characterLimits.keys.sorted().joined(separator: ", "))
-            }
+        // A provider's own fields (Polly's engine, ElevenLabs' model): each
+        // provider knows the values it takes, and checks them.
+        let engine = reader.string(map["engine"], at: "engine")
+        let modelId = reader.string(map["modelId"], at: "modelId")
+        let owned = VoicePreset(
+            provider: provider ?? "", languageCode: languageCode ?? "", name: name ?? "", tier: tier ?? .local, engine: engine,
+            modelId: modelId)
+        for descriptor in SpeechProviders.descriptors {
+            descriptor.checkOwnFields(of: owned, displayName: displayName, into: &reader.diagnostics)
         }
         var settings: VoiceSettings?
         if let node = map["voiceSettings"], let fields = reader.mapping(node, at: "voiceSettings", allowed: voiceSettingsKeys) {

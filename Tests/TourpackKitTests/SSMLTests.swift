@@ -10,6 +10,13 @@ import Testing
                 == "Tom &amp; Jerry &lt;3 &quot;Käse&quot; it&apos;s &gt; x")
     }
 
+    /// The words a provider that reads no markup is sent: `&amp;` decoded
+    /// last, so an escaped entity stays one.
+    @Test func plainTextDropsTheMarkupAndDecodesEachEntityOnce() {
+        #expect(SSML.plainText(#"<speak>Tom &amp;lt;3 <break time="1s"/> &quot;Käse&quot;</speak>"#) == #"Tom &lt;3 "Käse""#)
+        #expect(Chunk(text: "a &amp; b", isSSML: false).plainText == "a &amp; b")
+    }
+
     @Test func leavesEverythingElseAlone() {
         let text = "Grüße aus Zürich 🏔️ e\u{301}té 東京。"
         #expect(SSML.escape(text) == text)

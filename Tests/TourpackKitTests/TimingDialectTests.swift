@@ -219,7 +219,7 @@ import TourpackTesting
         let plain = "Ça & va? Oui. 日本!"
         for (text, isSSML, starts) in [(ssml, true, ["<break", "日本"]), (plain, false, ["Oui", "日本"])] {
             let request = Self.request(text, ssml: isSSML, api: .elevenlabs, boundaries: Self.offsets(text, starts))
-            let sent = ElevenLabsDialect.plain(request.chunk)
+            let sent = request.chunk.plainText
             #expect(sent == plain)
             let result = try await Self.speak(request, api: .elevenlabs) { _, _ in
                 (200, ["Content-Type: application/json"], Self.elevenLabsAnswer(sent))

@@ -67,6 +67,10 @@ package protocol SpeechProvider: Sendable {
     /// The fields of a voice preset that belong to this provider alone and
     /// that `voice` sets, each with how a message names it ("an engine").
     func ownFields(of voice: VoicePreset) -> [(field: String, phrase: String)]
+    /// Whether the values of its own fields in a preset are ones it knows
+    /// (Polly's `engine`, ElevenLabs' `modelId`), whatever the pipeline the
+    /// preset is loaded for: asked of every provider as a preset loads.
+    func checkOwnFields(of voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector)
     /// The provider's own checks of a preset it will speak with, beyond the
     /// tier, pitch and fields checked for every provider.
     func checkVoice(_ voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector)
@@ -93,6 +97,7 @@ extension SpeechProvider {
     package var credentials: SpeechCredentials { .apiKey }
     package var takesPitch: Bool { true }
     package func ownFields(of voice: VoicePreset) -> [(field: String, phrase: String)] { [] }
+    package func checkOwnFields(of voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector) {}
     package func checkVoice(_ voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector) {}
 }
 

@@ -191,8 +191,8 @@ struct ItemMaker: Sendable {
                     let neighbours = item.chunks
                     let request = SynthesisRequest(
                         chunk: chunk, voice: recipe.voice, sampleRateHz: recipe.endpointRate, itemLabel: label,
-                        previousText: index > 0 ? ElevenLabsDialect.plain(neighbours[index - 1]) : nil,
-                        nextText: index + 1 < neighbours.count ? ElevenLabsDialect.plain(neighbours[index + 1]) : nil,
+                        previousText: index > 0 ? neighbours[index - 1].plainText : nil,
+                        nextText: index + 1 < neighbours.count ? neighbours[index + 1].plainText : nil,
                         sentenceBoundaries: script?.boundaries[index], chunkIndex: index, chunkCount: neighbours.count)
                     do { return ChunkOutcome(index: index, result: .success(try await synthesizer.chunk(request, key: keys[index]))) } catch
                     {

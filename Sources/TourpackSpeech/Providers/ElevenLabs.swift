@@ -44,6 +44,15 @@ struct ElevenLabsProvider: HTTPSpeechProvider {
         return fields
     }
 
+    func checkOwnFields(of voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector) {
+        if let model = voice.modelId, ElevenLabsModel.characterLimits[model] == nil {
+            diagnostics.error(
+                displayName, "modelId",
+                "'\(model)' is not an ElevenLabs model tourpack knows the limit of: "
+                    + ElevenLabsModel.characterLimits.keys.sorted().joined(separator: ", "))
+        }
+    }
+
     /// ElevenLabs' speed is 0.7...1.2, and a model bills in one credit class.
     func checkVoice(_ voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector) {
         if !(0.7...1.2).contains(voice.speakingRate) {
@@ -132,20 +141,16 @@ package struct ElevenLabsDialect: TTSDialect {
                 useSpeakerBoost: given?.useSpeakerBoost, speed: voice.speakingRate == 1 ? nil : voice.speakingRate)
         }
         let body = Body(
-            text: Self.plain(request.chunk), modelId: voice.elevenLabsModel, voiceSettings: voiceSettings,
+            text: request.chunk.plainText, modelId: voice.elevenLabsModel, voiceSettings: voiceSettings,
             previousText: request.previousText, nextText: request.nextText)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Array(try encoder.encode(body))
     }
 
-    package static func plain(_ chunk: Chunk) -> String {
-        chunk.isSSML ? OpenAIDialect.plainText(fromSSML: chunk.text) : chunk.text
-    }
-
     func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder {
         guard let boundaries = request.sentenceBoundaries else { return RawPCMDecoder(rate: Self.rate(request)) }
-        let sent = Self.plain(request.chunk)
+        let sent = request.chunk.plainText
         return ElevenLabsTimestampsDecoder(
             rate: Self.rate(request), sent: sent,
             starts: SentenceTimings.elevenLabsStarts(request.chunk, boundaries: boundaries, sent: sent))

@@ -49,29 +49,12 @@ struct OpenAIDialect: TTSDialect {
     }
 
     func body(for request: SynthesisRequest, settings: TTSSettings) throws -> [UInt8] {
-        let text = request.chunk.isSSML ? Self.plainText(fromSSML: request.chunk.text) : request.chunk.text
+        // This API takes no SSML: the words, without the markup.
+        let text = request.chunk.plainText
         let body = Body(
             model: settings.model ?? Self.defaultModel, input: text, voice: request.voice.name, speed: request.voice.speakingRate)
         return Array(try JSONEncoder().encode(body))
     }
 
     func answerDecoder(for request: SynthesisRequest, settings: TTSSettings) -> any AnswerDecoder { WAVStreamDecoder() }
-
-    /// This API takes no SSML: keep the words, drop the markup.
-    static func plainText(fromSSML ssml: String) -> String {
-        var text = ""
-        var inTag = false
-        for character in ssml {
-            if character == "<" {
-                inTag = true; text.append(" ")
-            } else if character == ">" {
-                inTag = false
-            } else if !inTag {
-                text.append(character)
-            }
-        }
-        let entities = ["&lt;": "<", "&gt;": ">", "&quot;": "\"", "&apos;": "'", "&amp;": "&"]
-        for (entity, replacement) in entities { text = text.replacingOccurrences(of: entity, with: replacement) }
-        return text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-    }
 }

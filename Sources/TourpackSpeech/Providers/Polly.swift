@@ -32,6 +32,12 @@ struct PollyProvider: HTTPSpeechProvider {
         voice.engine == nil ? [] : [(field: "engine", phrase: "an engine")]
     }
 
+    func checkOwnFields(of voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector) {
+        if let engine = voice.engine, !PollyEngine.all.contains(engine) {
+            diagnostics.error(displayName, "engine", "'\(engine)' is not one of \(PollyEngine.all.joined(separator: ", "))")
+        }
+    }
+
     /// Polly bills per engine: a voice's engine and tier agree.
     func checkVoice(_ voice: VoicePreset, displayName: String, into diagnostics: inout DiagnosticCollector) {
         if let engine = voice.engine, voice.tier != .local, voice.tier.rawValue != engine {

@@ -55,6 +55,9 @@ public struct BuildStart: Sendable, Hashable, Codable {
     public var tiles: Int = 0
     /// With `--shards`: the shard and its share of the pipeline's tours.
     public var shard: ShardSlice? = nil
+    /// Narrations the plan cut; the others' chunks and keys were kept from
+    /// an earlier build (`KeptPlans`).
+    public var narrationsPlanned: Int = 0
 }
 
 /// One finished item.

@@ -127,7 +127,7 @@ public struct Builder: Sendable {
             state.layout.adoptFormerRootFolder()
             // The narrations this plan cut are kept for the next build. A plan
             // that cannot be kept is cut again then: it costs time, never a file.
-            try? KeptPlans.keep(plan, in: state.layout.keptPlansFile, now: clock())
+            _ = try? KeptPlans.keep(plan, in: state.layout.keptPlansFile, now: clock())
             return (state, try state.records.queue(pipeline: config.sourceFile, output: config.output))
         }
         do {

@@ -24,6 +24,27 @@ struct StateScratch {
         let database = try StateDatabase(folder: scratch.state)
         #expect(try database.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
     }
+
+    /// A root's folder an older tourpack named by the output's absolute
+    /// path is taken over, with what it holds (a journal a killed publish
+    /// left), by the folder named by the output's place beside the state.
+    @Test func aRootFolderNamedByAbsolutePathIsTakenOver() throws {
+        let scratch = StateScratch()
+        defer { scratch.remove() }
+        let layout = StateLayout(state: scratch.state, output: scratch.output)
+        #expect(layout.formerRootFolder != layout.rootFolder)
+        let journal = layout.formerRootFolder.appendingPathComponent("journal")
+        try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
+        try Data("left by a kill".utf8).write(to: journal.appendingPathComponent("tour.journal"))
+        layout.adoptFormerRootFolder()
+        #expect(!FileManager.default.fileExists(atPath: layout.formerRootFolder.path))
+        #expect(try Data(contentsOf: layout.journalFolder.appendingPathComponent("tour.journal")) == Data("left by a kill".utf8))
+        // Once taken over, or when both exist, nothing moves.
+        try FileManager.default.createDirectory(at: layout.formerRootFolder, withIntermediateDirectories: true)
+        layout.adoptFormerRootFolder()
+        #expect(FileManager.default.fileExists(atPath: layout.formerRootFolder.path))
+        #expect(FileManager.default.fileExists(atPath: layout.journalFolder.appendingPathComponent("tour.journal").path))
+    }
 }
 
 /// The schema on both backends: applied once, in order, under the same

@@ -31,7 +31,8 @@ public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConverti
         hex = CacheDigest.of(fields)
     }
 
-    init(hex: String) { self.hex = hex }
+    /// A key made before, from its hex digits (a kept plan's).
+    package init(hex: String) { self.hex = hex }
 
     public var description: String { hex }
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.hex < rhs.hex }

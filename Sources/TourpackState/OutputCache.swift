@@ -90,17 +90,18 @@ public struct OutputCache: Sendable {
     }
 
     /// `<root>/AudioCache/<tour>/<file>` as its root and
-    /// `AudioCache/<tour>/<file>`; nil for a path of any other shape. Also
+    /// `AudioCache/<tour>/<file>` (or under `top`, as `OfflineTours` for a
+    /// package.json); nil for a path of any other shape. Also
     /// how the migration to root-relative rows splits the absolute paths an
     /// older tourpack recorded (PostgreSQL's does the same in SQL).
-    static func splitRecordedPath(_ path: String) -> (root: String, path: String)? {
+    static func splitRecordedPath(_ path: String, under top: String = Layout.audioCacheFolder) -> (root: String, path: String)? {
         // Asked of every file of a build: the last three slashes are found
         // from the end, with nothing allocated until the split is known.
         let bytes = path.utf8
         guard let file = bytes.lastIndex(of: UInt8(ascii: "/")), let tour = bytes[..<file].lastIndex(of: UInt8(ascii: "/")),
             let folder = bytes[..<tour].lastIndex(of: UInt8(ascii: "/")), folder > bytes.startIndex,
             bytes.index(after: file) < bytes.endIndex, bytes.index(after: tour) < file,
-            bytes[bytes.index(after: folder)..<tour].elementsEqual(Layout.audioCacheFolder.utf8)
+            bytes[bytes.index(after: folder)..<tour].elementsEqual(top.utf8)
         else { return nil }
         return (String(path[..<folder]), String(path[bytes.index(after: folder)...]))
     }

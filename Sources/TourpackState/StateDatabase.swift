@@ -409,6 +409,29 @@ public struct StateDatabase: Sendable {
             }
             try db.execute(sql: "DROP TABLE outputFile; ALTER TABLE outputFileByRoot RENAME TO outputFile;")
         }
+        migrator.registerMigration(MigrationName.packageRoots) { db in
+            // Each package.json's signature keyed by its root and its path
+            // under that root (`ManifestSignatures`), as the output files'
+            // are, so a root moved or mounted elsewhere keeps them. A row an
+            // older tourpack keyed by its absolute path is split at its
+            // OfflineTours folder; one that does not split is dropped.
+            try db.execute(
+                sql: """
+                    CREATE TABLE packageFileByRoot (
+                        root TEXT NOT NULL,
+                        path TEXT NOT NULL,
+                        signature TEXT NOT NULL,
+                        PRIMARY KEY (path, root)
+                    )
+                    """)
+            let copy = try db.makeStatement(sql: "INSERT INTO packageFileByRoot (root, path, signature) VALUES (?, ?, ?)")
+            for row in try Row.fetchAll(db, sql: "SELECT path, signature FROM packageFile") {
+                let recorded: String = row["path"]
+                guard let (root, path) = OutputCache.splitRecordedPath(recorded, under: Layout.offlineToursFolder) else { continue }
+                try copy.execute(arguments: [root, path, row["signature"] as String])
+            }
+            try db.execute(sql: "DROP TABLE packageFile; ALTER TABLE packageFileByRoot RENAME TO packageFile;")
+        }
         return migrator
     }
 }

@@ -8,6 +8,7 @@ public import TourpackCore
 /// <state>/state.sqlite                  caches, quota ledger, build records (shared)
 /// <state>/synthesis/<ab>/<key>.flac     the synthesis cache (shared)
 /// <state>/tiles/<ab>/<sha256>           the map tile cache (shared), and tiles/locks/
+/// <state>/plans.kept                    each narration's plan, kept between builds (`KeptPlans`)
 /// <state>/roots/<name>-<hash>/          one folder per output root:
 ///     build.lock  staging/  journal/      its lock, staged temps, commit journals
 /// ```
@@ -17,7 +18,9 @@ public import TourpackCore
 /// lock that allows one build at a time, the staged temps and the commit
 /// journals) sits in that root's own folder, so jobs on different roots run
 /// side by side and never touch each other's temps. The folder's name is the
-/// output folder's name plus 16 hex digits of a SHA-256 of its resolved path.
+/// output folder's name plus 16 hex digits of a SHA-256 of its real path
+/// relative to the folder that holds `roots/`: a project moved with `mv`,
+/// its state and output together, keeps its root's folder.
 ///
 /// With `state.scratch` (a worker's local disk), the `roots/` folders live
 /// under the scratch folder instead: the staged temps and the commit
@@ -46,15 +49,45 @@ public struct StateLayout: Sendable, Hashable {
     /// The lock, staging and journal folder of this output root: under the
     /// scratch folder when there is one, else under the state folder.
     public var rootFolder: URL {
-        let resolved = output.standardizedFileURL.resolvingSymlinksInPath().path
-        let digest = SHA256.hash(data: Data(resolved.utf8)).prefix(8).lowercaseHex
+        let holder = OutputTree.realPath(scratch ?? state).pathComponents
+        let real = OutputTree.realPath(output).pathComponents
+        let shared = zip(holder, real).prefix { $0 == $1 }.count
+        let relative = (Array(repeating: "..", count: holder.count - shared) + real.dropFirst(shared)).joined(separator: "/")
+        return rootFolder(keyedBy: relative)
+    }
+
+    /// Where an older tourpack kept this root's folder: keyed by the
+    /// output's absolute path.
+    var formerRootFolder: URL {
+        rootFolder(keyedBy: output.standardizedFileURL.resolvingSymlinksInPath().path)
+    }
+
+    private func rootFolder(keyedBy key: String) -> URL {
+        let digest = SHA256.hash(data: Data(key.utf8)).prefix(8).lowercaseHex
         let name = output.lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
         return (scratch ?? state).appendingPathComponent("roots", isDirectory: true)
             .appendingPathComponent("\(name.isEmpty ? "root" : String(name.prefix(40)))-\(digest)", isDirectory: true)
     }
 
+    /// Moves the folder an older tourpack kept for this root, keyed by its
+    /// absolute path, to `rootFolder`, with its lock, staged temps and
+    /// journals, when there is no such folder yet. Before the lock is
+    /// taken: a build of the older kind holding it keeps it, since the lock
+    /// file moves with its folder. Another process doing the same first wins.
+    public func adoptFormerRootFolder() {
+        let (former, current) = (formerRootFolder, rootFolder)
+        guard former.path != current.path, FileManager.default.fileExists(atPath: former.path),
+            !FileManager.default.fileExists(atPath: current.path)
+        else { return }
+        _ = rename(former.path, current.path)
+    }
+
     /// The synthesis cache's FLAC files.
     public var synthesisFolder: URL { state.appendingPathComponent("synthesis", isDirectory: true) }
+
+    /// Each narration's plan (its chunks, their keys and counts), kept
+    /// between builds in one file read at once (TourpackKit's `KeptPlans`).
+    public var keptPlansFile: URL { state.appendingPathComponent("plans.kept") }
 
     /// The map tile cache's files (content-addressed) and its fetch locks.
     public var tileFolder: URL { state.appendingPathComponent("tiles", isDirectory: true) }

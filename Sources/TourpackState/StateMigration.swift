@@ -51,4 +51,5 @@ enum MigrationName {
     static let outputCaptions = "output captions"
     static let packageSignatures = "package signatures"
     static let outputRoots = "output paths under their root"
+    static let packageRoots = "package paths under their root"
 }

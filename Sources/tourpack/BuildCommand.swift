@@ -100,7 +100,8 @@ struct Build: AsyncParsableCommand {
 
     /// Builds one Documents root; returns the build's exit code (a refusal or a fault throws).
     private func build(_ selected: [Tour], skipped: Int, config: PipelineConfig) async throws -> Int32 {
-        let planner = Planner(config: config)
+        // The plans an earlier build kept: an unchanged narration is not cut again.
+        let planner = Planner(config: config, kept: KeptPlans.load(for: config))
         let plan = try planner.plan(selected, shard: try sharding.resolved())
 
         if dryRun {

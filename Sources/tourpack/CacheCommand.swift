@@ -89,6 +89,7 @@ struct Cache: AsyncParsableCommand {
 
         private func prune(_ config: PipelineConfig) async throws {
             let layout = Layout(root: config.output)
+            if !dryRun { StateLayout(config).adoptFormerRootFolder() }
             let lock =
                 dryRun
                 ? nil
@@ -134,6 +135,7 @@ struct Cache: AsyncParsableCommand {
                     "cache clear removes \(config.output.path)/AudioCache, \(config.output.path)/OfflineTours, the synthesis and tile caches and the build records in \(config.state.path); run it again with --yes"
                 )
             }
+            StateLayout(config).adoptFormerRootFolder()
             let lock = try await BuildLock.acquire(
                 stateFolder: StateLayout(config).rootFolder, root: config.output, wait: false, command: "cache clear")
             defer { lock.release() }

@@ -33,12 +33,14 @@ struct Plan: AsyncParsableCommand {
             globs: config.tourGlobs, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
             pipelineFile: options.pipeline)
         let shard = try sharding.resolved()
-        let plan = try StateView.annotate(try Planner(config: config).plan(tours, shard: shard), config: config)
+        // The plans a build kept, read only: `plan` writes nothing.
+        let kept = KeptPlans.load(for: config)
+        let plan = try StateView.annotate(try Planner(config: config, kept: kept).plan(tours, shard: shard), config: config)
         let report = PlanReport(plan: plan, config: config)
         // The ladder's other qualities: the same chunks (no request of their
         // own), encoded again into roots of their own.
         let ladder = try config.qualityRoots().dropFirst().map { rung in
-            (config: rung, plan: try Planner(config: rung).plan(tours, shard: shard))
+            (config: rung, plan: try Planner(config: rung, kept: kept).plan(tours, shard: shard))
         }
         if json {
             print(try report.json(ladder: ladder))

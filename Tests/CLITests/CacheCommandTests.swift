@@ -68,9 +68,11 @@ import TourpackTesting
         let cleared = try Executable.run(["cache", "clear", workspace.pipeline.path, "--yes"], in: workspace.root)
         #expect(cleared.status == 0, "\(cleared.stderr)")
         #expect(RootCheck.allFiles(under: workspace.output).isEmpty)
-        // Left: the database (with the quota ledger) and the lock file; the caches and records are gone.
+        // Left: the database (with the quota ledger) and the lock files; the caches, kept plans and records are gone.
         let left = RootCheck.allFiles(under: workspace.state)
-        #expect(left.allSatisfy { $0.hasPrefix("state.sqlite") || $0.hasSuffix("/" + BuildLock.fileName) }, "\(left)")
+        #expect(
+            left.allSatisfy { $0.hasPrefix("state.sqlite") || $0.hasSuffix("/" + BuildLock.fileName) || $0 == "plans.kept.lock" }, "\(left)"
+        )
         #expect(left.contains("state.sqlite"))
         let after = try Executable.run(["cache", "stats", workspace.pipeline.path, "--json"], in: workspace.root)
         let afterObject = try #require(try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [String: Any])

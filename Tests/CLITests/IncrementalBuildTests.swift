@@ -166,13 +166,27 @@ import Glibc
     /// workspace, a pod mounting it elsewhere), rebuilds nothing: the
     /// state knows each file by its place under the output root, and the
     /// moved files keep their signatures, so not one is even hashed again.
-    /// The rows move with the project.
+    /// The rows move with the project: the output files', the package.json
+    /// files' signatures (so no package is even compared again), and the
+    /// root's lock folder, keyed by the output's place beside the state.
     @Test func aMovedProjectRebuildsNothing() throws {
         let server = try LocalVoiceServer()
         let workspace = try BuildWorkspace()
         let first = try workspace.build(server, ["--json"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(try Self.summary(first)["encodes"] as? Int == 5)
+        // A package.json is noted sound once its change time has settled.
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(try workspace.build(server).status == 0)
+        // Where the project is now.
+        var database: URL { workspace.state.appendingPathComponent(StateDatabase.fileName) }
+        func packageRows() throws -> [String] {
+            try MapBuildTests.sqlite(database, "SELECT root, path, signature FROM packageFile ORDER BY path")
+        }
+        let signatures = try packageRows()
+        #expect(signatures.count == 2 && signatures.allSatisfy { $0.hasPrefix("\(workspace.output.path)|OfflineTours/") }, "\(signatures)")
+        let rootFolders = try FileManager.default.contentsOfDirectory(atPath: workspace.state.appendingPathComponent("roots").path)
+        #expect(rootFolders.count == 1)
         let requests = try Self.requests(server)
         let before = try RootCheck.snapshot(workspace.output)
         let oldRoot = workspace.output.path
@@ -186,13 +200,59 @@ import Glibc
         #expect(summary["toursUnchanged"] as? Int == 2 && summary["toursBuilt"] as? Int == 0 && summary["toursRewritten"] as? Int == 0)
         #expect(try Self.requests(server) == requests)
         #expect(try RootCheck.snapshot(workspace.output) == before)
-        let database = workspace.state.appendingPathComponent(StateDatabase.fileName)
         #expect(try MapBuildTests.sqlite(database, "SELECT DISTINCT root FROM outputFile") == [workspace.output.path])
         #expect(workspace.output.path != oldRoot)
+        // The same signatures, adopted by the new root: no package.json was written, or even noted again.
+        let adopted = try packageRows()
+        #expect(adopted == signatures.map { workspace.output.path + $0.dropFirst(oldRoot.count) }, "\(adopted)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.state.appendingPathComponent("roots").path) == rootFolders)
 
         let text = try workspace.build(server)
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("0 built, 2 up to date, 0 failed, 0 skipped · 0 files written"), "\(text.stdout)")
+    }
+
+    /// Issue 50, part 4: a rebuild cuts no narration it cut before (the
+    /// plans kept in `<state>/plans.kept`); a lexicon edit plans again just
+    /// the narration it rewrites, and only that narration's file is made again.
+    @Test func aLexiconEditPlansAgainOnlyTheNarrationItRewrites() throws {
+        let server = try LocalVoiceServer()
+        let workspace = try BuildWorkspace(extraYAML: "lexicons: [glacier.pls]")
+        let lexicon = workspace.root.appendingPathComponent("glacier.pls")
+        func writeLexicon(_ alias: String) throws {
+            try """
+            <lexicon version="1.0" xmlns="http://www.w3.org/2005/01/pronunciation-lexicon" alphabet="ipa" xml:lang="en-US">
+            <lexeme><grapheme>glacier</grapheme><alias>\(alias)</alias></lexeme></lexicon>
+            """.write(to: lexicon, atomically: true, encoding: .utf8)
+        }
+        func started(_ result: Executable.Result) throws -> [String: Any] {
+            let events = result.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            return try #require(events.first { $0["event"] as? String == "started" }, "\(result.stdout)\n\(result.stderr)")
+        }
+        try writeLexicon("ice river")
+        let cold = try workspace.build(server, ["--json"])
+        #expect(try started(cold)["narrationsPlanned"] as? Int == 5)
+        #expect(FileManager.default.fileExists(atPath: workspace.state.appendingPathComponent("plans.kept").path))
+        let warm = try workspace.build(server, ["--json"])
+        #expect(try started(warm)["narrationsPlanned"] as? Int == 0)
+        #expect(try Self.summary(warm)["encodes"] as? Int == 0)
+        let before = try RootCheck.snapshot(workspace.output)
+        let requests = try Self.requests(server)
+
+        try writeLexicon("frozen river")
+        let edited = try workspace.build(server, ["--json"])
+        #expect(edited.status == 0, "\(edited.stderr)")
+        #expect(try started(edited)["narrationsPlanned"] as? Int == 1)
+        let summary = try Self.summary(edited)
+        #expect(summary["encodes"] as? Int == 1 && summary["reusedFiles"] as? Int == 4, "\(summary)")
+        #expect(try Self.requests(server) > requests, "the rewritten sentence is spoken")
+        let after = try RootCheck.snapshot(workspace.output)
+        let changed = after.keys.filter { after[$0] != before[$0] }.sorted()
+        #expect(
+            changed.contains { $0.hasSuffix("_Guided Tour.m4a") } && !changed.contains { $0.hasSuffix("_Approaching.m4a") }, "\(changed)")
+        #expect(try started(try workspace.build(server, ["--json"]))["narrationsPlanned"] as? Int == 0)
     }
 
     /// A state an older tourpack wrote, whose rows name each file by its
@@ -235,7 +295,7 @@ import Glibc
         Thread.sleep(forTimeInterval: 2.2)  // `FileSignature.settleSeconds`, and a little
         #expect(try Self.summary(try workspace.build(server, ["--json"]))["toursUnchanged"] as? Int == 2)
         let noted = try signatures()
-        #expect(noted.count == 2 && zip(noted, manifests).allSatisfy { $0.hasSuffix("/Documents/\($1)") }, "\(noted)")
+        #expect(noted == manifests, "each by its path under the output root")
         #expect(try Self.summary(try workspace.build(server, ["--json"]))["toursUnchanged"] as? Int == 2)
 
         // The same content in other bytes: one more space, which JSON ignores.

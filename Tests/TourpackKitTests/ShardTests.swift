@@ -193,7 +193,16 @@ import Testing
         #expect(plain.rootFolder.path.hasPrefix("/var/tp/state/roots/Documents-"))
         let scratched = StateLayout(state: state, output: output, scratch: URL(fileURLWithPath: "/scratch/tp"))
         #expect(scratched.rootFolder.path.hasPrefix("/scratch/tp/roots/Documents-"))
-        #expect(scratched.rootFolder.lastPathComponent == plain.rootFolder.lastPathComponent)
+        #expect(scratched.rootFolder.lastPathComponent.hasPrefix("Documents-"))
+        // Named by the output's place beside the folder that holds `roots/`: a
+        // project moved whole keeps its root's folder; one under a shared
+        // scratch folder is told apart from another project's of the same shape.
+        let moved = StateLayout(state: URL(fileURLWithPath: "/srv/moved/state"), output: URL(fileURLWithPath: "/srv/moved/Documents"))
+        #expect(moved.rootFolder.lastPathComponent == plain.rootFolder.lastPathComponent)
+        let other = StateLayout(
+            state: URL(fileURLWithPath: "/srv/other/state"), output: URL(fileURLWithPath: "/srv/other/Documents"),
+            scratch: URL(fileURLWithPath: "/scratch/tp"))
+        #expect(other.rootFolder.lastPathComponent != scratched.rootFolder.lastPathComponent)
         #expect(
             scratched.stagingFolder.path.hasPrefix("/scratch/tp/roots/") && scratched.journalFolder.path.hasPrefix("/scratch/tp/roots/"))
         #expect(scratched.lockFile.path.hasPrefix("/scratch/tp/roots/"))

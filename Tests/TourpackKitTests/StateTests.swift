@@ -25,6 +25,27 @@ struct StateScratch {
         let database = try StateDatabase(folder: scratch.state)
         #expect(try database.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
     }
+
+    /// A root's folder an older tourpack named by the output's absolute
+    /// path is taken over, with what it holds (a journal a killed publish
+    /// left), by the folder named by the output's place beside the state.
+    @Test func aRootFolderNamedByAbsolutePathIsTakenOver() throws {
+        let scratch = StateScratch()
+        defer { scratch.remove() }
+        let layout = StateLayout(state: scratch.state, output: scratch.output)
+        #expect(layout.formerRootFolder != layout.rootFolder)
+        let journal = layout.formerRootFolder.appendingPathComponent("journal")
+        try FileManager.default.createDirectory(at: journal, withIntermediateDirectories: true)
+        try Data("left by a kill".utf8).write(to: journal.appendingPathComponent("tour.journal"))
+        layout.adoptFormerRootFolder()
+        #expect(!FileManager.default.fileExists(atPath: layout.formerRootFolder.path))
+        #expect(try Data(contentsOf: layout.journalFolder.appendingPathComponent("tour.journal")) == Data("left by a kill".utf8))
+        // Once taken over, or when both exist, nothing moves.
+        try FileManager.default.createDirectory(at: layout.formerRootFolder, withIntermediateDirectories: true)
+        layout.adoptFormerRootFolder()
+        #expect(FileManager.default.fileExists(atPath: layout.formerRootFolder.path))
+        #expect(FileManager.default.fileExists(atPath: layout.journalFolder.appendingPathComponent("tour.journal").path))
+    }
 }
 
 /// The schema on both backends: applied once, in order, under the same
@@ -37,7 +58,7 @@ struct StateScratch {
             [
                 "caches, ledger and build records", "indexes for build records", "map tile cache and tile packs", "chunk shapes",
                 "sent reservations", "loudness", "synthesis claims", "chunk digests", "sentence times", "file signatures",
-                "output captions", "package signatures", "output paths under their root",
+                "output captions", "package signatures", "output paths under their root", "package paths under their root",
             ]
         case .postgres:
             [
@@ -163,8 +184,8 @@ struct StateScratch {
         _ = try fixture.open()
         let ledger = try fixture.ledger(clock: ManualClock())
         try ledger.settle(try ledger.reserve(5, tier: .standard))
-        let latest = try #require(Self.migrations(backend).last)
-        #expect(latest == LegacyOutputIndex.migration)
+        let latest = LegacyOutputIndex.migration
+        #expect(Self.migrations(backend).contains(latest))
         try fixture.execute(backend == .sqlite ? LegacyOutputIndex.sqlite : LegacyOutputIndex.postgres)
 
         let state = try fixture.open()
@@ -183,6 +204,31 @@ struct StateScratch {
         let again = try fixture.open()
         #expect(StateFixture.appliedNow(again)?.isEmpty == true)
         #expect(try fixture.ledger(clock: ManualClock()).usage(of: .standard).used == 5)
+    }
+
+    /// The package.json signatures an older tourpack kept by absolute path
+    /// are split at their OfflineTours folder into root and path when the
+    /// state is opened; a row of another shape is dropped.
+    @Test func packageSignaturesKeyedByAbsolutePathsAreMigrated() throws {
+        let fixture = try StateFixture(.sqlite)
+        defer { fixture.remove() }
+        let database = try #require(try fixture.open() as? StateDatabase)
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO packageFile (root, path, signature) VALUES
+                        ('/srv/a/Documents', 'OfflineTours/0123/package.json', 'one'), ('', '/odd.json', 'two')
+                    """)
+        }
+        try fixture.execute(LegacyOutputIndex.packageSignaturesSQLite)
+        let state = try #require(try fixture.open() as? StateDatabase)
+        #expect(StateFixture.appliedNow(state) == [LegacyOutputIndex.packageMigration])
+        let rows = try state.read { db in
+            try Row.fetchAll(db, sql: "SELECT root, path, signature FROM packageFile").map {
+                "\($0["root"] as String)|\($0["path"] as String)|\($0["signature"] as String)"
+            }
+        }
+        #expect(rows == ["/srv/a/Documents|OfflineTours/0123/package.json|one"])
     }
 
     @Test(arguments: Backend.allCases) func aSchemaFromANewerTourpackIsRefusedNotGuessedAt(backend: Backend) throws {

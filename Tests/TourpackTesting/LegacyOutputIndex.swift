@@ -44,6 +44,19 @@ package enum LegacyOutputIndex {
         DELETE FROM grdb_migrations WHERE identifier = '\(migration)';
         """
 
+    /// The migration that made the package.json signatures root-relative (`MigrationName.packageRoots`).
+    package static let packageMigration = "package paths under their root"
+
+    /// For `<state>/state.sqlite`: the package.json signatures as they were
+    /// before `packageMigration`, keyed by absolute path.
+    package static let packageSignaturesSQLite = """
+        CREATE TABLE packageFileByAbsolutePath (path TEXT PRIMARY KEY NOT NULL, signature TEXT NOT NULL);
+        INSERT INTO packageFileByAbsolutePath SELECT CASE root WHEN '' THEN path ELSE root || '/' || path END, signature FROM packageFile;
+        DROP TABLE packageFile;
+        ALTER TABLE packageFileByAbsolutePath RENAME TO packageFile;
+        DELETE FROM grdb_migrations WHERE identifier = '\(packageMigration)';
+        """
+
     /// For PostgreSQL: the table as it was after its version 7.
     package static let postgres = """
         ALTER TABLE output_file DROP CONSTRAINT output_file_pkey;

@@ -56,6 +56,9 @@ package struct BuildStart: Sendable, Hashable, Codable {
     package var tiles: Int = 0
     /// With `--shards`: the shard and its share of the pipeline's tours.
     package var shard: ShardSlice? = nil
+    /// Narrations the plan cut; the others' chunks and keys were kept from
+    /// an earlier build (`KeptPlans`).
+    package var narrationsPlanned: Int = 0
 }
 
 /// One finished item.

@@ -105,24 +105,32 @@ package struct BuildState: Sendable {
     func annotate(_ plan: BuildPlan, config: PipelineConfig, encoder: String, outputs: OutputCache) throws -> BuildPlan {
         var plan = plan
         let output = Layout(root: config.output)
-        let fresh = try synthesis.freshKeys(among: plan.tours.flatMap { $0.items.flatMap(\.keys) })
+        let reusable = try plan.tours.map { tourPlan in
+            try tourPlan.items.map { item in
+                try config.formats.allSatisfy { format in
+                    let url = output.audioFileURL(tourID: tourPlan.tour.id, poiID: item.poiID, phase: item.phase, format: format)
+                    let key = item.outputKey(format: format, tour: tourPlan.tour, config: config, encoder: encoder)
+                    return try outputs.reusable(url, key: key, check: .size) != nil
+                }
+            }
+        }
+        // The synthesis cache is asked only about the chunks of items whose
+        // files cannot all be kept: a warm rebuild asks about none.
+        let fresh = try synthesis.freshKeys(
+            among: plan.tours.indices.flatMap { tour in
+                plan.tours[tour].items.indices.filter { !reusable[tour][$0] }.flatMap { plan.tours[tour].items[$0].keys }
+            })
         // A chunk spoken once serves every narration that holds it.
         var paidFor: Set<SynthesisKey> = []
         for tourIndex in plan.tours.indices {
             var hits = 0
             var billable = 0
-            let tour = plan.tours[tourIndex].tour
-            for item in plan.tours[tourIndex].items {
-                let reusable = try config.formats.allSatisfy { format in
-                    let url = output.audioFileURL(tourID: tour.id, poiID: item.poiID, phase: item.phase, format: format)
-                    let key = item.outputKey(format: format, tour: tour, config: config, encoder: encoder)
-                    return try outputs.reusable(url, key: key, check: .size) != nil
-                }
-                for (chunk, key) in zip(item.chunks, item.keys) {
-                    if reusable || fresh.contains(key) || !paidFor.insert(key).inserted {
+            for (itemIndex, item) in plan.tours[tourIndex].items.enumerated() {
+                for (index, key) in item.keys.enumerated() {
+                    if reusable[tourIndex][itemIndex] || fresh.contains(key) || !paidFor.insert(key).inserted {
                         hits += 1
                     } else {
-                        billable += config.billing.units(for: chunk)
+                        billable += item.counts?.billingUnits[index] ?? config.billing.units(for: item.chunks[index])
                     }
                 }
             }

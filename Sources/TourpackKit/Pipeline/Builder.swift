@@ -126,6 +126,10 @@ package struct Builder: Sendable {
         let (state, record) = try await pool.runIfActive {
             try StateLayout(config).checkApart()
             let state = try BuildState(config: config, account: account, clock: clock)
+            state.layout.adoptFormerRootFolder()
+            // The narrations this plan cut are kept for the next build. A plan
+            // that cannot be kept is cut again then: it costs time, never a file.
+            _ = try? KeptPlans.keep(plan, in: state.layout.keptPlansFile, now: clock())
             return (state, try state.records.queue(pipeline: config.sourceFile, output: config.output))
         }
         do {
@@ -275,7 +279,8 @@ package struct Builder: Sendable {
             tours: plan.tours.count, items: plan.phases, chunks: plan.chunks, characters: plan.characters,
             formats: config.formats, output: preflight.layout.root.path, recoveredCommits: preflight.recovered,
             removedTemporaries: preflight.removed, cacheHits: preflight.annotated.cacheHits,
-            billableCharacters: preflight.annotated.billableCharacters, tiles: preflight.tiles, shard: plan.shard)
+            billableCharacters: preflight.annotated.billableCharacters, tiles: preflight.tiles, shard: plan.shard,
+            narrationsPlanned: plan.narrationsPlanned)
     }
 
     /// Makes every item and every tour's map, and publishes each tour once

@@ -75,7 +75,7 @@ struct ItemMaker: Sendable {
         var temps: [AudioFormat: URL] = [:]
         do {
             let outputs = self.outputs
-            let spoken = item.chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
+            let spoken = item.spokenCharacters
             let speakingRate = recipe.voice.speakingRate
             let captionKey = item.captionKey(joiner: recipe.joiner)
             let (reused, keptCaptions, captionSignatures) = try await pool.runIfActive {

@@ -175,7 +175,8 @@ package enum CacheMaintenance {
 /// deleting one under a waiter would let two builds run.
 package enum CacheClearing {
     /// Removes `AudioCache`, `OfflineTours`, this root's staging and
-    /// journals, the synthesis and tile caches, and the output-cache rows and build
+    /// journals, the synthesis and tile caches, the kept plans (not their
+    /// lock file: a lock file is never deleted), and the output-cache rows and build
     /// records of this root; returns the bytes freed. Call it only while
     /// holding the root's `BuildLock`.
     package static func clear(_ config: PipelineConfig, state: BuildState?) throws -> Int64 {
@@ -185,7 +186,7 @@ package enum CacheClearing {
             [Layout.audioCacheFolder, Layout.offlineToursFolder].map { config.output.appendingPathComponent($0, isDirectory: true) }
             + [
                 layout.stagingFolder, layout.journalFolder, layout.synthesisFolder,
-                layout.tileFolder,
+                layout.tileFolder, layout.keptPlansFile,
             ]
         for folder in folders {
             freed += CacheStatistics.folderBytes(folder)

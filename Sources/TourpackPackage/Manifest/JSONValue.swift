@@ -228,7 +228,6 @@ private struct Parser {
 
     mutating func parseString() throws(JSONSyntaxError) -> String {
         index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
         var runStart = index
         var out: [UInt8] = []
         while true {
@@ -268,8 +267,8 @@ private struct Parser {
             }
             index += 1
         }
-        scalars.append(contentsOf: String(decoding: out, as: UTF8.self).unicodeScalars)
-        return String(scalars)
+        // Decoded once, as a whole: a tour's narrations are most of its bytes.
+        return String(decoding: out, as: UTF8.self)
     }
 
     mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {

@@ -58,7 +58,16 @@ package struct LexiconRewriter: Sendable {
     /// The narration's chunks, rewritten: lexemes applied, then cut by
     /// `chunker`, and any wrapped chunk without a lexeme made plain again.
     package func chunks(for narration: Narration, using chunker: Chunker) throws(ChunkingError) -> [Chunk] {
-        let rewritten = rewrite(narration)
+        try chunks(forRewritten: rewrite(narration), using: chunker)
+    }
+
+    /// The chunks of a narration `rewrite` made: cut by `chunker`, and any
+    /// wrapped chunk without a lexeme made plain again. What they are
+    /// follows from `rewritten` and the chunker alone, which is what a kept
+    /// plan is keyed by (`PlanInputs`).
+    package func chunks(forRewritten rewritten: (narration: Narration, wrapped: Bool), using chunker: Chunker) throws(ChunkingError)
+        -> [Chunk]
+    {
         let chunks = try chunker.chunks(for: rewritten.narration)
         return rewritten.wrapped ? chunks.map(Self.unwrapped) : chunks
     }

@@ -18,6 +18,12 @@ package struct PlanItem: Sendable, Hashable {
     /// The narration as written, before the lexicons: what the captions
     /// show. Nil with `captions: off`.
     package var writtenNarration: Narration? = nil
+    /// What the chunks count, counted once when they were cut, or kept with
+    /// them (`KeptPlans`); nil counts them again when asked.
+    package var counts: ChunkCounts? = nil
+    /// Where this item's chunks came from: cut by this plan, or kept from an
+    /// earlier one, and under which key (`KeptPlans`).
+    package var origin: PlanOrigin? = nil
 
     /// The narration's sentences and where they start among the chunks;
     /// nil with `captions: off`. Laid out when asked: a rebuild that reuses
@@ -31,7 +37,12 @@ package struct PlanItem: Sendable, Hashable {
         writtenNarration.map { CaptionKey(narration: $0, chunks: keys, joiner: joiner) }
     }
 
-    package var characters: Int { chunks.reduce(0) { $0 + $1.characters } }
+    package var characters: Int { counts?.characters ?? chunks.reduce(0) { $0 + $1.characters } }
+    /// The letters and digits a voice speaks of the chunks (`SpeechLength`),
+    /// which a reused file must be long enough for.
+    package var spokenCharacters: Int {
+        counts?.spoken ?? chunks.reduce(0) { $0 + SpeechLength.spokenCharacters($1.text, isSSML: $1.isSSML) }
+    }
     /// `tour/poi/phase` by name, for messages a person reads.
     package func label(tourName: String) -> String { "\(tourName) / \(poiName) / \(phase.fileLabel)" }
     /// The tags written into the item's files.
@@ -107,6 +118,16 @@ package struct BuildPlan: Sendable, Hashable {
     package var characters: Int { tours.reduce(0) { $0 + $1.characters } }
     package var billableCharacters: Int { tours.reduce(0) { $0 + $1.billableCharacters } }
     package var cacheHits: Int { tours.reduce(0) { $0 + $1.cacheHits } }
+    /// Narrations this plan cut; the others' plans were kept from an earlier
+    /// build (`KeptPlans`), unchanged in everything they follow from.
+    package var narrationsPlanned: Int {
+        tours.reduce(0) { count, tour in
+            tour.items.reduce(count) {
+                if case .kept? = $1.origin { return $0 }
+                return $0 + 1
+            }
+        }
+    }
     package var estimatedDurationSeconds: Double { tours.reduce(0) { $0 + $1.estimatedDurationSeconds } }
     package var tileCount: Int { tours.reduce(0) { $0 + ($1.mapCoverage?.tileCount ?? 0) } }
     package var mapBytes: Int { tours.reduce(0) { $0 + ($1.mapCoverage?.estimatedBytes ?? 0) } }

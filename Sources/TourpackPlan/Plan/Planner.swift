@@ -10,11 +10,15 @@ import TourpackState
 /// `build --dry-run` can show the cost before any request.
 package struct Planner: Sendable {
     package var config: PipelineConfig
+    /// Plans an earlier build kept (`KeptPlans`): a narration found there,
+    /// under the key of everything its plan reads (`PlanInputs`), is not cut again.
+    package var kept: KeptPlans = .empty
     /// Speech rate assumed for estimates: 14 characters a second at speakingRate 1.0.
     package static let charactersPerSecond = 14.0
 
-    package init(config: PipelineConfig) {
+    package init(config: PipelineConfig, kept: KeptPlans = .empty) {
         self.config = config
+        self.kept = kept
     }
 
     package var chunker: Chunker {
@@ -43,13 +47,20 @@ package struct Planner: Sendable {
             if let plan { plans.append(plan) }
         }
         try diagnostics.throwIfErrors()
-        // A chunk that appears twice (one sentence in two narrations) is spoken once.
-        var seen: Set<Chunk> = []
+        // A chunk that appears twice (one sentence in two narrations) is spoken once:
+        // the same key, since every chunk is spoken by the one voice at the one rate.
+        var seen: Set<SynthesisKey> = []
         for index in plans.indices {
             var repeats = 0
             var billable = 0
-            for chunk in plans[index].items.flatMap(\.chunks) {
-                if seen.insert(chunk).inserted { billable += config.billing.units(for: chunk) } else { repeats += 1 }
+            for item in plans[index].items {
+                for (chunk, key) in item.keys.enumerated() {
+                    if seen.insert(key).inserted {
+                        billable += item.counts?.billingUnits[chunk] ?? config.billing.units(for: item.chunks[chunk])
+                    } else {
+                        repeats += 1
+                    }
+                }
             }
             plans[index].cacheHits = repeats
             plans[index].billableCharacters = billable
@@ -78,6 +89,7 @@ package struct Planner: Sendable {
     func plan(_ tour: Tour, diagnostics: inout DiagnosticCollector) -> TourPlan? {
         let chunker = self.chunker
         let rewriter = self.rewriter
+        let inputs = PlanInputs(config: config, chunker: chunker)
         let provider = config.tts.api.provider
         var items: [PlanItem] = []
         var failed = false
@@ -85,20 +97,32 @@ package struct Planner: Sendable {
             for phase in poi.phases {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
-                    let chunks = try rewriter.chunks(for: narration, using: chunker)
-                    // Markup the provider cannot honour (Piper's) is refused
-                    // before anything is sent, rather than spoken as markup or dropped.
-                    let problems = Set(chunks.filter(\.isSSML).flatMap { provider.unsupportedMarkup(inSSML: $0.text) }).sorted()
-                    for problem in problems {
-                        diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", problem)
+                    // The narration as the chunker cuts it, lexicons applied: with
+                    // the settings (`inputs`), what its kept plan is keyed by.
+                    let rewritten = rewriter.rewrite(narration)
+                    let key = inputs.key(rewritten)
+                    var item: PlanItem
+                    if let found = kept.plan(key) {
+                        item = PlanItem(
+                            tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: found.plan.chunks,
+                            keys: found.plan.keys, counts: found.plan.counts, origin: .kept(key, day: found.day))
+                    } else {
+                        let chunks = try rewriter.chunks(forRewritten: rewritten, using: chunker)
+                        // Markup the provider cannot honour (Piper's) is refused
+                        // before anything is sent, rather than spoken as markup or dropped.
+                        let problems = Set(chunks.filter(\.isSSML).flatMap { provider.unsupportedMarkup(inSSML: $0.text) }).sorted()
+                        for problem in problems {
+                            diagnostics.error(tour.sourceFile, "pois[\(index)].narrations.\(phase.rawValue)", problem)
+                        }
+                        if !problems.isEmpty {
+                            failed = true
+                            continue
+                        }
+                        item = PlanItem(
+                            tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
+                            keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) },
+                            counts: ChunkCounts(chunks: chunks, billing: config.billing), origin: .planned(key))
                     }
-                    if !problems.isEmpty {
-                        failed = true
-                        continue
-                    }
-                    var item = PlanItem(
-                        tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
-                        keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) })
                     if config.audio.captions == .webvtt { item.writtenNarration = narration }
                     items.append(item)
                 } catch {
@@ -137,7 +161,7 @@ package struct Planner: Sendable {
     /// Spoken seconds of an item: its text at 14 characters a second, scaled
     /// by speakingRate, plus the pauses between chunks.
     func estimatedSeconds(for item: PlanItem) -> Double {
-        let spokenCharacters = item.chunks.reduce(0) { $0 + Self.spokenCharacters($1) }
+        let spokenCharacters = item.counts?.heard ?? item.chunks.reduce(0) { $0 + Self.spokenCharacters($1) }
         let speech = Double(spokenCharacters) / (Self.charactersPerSecond * config.voice.speakingRate)
         let pauses = Double(max(0, item.chunks.count - 1)) * Double(config.audio.pauseMilliseconds) / 1000
         return speech + pauses

@@ -10,13 +10,13 @@
 /// none, and its audio is kept.
 extension ChunkShape {
     /// Whether `sentenceTimes` (when there are any) obey the rule at `rate`.
-    public func timesFit(rate: Int) -> Bool {
+    package func timesFit(rate: Int) -> Bool {
         guard let times = sentenceTimes else { return true }
         return Self.timesFit(times, samples: samples, rate: rate)
     }
 
     /// Whether `times` can be sentence starts in `samples` samples at `rate`.
-    public static func timesFit(_ times: [Double], samples: Int, rate: Int) -> Bool {
+    package static func timesFit(_ times: [Double], samples: Int, rate: Int) -> Bool {
         guard rate > 0, samples >= 0 else { return times.isEmpty }
         let end = Double(samples) / Double(rate)
         var previous = 0.0
@@ -28,7 +28,7 @@ extension ChunkShape {
     }
 
     /// This shape, without its `sentenceTimes` when they break the rule.
-    public func withFittingTimes(rate: Int) -> ChunkShape {
+    package func withFittingTimes(rate: Int) -> ChunkShape {
         guard !timesFit(rate: rate) else { return self }
         var shape = self
         shape.sentenceTimes = nil

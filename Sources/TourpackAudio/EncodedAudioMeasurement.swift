@@ -1,11 +1,11 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 extension EncodedAudio {
     /// Measures a written file: codec, rate, channels, duration and bit rate
     /// from its packets (`AudioFileInspector.measure`), size and SHA-256 from
     /// its bytes. What package.json records is what the app will get.
-    public init(measuring url: URL, as format: AudioFormat) throws {
+    package init(measuring url: URL, as format: AudioFormat) throws {
         let inspection = try AudioFileInspector().measure(url)
         let (size, digest) = try FileDigest.sha256(of: url)
         self.init(

@@ -1,16 +1,16 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 /// Tags written into each file: ID3v2 for MP3, iTunes tags for M4A, OpusTags for Opus.
-public struct AudioMetadata: Sendable, Hashable {
+package struct AudioMetadata: Sendable, Hashable {
     /// The POI name and the phase, e.g. `Kaiser-Franz-Josefs-Höhe – Detailed`.
-    public var title: String
+    package var title: String
     /// The tour name.
-    public var album: String
+    package var album: String
     /// BCP-47 language, e.g. `en-US`.
-    public var language: String
+    package var language: String
 
-    public init(title: String, album: String, language: String) {
+    package init(title: String, album: String, language: String) {
         self.title = title
         self.album = album
         self.language = language
@@ -18,20 +18,20 @@ public struct AudioMetadata: Sendable, Hashable {
 }
 
 /// What the encoder made, measured from the file it wrote.
-public struct EncodedAudio: Sendable, Hashable {
-    public var format: AudioFormat
-    public var codec: String
-    public var sampleRateHz: Int
-    public var channels: Int
-    public var bitrateKbps: Int
-    public var durationSeconds: Double
-    public var sizeBytes: Int64
+package struct EncodedAudio: Sendable, Hashable {
+    package var format: AudioFormat
+    package var codec: String
+    package var sampleRateHz: Int
+    package var channels: Int
+    package var bitrateKbps: Int
+    package var durationSeconds: Double
+    package var sizeBytes: Int64
     /// Lowercase hex SHA-256 of the file's bytes.
-    public var sha256: String
+    package var sha256: String
     /// Measured on the file as written, and how it was levelled; nil when not measured.
-    public var loudness: AudioLoudness?
+    package var loudness: AudioLoudness?
 
-    public init(
+    package init(
         format: AudioFormat, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int, durationSeconds: Double, sizeBytes: Int64,
         sha256: String,
         loudness: AudioLoudness? = nil
@@ -50,14 +50,14 @@ public struct EncodedAudio: Sendable, Hashable {
 
 /// One file an encode session writes: its format, the sample and bit rates
 /// it is encoded at, and the temporary URL it goes to.
-public struct EncodeTarget: Sendable, Hashable {
-    public var format: AudioFormat
-    public var sampleRateHz: Int
+package struct EncodeTarget: Sendable, Hashable {
+    package var format: AudioFormat
+    package var sampleRateHz: Int
     /// The nominal rate the encoder aims at: the contract's, or a quality ladder's.
-    public var bitrateKbps: Int
-    public var url: URL
+    package var bitrateKbps: Int
+    package var url: URL
 
-    public init(format: AudioFormat, sampleRateHz: Int, bitrateKbps: Int? = nil, url: URL) {
+    package init(format: AudioFormat, sampleRateHz: Int, bitrateKbps: Int? = nil, url: URL) {
         self.format = format
         self.sampleRateHz = sampleRateHz
         self.bitrateKbps = bitrateKbps ?? format.bitrateKbps
@@ -71,7 +71,7 @@ public struct EncodeTarget: Sendable, Hashable {
 /// The encoder writes to the targets' temporary URLs only; the store stage
 /// fsyncs and renames them to their final paths. The default is
 /// `FFmpegAudioEncoder`.
-public protocol AudioEncoding: Sendable {
+package protocol AudioEncoding: Sendable {
     /// Opens one file per target for PCM at `inputRate`.
     func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession
     /// Names the encoder's settings and library versions. It is part of each
@@ -81,7 +81,7 @@ public protocol AudioEncoding: Sendable {
 
 /// The files of one phase while its PCM streams in. Blocking: run it on a
 /// thread pool, one caller at a time (it may move between threads).
-public protocol AudioEncodeSession: AnyObject {
+package protocol AudioEncodeSession: AnyObject {
     /// Encodes the next samples into every file.
     func write(_ samples: UnsafeBufferPointer<Int16>) throws
     /// Flushes and closes every file, and measures what was written.
@@ -94,5 +94,5 @@ public protocol AudioEncodeSession: AnyObject {
 }
 
 extension AudioEncoding {
-    public var fingerprint: String { String(describing: Self.self) }
+    package var fingerprint: String { String(describing: Self.self) }
 }

@@ -1,7 +1,7 @@
 import CFFmpeg
 import CFFmpegShims
 import Crypto
-public import Foundation
+package import Foundation
 import TourpackCore
 
 /// Lossless FLAC for synthesized PCM (the synthesis cache's on-disk form).
@@ -22,9 +22,9 @@ import TourpackCore
 /// samples with STREAMINFO's count and MD5 (FFmpeg's decoder does not check
 /// the MD5 itself). A truncated or damaged file therefore throws; it never
 /// comes back as shorter or altered audio.
-public enum FLACFile {
+package enum FLACFile {
     /// Writes `pcm` (mono Int16 at pcm.sampleRate) as a native FLAC file at `url` (replacing any file). Throws FFmpegError / TourpackError.
-    public static func write(_ pcm: PCMAudio, to url: URL) throws {
+    package static func write(_ pcm: PCMAudio, to url: URL) throws {
         guard !pcm.samples.isEmpty else {
             throw TourpackError.internalInvariant("\(url.path): no samples to write as FLAC")
         }
@@ -45,7 +45,7 @@ public enum FLACFile {
     }
 
     /// Reads a FLAC file written by `write` back to exactly the same samples and rate. A truncated or corrupt file throws (never returns partial audio silently).
-    public static func read(_ url: URL, expecting expectation: Expectation? = nil) throws -> PCMAudio {
+    package static func read(_ url: URL, expecting expectation: Expectation? = nil) throws -> PCMAudio {
         var samples: [Int16] = []
         let rate = try stream(url, expecting: expectation) { samples.append(contentsOf: $0) }
         return PCMAudio(samples: samples, sampleRate: rate)
@@ -56,23 +56,23 @@ public enum FLACFile {
     /// with its entry, and a file that is not that one (swapped with
     /// another chunk's, or rewritten) is refused as `Mismatch`, which the
     /// cache treats as a miss: it is as content-addressed as git's objects.
-    public struct Expectation: Sendable, Hashable {
+    package struct Expectation: Sendable, Hashable {
         /// Lowercase hex SHA-256 of the file's bytes.
-        public var sha256: String
+        package var sha256: String
         /// The file's size in bytes.
-        public var bytes: Int64
+        package var bytes: Int64
 
-        public init(sha256: String, bytes: Int64) {
+        package init(sha256: String, bytes: Int64) {
             self.sha256 = sha256
             self.bytes = bytes
         }
     }
 
     /// A kept file that is not the one its entry records.
-    public struct Mismatch: Error, CustomStringConvertible {
-        public var path: String
-        public var reason: String
-        public var description: String { "\(path): \(reason)" }
+    package struct Mismatch: Error, CustomStringConvertible {
+        package var path: String
+        package var reason: String
+        package var description: String { "\(path): \(reason)" }
     }
 
     /// Calls `body` with the file's samples in order, one decoded frame at
@@ -89,7 +89,7 @@ public enum FLACFile {
     /// `isCancelled` is asked between blocks: a cancelled build stops
     /// reading at once, with `TourpackError.cancelled`.
     @discardableResult
-    public static func stream(
+    package static func stream(
         _ url: URL, expecting expectation: Expectation? = nil, isCancelled: () -> Bool = { false },
         _ body: (UnsafeBufferPointer<Int16>) throws -> Void
     ) throws -> Int {

@@ -3,16 +3,16 @@
 /// This is what the TTS endpoint returns (LINEAR16) and what the encoder
 /// takes. Chunks are joined as PCM and encoded once; encoded files are never
 /// concatenated.
-public struct PCMAudio: Sendable, Hashable {
-    public var samples: [Int16]
-    public var sampleRate: Int
+package struct PCMAudio: Sendable, Hashable {
+    package var samples: [Int16]
+    package var sampleRate: Int
 
-    public init(samples: [Int16], sampleRate: Int) {
+    package init(samples: [Int16], sampleRate: Int) {
         self.samples = samples
         self.sampleRate = sampleRate
     }
 
-    public var durationSeconds: Double {
+    package var durationSeconds: Double {
         sampleRate > 0 ? Double(samples.count) / Double(sampleRate) : 0
     }
 }

@@ -6,23 +6,23 @@ import Foundation
 /// It is measured once, while the chunk's samples stream past on their way
 /// into the synthesis cache (`ShapeMeter`), and kept in the cache's index,
 /// so a join can plan every seam without decoding anything twice.
-public struct ChunkShape: Sendable, Hashable {
+package struct ChunkShape: Sendable, Hashable {
     /// The chunk's length in samples.
-    public var samples: Int
+    package var samples: Int
     /// From the first to the last sample above `PCMJoiner.silenceThreshold`;
     /// nil when the chunk holds only silence.
-    public var audible: Range<Int>?
+    package var audible: Range<Int>?
     /// Its gating blocks and true peak, from which a file's loudness is
     /// known before its first sample is encoded; nil when not measured.
-    public var loudness: LoudnessProfile?
+    package var loudness: LoudnessProfile?
     /// When each sentence that starts in the chunk is spoken, in seconds
     /// from the chunk's first sample, as the voice reported it: one per
     /// place `SynthesisRequest.sentenceBoundaries` names, after the chunk's
     /// own start (so `boundaries.count + 1` of them). Nil when the voice
     /// reported none (captions then estimate them).
-    public var sentenceTimes: [Double]?
+    package var sentenceTimes: [Double]?
 
-    public init(samples: Int, audible: Range<Int>?, loudness: LoudnessProfile? = nil, sentenceTimes: [Double]? = nil) {
+    package init(samples: Int, audible: Range<Int>?, loudness: LoudnessProfile? = nil, sentenceTimes: [Double]? = nil) {
         self.samples = samples
         self.audible = audible
         self.loudness = loudness
@@ -78,9 +78,9 @@ package struct ShapeMeter {
 /// the silence after it. So it runs as a stream (`JoinStream`): a chunk is
 /// rendered as soon as it and the next chunk with speech are known, block
 /// by block, and a narration is never held whole.
-public struct PCMJoiner: Sendable {
+package struct PCMJoiner: Sendable {
     /// Why a join failed.
-    public enum JoinError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum JoinError: Error, Sendable, Equatable, CustomStringConvertible {
         /// No chunks, or only chunks without samples: there is nothing to encode.
         case empty
         /// A chunk has a sample rate of zero or less.
@@ -88,7 +88,7 @@ public struct PCMJoiner: Sendable {
         /// A chunk ended before the samples its shape promised.
         case shortChunk(expected: Int, got: Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .empty: return "no audio to join: every chunk is empty"
             case .invalidSampleRate(let chunk, let rate): return "chunk \(chunk) has an invalid sample rate \(rate)"
@@ -99,36 +99,36 @@ public struct PCMJoiner: Sendable {
 
     /// The pause between chunks, from the last audible sample of one chunk to
     /// the first audible sample of the next (`AudioSettings.pauseMilliseconds`).
-    public var pauseMilliseconds: Int
+    package var pauseMilliseconds: Int
     /// The length of the fade-out before and the fade-in after each seam.
-    public var fadeMilliseconds: Int
+    package var fadeMilliseconds: Int
     /// At most this much of the quiet tail or lead-in at a seam is kept; the
     /// rest of the pause is digital silence.
-    public var keepQuietMilliseconds: Int
+    package var keepQuietMilliseconds: Int
 
     /// A sample at or below this level counts as silence when edges are
     /// trimmed: -50 dBFS (peak), below TTS noise floors that matter and above
     /// the dither and reverb tails of every voice we have heard. It is fixed,
     /// because the synthesis cache keeps each chunk's shape measured with it.
-    public static let silenceThresholdDBFS = -50.0
+    package static let silenceThresholdDBFS = -50.0
     /// The linear sample level of `silenceThresholdDBFS`.
-    public static let silenceThreshold = Int((32768 * pow(10, silenceThresholdDBFS / 20)).rounded())
+    package static let silenceThreshold = Int((32768 * pow(10, silenceThresholdDBFS / 20)).rounded())
 
-    public var silenceThreshold: Int { Self.silenceThreshold }
+    package var silenceThreshold: Int { Self.silenceThreshold }
 
     /// - Parameters:
     ///   - pauseMilliseconds: 350 ms by default, the contract's "one natural pause".
     ///   - fadeMilliseconds: 8 ms by default: long enough to remove a click, short
     ///     enough not to soften a consonant.
     ///   - keepQuietMilliseconds: 40 ms by default.
-    public init(pauseMilliseconds: Int = 350, fadeMilliseconds: Int = 8, keepQuietMilliseconds: Int = 40) {
+    package init(pauseMilliseconds: Int = 350, fadeMilliseconds: Int = 8, keepQuietMilliseconds: Int = 40) {
         self.pauseMilliseconds = max(0, pauseMilliseconds)
         self.fadeMilliseconds = max(0, fadeMilliseconds)
         self.keepQuietMilliseconds = max(0, keepQuietMilliseconds)
     }
 
     /// What the join does with one chunk, once enough is known.
-    public enum Step: Sendable, Hashable {
+    package enum Step: Sendable, Hashable {
         /// The chunk's piece depends on a chunk whose shape is not known yet.
         case wait
         /// The chunk contributes nothing: it is empty, or silent beside speech.
@@ -139,7 +139,7 @@ public struct PCMJoiner: Sendable {
     /// The step for chunk `index` of `shapes` (nil: not known yet). It needs
     /// the shapes of the chunks before it and of those after it up to the
     /// next one with speech (or all of them, when none after it has speech).
-    public func step(at index: Int, of shapes: [ChunkShape?], rate: Int) -> Step {
+    package func step(at index: Int, of shapes: [ChunkShape?], rate: Int) -> Step {
         guard let shape = shapes[index] else { return .wait }
         guard shape.samples > 0 else { return .skip }
         var speechBefore = false
@@ -184,13 +184,13 @@ public struct PCMJoiner: Sendable {
 
 /// One chunk's part of a join: which of its samples are kept, how many at
 /// each end are faded, and how much digital silence follows.
-public struct JoinPiece: Sendable, Hashable {
+package struct JoinPiece: Sendable, Hashable {
     /// The kept samples, as indices into the chunk.
-    public var range: Range<Int>
+    package var range: Range<Int>
     /// A raised-cosine fade-in over the first `fade` kept samples and a
     /// fade-out over the last `fade`; at most half the piece, so they never overlap.
-    public var fade: Int
-    public var silenceAfter: Int
+    package var fade: Int
+    package var silenceAfter: Int
 }
 
 /// The join of one phase as its chunks become known, in order: record each
@@ -198,26 +198,26 @@ public struct JoinPiece: Sendable, Hashable {
 /// that can be rendered now, in order, with their pieces.
 ///
 /// Not thread-safe: one owner feeds it.
-public final class JoinStream {
-    public let joiner: PCMJoiner
-    public let rate: Int
+package final class JoinStream {
+    package let joiner: PCMJoiner
+    package let rate: Int
     private var shapes: [ChunkShape?]
     private var position = 0
 
-    public init(joiner: PCMJoiner, chunks: Int, rate: Int) {
+    package init(joiner: PCMJoiner, chunks: Int, rate: Int) {
         self.joiner = joiner
         self.rate = rate
         shapes = Array(repeating: nil, count: chunks)
     }
 
-    public func record(_ index: Int, _ shape: ChunkShape) { shapes[index] = shape }
+    package func record(_ index: Int, _ shape: ChunkShape) { shapes[index] = shape }
 
     /// Every chunk has been handed out or skipped.
-    public var isComplete: Bool { position == shapes.count }
+    package var isComplete: Bool { position == shapes.count }
 
     /// The next chunk to render and its piece, skipping chunks that add
     /// nothing; nil when the next chunk must wait (or all are done).
-    public func next() -> (index: Int, piece: JoinPiece)? {
+    package func next() -> (index: Int, piece: JoinPiece)? {
         while position < shapes.count {
             switch joiner.step(at: position, of: shapes, rate: rate) {
             case .wait:
@@ -236,17 +236,17 @@ public final class JoinStream {
 /// Renders one `JoinPiece` while its chunk's samples stream past: drops
 /// what lies outside the range, fades its ends, then adds the silence.
 /// Emits bounded blocks; holds one block at most.
-public struct PieceRenderer {
-    public let piece: JoinPiece
+package struct PieceRenderer {
+    package let piece: JoinPiece
     /// The chunk's samples seen so far.
     private var position = 0
     private var block: [Int16] = []
     static let silenceBlock = [Int16](repeating: 0, count: 4096)
 
-    public init(_ piece: JoinPiece) { self.piece = piece }
+    package init(_ piece: JoinPiece) { self.piece = piece }
 
     /// Feeds the chunk's next samples; `emit` gets the kept ones, faded.
-    public mutating func feed(_ samples: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) rethrows {
+    package mutating func feed(_ samples: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) rethrows {
         let start = position
         position += samples.count
         let lower = max(start, piece.range.lowerBound)
@@ -272,7 +272,7 @@ public struct PieceRenderer {
 
     /// After the chunk's last sample: emits the silence that follows the piece.
     /// Throws when the chunk was shorter than its piece (its shape lied).
-    public mutating func finish(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+    package mutating func finish(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
         guard position >= piece.range.upperBound else {
             throw PCMJoiner.JoinError.shortChunk(expected: piece.range.upperBound, got: position)
         }

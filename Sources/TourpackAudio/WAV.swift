@@ -1,13 +1,13 @@
 /// RIFF/WAVE with 16-bit PCM: how LINEAR16 arrives from Google
 /// (base64 in `audioContent`) and from OpenAI (`response_format: wav`).
-public enum WAV {
-    public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum WAV {
+    package enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
         case notRIFF
         case truncated(expectedBytes: Int, actualBytes: Int)
         case missingChunk(String)
         case unsupported(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .notRIFF: return "not a RIFF/WAVE body"
             case .truncated(let expected, let actual): return "truncated WAV: data chunk declares \(expected) bytes, \(actual) present"
@@ -18,7 +18,7 @@ public enum WAV {
     }
 
     /// A 44-byte canonical header followed by the samples, little-endian.
-    public static func encode(_ pcm: PCMAudio) -> [UInt8] {
+    package static func encode(_ pcm: PCMAudio) -> [UInt8] {
         let dataBytes = pcm.samples.count * 2
         var out: [UInt8] = []
         out.reserveCapacity(44 + dataBytes)
@@ -38,7 +38,7 @@ public enum WAV {
     /// Parses 16-bit PCM WAV, mono or stereo (stereo is averaged to mono).
     /// Unknown chunks are skipped. A body shorter than its data chunk claims
     /// is `truncated`, which the TTS client treats as retryable.
-    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> PCMAudio {
+    package static func decode(_ bytes: [UInt8]) throws(DecodeError) -> PCMAudio {
         func u32(_ at: Int) -> Int {
             Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
         }

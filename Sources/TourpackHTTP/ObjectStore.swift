@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 /// An S3-compatible bucket as the shared synthesis cache sees it: whole
 /// objects put once, read back verified, over the project's libcurl
@@ -20,9 +20,9 @@ public import TourpackCore
 ///   and appear in no message: every text from the server is scrubbed.
 ///
 /// Bodies travel in memory: a chunk's FLAC is a few hundred kilobytes.
-public final class ObjectStore: Sendable {
+package final class ObjectStore: Sendable {
     /// What a put did.
-    public enum PutOutcome: Sendable, Equatable {
+    package enum PutOutcome: Sendable, Equatable {
         /// This call stored the object.
         case stored
         /// The object was already there (412 to `If-None-Match: *`): another
@@ -31,13 +31,13 @@ public final class ObjectStore: Sendable {
     }
 
     /// What `head` reports about an object.
-    public struct ObjectInfo: Sendable, Equatable {
-        public var bytes: Int
+    package struct ObjectInfo: Sendable, Equatable {
+        package var bytes: Int
         /// The `x-amz-meta-sha256` recorded at put, if any.
-        public var sha256: String?
+        package var sha256: String?
     }
 
-    public let settings: ObjectStoreSettings
+    package let settings: ObjectStoreSettings
     private let signing: AWSSigning
     private let transport: HTTPTransport
     /// Tries for an exchange that failed on the way (a reset, a timeout, 5xx).
@@ -47,7 +47,7 @@ public final class ObjectStore: Sendable {
     /// - Throws: `TourpackError.invalidInput` naming the variable (never
     ///   its value) when one is unset or empty.
     /// - Parameter section: the pipeline's section, for messages (`state.objects`, `publish.target.s3`).
-    public convenience init(
+    package convenience init(
         settings: ObjectStoreSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
         section: String = "state.objects"
     ) throws {
@@ -70,12 +70,12 @@ public final class ObjectStore: Sendable {
 
     /// Stores `bytes` as `key` unless an object is already there.
     @discardableResult
-    public func put(_ key: String, bytes: [UInt8]) async throws -> PutOutcome {
+    package func put(_ key: String, bytes: [UInt8]) async throws -> PutOutcome {
         try await write(key, bytes: bytes, condition: .absent) ? .stored : .alreadyStored
     }
 
     /// When a write may replace what is there.
-    public enum WriteCondition: Sendable, Equatable {
+    package enum WriteCondition: Sendable, Equatable {
         /// Only when there is no object (`If-None-Match: *`): immutable objects.
         case absent
         /// Only when the object is still the one with this ETag (`If-Match`):
@@ -93,7 +93,7 @@ public final class ObjectStore: Sendable {
     ///   - contentType: what a CDN serves it as.
     ///   - cacheControl: how long a CDN and a device may keep it.
     @discardableResult
-    public func write(
+    package func write(
         _ key: String, bytes: [UInt8], contentType: String = "application/octet-stream", cacheControl: String? = nil,
         condition: WriteCondition
     ) async throws -> Bool {
@@ -121,11 +121,11 @@ public final class ObjectStore: Sendable {
     }
 
     /// An object as it was read: its bytes and the ETag that names this version.
-    public struct Versioned: Sendable, Equatable {
-        public var bytes: [UInt8]
-        public var etag: String
+    package struct Versioned: Sendable, Equatable {
+        package var bytes: [UInt8]
+        package var etag: String
 
-        public init(bytes: [UInt8], etag: String) {
+        package init(bytes: [UInt8], etag: String) {
             self.bytes = bytes
             self.etag = etag
         }
@@ -134,7 +134,7 @@ public final class ObjectStore: Sendable {
     /// The object's bytes and ETag, or nil when it is missing. Unlike
     /// `fetch`, it asks for no recorded SHA-256: the caller checks what
     /// it reads (a catalogue, by its signature and its parse).
-    public func read(_ key: String) async throws -> Versioned? {
+    package func read(_ key: String) async throws -> Versioned? {
         let response = try await exchange(.get, key, operation: "GET")
         switch response.status {
         case 200: return Versioned(bytes: response.body, etag: response.headers["etag"] ?? "")
@@ -144,13 +144,13 @@ public final class ObjectStore: Sendable {
     }
 
     /// One object in a listing.
-    public struct Listed: Sendable, Equatable {
+    package struct Listed: Sendable, Equatable {
         /// The key, without the store's prefix.
-        public var key: String
-        public var bytes: Int
-        public var lastModified: Date
+        package var key: String
+        package var bytes: Int
+        package var lastModified: Date
 
-        public init(key: String, bytes: Int, lastModified: Date) {
+        package init(key: String, bytes: Int, lastModified: Date) {
             self.key = key
             self.bytes = bytes
             self.lastModified = lastModified
@@ -159,7 +159,7 @@ public final class ObjectStore: Sendable {
 
     /// Every object whose key (after the store's prefix) starts with
     /// `prefix`, page after page (ListObjectsV2), in key order.
-    public func list(prefix: String) async throws -> [Listed] {
+    package func list(prefix: String) async throws -> [Listed] {
         var listed: [Listed] = []
         var token: String?
         repeat {
@@ -188,7 +188,7 @@ public final class ObjectStore: Sendable {
 
     /// Stores the file at `url` as `key` unless an object is already there.
     @discardableResult
-    public func put(_ key: String, file url: URL) async throws -> PutOutcome {
+    package func put(_ key: String, file url: URL) async throws -> PutOutcome {
         let bytes: [UInt8]
         do { bytes = Array(try Data(contentsOf: url)) } catch {
             throw TourpackError.storageFailed(
@@ -198,7 +198,7 @@ public final class ObjectStore: Sendable {
     }
 
     /// What a read found.
-    public enum Fetched: Sendable, Equatable {
+    package enum Fetched: Sendable, Equatable {
         /// The bytes, matching the SHA-256 recorded at put.
         case found([UInt8])
         case missing
@@ -207,7 +207,7 @@ public final class ObjectStore: Sendable {
     }
 
     /// The object as `Fetched` says.
-    public func fetch(_ key: String) async throws -> Fetched {
+    package func fetch(_ key: String) async throws -> Fetched {
         let response = try await exchange(.get, key, operation: "GET")
         switch response.status {
         case 200:
@@ -222,14 +222,14 @@ public final class ObjectStore: Sendable {
 
     /// The object's bytes when it is there and matches the SHA-256 recorded
     /// at put; nil when it is missing, damaged, or carries no SHA-256.
-    public func get(_ key: String) async throws -> [UInt8]? {
+    package func get(_ key: String) async throws -> [UInt8]? {
         if case .found(let bytes) = try await fetch(key) { return bytes }
         return nil
     }
 
     /// Writes the object to `url` (replacing it) when `get` would return it;
     /// false, writing nothing, on a miss.
-    public func get(_ key: String, to url: URL) async throws -> Bool {
+    package func get(_ key: String, to url: URL) async throws -> Bool {
         guard let bytes = try await get(key) else { return false }
         do { try Data(bytes).write(to: url, options: .atomic) } catch {
             throw TourpackError.storageFailed(path: url.path, errno: EIO, operation: "write")
@@ -238,7 +238,7 @@ public final class ObjectStore: Sendable {
     }
 
     /// The object's size and recorded SHA-256, or nil when it is missing.
-    public func head(_ key: String) async throws -> ObjectInfo? {
+    package func head(_ key: String) async throws -> ObjectInfo? {
         let response = try await exchange(.head, key, operation: "HEAD")
         switch response.status {
         case 200:
@@ -250,7 +250,7 @@ public final class ObjectStore: Sendable {
     }
 
     /// Removes the object; a missing one is already removed.
-    public func delete(_ key: String) async throws {
+    package func delete(_ key: String) async throws {
         let response = try await exchange(.delete, key, operation: "DELETE")
         guard (200..<300).contains(response.status) || response.status == 404 else { throw failure("DELETE", key, response) }
     }

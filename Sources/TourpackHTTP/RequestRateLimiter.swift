@@ -8,11 +8,11 @@ import TourpackCore
 /// requests inside any 60-second window. A caller that finds the bucket empty
 /// reserves the next token and sleeps until it is due, so waiters are served
 /// in arrival order. The clock is injected: tests drive it by hand.
-public actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
+package actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
     /// The most starts in any 60-second window.
-    public let requestsPerMinute: Int
+    package let requestsPerMinute: Int
     /// Starts allowed back to back after a quiet spell.
-    public let burst: Int
+    package let burst: Int
     private let clock: C
     private let tokensPerSecond: Double
     private var tokens: Double
@@ -20,7 +20,7 @@ public actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
 
     /// - Parameters:
     ///   - burst: requests that may start back to back; clamped to 1...requestsPerMinute.
-    public init(requestsPerMinute: Int, burst: Int, clock: C) {
+    package init(requestsPerMinute: Int, burst: Int, clock: C) {
         let perMinute = max(1, requestsPerMinute)
         let burst = min(max(1, burst), perMinute)
         self.requestsPerMinute = perMinute
@@ -33,7 +33,7 @@ public actor RequestRateLimiter<C: Clock> where C.Duration == Duration {
 
     /// Returns when one more request may start. Throws `CancellationError`
     /// (and gives the reserved token back) if the task is cancelled while waiting.
-    public func acquire() async throws {
+    package func acquire() async throws {
         let now = clock.now
         let elapsed = lastRefill.duration(to: now)
         lastRefill = now

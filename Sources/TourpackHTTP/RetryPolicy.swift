@@ -1,5 +1,5 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 /// When to try a chunk again, and how long to wait first.
 ///
@@ -7,17 +7,17 @@ public import TourpackCore
 /// uniform in [0, min(maxBackoff, initial · 2ⁿ⁻¹)), so many clients that fail
 /// together do not come back together. A server's `Retry-After` is a floor.
 /// The random source is injected so tests can pin the waits.
-public struct RetryPolicy: Sendable {
+package struct RetryPolicy: Sendable {
     /// Tries per chunk, the first included.
-    public var maxAttempts: Int
-    public var initialBackoffSeconds: Double
-    public var maxBackoffSeconds: Double
+    package var maxAttempts: Int
+    package var initialBackoffSeconds: Double
+    package var maxBackoffSeconds: Double
     /// No retry starts later than this after the first try began.
-    public var deadlineSeconds: Double
+    package var deadlineSeconds: Double
     /// Returns a value in [0, 1).
-    public var random: @Sendable () -> Double
+    package var random: @Sendable () -> Double
 
-    public init(
+    package init(
         maxAttempts: Int, initialBackoffSeconds: Double, maxBackoffSeconds: Double,
         deadlineSeconds: Double, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
@@ -30,7 +30,7 @@ public struct RetryPolicy: Sendable {
 
     /// The policy `tts:` settings describe; the deadline defaults to the time
     /// every try could take at full timeout plus every backoff at its cap.
-    public init(settings: TTSSettings, deadlineSeconds: Double? = nil) {
+    package init(settings: TTSSettings, deadlineSeconds: Double? = nil) {
         let attempts = max(1, settings.maxAttempts)
         self.init(
             maxAttempts: attempts, initialBackoffSeconds: settings.initialBackoffSeconds,
@@ -39,7 +39,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Seconds to wait after `failedAttempts` tries failed (1 after the first).
-    public func delay(afterFailedAttempts failedAttempts: Int, retryAfter: Double?) -> Double {
+    package func delay(afterFailedAttempts failedAttempts: Int, retryAfter: Double?) -> Double {
         let exponent = Double(max(0, failedAttempts - 1))
         let ceiling = min(maxBackoffSeconds, initialBackoffSeconds * pow(2, min(exponent, 60)))
         let jittered = min(max(random(), 0), 1) * ceiling
@@ -48,7 +48,7 @@ public struct RetryPolicy: Sendable {
     }
 
     /// `Retry-After` as seconds: either delta-seconds or an HTTP date.
-    public static func retryAfterSeconds(_ header: String?, now: Date = Date()) -> Double? {
+    package static func retryAfterSeconds(_ header: String?, now: Date = Date()) -> Double? {
         guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return nil }
         if let seconds = Double(header), seconds.isFinite { return max(0, seconds) }
         let formatter = DateFormatter()

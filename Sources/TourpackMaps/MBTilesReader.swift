@@ -1,7 +1,7 @@
 import CSQLiteShims
-public import Foundation
+package import Foundation
 package import GRDB
-public import TourpackCore
+package import TourpackCore
 
 #if canImport(Glibc)
 import Glibc
@@ -31,8 +31,8 @@ import Darwin
 ///   `read` stops with an error after `timeLimit`.
 ///
 /// Blocking (SQLite); call it from a thread pool.
-public final class MBTilesReader: Sendable {
-    public let url: URL
+package final class MBTilesReader: Sendable {
+    package let url: URL
     private let queue: DatabaseQueue
     private let timeLimitMilliseconds: Int64
     /// Why `tiles` or `metadata` cannot be read as MBTiles; empty when they can.
@@ -40,14 +40,14 @@ public final class MBTilesReader: Sendable {
 
     /// The longest string or blob read from a file: a tile (the fetcher's
     /// answers stop at the same size) or a metadata value.
-    public static let maxValueBytes = 16 * 1024 * 1024
+    package static let maxValueBytes = 16 * 1024 * 1024
     /// The longest one `read` may take by default: far beyond what an
     /// intact pack or extract needs for one tile, or `validate` for a whole pack.
-    public static let defaultTimeLimit: Duration = .seconds(120)
+    package static let defaultTimeLimit: Duration = .seconds(120)
     /// Metadata rows read at most.
-    public static let maxMetadataRows = 1_000
+    package static let maxMetadataRows = 1_000
 
-    public init(_ url: URL, timeLimit: Duration = MBTilesReader.defaultTimeLimit) throws {
+    package init(_ url: URL, timeLimit: Duration = MBTilesReader.defaultTimeLimit) throws {
         self.url = url
         let milliseconds = timeLimit.components.seconds * 1_000 + timeLimit.components.attoseconds / 1_000_000_000_000_000
         timeLimitMilliseconds = max(1, milliseconds)
@@ -78,14 +78,14 @@ public final class MBTilesReader: Sendable {
     /// The `metadata` table as name → value: text as it is, numbers as
     /// their decimal text (other tools write `minzoom` as an integer), a
     /// blob when it is UTF-8; NULL and other blobs are left out.
-    public func metadata() throws -> [String: String] {
+    package func metadata() throws -> [String: String] {
         try requireSchema()
         return try read { db in try Self.metadata(db) }
     }
 
     /// The bytes of one tile, or nil when the file has no such tile. A tile
     /// stored as text or NULL is an error naming it.
-    public func tile(_ id: TileID) throws -> [UInt8]? {
+    package func tile(_ id: TileID) throws -> [UInt8]? {
         try requireSchema()
         return try read { db -> [UInt8]? in
             guard
@@ -273,25 +273,25 @@ enum ValidationText {
 }
 
 /// A tile pack or extract that cannot be read as MBTiles.
-public struct MBTilesError: Error, Sendable, CustomStringConvertible {
-    public var path: String
-    public var message: String
-    public var description: String { "\(path): \(message)" }
+package struct MBTilesError: Error, Sendable, CustomStringConvertible {
+    package var path: String
+    package var message: String
+    package var description: String { "\(path): \(message)" }
 }
 
 /// A local extract named by `maps.source.mbtiles`.
-public enum MBTilesExtract {
+package enum MBTilesExtract {
     /// Opens the extract and checks that it can be read as MBTiles (a
     /// regular SQLite file whose `tiles` and `metadata` are tables with
     /// their columns), so that a bad extract is a configuration error at
     /// load, naming the file, not a failure halfway through a build.
-    public static func check(_ url: URL) throws {
+    package static func check(_ url: URL) throws {
         let reader = try MBTilesReader(url)
         if let problem = reader.schemaProblems.first { throw MBTilesError(path: url.path, message: problem) }
     }
 
     /// The tiles' format from the extract's `format` metadata.
-    public static func format(of url: URL) throws -> TileFormat {
+    package static func format(of url: URL) throws -> TileFormat {
         let metadata = try MBTilesReader(url).metadata()
         guard let name = metadata["format"] else {
             throw MBTilesError(path: url.path, message: "the metadata names no format; set maps.source.format")

@@ -1,32 +1,32 @@
-public import Foundation
+package import Foundation
 import GRDB
-public import TourpackCore
+package import TourpackCore
 
 /// The `metadata` table of a tile pack (MBTiles 1.3): what a map viewer
 /// needs to show the tiles without looking at them.
 ///
 /// `center` is the middle of `bounds` at `minZoom`: the zoom the whole
 /// area fits best at, which is where the app opens the map.
-public struct MBTilesMetadata: Sendable, Hashable {
+package struct MBTilesMetadata: Sendable, Hashable {
     /// The tour's name, so a person who opens the pack knows what it is.
-    public var name: String
-    public var format: TileFormat
-    public var bounds: MapBounds
-    public var minZoom: Int
-    public var maxZoom: Int
+    package var name: String
+    package var format: TileFormat
+    package var bounds: MapBounds
+    package var minZoom: Int
+    package var maxZoom: Int
     /// The tile licence's required credit; the app shows it under the map.
-    public var attribution: String
-    public var description: String
+    package var attribution: String
+    package var description: String
     /// `baselayer`: the pack is the map itself, not an overlay on another.
-    public var type: String
+    package var type: String
     /// The pack's own version; the tiles change with the build, not this.
-    public var version: String
+    package var version: String
     /// Vector tiles (`pbf`) only: the `json` row with `vector_layers`, which
     /// MBTiles 1.3 requires for them. Copied from a local extract; for a URL
     /// source tourpack cannot know the layers and writes `{"vector_layers":[]}`.
-    public var json: String?
+    package var json: String?
 
-    public init(
+    package init(
         name: String, format: TileFormat, bounds: MapBounds, minZoom: Int, maxZoom: Int, attribution: String,
         description: String = "", type: String = "baselayer", version: String = "1", json: String? = nil
     ) {
@@ -43,13 +43,13 @@ public struct MBTilesMetadata: Sendable, Hashable {
     }
 
     /// The middle of `bounds` (longitude, latitude) at `minZoom`.
-    public var center: (longitude: Double, latitude: Double, zoom: Int) {
+    package var center: (longitude: Double, latitude: Double, zoom: Int) {
         ((bounds.west + bounds.east) / 2, (bounds.south + bounds.north) / 2, minZoom)
     }
 
     /// The rows of the `metadata` table, sorted by name. `bounds` is
     /// `west,south,east,north` and `center` `lon,lat,zoom`, as MBTiles has them.
-    public var rows: [(name: String, value: String)] {
+    package var rows: [(name: String, value: String)] {
         let b = bounds
         let c = center
         let vector: [(name: String, value: String)] = json.map { [("json", $0)] } ?? []
@@ -71,7 +71,7 @@ public struct MBTilesMetadata: Sendable, Hashable {
     /// A coordinate in one fixed form, so the same bounds give the same
     /// bytes: at most 9 decimals (0.1 mm), trailing zeros dropped, never an
     /// exponent, never `-0`.
-    public static func number(_ value: Double) -> String {
+    package static func number(_ value: Double) -> String {
         var text = String(format: "%.9f", value)
         while text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }
@@ -94,25 +94,25 @@ public struct MBTilesMetadata: Sendable, Hashable {
 /// form), so an unchanged map gives an unchanged `sha256`.
 ///
 /// Blocking (SQLite); call it from a thread pool.
-public final class MBTilesWriter {
+package final class MBTilesWriter {
     /// MBTiles' `application_id`: "MPBX".
-    public static let applicationID: Int32 = 0x4d50_4258
-    public static let pageSize = 4096
+    package static let applicationID: Int32 = 0x4d50_4258
+    package static let pageSize = 4096
     /// Tiles per transaction.
-    public static let batchSize = 1000
+    package static let batchSize = 1000
 
-    public let url: URL
+    package let url: URL
     private var queue: DatabaseQueue?
     private var pending: [(tile: TileID, data: Data)] = []
     private var last: TileID?
     /// Tiles added so far.
-    public private(set) var tileCount = 0
+    package private(set) var tileCount = 0
 
     /// Creates the pack at `url`, which must not exist or be empty (the
     /// fresh temp `AtomicFile.temporaryURL(for:)` makes), and writes its
     /// schema and metadata.
     /// - Throws: `MBTilesError` naming `url`, with SQLite's message.
-    public init(creating url: URL, metadata: MBTilesMetadata) throws {
+    package init(creating url: URL, metadata: MBTilesMetadata) throws {
         self.url = url
         if let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber, size.int64Value > 0 {
             throw MBTilesError(path: url.path, message: "already holds \(size.int64Value) bytes; a pack is written to a new file")
@@ -148,7 +148,7 @@ public final class MBTilesWriter {
 
     /// Adds one tile (XYZ; stored in TMS rows). Tiles must come in strictly
     /// ascending (z, x, y) order, which also rules out a tile twice.
-    public func add(_ tile: TileID, data: some Collection<UInt8>) throws {
+    package func add(_ tile: TileID, data: some Collection<UInt8>) throws {
         guard queue != nil else { throw MBTilesError(path: url.path, message: "tile \(tile) added after finish()") }
         guard (0...30).contains(tile.z), (0..<(1 << tile.z)).contains(tile.x), (0..<(1 << tile.z)).contains(tile.y) else {
             throw MBTilesError(path: url.path, message: "tile \(tile) does not exist (x and y run from 0 to 2^z − 1)")
@@ -164,7 +164,7 @@ public final class MBTilesWriter {
 
     /// Commits the last tiles and closes the file. Then fsync and rename it;
     /// `digest()` gives what package.json records.
-    public func finish() throws {
+    package func finish() throws {
         guard let queue else { return }
         try flush()
         do {
@@ -176,7 +176,7 @@ public final class MBTilesWriter {
     }
 
     /// The finished file's size and lowercase hex SHA-256 (`mapTiles.sizeBytes` and `sha256`).
-    public func digest() throws -> (size: Int64, sha256: String) {
+    package func digest() throws -> (size: Int64, sha256: String) {
         try finish()
         do {
             let (size, hex) = try FileDigest.sha256(of: url)
@@ -209,7 +209,7 @@ extension MapCoverage {
     /// (`OfflineTours/<packageId>/tiles.mbtiles`), format, tile counts,
     /// size, hash and attribution. `emptyTiles` is what the selection
     /// holds beyond the stored tiles: tiles the source has no data for.
-    public mutating func recordPack(
+    package mutating func recordPack(
         file: String, format: TileFormat, storedTiles: Int, sizeBytes: Int64, sha256: String, attribution: String
     ) {
         self.file = file

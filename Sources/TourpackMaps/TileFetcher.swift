@@ -25,18 +25,18 @@ package struct TileValidators: Sendable, Hashable {
 }
 
 /// Counts of a build's tile traffic, shared by every task that fetches.
-public struct TileFetchStats: Sendable, Hashable, Codable {
+package struct TileFetchStats: Sendable, Hashable, Codable {
     /// HTTP requests sent, retries included.
-    public var requests = 0
-    public var retries = 0
+    package var requests = 0
+    package var retries = 0
     /// Tiles downloaded (200 with a tile).
-    public var downloaded = 0
+    package var downloaded = 0
     /// Conditional requests answered 304: renewed without a download.
-    public var notModified = 0
+    package var notModified = 0
     /// 404 or 204: no data there.
-    public var empty = 0
-    public var bytesReceived = 0
-    public init() {}
+    package var empty = 0
+    package var bytesReceived = 0
+    package init() {}
 }
 
 /// Fetches map tiles from an XYZ URL template over the project's libcurl

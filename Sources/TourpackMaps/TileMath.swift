@@ -1,16 +1,16 @@
 import Foundation
-public import TourpackCore
+package import TourpackCore
 
 /// Slippy-map (XYZ, Web Mercator) tile math for the offline map coverage.
-public enum TileMath {
+package enum TileMath {
     /// Web Mercator cannot show the poles; latitudes are clamped here.
-    public static let maxLatitude = 85.051_128_779_806_59
+    package static let maxLatitude = 85.051_128_779_806_59
     /// Metres per degree of latitude on the Web Mercator sphere (2πR/360, R = 6 378 137 m).
-    public static let metersPerDegree = 2 * Double.pi * 6_378_137 / 360
-    public static let metersPerMile = 1_609.344
+    package static let metersPerDegree = 2 * Double.pi * 6_378_137 / 360
+    package static let metersPerMile = 1_609.344
 
     /// The tile containing a coordinate at a zoom level.
-    public static func tile(latitude: Double, longitude: Double, zoom: Int) -> (x: Int, y: Int) {
+    package static func tile(latitude: Double, longitude: Double, zoom: Int) -> (x: Int, y: Int) {
         let n = Double(1 << zoom)
         let lat = min(max(latitude, -maxLatitude), maxLatitude) * .pi / 180
         let x = (longitude + 180) / 360 * n
@@ -25,7 +25,7 @@ public enum TileMath {
     }
 
     /// The smallest box holding every coordinate, grown by `bufferMiles` on each side.
-    public static func bufferedBounds(of coordinates: [Coordinate], bufferMiles: Double) -> MapBounds? {
+    package static func bufferedBounds(of coordinates: [Coordinate], bufferMiles: Double) -> MapBounds? {
         guard let first = coordinates.first else { return nil }
         var south = first.latitude, north = first.latitude, west = first.longitude, east = first.longitude
         for c in coordinates.dropFirst() {
@@ -45,7 +45,7 @@ public enum TileMath {
     }
 
     /// The tiles an app must download to cover the buffered box of `coordinates` at each zoom (`bbox`).
-    public static func coverage(of coordinates: [Coordinate], settings: MapSettings) -> MapCoverage? {
+    package static func coverage(of coordinates: [Coordinate], settings: MapSettings) -> MapCoverage? {
         guard let bounds = bufferedBounds(of: coordinates, bufferMiles: settings.bufferMiles) else { return nil }
         let ranges = boxRanges(bounds, settings: settings)
         let count = ranges.reduce(0) { $0 + $1.tileCount }
@@ -58,7 +58,7 @@ public enum TileMath {
     /// The coverage of a tour under `settings.selection`. `bounds` is the
     /// buffered box of the route and POIs either way; for `corridor`,
     /// `ranges` hold the selected tiles and `tileCount` counts only them.
-    public static func coverage(route: [Coordinate], pois: [Coordinate], settings: MapSettings) -> MapCoverage? {
+    package static func coverage(route: [Coordinate], pois: [Coordinate], settings: MapSettings) -> MapCoverage? {
         guard var coverage = coverage(of: route + pois, settings: settings) else { return nil }
         guard settings.selection == .corridor else { return coverage }
         let selected = tiles(route: route, pois: pois, settings: settings)
@@ -114,7 +114,7 @@ public enum TileMath {
     /// buffer (and within a column only until the first kept tile from each
     /// end), and the kept tiles are gathered as runs per column, so a long
     /// route costs about segments × (the buffer's tiles), never tiles × segments.
-    public static func tiles(route: [Coordinate], pois: [Coordinate], settings: MapSettings) -> [TileID] {
+    package static func tiles(route: [Coordinate], pois: [Coordinate], settings: MapSettings) -> [TileID] {
         guard let bounds = bufferedBounds(of: route + pois, bufferMiles: settings.bufferMiles) else { return [] }
         let ranges = boxRanges(bounds, settings: settings)
         switch settings.selection {
@@ -276,12 +276,12 @@ public enum TileMath {
 
 extension Tour {
     /// The tour's map coverage under `settings`: its route's waypoints and its POIs.
-    public func mapCoverage(_ settings: MapSettings) -> MapCoverage? {
+    package func mapCoverage(_ settings: MapSettings) -> MapCoverage? {
         TileMath.coverage(route: route.waypoints.map(\.coordinate), pois: pois.map(\.location), settings: settings)
     }
 
     /// The tiles of the tour's map under `settings`, sorted by zoom, x, y.
-    public func mapTiles(_ settings: MapSettings) -> [TileID] {
+    package func mapTiles(_ settings: MapSettings) -> [TileID] {
         TileMath.tiles(route: route.waypoints.map(\.coordinate), pois: pois.map(\.location), settings: settings)
     }
 }

@@ -1,18 +1,18 @@
 import Crypto
 import Foundation
-public import TourpackAudio
-public import TourpackCore
+package import TourpackAudio
+package import TourpackCore
 
 /// The content address of one synthesized chunk: a SHA-256 of the text sent
 /// (and whether it is SSML) and everything about the voice that changes the
 /// sound: provider, name, languageCode, speakingRate, pitch and the LINEAR16
 /// sample rate, and Polly's engine, ElevenLabs' model and voice settings. Not the tier or the endpoint: the same voice speaks the same
 /// words alike wherever it is reached, and the tier is only its price.
-public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConvertible {
+package struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// 64 lowercase hex digits.
-    public let hex: String
+    package let hex: String
 
-    public init(chunk: Chunk, voice: VoicePreset, sampleRateHz: Int) {
+    package init(chunk: Chunk, voice: VoicePreset, sampleRateHz: Int) {
         // One field per line, each field's length first, so no two inputs
         // can run together into the same bytes.
         var fields = [
@@ -34,8 +34,8 @@ public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConverti
     /// A key made before, from its hex digits (a kept plan's).
     package init(hex: String) { self.hex = hex }
 
-    public var description: String { hex }
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.hex < rhs.hex }
+    package var description: String { hex }
+    package static func < (lhs: Self, rhs: Self) -> Bool { lhs.hex < rhs.hex }
 }
 
 /// The key of one AudioCache file's inputs: the chunk keys in order, the
@@ -43,10 +43,10 @@ public struct SynthesisKey: Sendable, Hashable, Comparable, CustomStringConverti
 /// sample rate and bit rate it encodes at, the pause between chunks, the loudness target (and
 /// the leveler's revision), and the tags written into the file. When it is unchanged, the file a build made before is what it
 /// would make again.
-public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
-    public let hex: String
+package struct OutputKey: Sendable, Hashable, CustomStringConvertible {
+    package let hex: String
 
-    public init(
+    package init(
         chunks: [SynthesisKey], format: AudioFormat, encoder: String, sampleRateHz: Int, bitrateKbps: Int? = nil, pauseMilliseconds: Int,
         loudness: LoudnessTarget?, metadata: AudioMetadata
     ) {
@@ -64,7 +64,7 @@ public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
 
     init(hex: String) { self.hex = hex }
 
-    public var description: String { hex }
+    package var description: String { hex }
 }
 
 /// The key of one narration's captions besides the audio they follow:
@@ -78,12 +78,12 @@ public struct OutputKey: Sendable, Hashable, CustomStringConvertible {
 /// (`CaptionScript`, `CaptionTimer`, `WebVTT`): a change to any of them
 /// that changes a byte of a caption file must change it, or files made
 /// before would be kept.
-public struct CaptionKey: Sendable, Hashable, CustomStringConvertible {
-    public static let revision = "tourpack captions v1"
+package struct CaptionKey: Sendable, Hashable, CustomStringConvertible {
+    package static let revision = "tourpack captions v1"
 
-    public let hex: String
+    package let hex: String
 
-    public init(narration: Narration, chunks: [SynthesisKey], joiner: PCMJoiner) {
+    package init(narration: Narration, chunks: [SynthesisKey], joiner: PCMJoiner) {
         let fields =
             [
                 Self.revision, narration.isSSML ? "ssml" : "text", narration.text,
@@ -92,7 +92,7 @@ public struct CaptionKey: Sendable, Hashable, CustomStringConvertible {
         hex = CacheDigest.of(fields)
     }
 
-    public var description: String { hex }
+    package var description: String { hex }
 }
 
 enum CacheDigest {

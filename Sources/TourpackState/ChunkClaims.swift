@@ -1,28 +1,28 @@
-public import Foundation
+package import Foundation
 
 /// One process's hold on a chunk it is speaking.
-public struct ChunkClaim: Sendable, Hashable {
+package struct ChunkClaim: Sendable, Hashable {
     /// `ProcessOwner.description`.
-    public var owner: String
+    package var owner: String
     /// When the holder last said it is still at work: when it claimed the
     /// chunk, or its latest heartbeat.
-    public var heartbeatAt: Double
+    package var heartbeatAt: Double
 
-    public init(owner: String, heartbeatAt: Double) {
+    package init(owner: String, heartbeatAt: Double) {
         self.owner = owner
         self.heartbeatAt = heartbeatAt
     }
 }
 
 /// What a claim came to.
-public enum ClaimOutcome: Sendable, Hashable {
+package enum ClaimOutcome: Sendable, Hashable {
     case won
     /// Another process holds it (nil: it was let go between the two looks; try again).
     case held(ChunkClaim?)
 }
 
 /// The claims' rows. The policy (whose claim is stale) is `ChunkClaims`'.
-public protocol SynthesisClaimStore: Sendable {
+package protocol SynthesisClaimStore: Sendable {
     var location: StateLocation { get }
     /// Claims `key` for `owner` when nobody holds it, or when `holder` still
     /// holds it exactly as given (owner and heartbeat): the compare-and-swap
@@ -55,16 +55,16 @@ public protocol SynthesisClaimStore: Sendable {
 /// within two minutes.
 ///
 /// Blocking (the backend); call it from a thread pool.
-public struct ChunkClaims: Sendable {
-    public let store: any SynthesisClaimStore
-    public let owner: String
-    public let clock: @Sendable () -> Date
+package struct ChunkClaims: Sendable {
+    package let store: any SynthesisClaimStore
+    package let owner: String
+    package let clock: @Sendable () -> Date
     /// Silence after which a holder on another host counts as gone.
-    public var staleAfter: TimeInterval = 120
+    package var staleAfter: TimeInterval = 120
     /// How often a process refreshes its claims: a quarter of `staleAfter`.
-    public var heartbeatSeconds: TimeInterval { staleAfter / 4 }
+    package var heartbeatSeconds: TimeInterval { staleAfter / 4 }
 
-    public init(store: any SynthesisClaimStore, owner: String = ProcessOwner.current.description, clock: @escaping @Sendable () -> Date) {
+    package init(store: any SynthesisClaimStore, owner: String = ProcessOwner.current.description, clock: @escaping @Sendable () -> Date) {
         self.store = store
         self.owner = owner
         self.clock = clock
@@ -72,7 +72,7 @@ public struct ChunkClaims: Sendable {
 
     /// Claims `key`; true when this process now holds it, false when a live
     /// holder does. A stale claim is taken over.
-    public func claim(_ key: SynthesisKey) throws -> Bool {
+    package func claim(_ key: SynthesisKey) throws -> Bool {
         // Each turn either wins, finds a live holder, or lost a race that
         // changed the row: a few turns settle it.
         for _ in 0..<4 {
@@ -98,11 +98,11 @@ public struct ChunkClaims: Sendable {
         return now - holder.heartbeatAt > staleAfter
     }
 
-    public func release(_ key: SynthesisKey) throws {
+    package func release(_ key: SynthesisKey) throws {
         try store.release(key.hex, owner: owner)
     }
 
-    public func heartbeat() throws {
+    package func heartbeat() throws {
         try store.heartbeat(owner: owner, at: clock().timeIntervalSince1970)
     }
 }
@@ -112,17 +112,17 @@ public struct ChunkClaims: Sendable {
 /// still beats. A beat that fails is tried at the next one: a holder that
 /// cannot reach the backend for two minutes loses its claims, and the worst
 /// outcome is that another worker pays for the same chunk.
-public final class ClaimHeartbeat: @unchecked Sendable {
+package final class ClaimHeartbeat: @unchecked Sendable {
     private let claims: ChunkClaims
     private let condition = NSCondition()
     private var stopped = false
     private var thread: Thread?
 
-    public init(_ claims: ChunkClaims) {
+    package init(_ claims: ChunkClaims) {
         self.claims = claims
     }
 
-    public func start() {
+    package func start() {
         let thread = Thread { [self] in beat() }
         thread.name = "tourpack claim heartbeat"
         self.thread = thread
@@ -142,7 +142,7 @@ public final class ClaimHeartbeat: @unchecked Sendable {
     }
 
     /// Stops beating; returns at once (a beat in progress finishes on its own).
-    public func stop() {
+    package func stop() {
         condition.lock()
         stopped = true
         condition.signal()

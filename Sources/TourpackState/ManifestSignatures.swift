@@ -16,29 +16,29 @@ import TourpackCore
 /// same path when its signature matches: `mv` of a project keeps each
 /// file's device, inode and change time, so the moved files are still
 /// known sound, and the row moves to the new root when the old one is gone.
-public struct ManifestSignatures: Sendable {
+package struct ManifestSignatures: Sendable {
     /// Part of every signature kept: it changes when the bytes the store
     /// writes for the same content do (package.json's schema, or canonical
     /// JSON's rules), and older signatures then match nothing.
     static let revision = "package.json v\(PackageManifest.currentSchemaVersion), canonical JSON 1"
 
-    public let database: StateDatabase
+    package let database: StateDatabase
 
     package init(database: StateDatabase) {
         self.database = database
     }
 
     /// A package.json as `lstat` found it, before its bytes were read.
-    public struct Look: Sendable {
-        public let path: String
+    package struct Look: Sendable {
+        package let path: String
         fileprivate let signature: FileSignature?
         /// Whether a build found the file sound as it is now.
-        public let isSound: Bool
+        package let isSound: Bool
     }
 
     /// Looks at the package.json at `path`; take the look before reading the
     /// file, so that a write after it is never taken for what was read.
-    public func look(at path: String) -> Look {
+    package func look(at path: String) -> Look {
         let signature = FileSignature(path: path)
         guard let signature else { return Look(path: path, signature: nil, isSound: false) }
         let place = Self.place(of: path)
@@ -65,7 +65,7 @@ public struct ManifestSignatures: Sendable {
 
     /// Notes that the file `look` saw holds exactly the bytes the store
     /// would write for them: kept once its change time has settled.
-    public func noteSound(_ look: Look) {
+    package func noteSound(_ look: Look) {
         guard !look.isSound, let signature = look.signature, signature.isSettled() else { return }
         let place = Self.place(of: look.path)
         try? database.write { db in

@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import TourpackAudio
+package import Foundation
+package import TourpackAudio
 package import TourpackCore
 
 /// What each AudioCache file was made from, so a build can keep a file
@@ -32,10 +32,10 @@ package import TourpackCore
 /// The rows live in the state's backend (`OutputIndex`).
 ///
 /// All of it blocks; call it from a thread pool.
-public struct OutputCache: Sendable {
-    public let index: any OutputIndex
-    public let maxAgeSeconds: TimeInterval
-    public let clock: @Sendable () -> Date
+package struct OutputCache: Sendable {
+    package let index: any OutputIndex
+    package let maxAgeSeconds: TimeInterval
+    package let clock: @Sendable () -> Date
     /// Signatures of files found right by `reusable`, written by `touch`.
     private let signatures: PendingSignatures
     /// Signatures of caption files found right by `captionFile`, by their audio file's path, written by `touch`.
@@ -43,7 +43,7 @@ public struct OutputCache: Sendable {
     /// Rows of other roots that `reusable` took for files of this one, written under this root by `touch`.
     private let adoptions: PendingAdoptions
 
-    public init(index: any OutputIndex, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+    package init(index: any OutputIndex, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
         self.maxAgeSeconds = Double(maxAgeDays) * 86_400
         self.clock = clock
@@ -53,14 +53,14 @@ public struct OutputCache: Sendable {
     }
 
     /// The cache indexed in a SQLite state database.
-    public init(database: StateDatabase, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+    package init(database: StateDatabase, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.init(index: database.outputIndex, maxAgeDays: maxAgeDays, clock: clock)
     }
 
     /// This cache, with the rows of `urls` read in one query: `reusable`
     /// answers those paths from memory, without a query per file. A path
     /// recorded or forgotten afterwards is read from the index again.
-    public func preloading(_ urls: [URL]) throws -> OutputCache {
+    package func preloading(_ urls: [URL]) throws -> OutputCache {
         let paths = urls.map { Self.place(of: $0.path).path }
         let rows = try index.entries(paths: paths)
         return OutputCache(
@@ -114,7 +114,7 @@ public struct OutputCache: Sendable {
     }
 
     /// How hard `reusable` looks at the file.
-    public enum Check: Sendable {
+    package enum Check: Sendable {
         /// Size only: for plans, which must be quick and read no audio.
         case size
         /// Size and SHA-256: for builds.
@@ -122,23 +122,23 @@ public struct OutputCache: Sendable {
     }
 
     /// The file's measurements when the file at `url` can stand for `key`.
-    public func reusable(_ url: URL, key: OutputKey, check: Check) throws -> EncodedAudio? {
+    package func reusable(_ url: URL, key: OutputKey, check: Check) throws -> EncodedAudio? {
         try reusable(url, key: key, check: check, captionKey: nil)?.audio
     }
 
     /// A file that can stand for its key, with what its row keeps of its captions.
-    public struct ReusedFile: Sendable, Hashable {
-        public var audio: EncodedAudio
+    package struct ReusedFile: Sendable, Hashable {
+        package var audio: EncodedAudio
         /// The captions kept with the file, when made under the caption key asked for.
-        public var captions: StoredCaptions?
+        package var captions: StoredCaptions?
         /// With `captions`: the signature of the package's caption file as a
         /// build last found it right (`captionFile`), nil when none has.
-        public var captionFileSignature: String?
+        package var captionFileSignature: String?
     }
 
     /// The same, with the captions kept with the file when they were made
     /// under `captionKey`: one row read for both.
-    public func reusable(_ url: URL, key: OutputKey, check: Check, captionKey: CaptionKey?) throws -> ReusedFile? {
+    package func reusable(_ url: URL, key: OutputKey, check: Check, captionKey: CaptionKey?) throws -> ReusedFile? {
         let path = url.path
         let place = Self.place(of: path)
         let rows = try index.entries(path: place.path)
@@ -215,7 +215,7 @@ public struct OutputCache: Sendable {
     /// The captions kept with the file at `url` when they were made under
     /// `key`; nil when none were, or under another key. Asked only of a
     /// file `reusable` vouched for: they follow that file's audio.
-    public func captions(_ url: URL, key: CaptionKey) throws -> StoredCaptions? {
+    package func captions(_ url: URL, key: CaptionKey) throws -> StoredCaptions? {
         guard let kept = try entry(url)?.captions, kept.key == key.hex else { return nil }
         return kept
     }
@@ -228,7 +228,7 @@ public struct OutputCache: Sendable {
     /// signed, and the signature is written by `touch(_:)` with `audio`'s
     /// last use. With no `audio` (captions just made, not kept in a row
     /// yet) the file is always read.
-    public func captionFile(atPath path: String, holds captions: StoredCaptions, keptWith audio: URL?) -> Bool {
+    package func captionFile(atPath path: String, holds captions: StoredCaptions, keptWith audio: URL?) -> Bool {
         let kept = audio.flatMap { try? entry($0) }?.captionsFileSignature
         return captionFile(atPath: path, status: FileStatus(path: path), holds: captions, signed: kept, keptWith: audio)
     }
@@ -287,7 +287,7 @@ public struct OutputCache: Sendable {
 
     /// Records files just committed at their final paths, each with the
     /// captions made with it (nil with `captions: off`).
-    public func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio, captions: StoredCaptions?)]) throws {
+    package func record(_ files: [(url: URL, key: OutputKey, audio: EncodedAudio, captions: StoredCaptions?)]) throws {
         guard !files.isEmpty else { return }
         let now = clock().timeIntervalSince1970
         try index.record(
@@ -309,7 +309,7 @@ public struct OutputCache: Sendable {
     /// `reusable` found through another root's row gets that row under its
     /// own root first; the other root's row goes when that root no longer
     /// exists (it was moved).
-    public func touch(_ urls: [URL], captions: [URL: StoredCaptions] = [:]) throws {
+    package func touch(_ urls: [URL], captions: [URL: StoredCaptions] = [:]) throws {
         guard !urls.isEmpty else { return }
         let now = clock().timeIntervalSince1970
         let made = Dictionary(captions.map { ($0.key.path, $0.value) }) { first, _ in first }
@@ -339,7 +339,7 @@ public struct OutputCache: Sendable {
     }
 
     /// Forgets files that were removed.
-    public func forget(_ urls: [URL]) throws {
+    package func forget(_ urls: [URL]) throws {
         for (root, files) in Self.byRoot(urls) { try index.forget(root: root, files.map(\.relative)) }
     }
 
@@ -357,7 +357,7 @@ public struct OutputCache: Sendable {
     private static func rootName(_ url: URL) -> String { url.standardizedFileURL.path }
 
     /// When each recorded file under `root` was last made or reused, by root-relative path.
-    public func lastUsed(relativeTo root: URL) throws -> [String: Date] {
+    package func lastUsed(relativeTo root: URL) throws -> [String: Date] {
         var result: [String: Date] = [:]
         for row in try index.lastUsed(root: Self.rootName(root)) {
             result[row.path] = Date(timeIntervalSince1970: row.lastUsedAt)
@@ -366,7 +366,7 @@ public struct OutputCache: Sendable {
     }
 
     /// Forgets every file under `root` (`cache clear`).
-    public func forgetAll(under root: URL) throws {
+    package func forgetAll(under root: URL) throws {
         try index.forgetAll(root: Self.rootName(root))
     }
 }

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import PostgresNIO
-public import TourpackCore
+package import TourpackCore
 
 /// The state in PostgreSQL (`state.postgres`), shared by workers on many
 /// machines: the quota ledger, the synthesis- and output-cache indexes and
@@ -16,15 +16,15 @@ public import TourpackCore
 ///
 /// Times are seconds since 1970 (UTC) from the build's injected clock, as in
 /// SQLite, so the rules about ages read the same on both backends.
-public struct PostgresState: StateBackend {
-    public let location: StateLocation
+package struct PostgresState: StateBackend {
+    package let location: StateLocation
     let connections: PostgresConnections
     /// The migrations this open applied, oldest first; empty when the schema was current.
-    public let appliedNow: [String]
+    package let appliedNow: [String]
 
     /// Connects (one connection now, more as callers need them) and
     /// migrates. Errors name the server (`state: postgresql://…: …`), never the password.
-    public init(url: String, password: Secret?) throws {
+    package init(url: String, password: Secret?) throws {
         try self.init(connections: PostgresConnections(url: PostgresURL(url), password: password))
     }
 
@@ -36,23 +36,23 @@ public struct PostgresState: StateBackend {
 
     /// The state when its schema exists; nil (and nothing created) when no
     /// worker has migrated this database yet. For `plan` and `build --dry-run`.
-    public static func existing(url: String, password: Secret?) throws -> PostgresState? {
+    package static func existing(url: String, password: Secret?) throws -> PostgresState? {
         let connections = try PostgresConnections(url: PostgresURL(url), password: password)
         guard try version(connections) != nil else { return nil }
         return try PostgresState(connections: connections)
     }
 
-    public var ledger: any LedgerStore { PostgresLedgerStore(connections: connections) }
-    public var synthesisIndex: any SynthesisIndex { PostgresSynthesisIndex(connections: connections) }
-    public var outputIndex: any OutputIndex { PostgresOutputIndex(connections: connections) }
-    public var buildRecords: any BuildRecordStore { PostgresBuildRecordStore(connections: connections) }
-    public var synthesisClaims: any SynthesisClaimStore { PostgresSynthesisClaimStore(connections: connections) }
+    package var ledger: any LedgerStore { PostgresLedgerStore(connections: connections) }
+    package var synthesisIndex: any SynthesisIndex { PostgresSynthesisIndex(connections: connections) }
+    package var outputIndex: any OutputIndex { PostgresOutputIndex(connections: connections) }
+    package var buildRecords: any BuildRecordStore { PostgresBuildRecordStore(connections: connections) }
+    package var synthesisClaims: any SynthesisClaimStore { PostgresSynthesisClaimStore(connections: connections) }
 
     /// Holds a session-level advisory lock on (`output`, `tour`) while `body`
     /// runs, on a connection kept for it: other workers publishing the same
     /// tour into the same root wait their turn. Should this process die, the
     /// server drops the lock with its connection.
-    public func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
+    package func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
         let key = Self.publishLock(tour: tour, output: output)
         let store = PostgresStore(connections: connections)
         // The body's own error comes out as it was thrown; only the lock's are the state's.
@@ -74,7 +74,7 @@ public struct PostgresState: StateBackend {
         return digest.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
     }
 
-    public func appliedMigrations() throws -> [String] {
+    package func appliedMigrations() throws -> [String] {
         try PostgresStore(connections: connections).run("read the applied migrations") {
             try connections.withConnection { session in
                 try session.query("SELECT name FROM schema_migrations ORDER BY version").map { try $0.decode(String.self) }

@@ -19,26 +19,26 @@ import Foundation
 /// Owners written before the boot ID was part of the host (`name/pid:[…]`)
 /// read as another host: their records are released by age, never by a
 /// PID check that could be wrong.
-public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
-    public var host: String
-    public var pid: Int32
-    public var startTicks: UInt64
+package struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
+    package var host: String
+    package var pid: Int32
+    package var startTicks: UInt64
 
-    public init(host: String, pid: Int32, startTicks: UInt64) {
+    package init(host: String, pid: Int32, startTicks: UInt64) {
         self.host = host
         self.pid = pid
         self.startTicks = startTicks
     }
 
     /// This process.
-    public static let current = ProcessOwner(
+    package static let current = ProcessOwner(
         host: hostIdentity(name: ProcessInfo.processInfo.hostName, pidNamespace: pidNamespace, bootID: bootID),
         pid: ProcessInfo.processInfo.processIdentifier,
         startTicks: startTicks(of: ProcessInfo.processInfo.processIdentifier) ?? 0)
 
     /// The host part of an owner: `name/pid:[…]/boot:<id>`; the parts that
     /// cannot be read (no `/proc`) are left out.
-    public static func hostIdentity(name: String, pidNamespace: String?, bootID: String?) -> String {
+    package static func hostIdentity(name: String, pidNamespace: String?, bootID: String?) -> String {
         name + (pidNamespace.map { "/" + $0 } ?? "") + (bootID.map { "/boot:" + $0 } ?? "")
     }
 
@@ -57,19 +57,19 @@ public struct ProcessOwner: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether this owner can be checked here at all: on this host (name,
     /// PID namespace and boot), with `/proc`.
-    public var isCheckable: Bool { host == Self.current.host && Self.current.startTicks != 0 }
+    package var isCheckable: Bool { host == Self.current.host && Self.current.startTicks != 0 }
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count >= 3, let start = UInt64(parts[parts.count - 1]), let pid = Int32(parts[parts.count - 2]) else { return nil }
         self.init(host: parts[..<(parts.count - 2)].joined(separator: ":"), pid: pid, startTicks: start)
     }
 
-    public var description: String { "\(host):\(pid):\(startTicks)" }
+    package var description: String { "\(host):\(pid):\(startTicks)" }
 
     /// False only when the owner is provably gone: it ran on this host and
     /// its PID is free or belongs to a process started at another time.
-    public var mightBeAlive: Bool {
+    package var mightBeAlive: Bool {
         guard isCheckable else { return true }
         guard let start = Self.startTicks(of: pid) else { return false }
         return start == startTicks

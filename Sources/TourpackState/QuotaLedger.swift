@@ -1,17 +1,17 @@
 import Crypto
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 import TourpackHTTP
 
 /// A TTS account as the ledger knows it: the endpoint plus a fingerprint of
 /// the API key. The key itself is never stored, logged or printed; the
 /// fingerprint is the first 16 hex digits of a salted SHA-256, enough to
 /// tell two keys apart and useless for recovering one.
-public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
+package struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
     /// `endpoint#fingerprint`, or `endpoint#no-key`.
-    public let id: String
+    package let id: String
 
-    public init(endpoint: String, apiKey: String?) {
+    package init(endpoint: String, apiKey: String?) {
         let base = Secret.redacting(url: endpoint)
         guard let apiKey, !apiKey.isEmpty else {
             id = "\(base)#no-key"
@@ -23,25 +23,25 @@ public struct QuotaAccount: Sendable, Hashable, CustomStringConvertible {
 
     /// The account of the endpoint and the key the pipeline's loader read.
     /// A provider that signs with a key pair (Polly) is its access key ID's.
-    public init(settings: TTSSettings) {
+    package init(settings: TTSSettings) {
         let key = settings.api.provider.credentials == .apiKey ? settings.apiKey : settings.accessKey
         self.init(endpoint: settings.endpoint, apiKey: key?.value)
     }
 
-    public var description: String { id }
+    package var description: String { id }
 }
 
 /// One tier's month, as `tourpack quota` and `plan` show it.
-public struct TierUsage: Sendable, Hashable, Codable {
-    public var tier: PricingTier
+package struct TierUsage: Sendable, Hashable, Codable {
+    package var tier: PricingTier
     /// Characters settled this month.
-    public var used: Int
+    package var used: Int
     /// Characters reserved by requests in flight (this job's or another's).
-    public var reserved: Int
+    package var reserved: Int
     /// nil: unlimited.
-    public var limit: Int?
+    package var limit: Int?
 
-    public init(tier: PricingTier, used: Int, reserved: Int, limit: Int?) {
+    package init(tier: PricingTier, used: Int, reserved: Int, limit: Int?) {
         self.tier = tier
         self.used = used
         self.reserved = reserved
@@ -49,7 +49,7 @@ public struct TierUsage: Sendable, Hashable, Codable {
     }
 
     /// What is left for new reservations; nil when unlimited.
-    public var left: Int? { limit.map { max(0, $0 - used - reserved) } }
+    package var left: Int? { limit.map { max(0, $0 - used - reserved) } }
 }
 
 /// The monthly character-quota ledger of one account, shared through the
@@ -80,22 +80,22 @@ public struct TierUsage: Sendable, Hashable, Codable {
 /// Months are calendar months in UTC (`2026-11`), taken from the injected
 /// clock at reservation time. The `local` tier, and any tier without a
 /// configured limit, is counted but never refused.
-public struct QuotaLedger: Sendable {
-    public struct Reservation: Sendable, Hashable {
-        public let id: Int64
-        public let characters: Int
+package struct QuotaLedger: Sendable {
+    package struct Reservation: Sendable, Hashable {
+        package let id: Int64
+        package let characters: Int
         let month: String
         let tier: PricingTier
     }
 
-    public let store: any LedgerStore
-    public let account: QuotaAccount
-    public let limits: [PricingTier: Int]
-    public var staleAfter: TimeInterval = 3600
-    public var owner: ProcessOwner = .current
-    public var clock: @Sendable () -> Date
+    package let store: any LedgerStore
+    package let account: QuotaAccount
+    package let limits: [PricingTier: Int]
+    package var staleAfter: TimeInterval = 3600
+    package var owner: ProcessOwner = .current
+    package var clock: @Sendable () -> Date
 
-    public init(store: any LedgerStore, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
+    package init(store: any LedgerStore, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.store = store
         self.account = account
         var limits: [PricingTier: Int] = [:]
@@ -105,13 +105,13 @@ public struct QuotaLedger: Sendable {
     }
 
     /// The ledger in a SQLite state database.
-    public init(database: StateDatabase, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
+    package init(database: StateDatabase, account: QuotaAccount, budgets: Budgets, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.init(store: database.ledger, account: account, budgets: budgets, clock: clock)
     }
 
     /// `yyyy-MM` in UTC. Through `gmtime_r`: a `Calendar` with a time zone
     /// and `String(format:)` cost more than the rest of a reservation.
-    public static func month(of date: Date) -> String {
+    package static func month(of date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         guard gmtime_r(&seconds, &parts) != nil else { return "0000-00" }
@@ -119,7 +119,7 @@ public struct QuotaLedger: Sendable {
         return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-" + (month.count < 2 ? "0" : "") + month
     }
 
-    public var currentMonth: String { Self.month(of: clock()) }
+    package var currentMonth: String { Self.month(of: clock()) }
 
     private func slot(_ month: String, _ tier: PricingTier) -> QuotaSlot {
         QuotaSlot(account: account.id, month: month, tier: tier.rawValue)
@@ -127,7 +127,7 @@ public struct QuotaLedger: Sendable {
 
     /// Reserves `characters` in `tier` for one request, or refuses with
     /// `budgetExceeded` naming the numbers when the month cannot take them.
-    public func reserve(_ characters: Int, tier: PricingTier) throws -> Reservation {
+    package func reserve(_ characters: Int, tier: PricingTier) throws -> Reservation {
         let month = currentMonth
         let now = clock().timeIntervalSince1970
         let limit = limits[tier]
@@ -144,7 +144,7 @@ public struct QuotaLedger: Sendable {
     /// The endpoint answered: the reservation becomes used characters.
     /// - Parameter characters: what was billed, when it differs from what was
     ///   reserved (an answer retried because its body was cut short is billed twice).
-    public func settle(_ reservation: Reservation, characters: Int? = nil) throws {
+    package func settle(_ reservation: Reservation, characters: Int? = nil) throws {
         try store.settle(settlement(of: reservation, characters: characters))
     }
 
@@ -156,7 +156,7 @@ public struct QuotaLedger: Sendable {
     }
 
     /// The request ended without audio: nothing was billed.
-    public func release(_ reservation: Reservation) throws {
+    package func release(_ reservation: Reservation) throws {
         try store.release(reservation.id)
     }
 
@@ -164,7 +164,7 @@ public struct QuotaLedger: Sendable {
     /// on the endpoint may bill it. A crash after this point settles it (see
     /// `reconcile`), which can over-count a request that never arrived but
     /// never under-counts one that was billed.
-    public func markSent(_ reservation: Reservation) throws {
+    package func markSent(_ reservation: Reservation) throws {
         try store.markSent(reservation.id, at: clock().timeIntervalSince1970)
     }
 
@@ -172,18 +172,18 @@ public struct QuotaLedger: Sendable {
     /// tried again after answers that were billed (cut short, undecodable),
     /// so a crash from here on settles what those cost as well as the retry.
     /// Never lowers it; the month's limit does not apply to what is billed already.
-    public func raise(_ reservation: Reservation, to characters: Int) throws {
+    package func raise(_ reservation: Reservation, to characters: Int) throws {
         try store.raise(reservation.id, to: characters)
     }
 
     /// What `reconcile` did with the reservations of owners that are gone.
-    public struct Reconciliation: Sendable, Hashable {
+    package struct Reconciliation: Sendable, Hashable {
         /// Never sent: released, nothing was billed.
-        public var released = 0
-        public var releasedCharacters = 0
+        package var released = 0
+        package var releasedCharacters = 0
         /// Sent: settled in full, since the endpoint may have billed them.
-        public var settled = 0
-        public var settledCharacters = 0
+        package var settled = 0
+        package var settledCharacters = 0
     }
 
     /// Closes the reservations of every account whose owner is gone: a
@@ -192,7 +192,7 @@ public struct QuotaLedger: Sendable {
     /// is released; one that was sent is settled for its characters, because
     /// the endpoint may have answered and billed it before the owner died.
     @discardableResult
-    public func reconcile() throws -> Reconciliation {
+    package func reconcile() throws -> Reconciliation {
         let cutoff = clock().timeIntervalSince1970 - staleAfter
         return try store.reconcile { reservation in
             // Gone for sure: close now. Cannot be checked (another host):
@@ -205,13 +205,13 @@ public struct QuotaLedger: Sendable {
     }
 
     /// This month's usage of one tier.
-    public func usage(of tier: PricingTier) throws -> TierUsage {
+    package func usage(of tier: PricingTier) throws -> TierUsage {
         let usage = try store.usage(in: slot(currentMonth, tier))
         return TierUsage(tier: tier, used: usage.used, reserved: usage.reserved, limit: limits[tier])
     }
 
     /// This month's usage of every tier: the limited ones, then any other with characters on record.
-    public func usageByTier() throws -> [TierUsage] {
+    package func usageByTier() throws -> [TierUsage] {
         try PricingTier.allCases.map { try usage(of: $0) }
             .filter { $0.limit != nil || $0.used > 0 || $0.reserved > 0 }
     }

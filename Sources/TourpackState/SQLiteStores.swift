@@ -6,15 +6,15 @@ import GRDB
 /// default), so a read-check-write such as a reservation is atomic against
 /// every other process on the same file.
 extension StateDatabase: StateBackend {
-    public var location: StateLocation { .sqlite(path: url.path) }
-    public var ledger: any LedgerStore { SQLiteLedgerStore(database: self) }
-    public var synthesisIndex: any SynthesisIndex { SQLiteSynthesisIndex(database: self) }
-    public var outputIndex: any OutputIndex { SQLiteOutputIndex(database: self) }
-    public var buildRecords: any BuildRecordStore { SQLiteBuildRecordStore(database: self) }
-    public var synthesisClaims: any SynthesisClaimStore { SQLiteSynthesisClaimStore(database: self) }
+    package var location: StateLocation { .sqlite(path: url.path) }
+    package var ledger: any LedgerStore { SQLiteLedgerStore(database: self) }
+    package var synthesisIndex: any SynthesisIndex { SQLiteSynthesisIndex(database: self) }
+    package var outputIndex: any OutputIndex { SQLiteOutputIndex(database: self) }
+    package var buildRecords: any BuildRecordStore { SQLiteBuildRecordStore(database: self) }
+    package var synthesisClaims: any SynthesisClaimStore { SQLiteSynthesisClaimStore(database: self) }
 
     /// One machine: the output root's flock already keeps its publishers apart.
-    public func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
+    package func publishing<T>(tour: String, into output: String, _ body: () throws -> T) throws -> T {
         try body()
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
-public import NIOPosix
+package import NIOPosix
 import TourpackAudio
 import TourpackCore
-public import TourpackHTTP
+package import TourpackHTTP
 
 /// The synthesis cache a fleet shares: this machine's `SynthesisCache` in
 /// front, an S3-compatible bucket (`ObjectStore`) behind it, so a chunk is
@@ -19,20 +19,20 @@ public import TourpackHTTP
 /// The build's `ChunkLookup` calls `restore` after its second local
 /// lookup misses (before reserving characters), and `share` after `adopt`;
 /// a store that cannot be reached is a miss there, never a failed item.
-public struct SharedSynthesisCache: Sendable {
-    public let local: SynthesisCache
-    public let objects: ObjectStore
+package struct SharedSynthesisCache: Sendable {
+    package let local: SynthesisCache
+    package let objects: ObjectStore
     /// SQLite, file and decode work runs here, never on the cooperative pool.
-    public let pool: NIOThreadPool
+    package let pool: NIOThreadPool
 
-    public init(local: SynthesisCache, objects: ObjectStore, pool: NIOThreadPool) {
+    package init(local: SynthesisCache, objects: ObjectStore, pool: NIOThreadPool) {
         self.local = local
         self.objects = objects
         self.pool = pool
     }
 
     /// The object's name under the store's prefix.
-    public static func objectKey(_ key: SynthesisKey) -> String { "\(key.hex).flac" }
+    package static func objectKey(_ key: SynthesisKey) -> String { "\(key.hex).flac" }
 
     /// The chunk from the bucket, kept in the local cache, or nil when the
     /// bucket has no usable copy. Throws only when the store cannot be
@@ -42,7 +42,7 @@ public struct SharedSynthesisCache: Sendable {
     /// at the chunk's rate) is removed, so that the next share, which never
     /// overwrites, can put a good copy in its place; otherwise every new
     /// worker would pay for that chunk again.
-    public func restore(_ key: SynthesisKey, characters: Int, sampleRate: Int) async throws -> CachedChunk? {
+    package func restore(_ key: SynthesisKey, characters: Int, sampleRate: Int) async throws -> CachedChunk? {
         let bytes: [UInt8]
         switch try await objects.fetch(Self.objectKey(key)) {
         case .found(let found): bytes = found
@@ -79,7 +79,7 @@ public struct SharedSynthesisCache: Sendable {
 
     /// Puts a locally kept chunk in the bucket unless a copy is there already.
     @discardableResult
-    public func share(_ chunk: CachedChunk) async throws -> ObjectStore.PutOutcome {
+    package func share(_ chunk: CachedChunk) async throws -> ObjectStore.PutOutcome {
         let url = chunk.url
         let bytes = try await pool.runIfActive { Array(try Data(contentsOf: url)) }
         return try await objects.put(Self.objectKey(chunk.key), bytes: bytes)

@@ -1,5 +1,5 @@
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 /// Where the rows of a pipeline's state live, behind five small stores: the
 /// quota ledger, the synthesis-cache index, the output-cache index, the
@@ -23,7 +23,7 @@ public import TourpackCore
 ///
 /// Every call blocks (a file, a socket); call them from a thread pool, as
 /// the build does, never from the cooperative pool's hot paths.
-public protocol StateBackend: Sendable {
+package protocol StateBackend: Sendable {
     var location: StateLocation { get }
     var ledger: any LedgerStore { get }
     var synthesisIndex: any SynthesisIndex { get }
@@ -42,14 +42,14 @@ public protocol StateBackend: Sendable {
 }
 
 /// Which database holds the state, as errors and `tourpack state migrate` name it.
-public enum StateLocation: Sendable, Hashable, CustomStringConvertible {
+package enum StateLocation: Sendable, Hashable, CustomStringConvertible {
     /// `<state>/state.sqlite`.
     case sqlite(path: String)
     /// A PostgreSQL server, by its URL without a password
     /// (`postgresql://tourpack@127.0.0.1:5432/tourpack`).
     case postgres(url: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .sqlite(let path): path
         case .postgres(let url): url
@@ -57,7 +57,7 @@ public enum StateLocation: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A failure of this backend, naming it (never a password: neither form holds one).
-    public func failure(_ message: String, cause: (any Error & Sendable)? = nil) -> TourpackError {
+    package func failure(_ message: String, cause: (any Error & Sendable)? = nil) -> TourpackError {
         switch self {
         case .sqlite(let path): TourpackError(.stateFailed, message, context: .init(path: path), cause: cause)
         case .postgres(let url): TourpackError(.stateFailed, message, context: .init(url: url), cause: cause)
@@ -68,13 +68,13 @@ public enum StateLocation: Sendable, Hashable, CustomStringConvertible {
 // MARK: The quota ledger
 
 /// One tier's month of one account: where a reservation counts.
-public struct QuotaSlot: Sendable, Hashable {
-    public var account: String
+package struct QuotaSlot: Sendable, Hashable {
+    package var account: String
     /// `yyyy-MM`, UTC.
-    public var month: String
-    public var tier: String
+    package var month: String
+    package var tier: String
 
-    public init(account: String, month: String, tier: String) {
+    package init(account: String, month: String, tier: String) {
         self.account = account
         self.month = month
         self.tier = tier
@@ -82,32 +82,32 @@ public struct QuotaSlot: Sendable, Hashable {
 }
 
 /// What a reservation came to.
-public enum ReservationOutcome: Sendable, Hashable {
+package enum ReservationOutcome: Sendable, Hashable {
     case granted(id: Int64)
     /// The month could not take it; the numbers it saw, for the message.
     case refused(used: Int, reserved: Int)
 }
 
 /// A reservation not yet settled or released, as `reconcile` judges it.
-public struct OpenReservation: Sendable, Hashable {
-    public var id: Int64
-    public var characters: Int
+package struct OpenReservation: Sendable, Hashable {
+    package var id: Int64
+    package var characters: Int
     /// `ProcessOwner.description`.
-    public var owner: String
-    public var createdAt: Double
+    package var owner: String
+    package var createdAt: Double
     /// Its request went out: the endpoint may have billed it.
-    public var sent: Bool
+    package var sent: Bool
 }
 
 /// A reservation becoming used characters: what was billed, in its month.
-public struct LedgerSettlement: Sendable, Hashable {
-    public var id: Int64
-    public var slot: QuotaSlot
-    public var characters: Int
+package struct LedgerSettlement: Sendable, Hashable {
+    package var id: Int64
+    package var slot: QuotaSlot
+    package var characters: Int
 }
 
 /// The ledger's rows. The policy (limits, months, which owners are gone) is `QuotaLedger`'s.
-public protocol LedgerStore: Sendable {
+package protocol LedgerStore: Sendable {
     var location: StateLocation { get }
     /// Records a reservation of `characters` in `slot` when the slot's used
     /// plus reserved characters plus these stay within `limit` (nil: no
@@ -138,30 +138,30 @@ public protocol LedgerStore: Sendable {
 // MARK: The synthesis-cache index
 
 /// One chunk's row in the synthesis-cache index.
-public struct SynthesisEntry: Sendable, Hashable {
+package struct SynthesisEntry: Sendable, Hashable {
     /// `SynthesisKey.hex`.
-    public var key: String
-    public var characters: Int
-    public var sampleRate: Int
-    public var samples: Int
-    public var fileBytes: Int64
-    public var createdAt: Double
-    public var lastUsedAt: Double
+    package var key: String
+    package var characters: Int
+    package var sampleRate: Int
+    package var samples: Int
+    package var fileBytes: Int64
+    package var createdAt: Double
+    package var lastUsedAt: Double
     /// Where speech starts and ends (`ChunkShape`): nil, not measured yet
     /// (an entry from before chunk shapes); -1 and -1, only silence.
-    public var audibleStart: Int?
-    public var audibleEnd: Int?
+    package var audibleStart: Int?
+    package var audibleEnd: Int?
     /// The chunk's gating blocks and true peak (`LoudnessProfile.encoded`); nil, not measured yet.
-    public var loudness: Data?
+    package var loudness: Data?
     /// Lowercase hex SHA-256 of the chunk's FLAC file; nil for an entry from
     /// before digests were kept (recorded at its next lookup).
-    public var fileSHA256: String?
+    package var fileSHA256: String?
     /// When each sentence the chunk holds starts, as the voice reported it
     /// (`ChunkShape.sentenceTimes`, in `SentenceTimes.encode`'s text form);
     /// nil when it reported none.
-    public var sentenceTimes: String?
+    package var sentenceTimes: String?
 
-    public init(
+    package init(
         key: String, characters: Int, sampleRate: Int, samples: Int, fileBytes: Int64, createdAt: Double, lastUsedAt: Double,
         audibleStart: Int?, audibleEnd: Int?, loudness: Data?, fileSHA256: String? = nil, sentenceTimes: String? = nil
     ) {
@@ -181,7 +181,7 @@ public struct SynthesisEntry: Sendable, Hashable {
 }
 
 /// The synthesis cache's rows (the FLAC files are `SynthesisCache`'s).
-public protocol SynthesisIndex: Sendable {
+package protocol SynthesisIndex: Sendable {
     var location: StateLocation { get }
     /// The keys among `keys` with an entry created at or after `cutoff`.
     func freshKeys(among keys: [String], createdSince cutoff: Double) throws -> Set<String>
@@ -212,19 +212,19 @@ public protocol SynthesisIndex: Sendable {
 
 extension SynthesisIndex {
     /// A row at a time; a backend that can read them together does.
-    public func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
+    package func entries(_ keys: [String]) throws -> [String: SynthesisEntry] {
         var found: [String: SynthesisEntry] = [:]
         for key in keys { found[key] = try entry(key) }
         return found
     }
 
     /// A batch at a time; a backend that can write them together does.
-    public func touch(_ batches: [(time: Double, keys: [String])]) throws {
+    package func touch(_ batches: [(time: Double, keys: [String])]) throws {
         for batch in batches { try touch(batch.keys, at: batch.time) }
     }
 
     /// A row at a time, keeping each row's shape and loudness; a backend that can write them together does.
-    public func touch(_ keys: [String], at time: Double) throws {
+    package func touch(_ keys: [String], at time: Double) throws {
         for key in keys {
             guard let entry = try entry(key) else { continue }
             try touch(key, at: time, audibleStart: entry.audibleStart ?? -1, audibleEnd: entry.audibleEnd ?? -1, loudness: entry.loudness)
@@ -239,45 +239,45 @@ extension SynthesisIndex {
 /// A row names its file by the output root it was written under and the
 /// file's path relative to that root, so a root that is moved or mounted
 /// elsewhere keeps its rows' worth (`OutputCache`).
-public struct OutputEntry: Sendable, Hashable {
+package struct OutputEntry: Sendable, Hashable {
     /// The output root the file was written under, as its absolute path
     /// read then (`OutputCache.rootName`).
-    public var root: String
+    package var root: String
     /// The file's path relative to `root`: `AudioCache/<tour>/<file>`.
-    public var path: String
+    package var path: String
     /// `OutputKey.hex`.
-    public var inputKey: String
-    public var format: String
-    public var codec: String
-    public var sampleRateHz: Int
-    public var channels: Int
-    public var bitrateKbps: Int
-    public var durationSeconds: Double
-    public var sizeBytes: Int64
-    public var sha256: String
-    public var createdAt: Double
-    public var lastUsedAt: Double
+    package var inputKey: String
+    package var format: String
+    package var codec: String
+    package var sampleRateHz: Int
+    package var channels: Int
+    package var bitrateKbps: Int
+    package var durationSeconds: Double
+    package var sizeBytes: Int64
+    package var sha256: String
+    package var createdAt: Double
+    package var lastUsedAt: Double
     /// The file's loudness as shipped and how it was levelled (`AudioLoudness`);
     /// a nil gain: recorded before loudness was measured.
-    public var integratedLUFS: Double?
-    public var truePeakDBTP: Double?
-    public var gainDB: Double?
-    public var limiterReductionDB: Double?
+    package var integratedLUFS: Double?
+    package var truePeakDBTP: Double?
+    package var gainDB: Double?
+    package var limiterReductionDB: Double?
     /// What `lstat` said of the file when a build last found its SHA-256
     /// right (`FileSignature`); nil until then, and again once the file is
     /// made anew. While the file still has it, the file is not hashed again.
-    public var fileSignature: String?
+    package var fileSignature: String?
     /// The narration's captions as the build that made or last reused the
     /// file made them, and what they were made from; nil until a build with
     /// captions records them.
-    public var captions: StoredCaptions?
+    package var captions: StoredCaptions?
     /// What `lstat` said of the caption file holding `captions` when a
     /// build last found its bytes right, after their SHA-256
     /// (`OutputCache.captionFile(_:holds:keptWith:)`); nil until then, and
     /// again once the captions are made anew.
-    public var captionsFileSignature: String?
+    package var captionsFileSignature: String?
 
-    public init(
+    package init(
         root: String, path: String, inputKey: String, format: String, codec: String, sampleRateHz: Int, channels: Int, bitrateKbps: Int,
         durationSeconds: Double, sizeBytes: Int64, sha256: String, createdAt: Double, lastUsedAt: Double,
         integratedLUFS: Double?, truePeakDBTP: Double?, gainDB: Double?, limiterReductionDB: Double?, fileSignature: String? = nil,
@@ -309,18 +309,18 @@ public struct OutputEntry: Sendable, Hashable {
 /// One narration's WebVTT file as a build made it beside an AudioCache file,
 /// kept in that file's row so a build that reuses the file reuses its
 /// captions too, without laying out the narration or timing its cues again.
-public struct StoredCaptions: Sendable, Hashable {
+package struct StoredCaptions: Sendable, Hashable {
     /// `CaptionKey.hex`: what the captions follow from besides the audio.
-    public var key: String
+    package var key: String
     /// The WebVTT file's bytes.
-    public var bytes: [UInt8]
+    package var bytes: [UInt8]
     /// Lowercase hex SHA-256 of `bytes`.
-    public var sha256: String
-    public var cues: Int
+    package var sha256: String
+    package var cues: Int
     /// `CaptionTiming`'s raw value: where the cue times came from.
-    public var timing: String
+    package var timing: String
 
-    public init(key: String, bytes: [UInt8], sha256: String, cues: Int, timing: String) {
+    package init(key: String, bytes: [UInt8], sha256: String, cues: Int, timing: String) {
         self.key = key
         self.bytes = bytes
         self.sha256 = sha256
@@ -336,7 +336,7 @@ public struct StoredCaptions: Sendable, Hashable {
 /// takes its own root's, or, for a root with none (moved, or mounted
 /// elsewhere), one another root wrote whose file is found at the same
 /// place under this one.
-public protocol OutputIndex: Sendable {
+package protocol OutputIndex: Sendable {
     var location: StateLocation { get }
     /// Every root's row of the root-relative `path`.
     func entries(path: String) throws -> [OutputEntry]
@@ -364,7 +364,7 @@ public protocol OutputIndex: Sendable {
 
 extension OutputIndex {
     /// A path at a time; a backend that can read them together does.
-    public func entries(paths: [String]) throws -> [String: [OutputEntry]] {
+    package func entries(paths: [String]) throws -> [String: [OutputEntry]] {
         var found: [String: [OutputEntry]] = [:]
         for path in paths {
             let rows = try entries(path: path)
@@ -377,13 +377,13 @@ extension OutputIndex {
 // MARK: Build records
 
 /// A build's totals as it finishes.
-public struct BuildTotals: Sendable, Hashable {
-    public var toursBuilt = 0
-    public var toursFailed = 0
-    public var requests = 0
-    public var characters = 0
+package struct BuildTotals: Sendable, Hashable {
+    package var toursBuilt = 0
+    package var toursFailed = 0
+    package var requests = 0
+    package var characters = 0
 
-    public init(toursBuilt: Int = 0, toursFailed: Int = 0, requests: Int = 0, characters: Int = 0) {
+    package init(toursBuilt: Int = 0, toursFailed: Int = 0, requests: Int = 0, characters: Int = 0) {
         self.toursBuilt = toursBuilt
         self.toursFailed = toursFailed
         self.requests = requests
@@ -392,7 +392,7 @@ public struct BuildTotals: Sendable, Hashable {
 }
 
 /// The build records' rows: a lifecycle per build and each tour's outcome.
-public protocol BuildRecordStore: Sendable {
+package protocol BuildRecordStore: Sendable {
     var location: StateLocation { get }
     /// A new queued record; its id.
     func queue(pipeline: String, output: String, owner: String, at time: Double) throws -> Int64

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import GRDB
 import TourpackCore
 
@@ -28,18 +28,18 @@ import Darwin
 ///
 /// The schema is versioned: `migrator` applies each named migration once, in
 /// order, and a database from a newer tourpack is refused rather than guessed at.
-public struct StateDatabase: Sendable {
-    public static let fileName = "state.sqlite"
-    public static let busyTimeoutSeconds: TimeInterval = 30
+package struct StateDatabase: Sendable {
+    package static let fileName = "state.sqlite"
+    package static let busyTimeoutSeconds: TimeInterval = 30
 
     /// The database file.
-    public let url: URL
+    package let url: URL
     let pool: DatabasePool
     /// The migrations this open applied, oldest first; empty when the schema was current.
-    public let appliedNow: [String]
+    package let appliedNow: [String]
 
     /// Opens (creating if needed) the database in `folder` and migrates it.
-    public init(folder: URL) throws {
+    package init(folder: URL) throws {
         try AtomicFile.createFolder(folder)
         url = folder.appendingPathComponent(Self.fileName)
         var configuration = Configuration()
@@ -132,7 +132,7 @@ public struct StateDatabase: Sendable {
     }
 
     /// Applied migrations, oldest first (for tests and `cache stats`).
-    public func appliedMigrations() throws -> [String] {
+    package func appliedMigrations() throws -> [String] {
         try read { db in try Self.migrator.appliedMigrations(db) }
     }
 

@@ -1,6 +1,6 @@
 import Crypto
-public import Foundation
-public import TourpackCore
+package import Foundation
+package import TourpackCore
 
 /// Where things live in a pipeline's state folder.
 ///
@@ -30,25 +30,25 @@ public import TourpackCore
 /// ```
 /// <scratch>/roots/<name>-<hash>/  build.lock  staging/  journal/
 /// ```
-public struct StateLayout: Sendable, Hashable {
-    public let state: URL
-    public let output: URL
+package struct StateLayout: Sendable, Hashable {
+    package let state: URL
+    package let output: URL
     /// `state.scratch`: where the per-root folders go; nil keeps them in `state`.
-    public let scratch: URL?
+    package let scratch: URL?
 
-    public init(state: URL, output: URL, scratch: URL? = nil) {
+    package init(state: URL, output: URL, scratch: URL? = nil) {
         self.state = state
         self.output = output
         self.scratch = scratch
     }
 
-    public init(_ config: PipelineConfig) {
+    package init(_ config: PipelineConfig) {
         self.init(state: config.state, output: config.output, scratch: config.shared.scratch)
     }
 
     /// The lock, staging and journal folder of this output root: under the
     /// scratch folder when there is one, else under the state folder.
-    public var rootFolder: URL {
+    package var rootFolder: URL {
         let holder = OutputTree.realPath(scratch ?? state).pathComponents
         let real = OutputTree.realPath(output).pathComponents
         let shared = zip(holder, real).prefix { $0 == $1 }.count
@@ -74,7 +74,7 @@ public struct StateLayout: Sendable, Hashable {
     /// journals, when there is no such folder yet. Before the lock is
     /// taken: a build of the older kind holding it keeps it, since the lock
     /// file moves with its folder. Another process doing the same first wins.
-    public func adoptFormerRootFolder() {
+    package func adoptFormerRootFolder() {
         let (former, current) = (formerRootFolder, rootFolder)
         guard former.path != current.path, FileManager.default.fileExists(atPath: former.path),
             !FileManager.default.fileExists(atPath: current.path)
@@ -83,14 +83,14 @@ public struct StateLayout: Sendable, Hashable {
     }
 
     /// The synthesis cache's FLAC files.
-    public var synthesisFolder: URL { state.appendingPathComponent("synthesis", isDirectory: true) }
+    package var synthesisFolder: URL { state.appendingPathComponent("synthesis", isDirectory: true) }
 
     /// Each narration's plan (its chunks, their keys and counts), kept
     /// between builds in one file read at once (TourpackKit's `KeptPlans`).
-    public var keptPlansFile: URL { state.appendingPathComponent("plans.kept") }
+    package var keptPlansFile: URL { state.appendingPathComponent("plans.kept") }
 
     /// The map tile cache's files (content-addressed) and its fetch locks.
-    public var tileFolder: URL { state.appendingPathComponent("tiles", isDirectory: true) }
+    package var tileFolder: URL { state.appendingPathComponent("tiles", isDirectory: true) }
 
     /// Refuses (exit 2) a state folder inside the output root, or an output
     /// root inside the state folder, compared by their real paths.
@@ -100,7 +100,7 @@ public struct StateLayout: Sendable, Hashable {
     /// caches and the staged temps inside the bundle that ships to phones.
     /// So the build checks again, after `realpath` of the deepest existing
     /// ancestor of each, before it opens or creates anything in the state.
-    public func checkApart() throws {
+    package func checkApart() throws {
         let (realState, realOutput) = (OutputTree.realPath(state), OutputTree.realPath(output))
         if OutputTree.isSameOrInside(state, output) {
             throw TourpackError.invalidInput(
@@ -120,16 +120,16 @@ public struct StateLayout: Sendable, Hashable {
     }
 
     /// The lock file a build on this root holds.
-    public var lockFile: URL { rootFolder.appendingPathComponent(BuildLock.fileName) }
+    package var lockFile: URL { rootFolder.appendingPathComponent(BuildLock.fileName) }
 
     /// Names of the per-root folders, the one place they are spelled.
     package static let stagingFolderName = CommitFolders.stagingName
     package static let journalFolderName = CommitFolders.journalName
 
     /// `<root folder>/staging`: encoded temps waiting for their tour's commit.
-    public var stagingFolder: URL { Self.stagingFolder(in: rootFolder) }
+    package var stagingFolder: URL { Self.stagingFolder(in: rootFolder) }
     /// `<root folder>/journal`: commit journals a killed run left to replay.
-    public var journalFolder: URL { Self.journalFolder(in: rootFolder) }
+    package var journalFolder: URL { Self.journalFolder(in: rootFolder) }
 
     package static func stagingFolder(in rootFolder: URL) -> URL { CommitFolders.staging(in: rootFolder) }
     package static func journalFolder(in rootFolder: URL) -> URL { CommitFolders.journal(in: rootFolder) }

@@ -1,5 +1,5 @@
-public import Foundation
-public import TourpackAudio
+package import Foundation
+package import TourpackAudio
 import TourpackCore
 
 /// Every chunk the endpoint has spoken, kept losslessly so that nothing is
@@ -31,31 +31,31 @@ import TourpackCore
 ///   and its audio is still a hit. The same holds for the shared index.
 ///
 /// All of it blocks (the index and file I/O); call it from a thread pool.
-public struct SynthesisCache: Sendable {
-    public private(set) var index: any SynthesisIndex
-    public let folder: URL
-    public let maxAgeSeconds: TimeInterval
-    public let clock: @Sendable () -> Date
+package struct SynthesisCache: Sendable {
+    package private(set) var index: any SynthesisIndex
+    package let folder: URL
+    package let maxAgeSeconds: TimeInterval
+    package let clock: @Sendable () -> Date
     /// Whether a hit must carry its loudness (a build with a target): an
     /// entry without it is measured from its file, once. Off, entries are
     /// taken as they are.
-    public var measuresLoudness = true
+    package var measuresLoudness = true
     /// Whether the index is shared by machines whose files are their own
     /// (PostgreSQL): a row whose file is not on this disk is then another
     /// worker's chunk, held in the fleet's bucket, and a local miss only,
     /// never a row to drop.
-    public var indexIsShared = false
+    package var indexIsShared = false
     /// Whether the fleet's bucket (`state.objects`) holds the files the
     /// shared index lists: a plan then counts a fresh row as a hit even
     /// when the file is not on this disk, since a build restores it
     /// without a request.
-    public var bucketHoldsFiles = false
+    package var bucketHoldsFiles = false
     /// When set (a build), a hit whose row already holds its shape and
     /// loudness records its last use here, and `flushTouches` writes them
     /// all in one transaction, instead of a write per hit.
-    public var deferredTouches: DeferredTouches?
+    package var deferredTouches: DeferredTouches?
 
-    public init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+    package init(index: any SynthesisIndex, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.index = index
         self.folder = folder
         self.maxAgeSeconds = Double(maxAgeDays) * 86_400
@@ -63,7 +63,7 @@ public struct SynthesisCache: Sendable {
     }
 
     /// The cache indexed in a SQLite state database.
-    public init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
+    package init(database: StateDatabase, folder: URL, maxAgeDays: Int, clock: @escaping @Sendable () -> Date) {
         self.init(index: database.synthesisIndex, folder: folder, maxAgeDays: maxAgeDays, clock: clock)
     }
 
@@ -71,7 +71,7 @@ public struct SynthesisCache: Sendable {
     /// answers those keys from memory, without a query per chunk. A key
     /// kept or forgotten afterwards is read from the index again. A shared
     /// index is read as before: other workers write it while a build runs.
-    public func preloading(_ keys: some Sequence<SynthesisKey>) throws -> SynthesisCache {
+    package func preloading(_ keys: some Sequence<SynthesisKey>) throws -> SynthesisCache {
         guard !indexIsShared else { return self }
         let wanted = Array(Set(keys.map(\.hex)))
         var cache = self
@@ -88,7 +88,7 @@ public struct SynthesisCache: Sendable {
 
     /// The keys among `keys` that a build would take from the cache: a fresh
     /// entry whose file is there, or in the fleet's bucket. For plans; reads no audio.
-    public func freshKeys(among keys: some Sequence<SynthesisKey>) throws -> Set<SynthesisKey> {
+    package func freshKeys(among keys: some Sequence<SynthesisKey>) throws -> Set<SynthesisKey> {
         let wanted = Array(Set(keys))
         let found = Set(try index.freshKeys(among: wanted.map(\.hex), createdSince: cutoff).map(SynthesisKey.init(hex:)))
         // A worker's first build in a new pod has no file yet: the quota
@@ -103,7 +103,7 @@ public struct SynthesisCache: Sendable {
     /// otherwise (a missing file also drops the entry). A hit becomes the
     /// most recently used entry. Reads no audio, unless the entry predates
     /// chunk shapes or loudness: then its file is decoded once to measure it.
-    public func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
+    package func lookup(_ key: SynthesisKey) throws -> CachedChunk? {
         let cutoff = self.cutoff
         guard let found = try index.entry(key.hex), found.createdAt >= cutoff else { return nil }
         let url = fileURL(for: key)
@@ -163,7 +163,7 @@ public struct SynthesisCache: Sendable {
 
     /// Writes the last uses `deferredTouches` holds, each at its time, in
     /// one transaction (SQLite); the build calls it before it evicts.
-    public func flushTouches() throws {
+    package func flushTouches() throws {
         guard let deferredTouches else { return }
         try index.touch(deferredTouches.take())
     }
@@ -179,7 +179,7 @@ public struct SynthesisCache: Sendable {
     /// The chunk's audio when a fresh entry decodes; nil otherwise. A hit
     /// becomes the most recently used entry. For tools and tests: the build
     /// streams the file instead.
-    public func load(_ key: SynthesisKey) throws -> PCMAudio? {
+    package func load(_ key: SynthesisKey) throws -> PCMAudio? {
         guard let entry = try lookup(key) else { return nil }
         guard let pcm = try? FLACFile.read(entry.url, expecting: entry.expectation), pcm.samples.count == entry.shape.samples,
             pcm.sampleRate == entry.sampleRate
@@ -191,7 +191,7 @@ public struct SynthesisCache: Sendable {
     }
 
     /// Keeps `pcm` as the audio of `key`, replacing any older entry.
-    public func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int) throws {
+    package func store(_ pcm: PCMAudio, for key: SynthesisKey, characters: Int) throws {
         let temp = try temporaryURL(for: key)
         do {
             try FLACFile.write(pcm, to: temp)
@@ -242,14 +242,14 @@ public struct SynthesisCache: Sendable {
     }
 
     /// Entries and the bytes of their files.
-    public func totals() throws -> (entries: Int, bytes: Int64) {
+    package func totals() throws -> (entries: Int, bytes: Int64) {
         try index.totals()
     }
 
     /// Drops entries too old to be reused, then the least recently used
     /// until the files fit in `maxBytes`. Returns what was removed.
     @discardableResult
-    public func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
+    package func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
         let cutoff = self.cutoff
         let rows = try index.byLastUse()
         var total = rows.reduce(Int64(0)) { $0 + $1.bytes }
@@ -273,7 +273,7 @@ public struct SynthesisCache: Sendable {
     }
 
     /// Forgets every entry (`cache clear`, which removes the folder itself).
-    public func forgetAll() throws {
+    package func forgetAll() throws {
         try index.forgetAll()
     }
 
@@ -295,24 +295,24 @@ public struct SynthesisCache: Sendable {
 }
 
 /// A chunk's entry in the synthesis cache: its FLAC file and its shape.
-public struct CachedChunk: Sendable, Hashable {
-    public var key: SynthesisKey
-    public var url: URL
-    public var shape: ChunkShape
-    public var sampleRate: Int
+package struct CachedChunk: Sendable, Hashable {
+    package var key: SynthesisKey
+    package var url: URL
+    package var shape: ChunkShape
+    package var sampleRate: Int
     /// What the file must be when it is read: its size and SHA-256, as the entry records them.
-    public var expectation: FLACFile.Expectation? = nil
+    package var expectation: FLACFile.Expectation? = nil
 }
 
 /// A chunk's sentence times as the synthesis cache keeps them: seconds to
 /// the microsecond, comma-separated (`0.012,2.480125`).
-public enum SentenceTimes {
-    public static func encode(_ times: [Double]) -> String {
+package enum SentenceTimes {
+    package static func encode(_ times: [Double]) -> String {
         times.map { String(format: "%.6f", $0) }.joined(separator: ",")
     }
 
     /// Nil for text that is not a list of finite, non-negative numbers.
-    public static func decode(_ text: String) -> [Double]? {
+    package static func decode(_ text: String) -> [Double]? {
         guard !text.isEmpty else { return [] }
         var times: [Double] = []
         for part in text.split(separator: ",", omittingEmptySubsequences: false) {
@@ -324,11 +324,11 @@ public enum SentenceTimes {
 }
 
 /// Hits' last uses, kept in memory until `SynthesisCache.flushTouches`.
-public final class DeferredTouches: @unchecked Sendable {
+package final class DeferredTouches: @unchecked Sendable {
     private let lock = NSLock()
     private var times: [String: Double] = [:]
 
-    public init() {}
+    package init() {}
 
     func add(_ key: String, at time: Double) {
         lock.withLock { times[key] = max(times[key] ?? time, time) }

@@ -1,7 +1,7 @@
 import Crypto
-public import Foundation
+package import Foundation
 import GRDB
-public import TourpackCore
+package import TourpackCore
 
 #if canImport(Glibc)
 import Glibc
@@ -25,39 +25,39 @@ import Darwin
 ///   used first, as the synthesis cache does.
 ///
 /// All of it blocks (SQLite and file I/O); call it from a thread pool.
-public struct TileCache: Sendable {
+package struct TileCache: Sendable {
     /// What the cache knows of one tile.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// nil: the source has no data here (404 or 204).
-        public var sha256: String?
-        public var bytes: Int
-        public var etag: String?
-        public var lastModified: String?
-        public var freshUntil: Double
+        package var sha256: String?
+        package var bytes: Int
+        package var etag: String?
+        package var lastModified: String?
+        package var freshUntil: Double
     }
 
-    public let database: StateDatabase
-    public let folder: URL
-    public let clock: @Sendable () -> Date
+    package let database: StateDatabase
+    package let folder: URL
+    package let clock: @Sendable () -> Date
     static let lockStripes = 64
 
-    public init(database: StateDatabase, folder: URL, clock: @escaping @Sendable () -> Date) {
+    package init(database: StateDatabase, folder: URL, clock: @escaping @Sendable () -> Date) {
         self.database = database
         self.folder = folder
         self.clock = clock
     }
 
     /// The file holding the bytes whose SHA-256 is `sha256`.
-    public func blobURL(_ sha256: String) -> URL {
+    package func blobURL(_ sha256: String) -> URL {
         folder.appendingPathComponent(String(sha256.prefix(2)), isDirectory: true).appendingPathComponent(sha256)
     }
 
-    public func isFresh(_ entry: Entry) -> Bool {
+    package func isFresh(_ entry: Entry) -> Bool {
         entry.freshUntil > clock().timeIntervalSince1970
     }
 
     /// What the index holds for `tiles` of `source`; tiles it has never seen are absent.
-    public func entries(source: String, tiles: [TileID]) throws -> [TileID: Entry] {
+    package func entries(source: String, tiles: [TileID]) throws -> [TileID: Entry] {
         var found: [TileID: Entry] = [:]
         found.reserveCapacity(tiles.count)
         try database.read { db in
@@ -73,13 +73,13 @@ public struct TileCache: Sendable {
         return found
     }
 
-    public func entry(source: String, tile: TileID) throws -> Entry? {
+    package func entry(source: String, tile: TileID) throws -> Entry? {
         try entries(source: source, tiles: [tile])[tile]
     }
 
     /// Keeps a downloaded tile (or, with nil data, the fact that there is none).
     @discardableResult
-    public func store(
+    package func store(
         source: String, tile: TileID, data: [UInt8]?, etag: String?, lastModified: String?, freshUntil: Double
     ) throws -> Entry {
         var sha256: String?
@@ -114,7 +114,7 @@ public struct TileCache: Sendable {
 
     /// A 304: the tile is unchanged; it is fresh again until `freshUntil`.
     @discardableResult
-    public func renew(source: String, tile: TileID, etag: String?, lastModified: String?, freshUntil: Double) throws -> Entry? {
+    package func renew(source: String, tile: TileID, etag: String?, lastModified: String?, freshUntil: Double) throws -> Entry? {
         let now = clock().timeIntervalSince1970
         try database.write { db in
             try db.execute(
@@ -128,7 +128,7 @@ public struct TileCache: Sendable {
     }
 
     /// Marks tiles as used now (they went into a pack), for the LRU.
-    public func touch(source: String, tiles: [TileID]) throws {
+    package func touch(source: String, tiles: [TileID]) throws {
         let now = clock().timeIntervalSince1970
         for start in stride(from: 0, to: tiles.count, by: 5_000) {
             try database.write { db in
@@ -145,7 +145,7 @@ public struct TileCache: Sendable {
     /// matches: the file is named by the SHA-256 of its bytes, and that is
     /// checked on every read, as a content-addressed store does (a file
     /// replaced, swapped or garbled is a miss, never another tile's bytes).
-    public func read(_ sha256: String) -> [UInt8]? {
+    package func read(_ sha256: String) -> [UInt8]? {
         guard let data = FileManager.default.contents(atPath: blobURL(sha256).path) else { return nil }
         guard SHA256.hash(data: data).lowercaseHex == sha256 else { return nil }
         return Array(data)
@@ -154,7 +154,7 @@ public struct TileCache: Sendable {
     /// Whether the file for `sha256` is there, holds exactly those bytes and
     /// starts as a `format` tile does. A file that does not is removed, so
     /// that the tile is fetched again (a miss), and false is returned.
-    public func verify(_ sha256: String, format: TileFormat) -> Bool {
+    package func verify(_ sha256: String, format: TileFormat) -> Bool {
         let url = blobURL(sha256)
         guard let data = FileManager.default.contents(atPath: url.path) else { return false }
         if SHA256.hash(data: data).lowercaseHex == sha256, format.matches(data) { return true }
@@ -163,7 +163,7 @@ public struct TileCache: Sendable {
     }
 
     /// Tiles indexed and the bytes of their distinct files.
-    public func totals() throws -> (entries: Int, bytes: Int64) {
+    package func totals() throws -> (entries: Int, bytes: Int64) {
         try database.read { db in
             let entries = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM mapTile") ?? 0
             let bytes =
@@ -177,7 +177,7 @@ public struct TileCache: Sendable {
     /// Forgets the least recently used tiles until the distinct files fit in
     /// `maxBytes`, then removes the files no entry names. Returns what was removed.
     @discardableResult
-    public func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
+    package func evict(toFit maxBytes: Int64) throws -> (files: Int, bytes: Int64) {
         var total = try totals().bytes
         guard total > maxBytes else { return try removeOrphans() }
         // Walk the index oldest use first; a file is gone once its last entry is.
@@ -215,7 +215,7 @@ public struct TileCache: Sendable {
     }
 
     /// Forgets every tile (`cache clear`, which removes the folder itself).
-    public func forgetAll() throws {
+    package func forgetAll() throws {
         try database.write { db in
             try db.execute(sql: "DELETE FROM mapTile")
             try db.execute(sql: "DELETE FROM tilePack")
@@ -236,13 +236,13 @@ public struct TileCache: Sendable {
 
 /// What a package's tile pack was made from, so a rebuild whose tiles did not
 /// change keeps the file it has, byte for byte (`tilePack`, by root-relative path).
-public struct TilePackRecords: Sendable {
-    public struct Record: Sendable, Hashable {
-        public var inputKey: String
-        public var sizeBytes: Int64
-        public var sha256: String
-        public var storedTiles: Int
-        public var emptyTiles: Int
+package struct TilePackRecords: Sendable {
+    package struct Record: Sendable, Hashable {
+        package var inputKey: String
+        package var sizeBytes: Int64
+        package var sha256: String
+        package var storedTiles: Int
+        package var emptyTiles: Int
 
         package init(inputKey: String, sizeBytes: Int64, sha256: String, storedTiles: Int, emptyTiles: Int) {
             self.inputKey = inputKey
@@ -253,15 +253,15 @@ public struct TilePackRecords: Sendable {
         }
     }
 
-    public let database: StateDatabase
-    public let clock: @Sendable () -> Date
+    package let database: StateDatabase
+    package let clock: @Sendable () -> Date
 
     package init(database: StateDatabase, clock: @escaping @Sendable () -> Date) {
         self.database = database
         self.clock = clock
     }
 
-    public func record(for path: String) throws -> Record? {
+    package func record(for path: String) throws -> Record? {
         try database.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT inputKey, sizeBytes, sha256, storedTiles, emptyTiles FROM tilePack WHERE path = ?", arguments: [path]
@@ -273,7 +273,7 @@ public struct TilePackRecords: Sendable {
         }
     }
 
-    public func save(_ record: Record, for path: String) throws {
+    package func save(_ record: Record, for path: String) throws {
         let now = clock().timeIntervalSince1970
         try database.write { db in
             try db.execute(

@@ -1,6 +1,6 @@
 import CFFmpeg
 import CFFmpegShims
-public import Foundation
+package import Foundation
 import TourpackCore
 
 #if canImport(Glibc)
@@ -15,71 +15,71 @@ import Darwin
 ///
 /// A plain value so `validate` can compare it with package.json, collect it,
 /// and print it as text, JSON or JUnit.
-public struct AudioInspection: Sendable, Hashable {
+package struct AudioInspection: Sendable, Hashable {
     /// The demuxer's name, e.g. `mov,mp4,m4a,3gp,3g2,mj2`, `mp3`, `ogg`.
-    public var containerName: String
+    package var containerName: String
     /// The codec name as ffprobe reports it: `aac`, `mp3`, `opus`.
-    public var codecName: String
+    package var codecName: String
     /// The rate the decoder puts out (always 48 kHz for Opus).
-    public var sampleRateHz: Int
+    package var sampleRateHz: Int
     /// The rate the file was encoded from: Opus's OpusHead records the
     /// input's rate (RFC 7845, 5.1); for the other codecs, `sampleRateHz`.
-    public var encodedSampleRateHz: Int
-    public var channels: Int
+    package var encodedSampleRateHz: Int
+    package var channels: Int
     /// The audio payload's bit rate: packet bytes over the encoded duration
     /// (priming and padding included, so a CBR file reads exactly its rate).
-    public var bitRate: Int
+    package var bitRate: Int
     /// Playable samples at `sampleRateHz`: decoded samples when the file was
     /// decoded, otherwise packet durations; priming and end padding that the
     /// container declares (mp4 edit list, LAME tag, Ogg pre-skip and end
     /// granule) are already removed.
-    public var sampleCount: Int64
+    package var sampleCount: Int64
     /// What the decoder put out, before the container's end trimming (which
     /// libavcodec 59 applies for mp3 and Ogg but not for an mp4 edit list); 0 when not decoded.
-    public var decodedSamples: Int64
+    package var decodedSamples: Int64
     /// Samples the container asks the player to drop at the start (encoder priming).
-    public var primingSamples: Int64
+    package var primingSamples: Int64
     /// Samples the container asks the player to drop at the end (padding of the last frame).
-    public var paddingSamples: Int64
+    package var paddingSamples: Int64
     /// The duration the container declares, if any.
-    public var containerDurationSeconds: Double?
-    public var packetCount: Int
+    package var containerDurationSeconds: Double?
+    package var packetCount: Int
     /// Whether every packet went through the decoder.
-    public var decoded: Bool
+    package var decoded: Bool
     /// How many errors the demuxer and decoder reported (returned or logged).
-    public var errorCount: Int
+    package var errorCount: Int
     /// The first few of those errors, as FFmpeg worded them.
-    public var errors: [String]
+    package var errors: [String]
     /// Integrated loudness (BS.1770) of the decoded audio; nil when not
     /// decoded, or when no 400 ms block passes the gates.
-    public var integratedLUFS: Double?
+    package var integratedLUFS: Double?
     /// True peak of the decoded audio; nil when not decoded, or for digital silence.
-    public var truePeakDBTP: Double?
+    package var truePeakDBTP: Double?
 
     /// `sampleCount` in seconds.
-    public var durationSeconds: Double { sampleRateHz > 0 ? Double(sampleCount) / Double(sampleRateHz) : 0 }
-    public var bitRateKbps: Int { Int((Double(bitRate) / 1000).rounded()) }
+    package var durationSeconds: Double { sampleRateHz > 0 ? Double(sampleCount) / Double(sampleRateHz) : 0 }
+    package var bitRateKbps: Int { Int((Double(bitRate) / 1000).rounded()) }
     /// Decoded with no error at all.
-    public var isClean: Bool { decoded && errorCount == 0 }
+    package var isClean: Bool { decoded && errorCount == 0 }
 }
 
 /// Opens audio files in-process with libavformat and libavcodec: the check
 /// behind `validate`'s "decodes cleanly", and the measurement behind
 /// `EncodedAudio`. No ffprobe or ffmpeg process is involved.
-public struct AudioFileInspector: Sendable {
-    public init() {}
+package struct AudioFileInspector: Sendable {
+    package init() {}
 
     /// Demuxes and decodes the whole first audio stream of `url`, and
     /// measures the loudness of what it decodes to.
     /// - Throws: `FFmpegError` when the file cannot be opened as audio at all;
     ///   damage found while decoding is reported in `errors` instead.
-    public func inspect(_ url: URL) throws -> AudioInspection {
+    package func inspect(_ url: URL) throws -> AudioInspection {
         try run(url, decode: true)
     }
 
     /// Demuxes without decoding: container, codec, duration and bit rate from
     /// packets alone, at a small fraction of a decode's cost.
-    public func measure(_ url: URL) throws -> AudioInspection {
+    package func measure(_ url: URL) throws -> AudioInspection {
         try run(url, decode: false)
     }
 

@@ -97,7 +97,7 @@ extension EncoderRecipe {
 /// The coder (quantization search) of FFmpeg's native AAC encoder.
 ///
 /// `fast` is the default here: see `AACCoder.chosen` for the measurement.
-public enum AACCoder: String, Sendable, CaseIterable {
+package enum AACCoder: String, Sendable, CaseIterable {
     /// FFmpeg's default: a two-loop search with perceptual noise shaping.
     case twoloop
     /// A faster, simpler heuristic search.
@@ -122,5 +122,5 @@ public enum AACCoder: String, Sendable, CaseIterable {
     /// matching, is worse too. (No listening test was made; a perceptual
     /// metric such as ViSQOL would be the next check if quality complaints
     /// ever come in.)
-    public static let chosen: AACCoder = .fast
+    package static let chosen: AACCoder = .fast
 }

@@ -19,11 +19,11 @@ import TourpackCore
 /// The encoder writes only to the temporary URLs it is given; the store
 /// stage fsyncs and renames. The returned `EncodedAudio` is measured from
 /// the file that was written, not from the settings that were asked for.
-public struct FFmpegAudioEncoder: AudioEncoding {
+package struct FFmpegAudioEncoder: AudioEncoding {
     /// The native AAC encoder's coder; `AACCoder.chosen` unless a benchmark compares.
-    public var aacCoder: AACCoder
+    package var aacCoder: AACCoder
 
-    public init(aacCoder: AACCoder = .chosen) {
+    package init(aacCoder: AACCoder = .chosen) {
         self.aacCoder = aacCoder
     }
 
@@ -41,11 +41,11 @@ public struct FFmpegAudioEncoder: AudioEncoding {
     /// `LIBAVFORMAT_VERSION_INT`), known without loading FFmpeg, so a
     /// rebuild that reuses every file never loads it. The libraries loaded
     /// to encode must be those versions, or nothing is encoded (`loader.c`).
-    public var fingerprint: String {
+    package var fingerprint: String {
         "ffmpeg avcodec \(tp_avcodec_built_version()) avformat \(tp_avformat_built_version()) recipe \(Self.recipeRevision) aac \(aacCoder.rawValue)"
     }
 
-    public func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession {
+    package func open(_ targets: [EncodeTarget], inputRate: Int, metadata: AudioMetadata) throws -> any AudioEncodeSession {
         try FFmpegEncodeSession(targets: targets, inputRate: inputRate, metadata: metadata, aacCoder: aacCoder)
     }
 }

@@ -5,19 +5,19 @@ import CFFmpegShims
 /// A call on a file carries the file's path: FFmpeg's own messages (say
 /// "av_interleaved_write_frame: No space left on device") do not say which
 /// file, and a full disk is found only through them.
-public struct FFmpegError: Error, Sendable, CustomStringConvertible {
-    public var operation: String
-    public var code: Int32
+package struct FFmpegError: Error, Sendable, CustomStringConvertible {
+    package var operation: String
+    package var code: Int32
     /// The file being opened, written or closed, when the call was on one.
-    public var path: String?
+    package var path: String?
 
-    public init(_ operation: String, code: Int32, path: String? = nil) {
+    package init(_ operation: String, code: Int32, path: String? = nil) {
         self.operation = operation
         self.code = code
         self.path = path
     }
 
-    public var description: String {
+    package var description: String {
         let call =
             tp_ffmpeg_load_error().map { "\(operation): FFmpeg's libraries could not be loaded: \(String(cString: $0))" }
             ?? "\(operation): \(FFmpegError.text(for: code)) (\(code))"
@@ -26,7 +26,7 @@ public struct FFmpegError: Error, Sendable, CustomStringConvertible {
     }
 
     /// `av_strerror` through the shim, since `av_err2str` is a macro Swift cannot import.
-    public static func text(for code: Int32) -> String {
+    package static func text(for code: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         buffer.withUnsafeMutableBufferPointer { tp_av_strerror(code, $0.baseAddress, $0.count) }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -7,12 +7,12 @@ import TourpackCore
 /// Owns one `SwrContext` and frees it in `deinit`. Used where whole buffers
 /// are small (a chunk from the endpoint, espeak's output); the encoder keeps
 /// its own streaming resampler into the codec's sample format.
-public final class PCMResampler {
+package final class PCMResampler {
     private var context: OpaquePointer?
-    public let inputRate: Int
-    public let outputRate: Int
+    package let inputRate: Int
+    package let outputRate: Int
 
-    public init(from inputRate: Int, to outputRate: Int) throws {
+    package init(from inputRate: Int, to outputRate: Int) throws {
         precondition(inputRate > 0 && outputRate > 0, "sample rates must be positive")
         self.inputRate = inputRate
         self.outputRate = outputRate
@@ -33,7 +33,7 @@ public final class PCMResampler {
 
     /// Converts all of `samples` and flushes the resampler's delay, so the
     /// output is the whole signal at the new rate.
-    public func convertAll(_ samples: [Int16]) throws -> [Int16] {
+    package func convertAll(_ samples: [Int16]) throws -> [Int16] {
         var output: [Int16] = []
         output.reserveCapacity(Int(clamping: Double(samples.count) * Double(outputRate) / Double(inputRate), to: 0...(1 << 32)) + 64)
         try samples.withUnsafeBufferPointer { input in
@@ -74,7 +74,7 @@ public final class PCMResampler {
 
 extension PCMAudio {
     /// This audio at another sample rate; itself when the rate already matches.
-    public func resampled(to rate: Int) throws -> PCMAudio {
+    package func resampled(to rate: Int) throws -> PCMAudio {
         if rate == sampleRate { return self }
         let resampler = try PCMResampler(from: sampleRate, to: rate)
         return PCMAudio(samples: try resampler.convertAll(samples), sampleRate: rate)

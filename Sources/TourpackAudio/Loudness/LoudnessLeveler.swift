@@ -1,5 +1,5 @@
 import Foundation
-public import TourpackCore
+package import TourpackCore
 
 extension LoudnessTarget {
     /// The one gain, in dB, that brings a file made of `chunks` to the
@@ -12,7 +12,7 @@ extension LoudnessTarget {
     /// how much at the threshold this gain implies, so the blocks are
     /// lowered by that, measured again, and the gain corrected; a few rounds
     /// settle it to a hundredth of a dB.
-    public func gainDB(for chunks: [LoudnessProfile]) -> Double {
+    package func gainDB(for chunks: [LoudnessProfile]) -> Double {
         let whole = chunks.reduce(LoudnessProfile()) { $0.merged(with: $1) }
         guard let measured = whole.integratedLUFS else { return 0 }
         func clamped(_ gain: Double) -> Double { min(Self.maximumGainDB, max(-Self.maximumGainDB, gain)) }
@@ -37,11 +37,11 @@ extension LoudnessTarget {
 }
 
 /// How one file was levelled, for package.json.
-public struct LevelingReport: Sendable, Hashable {
+package struct LevelingReport: Sendable, Hashable {
     /// The gain applied to the whole file.
-    public var gainDB: Double
+    package var gainDB: Double
     /// The limiter's largest gain reduction (0 when it never acted).
-    public var limiterReductionDB: Double
+    package var limiterReductionDB: Double
 
     package init(gainDB: Double, limiterReductionDB: Double) {
         self.gainDB = gainDB
@@ -59,7 +59,7 @@ public struct LevelingReport: Sendable, Hashable {
 /// flushed at the end, so the output has exactly as many samples as the input.
 ///
 /// Blocking arithmetic; one owner at a time. Holds a few milliseconds of samples.
-public final class LoudnessLeveler {
+package final class LoudnessLeveler {
     /// Part of output keys and of each chunk's limiter table: a change to
     /// the limiter makes the files, and the tables, again.
     static let revision = 4
@@ -69,7 +69,7 @@ public final class LoudnessLeveler {
     static func lookahead(rate: Int) -> Int { max(1, Int((lookaheadMilliseconds * Double(rate) / 1000).rounded())) }
     static func release(rate: Int) -> Float { Float(1 - exp(-1000 / (releaseMilliseconds * Double(rate)))) }
 
-    public let gainDB: Double
+    package let gainDB: Double
     private let gain: Float
     private var envelope = TruePeakEnvelope()
     private var limiter: LimiterGain
@@ -85,7 +85,7 @@ public final class LoudnessLeveler {
     ///   - gainDB: the file's gain.
     ///   - ceilingDBTP: the largest true peak let through.
     ///   - rate: the samples' rate.
-    public convenience init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
+    package convenience init(gainDB: Double, ceilingDBTP: Double, rate: Int) {
         self.init(gainDB: gainDB, ceilingDBTP: ceilingDBTP, rate: rate, skipsSettled: true)
     }
 
@@ -101,19 +101,19 @@ public final class LoudnessLeveler {
     }
 
     /// How the stream was levelled so far.
-    public var report: LevelingReport {
+    package var report: LevelingReport {
         LevelingReport(gainDB: gainDB, limiterReductionDB: smallestGain < 1 ? -20 * log10(Double(smallestGain)) : 0)
     }
 
     /// Takes the next samples; `emit` gets levelled samples, delayed by the look-ahead.
-    public func feed(_ input: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+    package func feed(_ input: UnsafeBufferPointer<Int16>, emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
         gained.removeAll(keepingCapacity: true)
         for sample in input { gained.append(Float(sample) * gain) }
         try process(emit: emit)
     }
 
     /// After the last sample: pushes the delayed tail through.
-    public func finish(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+    package func finish(emit: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
         guard realCount == nil else { return }
         realCount = history.end
         gained = Array(repeating: 0, count: limiter.lookahead + TruePeakEnvelope.latency)
@@ -407,12 +407,12 @@ package final class LevelingSession: AudioEncodeSession {
 /// smallest wanted gain over the look-ahead comes from running minimums
 /// over stretches of `lookahead` (van Herk and Gil-Werman), which no
 /// branch per sample decides.
-public struct LimiterSurvey {
+package struct LimiterSurvey {
     /// +1 dBFS (nothing to limit) down to -35 dBFS, 3 dB apart: a ceiling
     /// of -1 dBTP less the margin, with every gain up to the largest
     /// (`LoudnessTarget.maximumGainDB`). The loss between two thresholds is
     /// interpolated in dB: it changes smoothly with the threshold.
-    public static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
+    package static let thresholdsDBFS: [Double] = (0..<13).map { 1 - 3 * Double($0) }
 
     typealias Lanes = SIMD16<Float>
     typealias WideLanes = SIMD16<Double>
@@ -440,7 +440,7 @@ public struct LimiterSurvey {
     private var prefix: [Lanes] = []
     private var suffix: [Lanes] = []
 
-    public init(rate: Int) {
+    package init(rate: Int) {
         lookahead = LoudnessLeveler.lookahead(rate: rate)
         release = LoudnessLeveler.release(rate: rate)
         var thresholds = Lanes(repeating: .infinity)
@@ -451,7 +451,7 @@ public struct LimiterSurvey {
         ringSum = WideLanes(repeating: Double(lookahead))
     }
 
-    public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
+    package mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
         values.removeAll(keepingCapacity: true)
         for sample in samples { values.append(Float(sample) / 32768) }
         process()
@@ -544,7 +544,7 @@ public struct LimiterSurvey {
     }
 
     /// The energy left at each threshold, as a fraction; empty for silence.
-    public mutating func finish() -> [Double] {
+    package mutating func finish() -> [Double] {
         if !finished {
             finished = true
             // Push the tail through; what the padding adds is silence.

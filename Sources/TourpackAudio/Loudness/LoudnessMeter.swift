@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import TourpackCore
 
 /// A stretch of audio's loudness as ITU-R BS.1770 measures it, in a form
@@ -13,20 +13,20 @@ import TourpackCore
 /// state, at the same 0.1 LU resolution, which moves the result by at most
 /// 0.05 LU. Blocks that straddle a seam between chunks are not in any
 /// chunk; the pause there is silence, gated out anyway.
-public struct LoudnessProfile: Sendable, Hashable {
+package struct LoudnessProfile: Sendable, Hashable {
     /// Gating blocks per bin; bin `b` holds blocks from `-70 + b/10` LUFS.
-    public private(set) var bins: [Int: Int]
+    package private(set) var bins: [Int: Int]
     /// The largest true peak, as a linear amplitude (1.0 is full scale).
-    public private(set) var truePeak: Double
+    package private(set) var truePeak: Double
     /// One chunk's energy left by the limiter at each of
     /// `LimiterSurvey.thresholdsDBFS`, as a fraction; empty when not
     /// surveyed (silence, or a merged profile, whose chunks' thresholds differ).
-    public internal(set) var limiting: [Double]
+    package internal(set) var limiting: [Double]
 
-    public static let binCount = 1_000
+    package static let binCount = 1_000
     static let floorLUFS = -70.0
 
-    public init(bins: [Int: Int] = [:], truePeak: Double = 0, limiting: [Double] = []) {
+    package init(bins: [Int: Int] = [:], truePeak: Double = 0, limiting: [Double] = []) {
         self.bins = bins
         self.truePeak = truePeak
         self.limiting = limiting
@@ -42,16 +42,16 @@ public struct LoudnessProfile: Sendable, Hashable {
     mutating func notePeak(_ peak: Double) { truePeak = max(truePeak, peak) }
 
     /// Both stretches together (without a limiter survey).
-    public func merged(with other: LoudnessProfile) -> LoudnessProfile {
+    package func merged(with other: LoudnessProfile) -> LoudnessProfile {
         LoudnessProfile(bins: bins.merging(other.bins, uniquingKeysWith: +), truePeak: max(truePeak, other.truePeak))
     }
 
     /// The gating blocks kept (those above the absolute gate).
-    public var blockCount: Int { bins.values.reduce(0, +) }
+    package var blockCount: Int { bins.values.reduce(0, +) }
 
     /// Integrated loudness in LUFS; nil when no block passes the gates
     /// (shorter than 400 ms, or silence).
-    public var integratedLUFS: Double? {
+    package var integratedLUFS: Double? {
         func energy(_ bin: Int) -> Double { pow(10, (Self.floorLUFS + (Double(bin) + 0.5) / 10 + 0.691) / 10) }
         func lufs(_ energy: Double) -> Double { -0.691 + 10 * log10(energy) }
         let blocks = blockCount
@@ -70,7 +70,7 @@ public struct LoudnessProfile: Sendable, Hashable {
     }
 
     /// The true peak in dBTP; nil for digital silence.
-    public var truePeakDBTP: Double? { truePeak > 0 ? 20 * log10(truePeak) : nil }
+    package var truePeakDBTP: Double? { truePeak > 0 ? 20 * log10(truePeak) : nil }
 
     // MARK: Kept in the synthesis cache's index
 
@@ -105,7 +105,7 @@ public struct LoudnessProfile: Sendable, Hashable {
     /// thresholds), the peak (Float64), the number of survey entries
     /// (UInt8) and each as a Float64, then each non-empty bin as (UInt16
     /// bin, UInt32 count), little-endian.
-    public var encoded: Data {
+    package var encoded: Data {
         var data = Data([3, UInt8(LoudnessLeveler.revision)])
         withUnsafeBytes(of: truePeak.bitPattern.littleEndian) { data.append(contentsOf: $0) }
         data.append(UInt8(limiting.count))
@@ -118,7 +118,7 @@ public struct LoudnessProfile: Sendable, Hashable {
     }
 
     /// Reads `encoded`; nil for bytes it did not write.
-    public init?(encoded data: Data) {
+    package init?(encoded data: Data) {
         let bytes = [UInt8](data)
         // Another layout, or a survey by another limiter: measured again.
         guard bytes.count >= 11, bytes[0] == 3, Int(bytes[1]) == LoudnessLeveler.revision else { return nil }
@@ -161,8 +161,8 @@ public struct LoudnessProfile: Sendable, Hashable {
 /// libebur128's to the bit.
 ///
 /// One owner at a time.
-public final class LoudnessMeter {
-    public let rate: Int
+package final class LoudnessMeter {
+    package let rate: Int
     /// Samples in one 100 ms hop, as libebur128 counts them.
     private let hop: Int
     private var filter: KWeighting
@@ -173,7 +173,7 @@ public final class LoudnessMeter {
     private var earlier = (0.0, 0.0, 0.0)
     private var hops = 0
     private var histogram = GatingHistogram()
-    private(set) public var profile = LoudnessProfile()
+    private(set) package var profile = LoudnessProfile()
     private var peaks: TruePeakMeter
     /// Whether `profile` collects the gating blocks; without it, only the
     /// integrated loudness and the true peak are measured.
@@ -185,7 +185,7 @@ public final class LoudnessMeter {
     ///   `truePeak` are wanted (a file as shipped, not a chunk): `profile`
     ///   then stays empty. The integrated loudness and the true peak are
     ///   the same either way.
-    public init(rate: Int, keepsBlocks: Bool = true) throws {
+    package init(rate: Int, keepsBlocks: Bool = true) throws {
         // libebur128's range of rates.
         guard (16...2_822_400).contains(rate) else {
             throw TourpackError.internalInvariant("the loudness meter cannot measure audio at \(rate) Hz")
@@ -198,13 +198,13 @@ public final class LoudnessMeter {
     }
 
     /// Feeds 16-bit samples (full scale 32,768).
-    public func add(_ samples: UnsafeBufferPointer<Int16>) {
+    package func add(_ samples: UnsafeBufferPointer<Int16>) {
         peaks.add(samples)
         feed(samples) { Double($0) / 32_768 }
     }
 
     /// Feeds float samples (full scale ±1).
-    public func add(_ samples: UnsafeBufferPointer<Float>) {
+    package func add(_ samples: UnsafeBufferPointer<Float>) {
         peaks.add(samples)
         feed(samples) { Double($0) }
     }
@@ -240,13 +240,13 @@ public final class LoudnessMeter {
 
     /// Integrated loudness of everything fed, gated as libebur128's
     /// histogram mode gates; nil when no block passes the gates.
-    public var integratedLUFS: Double? { histogram.integratedLUFS }
+    package var integratedLUFS: Double? { histogram.integratedLUFS }
 
     /// The true peak of everything fed, linear.
-    public var truePeak: Double { peaks.truePeak }
+    package var truePeak: Double { peaks.truePeak }
 
     /// The profile with the true peak filled in.
-    public var finishedProfile: LoudnessProfile {
+    package var finishedProfile: LoudnessProfile {
         var profile = profile
         profile.notePeak(truePeak)
         return profile

@@ -30,7 +30,7 @@ import Foundation
 ///
 /// The result is the larger of the interpolated peak and the sample peak,
 /// as `ebur128_true_peak` reports it, linear (1.0 is full scale).
-public struct TruePeakMeter: Sendable {
+package struct TruePeakMeter: Sendable {
     /// One phase of the interpolator: its coefficients and how many inputs
     /// back each one reads.
     struct Phase: Sendable {
@@ -57,10 +57,10 @@ public struct TruePeakMeter: Sendable {
     /// Inputs examined at once: the unit of skipping.
     static let blockSize = 64
     /// Inputs gathered before their blocks are examined, loudest first.
-    public static let window = 16_384
+    package static let window = 16_384
 
     /// A meter for audio at `rate` Hz.
-    public init(rate: Int) {
+    package init(rate: Int) {
         let factor = rate < 96_000 ? 4 : rate < 192_000 ? 2 : 1
         let taps = 49
         var phases = [Phase](repeating: Phase(), count: factor)
@@ -86,7 +86,7 @@ public struct TruePeakMeter: Sendable {
     }
 
     /// The true peak of everything fed so far, linear.
-    public var truePeak: Double {
+    package var truePeak: Double {
         mutating get {
             examineWindow()
             return max(interpolatedPeak, samplePeak)
@@ -94,7 +94,7 @@ public struct TruePeakMeter: Sendable {
     }
 
     /// Feeds 16-bit samples (full scale 32,768).
-    public mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
+    package mutating func add(_ samples: UnsafeBufferPointer<Int16>) {
         var start = 0
         while start < samples.count {
             let count = min(Self.window - filled, samples.count - start)
@@ -111,7 +111,7 @@ public struct TruePeakMeter: Sendable {
     }
 
     /// Feeds float samples (full scale ±1).
-    public mutating func add(_ samples: UnsafeBufferPointer<Float>) {
+    package mutating func add(_ samples: UnsafeBufferPointer<Float>) {
         var start = 0
         while start < samples.count {
             let count = min(Self.window - filled, samples.count - start)

@@ -3,27 +3,27 @@
 /// Modeled on swift-openapi-generator's `Diagnostic`: a severity, a message
 /// and a location. The location of a tour problem is its file and JSON path
 /// (`tours/alps.json: pois[3].narrations.detaild: unknown phase`).
-public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
-    public enum Severity: String, Sendable, Hashable, Codable {
+package struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
+    package enum Severity: String, Sendable, Hashable, Codable {
         case warning
         case error
     }
 
-    public var severity: Severity
+    package var severity: Severity
     /// The file the problem is in, as the user named it.
-    public var file: String
+    package var file: String
     /// A JSON/YAML path inside the file, such as `pois[3].narrations.detaild`; empty for the whole file.
-    public var path: String
-    public var message: String
+    package var path: String
+    package var message: String
 
-    public init(_ severity: Severity = .error, file: String, path: String = "", message: String) {
+    package init(_ severity: Severity = .error, file: String, path: String = "", message: String) {
         self.severity = severity
         self.file = file
         self.path = path
         self.message = message
     }
 
-    public var description: String {
+    package var description: String {
         let prefix = severity == .warning ? "warning: " : ""
         if path.isEmpty { return "\(file): \(prefix)\(message)" }
         return "\(file): \(path): \(prefix)\(message)"
@@ -34,40 +34,40 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Loading never stops at the first problem: every stage records into the
 /// collector and the caller throws `DiagnosticsError` when it holds errors.
-public struct DiagnosticCollector: Sendable {
-    public private(set) var diagnostics: [Diagnostic] = []
+package struct DiagnosticCollector: Sendable {
+    package private(set) var diagnostics: [Diagnostic] = []
 
-    public init() {}
+    package init() {}
 
-    public var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
+    package var hasErrors: Bool { diagnostics.contains { $0.severity == .error } }
 
-    public mutating func error(_ file: String, _ path: String, _ message: String) {
+    package mutating func error(_ file: String, _ path: String, _ message: String) {
         diagnostics.append(Diagnostic(.error, file: file, path: path, message: message))
     }
 
-    public mutating func warning(_ file: String, _ path: String, _ message: String) {
+    package mutating func warning(_ file: String, _ path: String, _ message: String) {
         diagnostics.append(Diagnostic(.warning, file: file, path: path, message: message))
     }
 
-    public mutating func append(contentsOf other: [Diagnostic]) {
+    package mutating func append(contentsOf other: [Diagnostic]) {
         diagnostics.append(contentsOf: other)
     }
 
     /// Throws every error collected so far, as one `DiagnosticsError`.
-    public func throwIfErrors() throws(DiagnosticsError) {
+    package func throwIfErrors() throws(DiagnosticsError) {
         if hasErrors { throw DiagnosticsError(diagnostics: diagnostics) }
     }
 }
 
 /// Bad input: every problem found, each with its file and path. Exit code 2.
-public struct DiagnosticsError: Error, Sendable, CustomStringConvertible {
-    public var diagnostics: [Diagnostic]
+package struct DiagnosticsError: Error, Sendable, CustomStringConvertible {
+    package var diagnostics: [Diagnostic]
 
-    public init(diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
+    package init(diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
 
-    public var errors: [Diagnostic] { diagnostics.filter { $0.severity == .error } }
+    package var errors: [Diagnostic] { diagnostics.filter { $0.severity == .error } }
 
-    public var description: String {
+    package var description: String {
         let lines = diagnostics.map(\.description)
         let count = errors.count
         return (lines + ["\(count) error\(count == 1 ? "" : "s") found"]).joined(separator: "\n")

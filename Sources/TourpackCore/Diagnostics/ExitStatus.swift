@@ -5,15 +5,15 @@
 ///
 /// They belong to the command line's layers: the app's library
 /// (`TourpackClient`) sits on `TourpackPackage` alone and never exits.
-public enum ExitStatus {
-    public static let ok: Int32 = 0
-    public static let failure: Int32 = 1
-    public static let badInput: Int32 = 2
-    public static let budget: Int32 = 3
-    public static let cancelled: Int32 = 130
+package enum ExitStatus {
+    package static let ok: Int32 = 0
+    package static let failure: Int32 = 1
+    package static let badInput: Int32 = 2
+    package static let budget: Int32 = 3
+    package static let cancelled: Int32 = 130
 
     /// Every code and what it means, in order.
-    public static let meanings: [(code: Int32, meaning: String)] = [
+    package static let meanings: [(code: Int32, meaning: String)] = [
         (ok, "ok"),
         (failure, "build or validation failure"),
         (badInput, "bad input, config or usage"),
@@ -22,14 +22,14 @@ public enum ExitStatus {
     ]
 
     /// `Exit codes: 0 ok · 1 … · 130 cancelled.`: the line `--help` prints.
-    public static var legend: String {
+    package static var legend: String {
         "Exit codes: " + meanings.map { "\($0.code) \($0.meaning)" }.joined(separator: " · ") + "."
     }
 }
 
 extension TourpackError.Kind {
     /// The process exit code the contract assigns to this kind: the one place it is decided.
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         switch self {
         case .invalidInput: return ExitStatus.badInput
         case .budgetExceeded: return ExitStatus.budget
@@ -43,5 +43,5 @@ extension TourpackError.Kind {
 }
 
 extension TourpackError {
-    public var exitCode: Int32 { kind.exitCode }
+    package var exitCode: Int32 { kind.exitCode }
 }

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -21,12 +21,12 @@ import Darwin
 ///
 /// Unchecked `Sendable`: the only mutable state, the descriptor, is guarded
 /// by `state`.
-public final class BuildLock: @unchecked Sendable {
+package final class BuildLock: @unchecked Sendable {
     /// The lock file's name inside the state folder.
-    public static let fileName = "build.lock"
+    package static let fileName = "build.lock"
 
     /// The lock file, for messages.
-    public let lockURL: URL
+    package let lockURL: URL
     private let state = NSLock()
     private var descriptor: Int32?
     private var rootDescriptors: [Int32]
@@ -58,7 +58,7 @@ public final class BuildLock: @unchecked Sendable {
     ///     prune` or `cache clear` (exclusive) still waits for all of them.
     ///   - command: a command that never waits (`cache prune`), for the
     ///     error's advice; nil when the caller waits unless `--no-wait`.
-    public static func acquire(
+    package static func acquire(
         stateFolder: URL, root: URL? = nil, sharingRoot: Bool = false, wait: Bool, command: String? = nil
     ) async throws -> BuildLock {
         try await acquire(stateFolder: stateFolder, roots: root.map { [$0] } ?? [], sharingRoot: sharingRoot, wait: wait, command: command)
@@ -67,7 +67,7 @@ public final class BuildLock: @unchecked Sendable {
     /// Takes the state's lock once and then each root's, in order: for
     /// `publish`, which reads every Documents root of a quality ladder. (A
     /// second `acquire` of the same state in one process would wait on itself.)
-    public static func acquire(
+    package static func acquire(
         stateFolder: URL, roots: [URL], sharingRoot: Bool = false, wait: Bool, command: String? = nil
     ) async throws -> BuildLock {
         try AtomicFile.createFolder(stateFolder)
@@ -122,7 +122,7 @@ public final class BuildLock: @unchecked Sendable {
     }
 
     /// Lets go of the lock; calling it again does nothing. `deinit` calls it too.
-    public func release() {
+    package func release() {
         state.lock()
         defer { state.unlock() }
         guard let fd = descriptor else { return }
@@ -137,7 +137,7 @@ public final class BuildLock: @unchecked Sendable {
     }
 
     /// Whether this object still holds the lock.
-    public var isHeld: Bool {
+    package var isHeld: Bool {
         state.lock()
         defer { state.unlock() }
         return descriptor != nil
@@ -145,7 +145,7 @@ public final class BuildLock: @unchecked Sendable {
 
     /// The PID the last holder wrote, if the file has one. Informational:
     /// the holder may have exited since.
-    public static func recordedHolder(stateFolder: URL) -> Int32? {
+    package static func recordedHolder(stateFolder: URL) -> Int32? {
         let url = stateFolder.appendingPathComponent(fileName)
         guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -9,16 +9,16 @@ import Foundation
 /// (`SpeechProvider.requestUnits(for:billing:)`); the Voices article
 /// tabulates them. With sentence timings asked for (captions), a chunk may
 /// cost more than one request (`requestsPerChunk`).
-public struct BillingRule: Sendable, Hashable {
-    public var api: TTSAPI
-    public var tier: PricingTier
+package struct BillingRule: Sendable, Hashable {
+    package var api: TTSAPI
+    package var tier: PricingTier
     /// Azure bills the `<prosody>` that carries these.
-    public var speakingRate: Double = 1
-    public var pitch: Double = 0
+    package var speakingRate: Double = 1
+    package var pitch: Double = 0
     /// Whether each chunk also asks for its sentences' timings (captions on).
-    public var timings = false
+    package var timings = false
 
-    public init(api: TTSAPI, voice: VoicePreset, timings: Bool = false) {
+    package init(api: TTSAPI, voice: VoicePreset, timings: Bool = false) {
         self.api = api
         tier = voice.tier
         speakingRate = voice.speakingRate
@@ -26,28 +26,28 @@ public struct BillingRule: Sendable, Hashable {
         self.timings = timings
     }
 
-    public init(api: TTSAPI, tier: PricingTier) {
+    package init(api: TTSAPI, tier: PricingTier) {
         self.api = api
         self.tier = tier
     }
 
     /// "characters" or "credits", for messages and reports.
-    public var unit: String { api.provider.billingUnit(for: tier) }
+    package var unit: String { api.provider.billingUnit(for: tier) }
 
     /// Billed requests a chunk takes: two for Polly with timings (the audio,
     /// then its speech marks), one otherwise.
-    public var requestsPerChunk: Int { api.provider.requestsPerChunk(timings: timings) }
+    package var requestsPerChunk: Int { api.provider.requestsPerChunk(timings: timings) }
 
     /// What a chunk costs: every request it takes. The ledger reserves and
     /// `plan` estimates this.
-    public func units(for chunk: Chunk) -> Int { requestUnits(for: chunk) * requestsPerChunk }
+    package func units(for chunk: Chunk) -> Int { requestUnits(for: chunk) * requestsPerChunk }
 
     /// What one request with this chunk costs; the synthesizer counts each
     /// request it sends in these.
-    public func requestUnits(for chunk: Chunk) -> Int { api.provider.requestUnits(for: chunk, billing: self) }
+    package func requestUnits(for chunk: Chunk) -> Int { api.provider.requestUnits(for: chunk, billing: self) }
 
     /// What Google bills for an input: its characters, `<mark …/>` tags left out.
-    public static func googleCharacters(_ input: String) -> Int {
+    package static func googleCharacters(_ input: String) -> Int {
         var count = input.unicodeScalars.count
         var rest = input[...]
         while let open = rest.range(of: "<mark") {
@@ -65,7 +65,7 @@ public struct BillingRule: Sendable, Hashable {
     }
 
     /// Characters outside tags; an entity counts as the one character it stands for.
-    public static func textCharacters(_ chunk: Chunk) -> Int {
+    package static func textCharacters(_ chunk: Chunk) -> Int {
         guard chunk.isSSML else { return chunk.characters }
         var count = 0
         var inTag = false
@@ -87,7 +87,7 @@ public struct BillingRule: Sendable, Hashable {
     }
 
     /// The content of a `<speak>` document's root element.
-    public static func innerSSML(_ ssml: String) -> String {
+    package static func innerSSML(_ ssml: String) -> String {
         guard let open = ssml.range(of: "<speak"), let openEnd = ssml[open.upperBound...].firstIndex(of: ">"),
             let close = ssml.range(of: "</speak>", options: .backwards), close.lowerBound > openEnd
         else { return ssml }

@@ -1,13 +1,13 @@
 /// How the endpoint measures a request: Google counts UTF-8 bytes of the
 /// (SSML-escaped) input, OpenAI, Azure and ElevenLabs count characters,
 /// Polly counts billed characters (SSML tags left out).
-public enum ChunkLimit: Sendable, Hashable {
+package enum ChunkLimit: Sendable, Hashable {
     case utf8BytesAfterEscaping(Int)
     case characters(Int)
     case billedCharacters(Int)
 
     /// The limit with `headroom` units kept free, never below 1.
-    public func reduced(by headroom: Int) -> ChunkLimit {
+    package func reduced(by headroom: Int) -> ChunkLimit {
         switch self {
         case .utf8BytesAfterEscaping(let n): return .utf8BytesAfterEscaping(Swift.max(1, n - headroom))
         case .characters(let n): return .characters(Swift.max(1, n - headroom))
@@ -15,7 +15,7 @@ public enum ChunkLimit: Sendable, Hashable {
         }
     }
 
-    public var value: Int {
+    package var value: Int {
         switch self {
         case .utf8BytesAfterEscaping(let n), .characters(let n), .billedCharacters(let n): return n
         }
@@ -24,17 +24,17 @@ public enum ChunkLimit: Sendable, Hashable {
 
 /// One request's worth of narration. `text` is what is sent: plain text, or
 /// a complete `<speak>…</speak>` document when `isSSML`.
-public struct Chunk: Sendable, Hashable, Codable {
-    public var text: String
-    public var isSSML: Bool
+package struct Chunk: Sendable, Hashable, Codable {
+    package var text: String
+    package var isSSML: Bool
 
-    public init(text: String, isSSML: Bool) {
+    package init(text: String, isSSML: Bool) {
         self.text = text
         self.isSSML = isSSML
     }
 
     /// Characters as billed: Unicode scalars of the text sent.
-    public var characters: Int { text.unicodeScalars.count }
+    package var characters: Int { text.unicodeScalars.count }
 }
 
 extension ChunkLimit {

@@ -5,17 +5,17 @@
 /// one phoneme and one alias it would be spoken with. Where the lexeme came
 /// from (file and line) stays with it, so a lexeme that the endpoint cannot
 /// use is named in the error that refuses it.
-public struct Lexicon: Sendable, Hashable {
+package struct Lexicon: Sendable, Hashable {
     /// The file as the user named it; for messages.
-    public var file: String
+    package var file: String
     /// The `xml:lang` of the root, such as `en-US`.
-    public var language: String
+    package var language: String
     /// The lexicon's default alphabet, for phonemes that name none.
-    public var alphabet: PhoneticAlphabet
+    package var alphabet: PhoneticAlphabet
     /// In document order: when two lexemes share a grapheme, the first wins.
-    public var lexemes: [Lexeme]
+    package var lexemes: [Lexeme]
 
-    public init(file: String, language: String, alphabet: PhoneticAlphabet, lexemes: [Lexeme]) {
+    package init(file: String, language: String, alphabet: PhoneticAlphabet, lexemes: [Lexeme]) {
         self.file = file
         self.language = language
         self.alphabet = alphabet
@@ -24,20 +24,20 @@ public struct Lexicon: Sendable, Hashable {
 }
 
 /// One `<lexeme>`: the spellings it matches and how to say them.
-public struct Lexeme: Sendable, Hashable {
+package struct Lexeme: Sendable, Hashable {
     /// The spellings, each trimmed and with inner whitespace collapsed to one space; never empty.
-    public var graphemes: [String]
+    package var graphemes: [String]
     /// The pronunciation for SSML endpoints: the preferred `<phoneme>` (the
     /// first with `prefer="true"`, else the first), with its alphabet.
-    public var phoneme: Phoneme?
+    package var phoneme: Phoneme?
     /// Text to say instead: the preferred `<alias>`, chosen the same way.
-    public var alias: String?
+    package var alias: String?
     /// The line of the `<lexeme>` tag in `file`.
-    public var line: Int
+    package var line: Int
     /// The lexicon file it came from, as the user named it.
-    public var file: String
+    package var file: String
 
-    public init(graphemes: [String], phoneme: Phoneme?, alias: String?, line: Int, file: String) {
+    package init(graphemes: [String], phoneme: Phoneme?, alias: String?, line: Int, file: String) {
         self.graphemes = graphemes
         self.phoneme = phoneme
         self.alias = alias
@@ -47,15 +47,15 @@ public struct Lexeme: Sendable, Hashable {
 
     /// `the lexeme "Zermatt"` (by its first grapheme), for messages that
     /// also give `file` and `line`.
-    public var label: String { "the lexeme \"\(graphemes.first ?? "")\"" }
+    package var label: String { "the lexeme \"\(graphemes.first ?? "")\"" }
 }
 
 /// A pronunciation in a phonetic alphabet.
-public struct Phoneme: Sendable, Hashable {
-    public var alphabet: PhoneticAlphabet
-    public var text: String
+package struct Phoneme: Sendable, Hashable {
+    package var alphabet: PhoneticAlphabet
+    package var text: String
 
-    public init(alphabet: PhoneticAlphabet, text: String) {
+    package init(alphabet: PhoneticAlphabet, text: String) {
         self.alphabet = alphabet
         self.text = text
     }
@@ -63,7 +63,7 @@ public struct Phoneme: Sendable, Hashable {
 
 /// The phonetic alphabets that SSML's `<phoneme alphabet="…">` takes on the
 /// endpoints tourpack speaks to (Google accepts exactly these two).
-public enum PhoneticAlphabet: String, Sendable, Hashable, CaseIterable {
+package enum PhoneticAlphabet: String, Sendable, Hashable, CaseIterable {
     case ipa
     case xSampa = "x-sampa"
 }
@@ -74,7 +74,7 @@ public enum PhoneticAlphabet: String, Sendable, Hashable, CaseIterable {
 /// OpenAI-style endpoint takes no SSML, and the local voice (espeak-ng
 /// behind `serve-tts`) reads no IPA or X-SAMPA, so both get the alias as
 /// plain words; a lexeme that has only a phoneme cannot be said by them.
-public enum PronunciationDialect: String, Sendable, Hashable {
+package enum PronunciationDialect: String, Sendable, Hashable {
     /// `<phoneme alphabet ph>` for a lexeme with a phoneme, else `<sub alias>`.
     case ssml
     /// The alias replaces the grapheme as plain text.
@@ -83,13 +83,13 @@ public enum PronunciationDialect: String, Sendable, Hashable {
     /// The dialect for an endpoint's API and the voice it speaks with: SSML
     /// for the APIs that read phonemes (`SpeechProvider.readsPhonemes`) with
     /// a voice that is not the local one; the alias otherwise.
-    public init(api: TTSAPI, voice: VoicePreset) {
+    package init(api: TTSAPI, voice: VoicePreset) {
         let isLocal = voice.provider == "local" || voice.tier == .local
         self = api.provider.readsPhonemes && !isLocal ? .ssml : .alias
     }
 
     /// Who cannot take phonemes, for messages.
-    public static func speaker(api: TTSAPI, voice: VoicePreset) -> String {
+    package static func speaker(api: TTSAPI, voice: VoicePreset) -> String {
         api.provider.phonemeRefusal(for: voice)
     }
 }

@@ -18,13 +18,13 @@
 /// So a 900-character paragraph at rate 1.0 must last at least 15 s, where
 /// a voice takes about 60; text with something to say is never 0 s long.
 /// Audio may always be longer: pauses, `<break>`s and slow voices only add.
-public enum SpeechLength {
+package enum SpeechLength {
     /// Spoken characters a second the bound allows at speaking rate 1.0.
-    public static let charactersPerSecond = 60.0
+    package static let charactersPerSecond = 60.0
 
     /// Letters and digits a voice would speak in `text`: for SSML, those
     /// outside its tags (in text, character references and CDATA).
-    public static func spokenCharacters(_ text: String, isSSML: Bool) -> Int {
+    package static func spokenCharacters(_ text: String, isSSML: Bool) -> Int {
         func spoken(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isAlphabetic || scalar.properties.numericType != nil }
         guard isSSML else { return text.unicodeScalars.reduce(0) { $0 + (spoken($1) ? 1 : 0) } }
         let scanner = SSMLScanner(text)
@@ -42,14 +42,14 @@ public enum SpeechLength {
 
     /// The shortest audio, in seconds, a voice at `speakingRate` can make
     /// of `spokenCharacters` (a rate outside 0.25...4.0 counts as its nearest end).
-    public static func minimumSeconds(spokenCharacters: Int, speakingRate: Double) -> Double {
+    package static func minimumSeconds(spokenCharacters: Int, speakingRate: Double) -> Double {
         let rate = speakingRate.isFinite ? min(max(speakingRate, 0.25), 4.0) : 1.0
         return Double(max(0, spokenCharacters)) / (charactersPerSecond * rate)
     }
 
     /// Why `seconds` of audio is too little for `spokenCharacters` at
     /// `speakingRate`; nil when it is enough.
-    public static func shortfall(seconds: Double, spokenCharacters: Int, speakingRate: Double) -> String? {
+    package static func shortfall(seconds: Double, spokenCharacters: Int, speakingRate: Double) -> String? {
         let least = minimumSeconds(spokenCharacters: spokenCharacters, speakingRate: speakingRate)
         if spokenCharacters > 0, !(seconds > 0) {
             return "no audio for \(spokenCharacters) spoken characters"

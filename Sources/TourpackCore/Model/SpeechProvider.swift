@@ -105,31 +105,31 @@ extension SpeechProvider {
 /// descriptor that knows its facts. The providers, and the parsing of a
 /// name, are TourpackSpeech's (`SpeechProviders`); two values are equal when
 /// they name the same provider.
-public struct TTSAPI: Sendable, Hashable, CustomStringConvertible {
+package struct TTSAPI: Sendable, Hashable, CustomStringConvertible {
     package let provider: any SpeechProvider
 
     package init(_ provider: any SpeechProvider) { self.provider = provider }
 
     /// The provider's name in `tts.api`.
-    public var rawValue: String { provider.id }
-    public var description: String { rawValue }
+    package var rawValue: String { provider.id }
+    package var description: String { rawValue }
 
-    public static func == (lhs: TTSAPI, rhs: TTSAPI) -> Bool { lhs.rawValue == rhs.rawValue }
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    package static func == (lhs: TTSAPI, rhs: TTSAPI) -> Bool { lhs.rawValue == rhs.rawValue }
+    package func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 
     /// The most one request may carry with the default model, as the chunker measures it.
-    public var requestLimit: ChunkLimit { provider.requestLimit(for: nil) }
+    package var requestLimit: ChunkLimit { provider.requestLimit(for: nil) }
 
     /// The most one request may carry with `voice`, counted as the provider counts.
-    public func requestLimit(for voice: VoicePreset?) -> ChunkLimit { provider.requestLimit(for: voice) }
+    package func requestLimit(for voice: VoicePreset?) -> ChunkLimit { provider.requestLimit(for: voice) }
 
     /// Whether every sentence goes in a request of its own (Piper, which
     /// reports no times: the join places each chunk's start exactly).
-    public var sendsSentencePerRequest: Bool { provider.sendsSentencePerRequest }
+    package var sendsSentencePerRequest: Bool { provider.sendsSentencePerRequest }
 
     /// Whether the provider can say when each sentence starts.
-    public var reportsSentenceTimes: Bool { provider.reportsSentenceTimes }
+    package var reportsSentenceTimes: Bool { provider.reportsSentenceTimes }
 
     /// The tiers this provider bills in, for config checks and messages.
-    public var tiers: [PricingTier] { provider.tiers }
+    package var tiers: [PricingTier] { provider.tiers }
 }

@@ -1,15 +1,15 @@
 /// ElevenLabs' `voice_settings`, as a voice preset gives them; nil fields
 /// are left to the voice's stored settings.
-public struct VoiceSettings: Sendable, Hashable, Codable {
+package struct VoiceSettings: Sendable, Hashable, Codable {
     /// 0...1.
-    public var stability: Double?
+    package var stability: Double?
     /// 0...1.
-    public var similarityBoost: Double?
+    package var similarityBoost: Double?
     /// 0...1.
-    public var style: Double?
-    public var useSpeakerBoost: Bool?
+    package var style: Double?
+    package var useSpeakerBoost: Bool?
 
-    public init(stability: Double? = nil, similarityBoost: Double? = nil, style: Double? = nil, useSpeakerBoost: Bool? = nil) {
+    package init(stability: Double? = nil, similarityBoost: Double? = nil, style: Double? = nil, useSpeakerBoost: Bool? = nil) {
         self.stability = stability
         self.similarityBoost = similarityBoost
         self.style = style
@@ -18,25 +18,25 @@ public struct VoiceSettings: Sendable, Hashable, Codable {
 }
 
 /// A voice preset (`voices/*.yaml`), resolved and range-checked.
-public struct VoicePreset: Sendable, Hashable, Codable {
+package struct VoicePreset: Sendable, Hashable, Codable {
     /// Who provides the voice: `google`, `openai`, `polly`, `azure`, `elevenlabs`, `piper` or `local`.
-    public var provider: String
-    public var languageCode: String
+    package var provider: String
+    package var languageCode: String
     /// The provider's voice: Google's or Azure's voice name, Polly's `VoiceId`, ElevenLabs' voice ID.
-    public var name: String
-    public var tier: PricingTier
+    package var name: String
+    package var tier: PricingTier
     /// 0.25 to 4.0; 1.0 is normal speed.
-    public var speakingRate: Double
+    package var speakingRate: Double
     /// -20 to +20 semitones.
-    public var pitch: Double
+    package var pitch: Double
     /// Polly's `Engine` (standard, neural, long-form, generative); nil: the tier's.
-    public var engine: String?
+    package var engine: String?
     /// ElevenLabs' `model_id`; nil: `eleven_multilingual_v2`.
-    public var modelId: String?
+    package var modelId: String?
     /// ElevenLabs' `voice_settings`.
-    public var voiceSettings: VoiceSettings?
+    package var voiceSettings: VoiceSettings?
 
-    public init(
+    package init(
         provider: String, languageCode: String, name: String, tier: PricingTier, speakingRate: Double = 1.0, pitch: Double = 0,
         engine: String? = nil, modelId: String? = nil, voiceSettings: VoiceSettings? = nil
     ) {
@@ -52,7 +52,7 @@ public struct VoicePreset: Sendable, Hashable, Codable {
     }
 
     /// The Polly engine this voice speaks with: `engine`, else the tier when it names one.
-    public var pollyEngine: String {
+    package var pollyEngine: String {
         if let engine { return engine }
         switch tier {
         case .neural, .longForm, .generative: return tier.rawValue
@@ -61,16 +61,16 @@ public struct VoicePreset: Sendable, Hashable, Codable {
     }
 
     /// The ElevenLabs model this voice speaks with.
-    public var elevenLabsModel: String { modelId ?? ElevenLabsModel.defaultID }
+    package var elevenLabsModel: String { modelId ?? ElevenLabsModel.defaultID }
 }
 
 /// What tourpack knows of ElevenLabs' models: each one's character limit
 /// per request and its credit class.
-public enum ElevenLabsModel {
-    public static let defaultID = "eleven_multilingual_v2"
+package enum ElevenLabsModel {
+    package static let defaultID = "eleven_multilingual_v2"
 
     /// Characters one request may carry, per model (ElevenLabs' models page).
-    public static let characterLimits: [String: Int] = [
+    package static let characterLimits: [String: Int] = [
         "eleven_v3": 5000,
         "eleven_multilingual_v2": 10_000,
         "eleven_flash_v2_5": 40_000,
@@ -82,12 +82,12 @@ public enum ElevenLabsModel {
     ]
 
     /// Flash and Turbo cost half a credit a character; the others one.
-    public static func tier(of model: String) -> PricingTier {
+    package static func tier(of model: String) -> PricingTier {
         model.contains("flash") || model.contains("turbo") ? .halfCredit : .fullCredit
     }
 }
 
 /// The Polly engines, the values of `Engine`.
-public enum PollyEngine {
-    public static let all = ["standard", "neural", "long-form", "generative"]
+package enum PollyEngine {
+    package static let all = ["standard", "neural", "long-form", "generative"]
 }

@@ -1,7 +1,7 @@
 // Cue text as a viewer reads it, for comparing captions with their narration.
 extension WebVTTParser {
     /// Payload text as a viewer reads it: tags out, character references in.
-    public static func plainText(_ payload: String) -> String {
+    package static func plainText(_ payload: String) -> String {
         var out = ""
         var scalars = payload.unicodeScalars[...]
         while let scalar = scalars.first {

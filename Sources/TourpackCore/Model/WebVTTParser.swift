@@ -1,42 +1,42 @@
 /// One cue of a parsed WebVTT file, with where it stands in the file.
-public struct WebVTTCue: Sendable, Hashable {
+package struct WebVTTCue: Sendable, Hashable {
     /// The cue's identifier line, when it has one (tourpack writes the cue's number).
-    public var identifier: String?
+    package var identifier: String?
     /// Times in whole milliseconds, as the format writes them: exact, so
     /// comparisons never meet float noise.
-    public var startMilliseconds: Int64
-    public var endMilliseconds: Int64
+    package var startMilliseconds: Int64
+    package var endMilliseconds: Int64
     /// What follows the end time on the timing line (`line:90% align:start`), trimmed.
-    public var settings: String
+    package var settings: String
     /// The payload lines as written, joined with LF: escapes and tags kept.
-    public var payload: String
+    package var payload: String
     /// The 1-based line number of the timing line, for messages.
-    public var line: Int
+    package var line: Int
 
-    public var start: Double { Double(startMilliseconds) / 1000 }
-    public var end: Double { Double(endMilliseconds) / 1000 }
+    package var start: Double { Double(startMilliseconds) / 1000 }
+    package var end: Double { Double(endMilliseconds) / 1000 }
 
     /// The text a viewer reads: cue tags (`<v Speaker>`, `<b>`, `<c.loud>`,
     /// `<00:00:01.000>`) left out, character references (`&amp;`, `&lt;`,
     /// `&gt;`, `&lrm;`, `&rlm;`, `&nbsp;`, numeric ones) resolved. Line breaks stay.
-    public var text: String { WebVTTParser.plainText(payload) }
+    package var text: String { WebVTTParser.plainText(payload) }
 }
 
 /// What is wrong with a WebVTT file: each problem with its line.
-public struct WebVTTError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Problem: Sendable, Hashable, CustomStringConvertible {
+package struct WebVTTError: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Problem: Sendable, Hashable, CustomStringConvertible {
         /// 1-based; 0 for the file as a whole (its size).
-        public var line: Int
-        public var message: String
-        public var description: String { line > 0 ? "line \(line): \(message)" : message }
+        package var line: Int
+        package var message: String
+        package var description: String { line > 0 ? "line \(line): \(message)" : message }
     }
 
     /// The first problems, at most `WebVTTParser.maxProblems`.
-    public var problems: [Problem]
+    package var problems: [Problem]
     /// How many there were in all (more than `problems` holds when the file is very broken).
-    public var count: Int
+    package var count: Int
 
-    public var description: String {
+    package var description: String {
         let shown = problems.map(\.description).joined(separator: "; ")
         return count > problems.count ? "\(shown); and \(count - problems.count) more" : shown
     }
@@ -65,15 +65,15 @@ public struct WebVTTError: Error, Sendable, Hashable, CustomStringConvertible {
 /// Bounded: a file over `maxBytes` is refused unread, and nothing grows with
 /// the input beyond the lines and cues of the file itself and at most
 /// `maxProblems` messages.
-public enum WebVTTParser {
+package enum WebVTTParser {
     /// The largest file read: a narration's captions take a few KiB.
-    public static let maxBytes = 4 * 1024 * 1024
+    package static let maxBytes = 4 * 1024 * 1024
     /// Problems kept in an error; the rest are counted.
-    public static let maxProblems = 20
+    package static let maxProblems = 20
 
     /// The cues of `bytes`, in file order.
     /// - Throws: `WebVTTError` with every problem found, each with its line.
-    public static func parse(_ bytes: [UInt8]) throws(WebVTTError) -> [WebVTTCue] {
+    package static func parse(_ bytes: [UInt8]) throws(WebVTTError) -> [WebVTTCue] {
         guard bytes.count <= maxBytes else {
             throw WebVTTError(
                 problems: [.init(line: 0, message: "\(bytes.count) bytes, more than the \(maxBytes) a caption file may have")], count: 1)

@@ -16,10 +16,10 @@ import Foundation
 /// Everything else (`<prosody>`, `<emphasis>`, `<phoneme>`, other `<say-as>`,
 /// `<audio>`, `<voice>`, `<lang>`, `<mark>`, a `<break/>` inside a sentence
 /// element) is refused, naming the element.
-public enum PiperText {
+package enum PiperText {
     /// The text of a chunk as Piper is sent it: markup left out, entities
     /// decoded, a `<sub>`'s alias in place of its content, whitespace collapsed.
-    public static func text(of chunk: Chunk) -> String {
+    package static func text(of chunk: Chunk) -> String {
         guard chunk.isSSML else { return chunk.text }
         let scanner = SSMLScanner(chunk.text)
         var out = ""
@@ -51,7 +51,7 @@ public enum PiperText {
 
     /// Each element in `ssml` Piper cannot honour, with why; empty when it
     /// can speak the document as meant.
-    public static func unsupported(_ ssml: String) -> [String] {
+    package static func unsupported(_ ssml: String) -> [String] {
         let scanner = SSMLScanner(ssml)
         var problems: [String] = []
         var depth = 0

@@ -8,13 +8,13 @@
 /// (`SSMLScanner`) rather than an XML library: it needs no DTDs or
 /// namespaces, refuses `<!DOCTYPE>` outright, and reports positions in
 /// characters, the way a person counts in an editor.
-public enum SSML {
+package enum SSML {
     /// Escapes the five XML special characters (`& < > " '`).
     ///
     /// Google measures its 5000-byte limit after this escaping, because plain
     /// text may be wrapped in `<speak>`; the chunker measures plain text the
     /// same way so a chunk can never grow past the limit when it is wrapped.
-    public static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -65,7 +65,7 @@ public enum SSML {
     /// stands alone, and that nothing but whitespace follows `</speak>`.
     /// Problems are sorted by position; all of them are reported, not just
     /// the first, so one run of the loader lists everything to fix.
-    public static func validate(_ text: String) -> [SSMLProblem] {
+    package static func validate(_ text: String) -> [SSMLProblem] {
         let scanner = SSMLScanner(text)
         return sorted(scanner.problems + SSMLStructure(scanner: scanner).problems)
     }
@@ -76,7 +76,7 @@ public enum SSML {
     /// well-formed, yet it would be sent, and billed, for silence; the loader
     /// refuses it as empty. Chunks are not checked with it: only a whole
     /// narration must have something to say.
-    public static func hasNothingToSpeak(_ text: String) -> Bool {
+    package static func hasNothingToSpeak(_ text: String) -> Bool {
         let scanner = SSMLScanner(text)
         func spoken(_ scalars: ArraySlice<Unicode.Scalar>) -> Bool { scalars.contains { !$0.properties.isWhitespace } }
         return !scanner.tokens.contains { token in
@@ -99,18 +99,18 @@ public enum SSML {
 }
 
 /// One well-formedness problem in narration SSML.
-public struct SSMLProblem: Sendable, Hashable, CustomStringConvertible {
+package struct SSMLProblem: Sendable, Hashable, CustomStringConvertible {
     /// A sentence for the content writer, such as
     /// `malformed SSML: <emphasis> opened at character 41 is never closed`.
-    public var message: String
+    package var message: String
     /// Where the problem starts: a 1-based position counted in characters
     /// (grapheme clusters), the same number the message names.
-    public var offset: Int
+    package var offset: Int
 
-    public init(message: String, offset: Int) {
+    package init(message: String, offset: Int) {
         self.message = message
         self.offset = offset
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

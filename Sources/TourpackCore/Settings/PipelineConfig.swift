@@ -1,48 +1,48 @@
-public import Foundation
+package import Foundation
 
 /// A pipeline, fully resolved: every default applied, every path absolute,
 /// every value range-checked. Produced by `PipelineLoader` from
 /// `pipelines/*.yaml`, the voice preset it names, and the command-line overrides.
-public struct PipelineConfig: Sendable, Hashable {
+package struct PipelineConfig: Sendable, Hashable {
     /// The YAML file this came from; relative paths were resolved against its folder.
-    public var sourceFile: URL
-    public var version: Int
+    package var sourceFile: URL
+    package var version: Int
     /// The tour globs, absolute.
-    public var tourGlobs: [String]
-    public var voiceFile: URL?
-    public var voice: VoicePreset
+    package var tourGlobs: [String]
+    package var voiceFile: URL?
+    package var voice: VoicePreset
     /// The formats this configuration builds, at `bitrate(for:)`, offered as
     /// `quality`. A pipeline with a quality ladder has one configuration per
     /// quality (`qualityRoots()`); this is the first.
-    public var formats: [AudioFormat]
+    package var formats: [AudioFormat]
     /// Every variant the pipeline's `formats` asks for, in its order: the
     /// quality ladder. Without one, each format at the contract's rate, high.
-    public var ladder: [AudioVariant]
+    package var ladder: [AudioVariant]
     /// The quality this configuration's packages are offered under.
-    public var quality: AudioQuality
+    package var quality: AudioQuality
     /// The pipeline's `output`: the root of the ladder's first quality, and
     /// where the others' roots are named from (`qualityRoots()`).
-    public var ladderOutput: URL
-    public var tts: TTSSettings
+    package var ladderOutput: URL
+    package var tts: TTSSettings
     /// The app's Documents root. Holds only what ships.
-    public var output: URL
+    package var output: URL
     /// Cache index, quota ledger, build records. Never under `output`.
-    public var state: URL
+    package var state: URL
     /// What `state:` names beyond the local folder (object storage,
     /// PostgreSQL, scratch); all nil on one machine.
-    public var shared: SharedStateSettings
-    public var budgets: Budgets
-    public var maps: MapSettings
-    public var chunking: ChunkingSettings
-    public var audio: AudioSettings
+    package var shared: SharedStateSettings
+    package var budgets: Budgets
+    package var maps: MapSettings
+    package var chunking: ChunkingSettings
+    package var audio: AudioSettings
     /// Pronunciation lexicons, the voice's first, then the pipeline's; their
     /// lexemes rewrite narration before it is chunked.
-    public var lexicons: [Lexicon]
+    package var lexicons: [Lexicon]
     /// Where `tourpack publish` puts the packages and their catalogue; nil
     /// without a `publish:` section.
-    public var publish: PublishSettings?
+    package var publish: PublishSettings?
 
-    public init(
+    package init(
         sourceFile: URL, version: Int, tourGlobs: [String], voiceFile: URL?, voice: VoicePreset,
         formats: [AudioFormat], tts: TTSSettings, output: URL, state: URL, budgets: Budgets,
         maps: MapSettings, chunking: ChunkingSettings, audio: AudioSettings, lexicons: [Lexicon] = [],
@@ -70,50 +70,50 @@ public struct PipelineConfig: Sendable, Hashable {
     }
 
     /// How the provider bills this pipeline's requests.
-    public var billing: BillingRule { BillingRule(api: tts.api, voice: voice, timings: audio.captions != .off) }
+    package var billing: BillingRule { BillingRule(api: tts.api, voice: voice, timings: audio.captions != .off) }
 
     /// The chunker's limit for this endpoint and voice (ElevenLabs: the model's).
-    public var requestLimit: ChunkLimit { tts.api.requestLimit(for: voice) }
+    package var requestLimit: ChunkLimit { tts.api.requestLimit(for: voice) }
 
     /// How lexemes are written for this endpoint and voice.
-    public var pronunciationDialect: PronunciationDialect { PronunciationDialect(api: tts.api, voice: voice) }
+    package var pronunciationDialect: PronunciationDialect { PronunciationDialect(api: tts.api, voice: voice) }
 }
 
 /// How to reach the TTS endpoint. The pipeline file names the environment
 /// variable that holds the key (`apiKeyEnv`); the key is read from it once,
 /// when the pipeline is loaded, into `apiKey`, which never prints.
-public struct TTSSettings: Sendable, Hashable {
-    public var api: TTSAPI
+package struct TTSSettings: Sendable, Hashable {
+    package var api: TTSAPI
     /// Base URL; Google: `POST {endpoint}/v1/text:synthesize`.
-    public var endpoint: String
-    public var apiKeyEnv: String?
+    package var endpoint: String
+    package var apiKeyEnv: String?
     /// The key `apiKeyEnv` named, as the environment held it at load time; nil when unset.
-    public var apiKey: Secret?
+    package var apiKey: Secret?
     /// Requests in flight at most.
-    public var concurrency: Int
+    package var concurrency: Int
     /// Requests started per minute at most, across all concurrent work.
-    public var requestsPerMinute: Int
+    package var requestsPerMinute: Int
     /// Total time for one HTTP request.
-    public var timeoutSeconds: Double
+    package var timeoutSeconds: Double
     /// Tries per chunk, the first included.
-    public var maxAttempts: Int
+    package var maxAttempts: Int
     /// The first backoff; each retry doubles it, with full jitter.
-    public var initialBackoffSeconds: Double
-    public var maxBackoffSeconds: Double
+    package var initialBackoffSeconds: Double
+    package var maxBackoffSeconds: Double
     /// The sample rate requested from the endpoint (LINEAR16).
-    public var sampleRateHz: Int
+    package var sampleRateHz: Int
     /// OpenAI dialect only: the `model` field.
-    public var model: String?
+    package var model: String?
     /// Polly only: the AWS region the SigV4 signature is scoped to (`eu-central-1`).
-    public var region: String?
+    package var region: String?
     /// Polly only: the variables holding the access key ID and the secret key.
-    public var accessKeyEnv: String?
-    public var secretKeyEnv: String?
+    package var accessKeyEnv: String?
+    package var secretKeyEnv: String?
     /// The pair those variables held at load time; nil when unset.
-    public var accessKey: Secret?
-    public var secretKey: Secret?
+    package var accessKey: Secret?
+    package var secretKey: Secret?
 
-    public init(
+    package init(
         api: TTSAPI, endpoint: String = "http://127.0.0.1:8787", apiKeyEnv: String? = nil,
         concurrency: Int = 8, requestsPerMinute: Int = 1000, timeoutSeconds: Double = 30,
         maxAttempts: Int = 5, initialBackoffSeconds: Double = 0.5, maxBackoffSeconds: Double = 30,
@@ -136,31 +136,31 @@ public struct TTSSettings: Sendable, Hashable {
     /// provider offers as uncompressed PCM (`SpeechProvider.offeredSampleRates`:
     /// Polly's 8000 or 16000, Azure's and ElevenLabs' raw PCM rates). The
     /// chunk recorder resamples to `sampleRateHz`.
-    public var requestedSampleRateHz: Int {
+    package var requestedSampleRateHz: Int {
         guard let offered = api.provider.offeredSampleRates, let highest = offered.last else { return sampleRateHz }
         return offered.first { $0 >= sampleRateHz } ?? highest
     }
 }
 
-public struct Budgets: Sendable, Hashable {
-    public var cacheMaxMB: Int
-    public var synthesisCacheMaxMB: Int
+package struct Budgets: Sendable, Hashable {
+    package var cacheMaxMB: Int
+    package var synthesisCacheMaxMB: Int
     /// The map tile cache (`<state>/tiles`), least recently used first.
-    public var tileCacheMaxMB: Int
-    public var audioMaxAgeDays: Int
-    public var packageMaxAgeDays: Int
+    package var tileCacheMaxMB: Int
+    package var audioMaxAgeDays: Int
+    package var packageMaxAgeDays: Int
     /// Monthly units per tier, in the provider's unit (`BillingRule.unit`:
     /// characters, or ElevenLabs' credits); a tier not listed here (and `local`) is unlimited.
-    public var monthlyCharacters: [PricingTier: Int]
+    package var monthlyCharacters: [PricingTier: Int]
     /// Money per million billed units, per tier (`budgets.pricePerMillion`),
     /// for `plan`'s cost estimate; empty: no estimate.
-    public var pricePerMillion: [PricingTier: Double] = [:]
+    package var pricePerMillion: [PricingTier: Double] = [:]
 
-    public static let defaultMonthlyCharacters: [PricingTier: Int] = [
+    package static let defaultMonthlyCharacters: [PricingTier: Int] = [
         .standard: 4_000_000, .wavenet: 1_000_000, .neural2: 1_000_000,
     ]
 
-    public init(
+    package init(
         cacheMaxMB: Int = 500, synthesisCacheMaxMB: Int = 2000, tileCacheMaxMB: Int = 2000, audioMaxAgeDays: Int = 30,
         packageMaxAgeDays: Int = 90, monthlyCharacters: [PricingTier: Int] = Budgets.defaultMonthlyCharacters
     ) {
@@ -173,35 +173,35 @@ public struct Budgets: Sendable, Hashable {
     }
 
     /// The monthly quota of a tier, or nil when it is unlimited.
-    public func monthlyQuota(for tier: PricingTier) -> Int? {
+    package func monthlyQuota(for tier: PricingTier) -> Int? {
         tier == .local ? nil : monthlyCharacters[tier]
     }
 
     /// `cacheMaxMB` in bytes: the AudioCache budget that the plan, the
     /// eviction after a build, `cache` and `validate` all hold the root to.
-    public var cacheMaxBytes: Int64 { Self.bytes(megabytes: cacheMaxMB) }
+    package var cacheMaxBytes: Int64 { Self.bytes(megabytes: cacheMaxMB) }
     /// `synthesisCacheMaxMB` in bytes: what the synthesis cache is evicted to fit.
-    public var synthesisCacheMaxBytes: Int64 { Self.bytes(megabytes: synthesisCacheMaxMB) }
+    package var synthesisCacheMaxBytes: Int64 { Self.bytes(megabytes: synthesisCacheMaxMB) }
     /// `tileCacheMaxMB` in bytes: what the map tile cache is evicted to fit.
-    public var tileCacheMaxBytes: Int64 { Self.bytes(megabytes: tileCacheMaxMB) }
+    package var tileCacheMaxBytes: Int64 { Self.bytes(megabytes: tileCacheMaxMB) }
 
     /// Megabytes in bytes. A budget's MB are MiB (1,048,576 bytes) everywhere
     /// in tourpack; this is the one place that says so.
-    public static func bytes(megabytes: Int) -> Int64 { Int64(megabytes) * 1_048_576 }
+    package static func bytes(megabytes: Int) -> Int64 { Int64(megabytes) * 1_048_576 }
 }
 
-public struct MapSettings: Sendable, Hashable {
-    public var minZoom: Int
-    public var maxZoom: Int
-    public var bufferMiles: Double
-    public var tileKB: Int
-    public var selection: TileSelection
+package struct MapSettings: Sendable, Hashable {
+    package var minZoom: Int
+    package var maxZoom: Int
+    package var bufferMiles: Double
+    package var tileKB: Int
+    package var selection: TileSelection
     /// A plan with more tiles than this in one tour is refused before anything is fetched (exit 3).
-    public var maxTiles: Int
+    package var maxTiles: Int
     /// Where the tiles come from; nil: packages carry the coverage only.
-    public var source: TileSource?
+    package var source: TileSource?
 
-    public init(
+    package init(
         minZoom: Int = 12, maxZoom: Int = 16, bufferMiles: Double = 5, tileKB: Int = 15,
         selection: TileSelection = .bbox, maxTiles: Int = 60_000, source: TileSource? = nil
     ) {
@@ -215,29 +215,29 @@ public struct MapSettings: Sendable, Hashable {
     }
 }
 
-public struct ChunkingSettings: Sendable, Hashable {
+package struct ChunkingSettings: Sendable, Hashable {
     /// Bytes (Google) or characters (OpenAI) kept free under the endpoint's limit.
-    public var headroom: Int
-    public init(headroom: Int = 100) { self.headroom = headroom }
+    package var headroom: Int
+    package init(headroom: Int = 100) { self.headroom = headroom }
 }
 
-public struct AudioSettings: Sendable, Hashable {
+package struct AudioSettings: Sendable, Hashable {
     /// The pause put between a phase's chunks when they are joined.
-    public var pauseMilliseconds: Int
+    package var pauseMilliseconds: Int
     /// Rates the pipeline names per format (`audio.sampleRateHz`); the others
     /// take `AudioFormat.defaultSampleRate(endpointRate:)`.
-    public var sampleRates: [AudioFormat: Int]
+    package var sampleRates: [AudioFormat: Int]
     /// Bit rates other than the contract's, per format, for the quality
     /// being built (a rung of the ladder); the others take `AudioFormat.bitrateKbps`.
-    public var bitrates: [AudioFormat: Int] = [:]
+    package var bitrates: [AudioFormat: Int] = [:]
     /// What every file is normalized to (the pipeline's top-level
     /// `loudness`); nil with `loudness: off`.
-    public var loudness: LoudnessTarget?
+    package var loudness: LoudnessTarget?
     /// Whether each narration gets a WebVTT file of its sentences (the
     /// pipeline's top-level `captions`; on by default).
-    public var captions: CaptionsSetting = .webvtt
+    package var captions: CaptionsSetting = .webvtt
 
-    public init(pauseMilliseconds: Int = 350, sampleRates: [AudioFormat: Int] = [:], loudness: LoudnessTarget? = .standard) {
+    package init(pauseMilliseconds: Int = 350, sampleRates: [AudioFormat: Int] = [:], loudness: LoudnessTarget? = .standard) {
         self.pauseMilliseconds = pauseMilliseconds
         self.sampleRates = sampleRates
         self.loudness = loudness
@@ -247,12 +247,12 @@ public struct AudioSettings: Sendable, Hashable {
 extension PipelineConfig {
     /// The rate `format`'s files are encoded at: the pipeline's choice, or
     /// the format's default for the endpoint's rate.
-    public func sampleRate(for format: AudioFormat) -> Int {
+    package func sampleRate(for format: AudioFormat) -> Int {
         audio.sampleRates[format] ?? format.defaultSampleRate(endpointRate: tts.sampleRateHz)
     }
 
     /// The bit rate `format`'s files are encoded at in this configuration.
-    public func bitrate(for format: AudioFormat) -> Int {
+    package func bitrate(for format: AudioFormat) -> Int {
         audio.bitrates[format] ?? format.bitrateKbps
     }
 
@@ -262,7 +262,7 @@ extension PipelineConfig {
     /// two rates of one format share the app's file names
     /// (`<poiId>_<Phase>.<ext>`), so they cannot share a root, and each root
     /// holds exactly what a device that chose that quality holds.
-    public func qualityRoots() -> [PipelineConfig] {
+    package func qualityRoots() -> [PipelineConfig] {
         var qualities: [AudioQuality] = []
         for variant in ladder where !qualities.contains(variant.quality) { qualities.append(variant.quality) }
         return qualities.enumerated().map { index, quality in
@@ -284,5 +284,5 @@ extension PipelineConfig {
     }
 
     /// The loudness files are made to; nil with `loudness: off`.
-    public var loudnessTarget: LoudnessTarget? { audio.loudness }
+    package var loudnessTarget: LoudnessTarget? { audio.loudness }
 }

@@ -1,28 +1,28 @@
-public import Foundation
+package import Foundation
 
 /// The parts of `state:` that reach beyond one machine (the contract's "Beyond one
 /// machine"). All nil by default: state is then one local folder, as it
 /// always was, and nothing here changes a build.
-public struct SharedStateSettings: Sendable, Hashable {
+package struct SharedStateSettings: Sendable, Hashable {
     /// The synthesis cache in S3-compatible storage, shared by every worker.
-    public var objects: ObjectStoreSettings?
+    package var objects: ObjectStoreSettings?
     /// The PostgreSQL URL (no password) of the shared state: the quota
     /// ledger, the synthesis- and output-cache indexes and the build records
     /// (`PostgresState`). Nil: they stay in the local SQLite database.
-    public var postgres: String?
+    package var postgres: String?
     /// The variable holding PostgreSQL's password (default `PGPASSWORD`).
-    public var postgresPasswordEnv: String
+    package var postgresPasswordEnv: String
     /// The password, read once from `postgresPasswordEnv` when the pipeline
     /// is loaded (only when `postgres` is set); it never prints.
-    public var postgresPassword: Secret?
+    package var postgresPassword: Secret?
     /// A worker's local disk: each output root's lock, staged temps and
     /// commit journals live under it (`StateLayout`); when `state.path` is
     /// absent it is the local state folder too.
-    public var scratch: URL?
+    package var scratch: URL?
 
-    public static let defaultPostgresPasswordEnv = "PGPASSWORD"
+    package static let defaultPostgresPasswordEnv = "PGPASSWORD"
 
-    public init(
+    package init(
         objects: ObjectStoreSettings? = nil, postgres: String? = nil, postgresPasswordEnv: String = defaultPostgresPasswordEnv,
         postgresPassword: Secret? = nil, scratch: URL? = nil
     ) {
@@ -38,21 +38,21 @@ public struct SharedStateSettings: Sendable, Hashable {
 /// with path-style URLs (`endpoint/bucket/prefix+key`) so that AWS, MinIO
 /// and moto all serve it. The keys themselves are never here, only the
 /// names of the environment variables that hold them.
-public struct ObjectStoreSettings: Sendable, Hashable {
+package struct ObjectStoreSettings: Sendable, Hashable {
     /// Base URL, e.g. `https://s3.eu-central-1.amazonaws.com`.
-    public var endpoint: String
-    public var bucket: String
+    package var endpoint: String
+    package var bucket: String
     /// Put before every object name; `synthesis/` keeps the cache apart from other users of the bucket.
-    public var prefix: String
+    package var prefix: String
     /// The SigV4 signing region.
-    public var region: String
-    public var accessKeyEnv: String
-    public var secretKeyEnv: String
+    package var region: String
+    package var accessKeyEnv: String
+    package var secretKeyEnv: String
 
-    public static let defaultAccessKeyEnv = "AWS_ACCESS_KEY_ID"
-    public static let defaultSecretKeyEnv = "AWS_SECRET_ACCESS_KEY"
+    package static let defaultAccessKeyEnv = "AWS_ACCESS_KEY_ID"
+    package static let defaultSecretKeyEnv = "AWS_SECRET_ACCESS_KEY"
 
-    public init(
+    package init(
         endpoint: String, bucket: String, prefix: String = "", region: String = "us-east-1",
         accessKeyEnv: String = defaultAccessKeyEnv, secretKeyEnv: String = defaultSecretKeyEnv
     ) {

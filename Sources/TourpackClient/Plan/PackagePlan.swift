@@ -79,17 +79,22 @@ package struct PackagePlanner: Sendable {
         plan.manifestBytes = bytes
         plan.manifest = manifest
         plan.files = try PackageFiles.of(manifest, file: entry.package.manifest.path)
-        plan.superseded = all.filter { other in
+        // A package's files lie under its tour's audio folder and its own
+        // folder (`PackageFiles.of`, which every installed package passed), so
+        // only packages of this tour, or this package as installed, can share
+        // a path with it: the others are not looked into, and a plan costs
+        // the same however many packages are installed.
+        let related = all.filter { $0.manifest.tourId == manifest.tourId || $0.packageId == entry.package.packageId }
+        plan.superseded = related.filter { other in
             other.packageId != entry.package.packageId && other.manifest.tourId == manifest.tourId
                 && !Set(other.files.map(\.path)).isDisjoint(with: plan.files.map(\.path))
         }
         // In place: a path installed packages list with this SHA-256 alone, at its size.
         // Two packages claiming one path with two digests leave it in doubt: fetched again.
-        // Only the new package's paths are looked at on disk (those of its own tour and package),
-        // so a plan costs the same however many packages are installed.
+        // Only the new package's paths are looked at on disk.
         let newPaths = Set(plan.files.map(\.path))
         var claims: [String: Set<String>] = [:]
-        for package in all where package.files.contains(where: { newPaths.contains($0.path) }) {
+        for package in related where package.files.contains(where: { newPaths.contains($0.path) }) {
             let damaged = package.damagedPaths(in: documents, among: newPaths)
             for file in package.files where newPaths.contains(file.path) {
                 claims[file.path, default: []].insert(damaged.contains(file.path) ? "" : file.sha256)
@@ -104,7 +109,7 @@ package struct PackagePlanner: Sendable {
         let candidates = Set(([installed].compactMap { $0 } + plan.superseded).flatMap { $0.files.map(\.path) }).subtracting(newPaths)
         var kept: Set<String> = []
         if !candidates.isEmpty {
-            for package in all where !leaving.contains(package.packageId) {
+            for package in related where !leaving.contains(package.packageId) {
                 for file in package.files where candidates.contains(file.path) { kept.insert(file.path) }
             }
         }

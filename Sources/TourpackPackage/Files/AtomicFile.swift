@@ -371,6 +371,8 @@ public enum AtomicFile {
     /// parent so the new entries survive a crash. An existing folder is fine;
     /// an existing file in the way is `ENOTDIR`.
     public static func createFolder(_ folder: URL) throws {
+        // There already, as it nearly always is: one stat, no path worked out.
+        if isDirectory(folder) { return }
         let target = folder.standardizedFileURL
         var missing: [URL] = []
         var cursor = target

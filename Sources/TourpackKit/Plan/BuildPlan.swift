@@ -121,12 +121,7 @@ public struct BuildPlan: Sendable, Hashable {
     /// Narrations this plan cut; the others' plans were kept from an earlier
     /// build (`KeptPlans`), unchanged in everything they follow from.
     public var narrationsPlanned: Int {
-        tours.reduce(0) { count, tour in
-            tour.items.reduce(count) {
-                if case .kept? = $1.origin { return $0 }
-                return $0 + 1
-            }
-        }
+        tours.reduce(0) { count, tour in tour.items.reduce(count) { $0 + ($1.origin?.isPlanned ?? true ? 1 : 0) } }
     }
     public var estimatedDurationSeconds: Double { tours.reduce(0) { $0 + $1.estimatedDurationSeconds } }
     public var tileCount: Int { tours.reduce(0) { $0 + ($1.mapCoverage?.tileCount ?? 0) } }

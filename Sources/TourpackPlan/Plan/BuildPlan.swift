@@ -121,12 +121,7 @@ package struct BuildPlan: Sendable, Hashable {
     /// Narrations this plan cut; the others' plans were kept from an earlier
     /// build (`KeptPlans`), unchanged in everything they follow from.
     package var narrationsPlanned: Int {
-        tours.reduce(0) { count, tour in
-            tour.items.reduce(count) {
-                if case .kept? = $1.origin { return $0 }
-                return $0 + 1
-            }
-        }
+        tours.reduce(0) { count, tour in tour.items.reduce(count) { $0 + ($1.origin?.isPlanned ?? true ? 1 : 0) } }
     }
     package var estimatedDurationSeconds: Double { tours.reduce(0) { $0 + $1.estimatedDurationSeconds } }
     package var tileCount: Int { tours.reduce(0) { $0 + ($1.mapCoverage?.tileCount ?? 0) } }

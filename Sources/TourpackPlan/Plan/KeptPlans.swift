@@ -65,18 +65,22 @@ package struct KeptPlanKey: Sendable, Hashable {
     }
 }
 
-/// Where a plan item's chunks came from.
-package enum PlanOrigin: Sendable, Hashable {
-    /// Cut by this plan, to be kept under `key`.
-    case planned(KeptPlanKey)
-    /// Kept from an earlier plan under `key`, last used on `day` (days since 1970).
-    case kept(KeptPlanKey, day: UInt32)
+/// Where a plan item's chunks came from, and under which keys they are kept.
+package struct PlanOrigin: Sendable, Hashable {
+    /// The key of the narration as the chunker cuts it (`PlanInputs.key`).
+    package var key: KeptPlanKey
+    /// The day the kept plan was last used (days since 1970); nil when this
+    /// plan cut the narration.
+    package var keptDay: UInt32?
+    /// With lexicons, the key of the narration as written
+    /// (`PlanInputs.writtenKey`), which names `key` so that an unchanged
+    /// narration is not even rewritten; and the day that was last used, nil
+    /// when it is new.
+    package var alias: KeptPlanKey? = nil
+    package var aliasDay: UInt32? = nil
 
-    package var key: KeptPlanKey {
-        switch self {
-        case .planned(let key), .kept(let key, _): return key
-        }
-    }
+    /// Whether this plan cut the narration.
+    package var isPlanned: Bool { keptDay == nil }
 }
 
 /// Everything a narration's plan reads besides the narration, made once
@@ -96,12 +100,21 @@ package enum PlanOrigin: Sendable, Hashable {
 /// - The lexicons and the pronunciation dialect: through the narration as
 ///   rewritten (`LexiconRewriter.rewrite`), which is what the chunker cuts.
 ///   Editing a lexeme changes the key of just the narrations it rewrites.
+///
+/// With lexicons, the narration as written has a key of its own
+/// (`writtenKey`: these inputs, every lexicon in full, and the text), kept
+/// as an alias of the rewritten one, so a rebuild with nothing changed
+/// does not rewrite a narration either. A lexicon edit changes every
+/// written key: each narration is rewritten once, and only those whose
+/// rewritten key changed are cut again.
 package struct PlanInputs: Sendable {
     /// Changes when the chunker, the lexicon rewriter, the counts or this
     /// format change what a plan holds.
     static let revision = "tourpack plan v1"
 
     private let framed: [UInt8]
+    /// `framed`, the lexicons and the dialect, for `writtenKey`.
+    private let written: [UInt8]
 
     package init(config: PipelineConfig, chunker: Chunker) {
         let voice = SynthesisKey(chunk: Chunk(text: "", isSSML: false), voice: config.voice, sampleRateHz: config.tts.sampleRateHz)
@@ -114,16 +127,27 @@ package struct PlanInputs: Sendable {
         var framed: [UInt8] = []
         for field in fields { Self.frame(field, into: &framed) }
         self.framed = framed
+        var written = framed
+        Self.frame("as written, lexicons \(String(describing: config.lexicons))", into: &written)
+        self.written = written
     }
 
     /// The key of a narration as rewritten by the lexicons (`wrapped`: plain
     /// text put in `<speak>` to carry them).
     package func key(_ rewritten: (narration: Narration, wrapped: Bool)) -> KeptPlanKey {
+        Self.digest(framed, rewritten.narration, "\(rewritten.wrapped ? "wrapped" : "as written")")
+    }
+
+    /// The key of a narration as written, before the lexicons.
+    package func writtenKey(_ narration: Narration) -> KeptPlanKey {
+        Self.digest(written, narration, "before the lexicons")
+    }
+
+    private static func digest(_ prefix: [UInt8], _ narration: Narration, _ form: String) -> KeptPlanKey {
         var hasher = SHA256()
-        hasher.update(data: framed)
-        var text = rewritten.narration.text
-        let head = "\(rewritten.narration.isSSML ? "ssml" : "text") \(rewritten.wrapped ? "wrapped" : "as written") \(text.utf8.count):"
-        hasher.update(data: Array(head.utf8))
+        hasher.update(data: prefix)
+        var text = narration.text
+        hasher.update(data: Array("\(narration.isSSML ? "ssml" : "text") \(form) \(text.utf8.count):".utf8))
         text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
         return KeptPlanKey(hasher.finalize())
     }
@@ -178,7 +202,10 @@ package struct KeptPlan: Sendable, Hashable {
 package struct KeptPlans: Sendable {
     /// Days an entry is kept after its last use.
     static let keptDays: UInt32 = 30
-    static let magic: [UInt8] = Array("tourpack kept plans 1\n".utf8)
+    static let magic: [UInt8] = Array("tourpack kept plans 2\n".utf8)
+    /// A payload's first byte: a plan, or the key of the plan it names.
+    static let planTag: UInt8 = 0
+    static let aliasTag: UInt8 = 1
 
     private let bytes: [UInt8]
     /// Each entry's payload in `bytes`, and the day it was last used.
@@ -208,10 +235,18 @@ package struct KeptPlans: Sendable {
 
     /// The plan kept under `key`, and the day it was last used.
     package func plan(_ key: KeptPlanKey) -> (plan: KeptPlan, day: UInt32)? {
-        guard let entry = entries[key] else { return nil }
-        var reader = Reader(bytes: bytes, offset: entry.offset, end: entry.offset + entry.count)
+        guard let entry = entries[key], entry.count > 0, bytes[entry.offset] == Self.planTag else { return nil }
+        var reader = Reader(bytes: bytes, offset: entry.offset + 1, end: entry.offset + entry.count)
         guard let plan = reader.plan() else { return nil }
         return (plan, entry.day)
+    }
+
+    /// The key a narration's written key names (`PlanInputs.writtenKey`),
+    /// and the day that was last used.
+    package func alias(_ key: KeptPlanKey) -> (key: KeptPlanKey, day: UInt32)? {
+        guard let entry = entries[key], entry.count == 33, bytes[entry.offset] == Self.aliasTag else { return nil }
+        var reader = Reader(bytes: bytes, offset: entry.offset + 1, end: entry.offset + entry.count)
+        return reader.key().map { ($0, entry.day) }
     }
 
     // MARK: Writing
@@ -225,14 +260,19 @@ package struct KeptPlans: Sendable {
         var fresh: [KeptPlanKey: [UInt8]] = [:]
         var used: Set<KeptPlanKey> = []
         for item in plan.tours.lazy.flatMap(\.items) {
-            switch item.origin {
-            case .planned(let key)?:
-                guard let counts = item.counts else { continue }
-                fresh[key] = encode(KeptPlan(chunks: item.chunks, keys: item.keys, counts: counts))
-            case .kept(let key, let day)? where day + 1 < today:
-                used.insert(key)
-            default:
-                continue
+            guard let origin = item.origin else { continue }
+            if let day = origin.keptDay {
+                if day + 1 < today { used.insert(origin.key) }
+            } else if let counts = item.counts {
+                fresh[origin.key] = [planTag] + encode(KeptPlan(chunks: item.chunks, keys: item.keys, counts: counts))
+            }
+            guard let alias = origin.alias else { continue }
+            if let day = origin.aliasDay {
+                if day + 1 < today { used.insert(alias) }
+            } else {
+                var payload = [aliasTag]
+                Writer.key(origin.key, into: &payload)
+                fresh[alias] = payload
             }
         }
         guard !fresh.isEmpty || !used.isEmpty else { return false }
@@ -279,9 +319,10 @@ package struct KeptPlans: Sendable {
     //
     // The magic line, then one entry after another: the key's 32 bytes,
     // the day last used and the payload's length (UInt32 each, little
-    // endian), and the payload: the counts (characters, spoken, heard,
-    // chunks), then per chunk its billing units, whether it is SSML, its
-    // key's 64 hex digits, and its text's length and UTF-8 bytes.
+    // endian), and the payload. A plan's (tag 0): the counts (characters,
+    // spoken, heard, chunks), then per chunk its billing units, whether it
+    // is SSML, its key's 64 hex digits, and its text's length and UTF-8
+    // bytes. An alias's (tag 1): the 32 bytes of the key it names.
 
     static func encode(_ plan: KeptPlan) -> [UInt8] {
         var out: [UInt8] = []

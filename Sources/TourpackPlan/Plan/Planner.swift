@@ -98,16 +98,23 @@ package struct Planner: Sendable {
                 guard let narration = poi.narrations[phase] else { continue }
                 do {
                     // The narration as the chunker cuts it, lexicons applied: with
-                    // the settings (`inputs`), what its kept plan is keyed by.
-                    let rewritten = rewriter.rewrite(narration)
-                    let key = inputs.key(rewritten)
+                    // the settings (`inputs`), what its kept plan is keyed by. With
+                    // lexicons, the narration as written names that key, so an
+                    // unchanged one is not rewritten either.
+                    let written = rewriter.isEmpty ? nil : inputs.writtenKey(narration)
+                    let alias = written.flatMap { kept.alias($0) }
+                    var rewritten = alias == nil ? rewriter.rewrite(narration) : nil
+                    let key = alias?.key ?? inputs.key(rewritten!)
+                    var origin = PlanOrigin(key: key, alias: written, aliasDay: alias?.day)
                     var item: PlanItem
                     if let found = kept.plan(key) {
+                        origin.keptDay = found.day
                         item = PlanItem(
                             tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: found.plan.chunks,
-                            keys: found.plan.keys, counts: found.plan.counts, origin: .kept(key, day: found.day))
+                            keys: found.plan.keys, counts: found.plan.counts, origin: origin)
                     } else {
-                        let chunks = try rewriter.chunks(forRewritten: rewritten, using: chunker)
+                        if rewritten == nil { rewritten = rewriter.rewrite(narration) }
+                        let chunks = try rewriter.chunks(forRewritten: rewritten!, using: chunker)
                         // Markup the provider cannot honour (Piper's) is refused
                         // before anything is sent, rather than spoken as markup or dropped.
                         let problems = Set(chunks.filter(\.isSSML).flatMap { provider.unsupportedMarkup(inSSML: $0.text) }).sorted()
@@ -121,7 +128,7 @@ package struct Planner: Sendable {
                         item = PlanItem(
                             tourID: tour.id, poiID: poi.id, poiName: poi.name, poiIndex: index, phase: phase, chunks: chunks,
                             keys: chunks.map { SynthesisKey(chunk: $0, voice: config.voice, sampleRateHz: config.tts.sampleRateHz) },
-                            counts: ChunkCounts(chunks: chunks, billing: config.billing), origin: .planned(key))
+                            counts: ChunkCounts(chunks: chunks, billing: config.billing), origin: origin)
                     }
                     if config.audio.captions == .webvtt { item.writtenNarration = narration }
                     items.append(item)

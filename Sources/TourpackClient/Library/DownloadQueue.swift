@@ -195,53 +195,32 @@ final class DownloadQueueFile: @unchecked Sendable {
     }
 
     /// The queue as one line of JSON and its newline, keys sorted, as
-    /// `JSONEncoder` with `.sortedKeys` writes `Contents` (and `decode`
-    /// reads): written out by hand, because `JSONEncoder` takes about a
-    /// tenth of a millisecond for one record, more than the rest of a
-    /// small download's bookkeeping, and the queue is written at every
-    /// download asked for.
+    /// `JSONEncoder` with `.sortedKeys` wrote `Contents` (and `decode`
+    /// reads): through the package's canonical JSON writer, because
+    /// `JSONEncoder` takes about a tenth of a millisecond for one record,
+    /// more than the rest of a small download's bookkeeping.
     static func line(_ downloads: [QueuedDownload]) -> Data {
-        var out = "{\"downloads\":["
-        for (index, record) in downloads.enumerated() {
-            if index > 0 { out += "," }
-            var fields: [String] = []
-            if let allowsCellular = record.allowsCellular { fields.append("\"allowsCellular\":\(allowsCellular)") }
-            if let failure = record.failure {
-                var inner: [String] = []
-                if let file = failure.file { inner.append("\"file\":" + quoted(file)) }
-                inner.append("\"kind\":" + quoted(failure.kind))
-                inner.append("\"message\":" + quoted(failure.message))
-                if let package = failure.package { inner.append("\"package\":" + quoted(package)) }
-                fields.append("\"failure\":{" + inner.joined(separator: ",") + "}")
+        func string(_ text: String?) -> JSONValue? { text.map(JSONValue.string) }
+        let records: [JSONValue] = downloads.map { record in
+            let failure = record.failure.map { failure in
+                JSONValue.object(
+                    [
+                        ("file", string(failure.file)), ("kind", .string(failure.kind)), ("message", .string(failure.message)),
+                        ("package", string(failure.package)),
+                    ].compactMap { key, value in value.map { (key, $0) } })
             }
-            if let format = record.format { fields.append("\"format\":" + quoted(format.rawValue)) }
-            if let poiIds = record.preferredPOIs { fields.append("\"preferredPOIs\":[" + poiIds.map(quoted).joined(separator: ",") + "]") }
-            if let quality = record.quality { fields.append("\"quality\":" + quoted(quality.rawValue)) }
-            fields.append("\"state\":" + quoted(record.state.rawValue))
-            fields.append("\"tourId\":" + quoted(record.tourId.uuidString))
-            fields.append("\"tourName\":" + quoted(record.tourName))
-            out += "{" + fields.joined(separator: ",") + "}"
+            let fields: [(String, JSONValue?)] = [
+                ("allowsCellular", record.allowsCellular.map(JSONValue.bool)), ("failure", failure),
+                ("format", string(record.format?.rawValue)),
+                ("preferredPOIs", record.preferredPOIs.map { .array($0.map(JSONValue.string)) }),
+                ("quality", string(record.quality?.rawValue)), ("state", .string(record.state.rawValue)),
+                ("tourId", .string(record.tourId.uuidString)), ("tourName", .string(record.tourName)),
+            ]
+            return .object(fields.compactMap { key, value in value.map { (key, $0) } })
         }
-        out += "],\"schemaVersion\":1}\n"
-        return Data(out.utf8)
-    }
-
-    /// `text` as a JSON string: quotes and backslashes escaped, control characters as `\u00XX`.
-    private static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var bytes = JSONValue.object([("downloads", .array(records)), ("schemaVersion", .number(1))]).canonicalBytes(pretty: false)
+        bytes.append(UInt8(ascii: "\n"))
+        return Data(bytes)
     }
 
     /// Appends `line` with one `write`, to the file as it is (never a link put in its place).

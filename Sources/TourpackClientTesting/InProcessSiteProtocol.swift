@@ -47,6 +47,11 @@ final class InProcessSiteProtocol: URLProtocol {
     private let lock = NSLock()
     private let queue = DispatchQueue(label: "tourpack.in-process-site")
     private var phase = Phase.idle
+    /// Set once the loading system stopped the protocol for good (the task
+    /// cancelled or done, its session invalidated): nothing more is told to
+    /// `client`. corelibs looks up the task's session for every call, and
+    /// a session released meanwhile would be a null dereference there.
+    private var ended = false
     private var site: InProcessSite?
     private var logId = 0
     private var handle: FileHandle?
@@ -93,6 +98,7 @@ final class InProcessSiteProtocol: URLProtocol {
             }
             guard !pauses else { return nil }
             phase = .stopped
+            ended = true
             defer { handle = nil }
             return handle
         }
@@ -134,7 +140,7 @@ final class InProcessSiteProtocol: URLProtocol {
                 try? opened?.close()
                 return
             }
-            client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+            tell { $0.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed) }
             if case .text(let data) = body {
                 send(data)
                 lock.withLock { remaining = 0 }
@@ -164,15 +170,15 @@ final class InProcessSiteProtocol: URLProtocol {
             return
         case .done:
             close()
-            client?.urlProtocolDidFinishLoading(self)
+            tell { $0.urlProtocolDidFinishLoading(self) }
         case .cut:
             close()
-            client?.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost))
+            tell { $0.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost)) }
         case .piece(let handle, let size):
             guard let data = try? handle.read(upToCount: size), !data.isEmpty else {
                 // The file is shorter than when it was answered.
                 close()
-                client?.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost))
+                tell { $0.urlProtocol(self, didFailWithError: URLError(.networkConnectionLost)) }
                 return
             }
             lock.withLock {
@@ -188,7 +194,14 @@ final class InProcessSiteProtocol: URLProtocol {
     private func send(_ data: Data) {
         let (site, id) = lock.withLock { (self.site, logId) }
         site?.sent(data.count, to: id)
-        client?.urlProtocol(self, didLoad: data)
+        tell { $0.urlProtocol(self, didLoad: data) }
+    }
+
+    /// Tells `client`, unless the loading system has stopped the protocol
+    /// since (a piece read from the file while the task was cancelled).
+    private func tell(_ call: (any URLProtocolClient) -> Void) {
+        guard let client, !lock.withLock({ ended }) else { return }
+        call(client)
     }
 
     private func close() {
@@ -202,7 +215,7 @@ final class InProcessSiteProtocol: URLProtocol {
 
     private func finish(_ code: URLError.Code) {
         close()
-        client?.urlProtocol(self, didFailWithError: URLError(code))
+        tell { $0.urlProtocol(self, didFailWithError: URLError(code)) }
     }
 }
 

@@ -197,10 +197,13 @@ final class InProcessSiteProtocol: URLProtocol {
         tell { $0.urlProtocol(self, didLoad: data) }
     }
 
-    /// Tells `client`, unless the loading system has stopped the protocol
-    /// since (a piece read from the file while the task was cancelled).
+    /// Tells `client`, unless the task no longer runs or the loading system
+    /// has stopped the protocol since (a piece read from the file while the
+    /// task was cancelled). A session invalidated and released (an app's
+    /// source let go) cancels its tasks at once, and stops their protocols
+    /// only later, on its own queue: the task's state says so first.
     private func tell(_ call: (any URLProtocolClient) -> Void) {
-        guard let client, !lock.withLock({ ended }) else { return }
+        guard let client, task?.state == .running, !lock.withLock({ ended }) else { return }
         call(client)
     }
 

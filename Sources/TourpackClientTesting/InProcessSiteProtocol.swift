@@ -197,13 +197,15 @@ final class InProcessSiteProtocol: URLProtocol {
         tell { $0.urlProtocol(self, didLoad: data) }
     }
 
-    /// Tells `client`, unless the task no longer runs or the loading system
-    /// has stopped the protocol since (a piece read from the file while the
-    /// task was cancelled). A session invalidated and released (an app's
-    /// source let go) cancels its tasks at once, and stops their protocols
-    /// only later, on its own queue: the task's state says so first.
+    /// Tells `client`, unless the task is being cancelled or is done, or the
+    /// loading system has stopped the protocol since (a piece read from the
+    /// file while the task was cancelled). A session invalidated and released
+    /// (an app's source let go) cancels its tasks at once, and stops their
+    /// protocols only later, on its own queue: the task's state says so
+    /// first. A suspended task is still told: corelibs holds what arrives.
     private func tell(_ call: (any URLProtocolClient) -> Void) {
-        guard let client, task?.state == .running, !lock.withLock({ ended }) else { return }
+        let state = task?.state
+        guard let client, state != .canceling, state != .completed, !lock.withLock({ ended }) else { return }
         call(client)
     }
 

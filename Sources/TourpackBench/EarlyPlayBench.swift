@@ -11,10 +11,10 @@
 //   could go. The product's is `afterFirstPOI`.
 // - 100 small packages from a folder site (`file://`): one
 //   `tourpack install --all` (the release binary, start-up included)
-//   against `OfflineLibrary.download`, tour by tour, median of 5 each, the
-//   two sides taking turns to go first. The
-//   goal is at least 0.9× the CLI's throughput, and the bench exits 1 below
-//   it. The library's time per package, the first ten against the last ten
+//   against `OfflineLibrary.download`, tour by tour, 5 runs, the
+//   two sides taking turns to go first. The goal is at least 0.9× the
+//   CLI's throughput, judged run by run (the median of the 5 pairs), and
+//   the bench exits 1 below it. The library's time per package, the first ten against the last ten
 //   (90 installed already), shows whether its fixed cost grows with what is
 //   installed; a package of one 1 KiB file is nearly all fixed cost.
 import Foundation
@@ -177,12 +177,21 @@ enum EarlyPlayBench {
                 for name in ["cli-\(run)", "library-\(run)"] { try FileManager.default.removeItem(at: work.appendingPathComponent(name)) }
             }
             let (cliMedian, libraryMedian) = (median(cli), median(library))
-            let ratio = cliMedian / libraryMedian
+            // The goal is judged run by run: the two sides of a run go back to
+            // back, so the file system's drift from one run to the next (both
+            // sides slow as removed files pile up) cancels out within a pair.
+            let pairs = zip(cli, library).map { $0 / $1 }
+            let ratio = median(pairs)
+            let each = pairs.map { String(format: "%.2f", $0) }.joined(separator: ", ")
             print(
                 String(
                     format:
-                        "  %d packages of %d × %d KiB from a folder site: tourpack install --all %.2f s, the library tour by tour %.2f s: %.2f× the CLI's throughput (median of %d, taking turns to go first; goal ≥ %.1f×); %.1f MB",
-                    packages, files, bytes / 1024, cliMedian, libraryMedian, ratio, runs, libraryGoal, Double(payload) / 1e6))
+                        "  %d packages of %d × %d KiB from a folder site: tourpack install --all %.2f s, the library tour by tour %.2f s (medians of %d, taking turns to go first)",
+                    packages, files, bytes / 1024, cliMedian, libraryMedian, runs)
+                    + String(format: "; %.1f MB", Double(payload) / 1e6))
+            print(
+                "    the library's throughput against the CLI's, run by run: \(each); median "
+                    + String(format: "%.2f× (goal ≥ %.1f×)", ratio, libraryGoal))
             print(
                 String(
                     format: "    the library's time per package: %.1f ms for the first ten, %.1f ms for the last ten (median of %d)",

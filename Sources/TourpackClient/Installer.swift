@@ -174,7 +174,8 @@ package struct Installer: Sendable {
     ///   catalogue's version is `alreadyDownloaded` (nothing is done), not
     ///   quietly up to date.
     package func install(_ choice: PackageChoice, noReinstall: Bool = false) async throws -> Outcome {
-        let start = try await begin()
+        let prepared = await prepare(choice)
+        let start = try await begin(prepared: prepared)
         defer { start.lock.release() }
         let staging = start.staging
         let downloading: InstallLock
@@ -184,7 +185,7 @@ package struct Installer: Sendable {
         do {
             return try await run(
                 choice, noReinstall: noReinstall, staging: staging, trustUnchanged: start.trustUnchanged,
-                changedLayout: start.changedLayout, board: board)
+                changedLayout: start.changedLayout, prepared: prepared, found: start.ready, board: board)
         } catch {
             if suspension?.isSet == true, Task.isCancelled {
                 // Paused (by the user or the network): what arrived stays for the resume.
@@ -222,35 +223,131 @@ package struct Installer: Sendable {
         /// A killed commit was finished, the layout swept, or `OfflineTours`
         /// is not what the caller saw: the packages may differ from what it holds.
         var changedLayout: Bool
+        /// The downloads readied for the `Prepared` plans (`ready`), when the
+        /// trip found the folder as the caller saw it and took the downloads' lock.
+        var ready: [String: Found]?
     }
 
-    private func begin() async throws -> Start {
+    /// The plans of a download of the app's library, made before the
+    /// install's first trip from the catalogue and packages its caller holds
+    /// (`Known`). When that trip finds the folder as the caller saw it, it
+    /// also readies the downloads for them (`ready`): one trip off the pool
+    /// and one lock before the first byte, not two.
+    private struct Prepared: Sendable {
+        var installed: [PackageOnDisk]
+        var plans: [PackagePlan]
+        /// Why a plan could not be made (the site unreachable, a package.json
+        /// refused): thrown where the install plans, when it would plan from
+        /// the same catalogue and packages, rather than asking the site twice.
+        var failure: TourpackError?
+    }
+
+    /// What `downloads` holds of a file the install fetches, as the trip
+    /// that readied the downloads found it (under the downloads' lock).
+    struct Found: Sendable {
+        var verified: Bool
+        var partialBytes: Int64
+    }
+
+    /// The plans an install of the app's library can make before it starts
+    /// (`Prepared`); nil for the command line, the library's first install
+    /// of a process, and whenever a warning or a refusal is due: those go
+    /// the usual way, reported once.
+    private func prepare(_ choice: PackageChoice) async -> Prepared? {
+        guard !holdsLockThroughout, !checksFolder, let known, let held = known.held else { return nil }
+        let moment = now()
+        var warned = false
+        guard let chosen = try? PackageSelection.choose(known.catalog, installed: held, choice: choice, warn: { _ in warned = true }),
+            !warned, !chosen.isEmpty, chosen.allSatisfy({ $0.package.expiresAt > moment })
+        else { return nil }
+        let planner = PackagePlanner(source: source, documents: documents)
+        var plans: [PackagePlan] = []
+        for entry in chosen {
+            do { plans.append(try await planner.plan(entry, installed: held)) } catch let error as TourpackError {
+                return Prepared(installed: held, plans: [], failure: error)
+            } catch {
+                return nil
+            }
+        }
+        return Prepared(installed: held, plans: plans)
+    }
+
+    private func begin(prepared: Prepared?) async throws -> Start {
         let (folder, storage, checksFolder, throughout) = (self.folder, self.storage, self.checksFolder, holdsLockThroughout)
         let (held, holdsCurrent) = (known?.trustFile, known?.holdsCurrent)
+        let (verifies, catalog, left) = (trust != nil, known?.catalog, known?.downloadsLeft)
         return try await Blocking.run {
             if checksFolder { try folder.prepare(storage: storage) }
             // The library waits a moment for a holder that holds it per operation.
             let lock = try InstallLock.acquire(documents: folder.documents, waitingUpTo: throughout ? 0 : 60)
             do {
                 let (staging, replayed) = try Self.recover(folder, sweeps: checksFolder)
-                if !throughout { lock.release() }
+                // Taken without waiting, so holding the root's lock meanwhile
+                // cannot deadlock with a process that holds it and waits for the root's.
                 let downloading: InstallLock?
                 do {
                     downloading = try Self.takeDownloadsLock(folder, storage: storage)
                 } catch let error as TourpackError where error.kind == .alreadyDownloading && !throughout {
                     downloading = nil
                 }
-                let unchanged = held != nil && FileStatus(path: folder.trustFile.path) == held
-                return Start(
-                    lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged,
-                    changedLayout: checksFolder || replayed > 0
-                        || holdsCurrent?(FileStatus(path: folder.toursFolder.path)) == false
-                )
+                do {
+                    let unchanged = held != nil && FileStatus(path: folder.trustFile.path) == held
+                    var start = Start(
+                        lock: lock, staging: staging, downloading: downloading, trustUnchanged: unchanged,
+                        changedLayout: checksFolder || replayed > 0
+                            || holdsCurrent?(FileStatus(path: folder.toursFolder.path)) == false
+                    )
+                    // The catalogue is the caller's when no trust is asked or
+                    // no other process verified another since (`verifiedCatalog`).
+                    if let prepared, prepared.failure == nil, let catalog, downloading != nil, !start.changedLayout,
+                        !verifies || unchanged
+                    {
+                        start.ready = try Self.ready(
+                            prepared.plans.filter { $0.action != .upToDate }, of: prepared.plans, catalog: catalog,
+                            installed: prepared.installed, folder: folder, storage: storage, left: left)
+                    }
+                    if !throughout { lock.release() }
+                    return start
+                } catch {
+                    downloading?.release()
+                    throw error
+                }
             } catch {
                 lock.release()
                 throw error
             }
         }
+    }
+
+    /// Readies `downloads` for the plans that fetch (`work`), under both
+    /// locks: what earlier installs left there for files neither a plan nor
+    /// a package of the catalogue waiting for its commit names goes first,
+    /// unless the folder is as the caller's last install left it (`left`,
+    /// `Known.downloadsLeft`), with nothing in it. Then each plan's
+    /// package.json waits there, the files another installed package holds
+    /// are linked in (`reuseInstalledCopies`), the room is checked, and what
+    /// the folder holds of each file is returned for its fetch. Blocking.
+    private static func ready(
+        _ work: [PackagePlan], of plans: [PackagePlan], catalog: Catalog, installed: [PackageOnDisk],
+        folder: InstallFolder, storage: DeviceStorage, left: FileStatus?
+    ) throws -> [String: Found] {
+        let unchanged = left != nil && FileStatus(path: folder.downloads.path) == left
+        for plan in work { try folder.keepWaiting(plan) }
+        if !unchanged {
+            let planned = Set(work.map(\.entry.package.manifest.sha256))
+            let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(planned)
+                .union(folder.waitingFiles(of: catalog, besides: planned))
+            _ = folder.sweepDownloads(keeping: named)
+        }
+        reuseInstalledCopies(of: work, installed: installed, folder: folder)
+        var found: [String: Found] = [:]
+        for file in work.flatMap(\.downloads) where found[file.sha256] == nil {
+            found[file.sha256] = Found(
+                verified: OutputTree.kind(folder.verified(file.sha256)) == .file,
+                partialBytes: InstallFolder.size(of: folder.partial(file.sha256)))
+        }
+        try checkSpace(for: work, found: found, folder: folder, storage: storage)
+        return found
     }
 
     private static func takeDownloadsLock(_ folder: InstallFolder, storage: DeviceStorage) throws -> InstallLock {
@@ -308,27 +405,37 @@ package struct Installer: Sendable {
         return (staging, replayed)
     }
 
+    /// - Parameters:
+    ///   - prepared: the plans made before the install's first trip (`prepare`).
+    ///   - found: what that trip found of their files, when it readied them (`Start.ready`).
     private func run(
         _ choice: PackageChoice, noReinstall: Bool, staging: StagingArea, trustUnchanged: Bool, changedLayout: Bool,
-        board: JobBoard
+        prepared: Prepared?, found readied: [String: Found]?, board: JobBoard
     ) async throws -> Outcome {
         let (catalog, summary) = try await verifiedCatalog(trustUnchanged: trustUnchanged)
         report(.catalog(summary))
         var outcome = Outcome(catalog: summary)
         let installed: [PackageOnDisk]
-        if let known {
-            if let held = known.held, !changedLayout { installed = held } else { installed = await known.installed() }
+        let plans: [PackagePlan]
+        if let prepared, readied != nil {
+            (installed, plans) = (prepared.installed, prepared.plans)
         } else {
-            let (read, unreadable) = try await Blocking.run { [documents] in PackageOnDisk.read(documents: documents) }
-            for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }
-            installed = read
+            if let known {
+                if let held = known.held, !changedLayout { installed = held } else { installed = await known.installed() }
+            } else {
+                let (read, unreadable) = try await Blocking.run { [documents] in PackageOnDisk.read(documents: documents) }
+                for path in unreadable { report(.warning("\(path) cannot be read as a package.json; left as it is")) }
+                installed = read
+            }
+            let chosen = try unexpired(try PackageSelection.choose(catalog, installed: installed, choice: choice) { report(.warning($0)) })
+            if chosen.isEmpty { report(.warning("no package of the catalogue was chosen")) }
+            // Planned from the same catalogue and packages, it would fail the same way.
+            if let failure = prepared?.failure, !changedLayout, trust == nil || trustUnchanged { throw failure }
+            let planner = PackagePlanner(source: source, documents: documents)
+            var made: [PackagePlan] = []
+            for entry in chosen { made.append(try await planner.plan(entry, installed: installed)) }
+            plans = made
         }
-        let chosen = try unexpired(try PackageSelection.choose(catalog, installed: installed, choice: choice) { report(.warning($0)) })
-        if chosen.isEmpty { report(.warning("no package of the catalogue was chosen")) }
-
-        let planner = PackagePlanner(source: source, documents: documents)
-        var plans: [PackagePlan] = []
-        for entry in chosen { plans.append(try await planner.plan(entry, installed: installed)) }
         let current = plans.filter { $0.action == .upToDate }
         if noReinstall, !current.isEmpty {
             throw TourpackError.alreadyDownloaded(
@@ -348,25 +455,16 @@ package struct Installer: Sendable {
                     mapBytes: plan.downloadBytes - audio),
                 narrations: plan.playableNarrations)
         }
-        // What earlier installs left in downloads for files neither a plan nor
-        // a package of the catalogue waiting for its commit names now goes first:
-        // not looked for while the folder is as the caller's last install left it
-        // (`Known.downloadsLeft`), with nothing in it. Then the files another
-        // installed package holds are linked in (`reuseInstalledCopies`).
-        let left = checksFolder ? nil : known?.downloadsLeft
-        try await whileLocked { [folder, plans, storage] in
-            let unchanged = left != nil && FileStatus(path: folder.downloads.path) == left
-            for plan in work { try folder.keepWaiting(plan) }
-            if !unchanged {
-                let planned = Set(work.map(\.entry.package.manifest.sha256))
-                let named = Set(plans.flatMap(\.downloads).map(\.sha256)).union(planned)
-                    .union(folder.waitingFiles(of: catalog, besides: planned))
-                _ = folder.sweepDownloads(keeping: named)
+        let found: [String: Found]
+        if let readied {
+            found = readied
+        } else {
+            let left = checksFolder ? nil : known?.downloadsLeft
+            found = try await whileLocked { [folder, plans, storage] in
+                try Self.ready(work, of: plans, catalog: catalog, installed: installed, folder: folder, storage: storage, left: left)
             }
-            Self.reuseInstalledCopies(of: work, installed: installed, folder: folder)
-            try Self.checkSpace(for: work, folder: folder, storage: storage)
         }
-        try await download(work, board: board)
+        try await download(work, found: found, board: board)
 
         let commit = PackageCommit(folder: folder, staging: staging)
         for (index, plan) in work.enumerated() {
@@ -457,13 +555,15 @@ package struct Installer: Sendable {
     }
 
     /// Refuses up front a download the file system has no room for, naming the root.
-    private static func checkSpace(for plans: [PackagePlan], folder: InstallFolder, storage: DeviceStorage) throws {
+    private static func checkSpace(
+        for plans: [PackagePlan], found: [String: Found], folder: InstallFolder, storage: DeviceStorage
+    ) throws {
         let documents = folder.documents
         var needed: Int64 = 0
         var seen: Set<String> = []
         for file in plans.flatMap(\.downloads) where seen.insert(file.sha256).inserted {
-            if FileManager.default.fileExists(atPath: folder.verified(file.sha256).path) { continue }
-            needed += file.sizeBytes - InstallFolder.size(of: folder.partial(file.sha256))
+            guard let held = found[file.sha256], !held.verified else { continue }
+            needed += file.sizeBytes - held.partialBytes
         }
         guard needed > 0, let free = storage.availableBytes(documents) else { return }
         if needed > free {

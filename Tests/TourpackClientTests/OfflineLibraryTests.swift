@@ -390,6 +390,61 @@ import Glibc
         #expect(await library.installed().isEmpty)
     }
 
+    /// A download plans from the packages the library holds before its
+    /// first trip to the disk. When another library (another process)
+    /// installed the tour in the meantime, that trip sees it, the plan is
+    /// made again from the disk, and nothing is fetched a second time.
+    @Test func aTourInstalledBehindTheLibrarysBackIsNotFetchedAgain() async throws {
+        let (fixture, server, tours) = try await Self.served {
+            (
+                try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)[0],
+                try $0.addTour(name: "Peaks", formats: [.opus], files: 2, bytes: 10_000)[0]
+            )
+        }
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        let other = try Self.library(fixture, server)
+        // The library's first download checks the folder; its next ones plan ahead.
+        _ = try await Self.download(library, Self.tourId(tours.0))
+        _ = try await Self.download(other, Self.tourId(tours.1))
+        let blobs = { server.requests.filter { $0.path.contains("/blobs/") }.count }
+        let fetched = blobs()
+        do {
+            _ = try await Self.download(library, Self.tourId(tours.1))
+            Issue.record("a package another library installed was downloaded again")
+        } catch let error as OfflineError {
+            #expect(error.kind == .alreadyDownloaded, "\(error)")
+        }
+        #expect(blobs() == fetched, "\(server.requests.map(\.path).suffix(6))")
+        guard case .downloaded = await library.state(of: Self.tourId(tours.1)) else {
+            Issue.record("the tour another library installed is not seen as downloaded")
+            return
+        }
+    }
+
+    /// A package.json the site refuses fails the download once: the plan
+    /// made ahead of the install's first trip is not asked for again.
+    @Test func aPackageJSONTheSiteRefusesIsAskedForOnce() async throws {
+        let (fixture, server, tours) = try await Self.served {
+            (
+                try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 10_000)[0],
+                try $0.addTour(name: "Peaks", formats: [.opus], files: 2, bytes: 10_000)[0]
+            )
+        }
+        defer { server.stop() }
+        let library = try Self.library(fixture, server)
+        _ = try await Self.download(library, Self.tourId(tours.0))
+        let manifest = "/packages/\(tours.1.packageId)/"
+        server.inject { _, _, path, _ in path.contains(manifest) ? .status(404) : nil }
+        do {
+            _ = try await Self.download(library, Self.tourId(tours.1))
+            Issue.record("a download whose package.json the site refuses completed")
+        } catch let error as OfflineError {
+            #expect(error.message.contains("the site has no packages/\(tours.1.packageId)/"), "\(error)")
+        }
+        #expect(server.requests.filter { $0.path.contains(manifest) }.count == 1, "\(server.requests.map(\.path))")
+    }
+
     /// A rebuild of unchanged content (a new expiry) is published beside the
     /// old package.json; a device that never had the package installs it,
     /// and one that has it stays as it is.

@@ -12,7 +12,9 @@ import TourpackPackage
 /// resume may be stale bytes from an older try: the file is fetched once
 /// more from byte 0, and a fresh mismatch is an integrity failure.
 extension Installer {
-    func download(_ plans: [PackagePlan], board: JobBoard) async throws {
+    /// - Parameter found: what `downloads` held of each file as the
+    ///   install readied it (`ready`), under the downloads' lock it still holds.
+    func download(_ plans: [PackagePlan], found: [String: Found], board: JobBoard) async throws {
         let order = DownloadOrder(plans, priorities: priorities, tilePack: tilePackPlacement)
         // The first narration goes alone (`DownloadOrder.startsAlone`).
         var slots = order.startsAlone ? 1 : max(1, concurrency)
@@ -24,19 +26,22 @@ extension Installer {
                     running -= 1
                     slots = max(1, concurrency)
                 }
-                group.addTask { try await fetch(item.file, of: item.plan, board: board) }
+                group.addTask { try await fetch(item.file, of: item.plan, found: found[item.file.sha256], board: board) }
                 running += 1
             }
             try await group.waitForAll()
         }
     }
 
-    private func fetch(_ file: PackageFile, of plan: PackagePlan, board: JobBoard) async throws {
+    private func fetch(_ file: PackageFile, of plan: PackagePlan, found: Found?, board: JobBoard) async throws {
         let verified = folder.verified(file.sha256)
         let partial = folder.partial(file.sha256)
         let validator = partial.appendingPathExtension("validator")
         // File work runs on `Blocking`'s queue, never on the cooperative pool.
-        let (held, partialBytes) = try await Blocking.run { (OutputTree.kind(verified) == .file, InstallFolder.size(of: partial)) }
+        let (held, partialBytes) =
+            if let found { (found.verified, found.partialBytes) } else {
+                try await Blocking.run { (OutputTree.kind(verified) == .file, InstallFolder.size(of: partial)) }
+            }
         if held {
             // Downloaded whole by an install that stopped before its commit.
             if try await Self.digest(verified) == (file.sizeBytes, file.sha256) {

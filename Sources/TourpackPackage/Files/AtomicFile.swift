@@ -39,7 +39,8 @@ public enum AtomicFile {
     public static func write(_ bytes: some ContiguousBytes, to url: URL) throws {
         let temp = try temporaryURL(for: url)
         do {
-            try fill(temp, with: bytes)
+            // Not synced here: `commit` syncs it once, before the rename.
+            try fill(temp, with: bytes, syncing: false)
         } catch {
             discard(temp: temp)
             throw error
@@ -68,10 +69,14 @@ public enum AtomicFile {
     /// Writes `bytes` into a temp from `temporaryURL(for:in:)` and fsyncs it,
     /// so a failed write is reported as such before any rename.
     public static func fill(_ temp: URL, with bytes: some ContiguousBytes) throws {
+        try fill(temp, with: bytes, syncing: true)
+    }
+
+    private static func fill(_ temp: URL, with bytes: some ContiguousBytes, syncing: Bool) throws {
         let fd = try openFile(temp, flags: O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, operation: "open temp")
         defer { _ = close(fd) }
         try bytes.withUnsafeBytes { buffer in try writeAll(buffer, to: fd, path: temp.path) }
-        guard Platform.sync(fd) == 0 else { throw failure(temp, "fsync") }
+        guard !syncing || Platform.sync(fd) == 0 else { throw failure(temp, "fsync") }
     }
 
     /// Reserves a fresh, empty temp file next to `finalURL` and returns its URL.

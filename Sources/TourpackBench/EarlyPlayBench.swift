@@ -12,11 +12,13 @@
 // - 100 small packages from a folder site (`file://`): one
 //   `tourpack install --all` (the release binary, start-up included)
 //   against `OfflineLibrary.download`, tour by tour, 5 runs, the
-//   two sides taking turns to go first. The goal is at least 0.9× the
-//   CLI's throughput, judged run by run (the median of the 5 pairs), and
-//   the bench exits 1 below it. The library's time per package, the first ten against the last ten
-//   (90 installed already), shows whether its fixed cost grows with what is
-//   installed; a package of one 1 KiB file is nearly all fixed cost.
+//   two sides taking turns to go first. Packages of 4 × 16 KiB and a tile
+//   pack are the issue's: there the goal is at least 0.9× the CLI's
+//   throughput, judged run by run (the median of the 5 pairs). A package
+//   of one 1 KiB file is nearly all fixed cost: there the goal is 10 ms or
+//   less per package, for the first ten as for the last ten (90 installed
+//   already), and its throughput against the CLI's is shown beside it. The
+//   bench exits 1 when either goal is missed.
 import Foundation
 import TourpackClient
 import TourpackCore
@@ -25,6 +27,8 @@ import TourpackTesting
 
 enum EarlyPlayBench {
     static let libraryGoal = 0.9
+    /// The library's time per package of one 1 KiB file, in seconds.
+    static let fixedCostGoal = 0.010
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
@@ -191,21 +195,28 @@ enum EarlyPlayBench {
                     + String(format: "; %.1f MB", Double(payload) / 1e6))
             print(
                 "    the library's throughput against the CLI's, run by run: \(each); median "
-                    + String(format: "%.2f× (goal ≥ %.1f×)", ratio, libraryGoal))
+                    + (files > 1 ? String(format: "%.2f× (goal ≥ %.1f×)", ratio, libraryGoal) : String(format: "%.2f×", ratio)))
             print(
                 String(
                     format: "    the library's time per package: %.1f ms for the first ten, %.1f ms for the last ten (median of %d)",
-                    median(firstTen) * 1000, median(lastTen) * 1000, runs))
+                    median(firstTen) * 1000, median(lastTen) * 1000, runs)
+                    + (files == 1 ? String(format: " (goal ≤ %.0f ms: nearly all fixed cost)", fixedCostGoal * 1000) : ""))
             print(
                 String(
                     format: "    CPU (user + system), which load changes less: the CLI %.2f s, the library %.2f s (median of %d)",
                     median(cliCPU), median(libraryCPU), runs))
-            if ratio < libraryGoal {
-                missed.append(String(format: "%d × %d KiB: %.2f×", files, bytes / 1024, ratio))
+            if files > 1, ratio < libraryGoal {
+                missed.append(
+                    String(format: "%d × %d KiB: %.2f× the CLI's throughput (goal ≥ %.1f×)", files, bytes / 1024, ratio, libraryGoal))
+            }
+            let slowest = max(median(firstTen), median(lastTen))
+            if files == 1, slowest > fixedCostGoal {
+                missed.append(
+                    String(format: "1 × 1 KiB: %.1f ms per package (goal ≤ %.0f ms)", slowest * 1000, fixedCostGoal * 1000))
             }
         }
         guard missed.isEmpty else {
-            throw BenchError("the library is below \(libraryGoal)× the CLI's throughput (\(missed.joined(separator: "; ")))")
+            throw BenchError("the library missed its goal: \(missed.joined(separator: "; "))")
         }
     }
 }

@@ -182,6 +182,48 @@ import TourpackTesting
         }
     }
 
+    /// A process killed after its download's commit, before the record left
+    /// queue.json: the next process resumes it, finds the package installed,
+    /// and the download it follows ends completed, not as a second ask.
+    @Test func aQueuedDownloadWhosePackageAKilledProcessCommittedEndsCompleted() async throws {
+        let (fixture, server, package) = try await OfflineLibraryTests.served {
+            try $0.addTour(name: "Lakes", formats: [.opus], files: 2, bytes: 20_000)[0]
+        }
+        defer { server.stop() }
+        let tour = OfflineLibraryTests.tourId(package)
+        let queue = fixture.documents().appendingPathComponent(".tourpack-install/queue.json")
+        let network = ManualNetworkMonitor(.unsatisfied)
+        let first = try Self.library(fixture, server, network: network)
+        let stream = first.download(tourId: tour, format: .opus)
+        _ = try await Self.until(first, tour) { if case .waiting = $0 { return true } else { return false } }
+        var kept = try Data(contentsOf: queue)
+        for _ in 0..<100 where !String(decoding: kept, as: UTF8.self).lowercased().contains(tour.uuidString.lowercased()) {
+            try await Task.sleep(for: .milliseconds(20))
+            kept = try Data(contentsOf: queue)
+        }
+        network.path = .wifi
+        for try await _ in stream {}
+        // What a kill between the commit and the record's removal leaves.
+        try kept.write(to: queue)
+        let fetched = Self.blobRequests(server)
+
+        let second = try Self.library(fixture, server, network: ManualNetworkMonitor(.wifi))
+        guard case .queued = await second.state(of: tour) else { Issue.record("the kept record was not restored"); return }
+        #expect(await second.resumeDownloads() == [tour])
+        var last: DownloadJob?
+        for try await job in second.download(tourId: tour) { last = job }
+        #expect(last?.status == .completed)
+        guard case .downloaded = await second.state(of: tour) else { Issue.record("not downloaded"); return }
+        #expect(Self.blobRequests(server) == fetched, "the installed package was fetched again")
+        // Asked for again in this process, it is a second ask.
+        do {
+            for try await _ in second.download(tourId: tour) {}
+            Issue.record("a second ask for an installed package was not refused")
+        } catch let error as OfflineError {
+            #expect(error.kind == .alreadyDownloaded)
+        }
+    }
+
     /// The POIs the app asked for first stay with its queued download
     /// through a relaunch: the next process fetches them first.
     @Test func prioritizedPOIsAreKeptAcrossARelaunch() async throws {

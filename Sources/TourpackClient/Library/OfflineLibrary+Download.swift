@@ -61,7 +61,8 @@ extension OfflineLibrary {
     public nonisolated var jobs: AsyncStream<DownloadJob> { broadcast.stream() }
 
     /// Continues every download the queue holds that is neither paused nor
-    /// failed, as a new library finds them after the app was killed.
+    /// failed, as a new library finds them after the app was killed. One
+    /// whose package the killed process had already installed ends completed.
     /// Call it at launch, and from a `BGProcessingTask` or a background
     /// session's wake-up.
     ///
@@ -155,6 +156,7 @@ extension OfflineLibrary {
     private func restore(_ restored: [QueuedDownload]) {
         for record in restored where !downloads.contains(where: { $0.tourId == record.tourId }) {
             downloads.append(record)
+            restoredDownloads.insert(record.tourId)
             // What the app preferred before the relaunch, unless it has chosen again since.
             if let poiIds = record.preferredPOIs, preferred[record.tourId] == nil { preferred[record.tourId] = DownloadPriorities(poiIds) }
             broadcast.publish(record.job)
@@ -215,6 +217,7 @@ extension OfflineLibrary {
             var record = QueuedDownload(
                 tourId: tourId, tourName: name, format: format, quality: quality, allowsCellular: allowsCellular, state: .queued)
             record.preferredPOIs = preferred[tourId].map(\.preferred).flatMap { $0.isEmpty ? nil : $0 }
+            restoredDownloads.remove(tourId)
             downloads.append(record)
             broadcast.publish(record.job)
         }
@@ -359,6 +362,7 @@ extension OfflineLibrary {
     /// the network went, kept as failed otherwise.
     private func finished(_ tourId: UUID, failure: OfflineError?, suspended: Bool) async {
         running = nil
+        let restored = suspended ? restoredDownloads.contains(tourId) : restoredDownloads.remove(tourId) != nil
         defer { if !downloads.contains(where: { $0.tourId == tourId }) { forgetEarlyPlay(of: tourId) } }
         guard let index = downloads.firstIndex(where: { $0.tourId == tourId }) else { return await schedule() }
         // On disk first: an app told of the end may relaunch at once.
@@ -376,9 +380,16 @@ extension OfflineLibrary {
             // Not waited for: a record a kill kept finds its package installed, and goes.
             queueFile.post(downloads, promptly: false)
             // Cancelled: observers see it end. Installed at the catalogue's
-            // version already: nothing happened, and only this call's stream is told.
+            // version already: nothing happened, and only this call's stream is
+            // told; unless an earlier process asked, and committed the package
+            // before it was killed: that download is complete.
             if failure?.kind == .cancelled { publish(tourId) { $0.move(to: .cancelled, message: "cancelled") } }
-            broadcast.finish(tourId, throwing: failure)
+            if failure?.kind == .alreadyDownloaded, restored {
+                publish(tourId) { $0.move(to: .completed) }
+                broadcast.finish(tourId, throwing: nil)
+            } else {
+                broadcast.finish(tourId, throwing: failure)
+            }
             broadcast.forget(tourId)
         }
         await schedule()

@@ -68,6 +68,10 @@ public actor OfflineLibrary {
     var trustFileSeen: (generation: Int, file: FileStatus)?
     /// The POIs the app wants first, per tour (`prioritize`), until its download ends.
     var preferred: [UUID: DownloadPriorities] = [:]
+    /// The downloads read back from queue.json, which an earlier process
+    /// asked for: one whose package it committed before it was killed,
+    /// ahead of its record's removal, ends as completed, not as a second ask.
+    var restoredDownloads: Set<UUID> = []
     /// Files of first downloads this library hashed, as they were then:
     /// each is hashed again only once it changed (OfflineLibrary+Playing.swift).
     var arrivedChecked: [String: FileStatus] = [:]
